@@ -1,0 +1,165 @@
+// Package kubeapplier carries out Desire documents stored in Amazon DynamoDB on the local
+// Kubernetes cluster and writes their outcome back: ApplyDesires are server-side applied,
+// DeleteDesires deleted (success once really gone), ReadDesires mirrored into their status.
+//
+// Data flows Stream -> informer -> workqueue -> reconcile -> kube call -> status write:
+// NewKubeApplierInformers watches the specs tables (Scan, then DynamoDB Streams), one
+// controller per desire type reconciles, and only the status tables are ever written.
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Applier runs the three controllers of one management cluster. Create it with New.
+type Applier struct {
+	opts      Options
+	db        *KubeApplierDBClient
+	informers *KubeApplierInformers
+	metrics   *metrics
+	apply     *controller[*ApplyDesire]
+	delete    *controller[*DeleteDesire]
+	read      *controller[*ReadDesire]
+	readRec   *ReadReconciler
+	leading   atomic.Bool
+	running   atomic.Bool
+}
+
+// New validates opts, fills defaults and builds the Applier. Errors wrap ErrInvalidOptions.
+func New(opts Options) (*Applier, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	a := &Applier{opts: opts}
+	a.metrics = newMetrics(opts.MetricsRegisterer, opts.clock)
+	if opts.Stream.ObserveLag == nil {
+		opts.Stream.ObserveLag = a.metrics.observeLag
+	}
+	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
+	a.informers = NewKubeApplierInformers(opts.DynamoDB, opts.Streams, opts.TablePrefix, opts.ManagementCluster, opts.Stream)
+
+	applyRec := &ApplyReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper, FieldManager: opts.FieldManager}
+	a.apply = newController(KindApplyDesire, &a.opts, a.informers.ApplyDesires, a.db.ApplyDesireStatus(), applyRec, opts.ApplyResync, a.metrics)
+	applyRec.OnKindsChanged = func() {
+		for _, id := range applyRec.WaitingForKind() {
+			a.apply.q().Add(id)
+		}
+	}
+	delRec := &DeleteReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper}
+	a.delete = newController(KindDeleteDesire, &a.opts, a.informers.DeleteDesires, a.db.DeleteDesireStatus(), delRec, opts.DeleteResync, a.metrics)
+	a.readRec = &ReadReconciler{Dynamic: opts.DynamicClient, Mapper: opts.RESTMapper, Redaction: opts.SecretRedaction}
+	a.read = newController(KindReadDesire, &a.opts, a.informers.ReadDesires, a.db.ReadDesireStatus(), a.readRec, opts.ReadResync, a.metrics)
+	a.readRec.Enqueue = func(id string) { a.read.q().Add(id) }
+
+	if _, err := a.informers.ApplyDesires.Informer.AddEventHandler(a.apply.handler()); err != nil {
+		return nil, err
+	}
+	if _, err := a.informers.DeleteDesires.Informer.AddEventHandler(a.delete.handler()); err != nil {
+		return nil, err
+	}
+	if _, err := a.informers.ReadDesires.Informer.AddEventHandler(a.read.handler()); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Informers returns the desire informers, e.g. to add handlers of your own before Run.
+func (a *Applier) Informers() *KubeApplierInformers { return a.informers }
+
+// Ready reports whether the desire informers have synced (for a /readyz probe).
+func (a *Applier) Ready() bool { return a.running.Load() && a.informers.HasSynced() }
+
+// Leading reports whether this Applier currently reconciles.
+func (a *Applier) Leading() bool { return a.leading.Load() }
+
+// Run checks the specs tables' streams, starts the informers, and reconciles (when leader
+// election is on, only while holding the lease) until ctx ends; then it finishes in-flight
+// status writes, releases the lease and returns nil. A start-up failure (a table or stream
+// missing: ErrStreamNotConfigured; the lease client) is returned at once. It fits
+// controller-runtime's manager.RunnableFunc.
+func (a *Applier) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("kubeapplier: Run called twice")
+	}
+	defer a.running.Store(false)
+	if err := a.informers.CheckStreams(ctx); err != nil {
+		return err
+	}
+	infCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+	a.informers.Start(infCtx)
+	a.readRec.ctx = infCtx
+	defer a.readRec.stopAll()
+
+	if !a.opts.LeaderElection {
+		a.lead(ctx)
+		return nil
+	}
+	return a.runWithLeaderElection(ctx)
+}
+
+// lead reconciles until ctx ends.
+func (a *Applier) lead(ctx context.Context) {
+	if err := a.informers.WaitForSync(ctx); err != nil {
+		return
+	}
+	a.leading.Store(true)
+	a.metrics.leader.Set(1)
+	defer func() { a.leading.Store(false); a.metrics.leader.Set(0) }()
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster)
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context){a.apply.run, a.delete.run, a.read.run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	wg.Wait()
+}
+
+func (a *Applier) runWithLeaderElection(ctx context.Context) error {
+	client, err := a.opts.leaderClient()
+	if err != nil {
+		return fmt.Errorf("leader election client: %w", err)
+	}
+	id := a.opts.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + uuid.NewString()[:8]
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: a.opts.LeaseNamespace, Name: a.opts.LeaseName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
+			LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: a.lead,
+				OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", id) },
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		// Run returns when the lease is lost or ctx ends; OnStartedLeading's ctx is cancelled
+		// first, so reconciling stops before another process can take over.
+		le.Run(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(a.opts.RetryPeriod):
+		}
+	}
+	return nil
+}

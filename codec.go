@@ -1,0 +1,211 @@
+package kubeapplier
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Attribute names of the item layout (see README "Item format").
+const (
+	attrDocumentID        = "documentID"
+	attrVersion           = "version"
+	attrSpec              = "spec"
+	attrStatus            = "status"
+	attrConditions        = "conditions"
+	attrSpecKubeContent   = "spec_kubeContent"
+	attrStatusKubeContent = "status_kubeContent"
+)
+
+// MaxItemSize is DynamoDB's item size limit: 400 KB = 409,600 bytes, attribute names included
+// (DynamoDB developer guide, "Service, account, and table quotas").
+const MaxItemSize = 400 * 1024
+
+// ErrInvalidItem is wrapped by decode errors: a DynamoDB item that is not a valid desire
+// (missing documentID, attributes of the wrong type, kubeContent that is not JSON).
+var ErrInvalidItem = errors.New("invalid desire item")
+
+// conditionItem is metav1.Condition as stored in DynamoDB; metav1.Time has no codec of its own.
+type conditionItem struct {
+	Type               string    `dynamodbav:"type"`
+	Status             string    `dynamodbav:"status"`
+	ObservedGeneration int64     `dynamodbav:"observedGeneration"`
+	LastTransitionTime time.Time `dynamodbav:"lastTransitionTime"`
+	Reason             string    `dynamodbav:"reason"`
+	Message            string    `dynamodbav:"message"`
+}
+
+// EncodeItem returns the DynamoDB item for d: the attributevalue codec for the typed fields,
+// conditions as a list of maps inside `status`, and kubeContent as compact JSON in its own
+// top-level attribute (absent when empty).
+func EncodeItem(d Desire) (map[string]types.AttributeValue, error) {
+	item, err := attributevalue.MarshalMap(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", d.Kind(), d.Meta().DocumentID, err)
+	}
+	conds := d.StatusCommon().Conditions
+	if len(conds) > 0 {
+		list := make([]conditionItem, len(conds))
+		for i, c := range conds {
+			list[i] = conditionItem{Type: c.Type, Status: string(c.Status), ObservedGeneration: c.ObservedGeneration,
+				LastTransitionTime: c.LastTransitionTime.UTC(), Reason: c.Reason, Message: c.Message}
+		}
+		av, err := attributevalue.Marshal(list)
+		if err != nil {
+			return nil, fmt.Errorf("encode conditions: %w", err)
+		}
+		status, ok := item[attrStatus].(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("encode %s: status is not a map", d.Kind())
+		}
+		status.Value[attrConditions] = av
+	}
+	if attr, raw := d.content(); raw != nil && *raw != nil && len((*raw).Raw) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, (*raw).Raw); err != nil {
+			return nil, fmt.Errorf("encode %s: kubeContent is not valid JSON: %w", attr, err)
+		}
+		if buf.String() != "null" {
+			item[attr] = &types.AttributeValueMemberS{Value: buf.String()}
+		}
+	}
+	return item, nil
+}
+
+// DecodeItem fills d from a DynamoDB item written by EncodeItem or by a backend using the same
+// layout. Errors wrap ErrInvalidItem.
+func DecodeItem(item map[string]types.AttributeValue, d Desire) error {
+	if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); !ok || id.Value == "" {
+		return fmt.Errorf("%w: %s attribute %q missing or not a string", ErrInvalidItem, d.Kind(), attrDocumentID)
+	}
+	if err := attributevalue.UnmarshalMap(item, d); err != nil {
+		return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), idOf(item), err)
+	}
+	status := d.StatusCommon()
+	status.Conditions = nil
+	if s, ok := item[attrStatus].(*types.AttributeValueMemberM); ok {
+		if av, ok := s.Value[attrConditions]; ok {
+			var list []conditionItem
+			if err := attributevalue.Unmarshal(av, &list); err != nil {
+				return fmt.Errorf("%w: %s %s: status.conditions: %w", ErrInvalidItem, d.Kind(), idOf(item), err)
+			}
+			for _, c := range list {
+				status.Conditions = append(status.Conditions, metav1.Condition{Type: c.Type,
+					Status: metav1.ConditionStatus(c.Status), ObservedGeneration: c.ObservedGeneration,
+					LastTransitionTime: metav1.NewTime(c.LastTransitionTime), Reason: c.Reason, Message: c.Message})
+			}
+		}
+	}
+	if attr, raw := d.content(); raw != nil {
+		*raw = nil
+		switch v := item[attr].(type) {
+		case nil:
+		case *types.AttributeValueMemberS:
+			if v.Value != "" && v.Value != "null" {
+				if !json.Valid([]byte(v.Value)) {
+					return fmt.Errorf("%w: %s %s: %s is not valid JSON", ErrInvalidItem, d.Kind(), idOf(item), attr)
+				}
+				*raw = &runtime.RawExtension{Raw: []byte(v.Value)}
+			}
+		default:
+			return fmt.Errorf("%w: %s %s: %s is not a string", ErrInvalidItem, d.Kind(), idOf(item), attr)
+		}
+	}
+	return nil
+}
+
+func idOf(item map[string]types.AttributeValue) string {
+	if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok {
+		return id.Value
+	}
+	return "<no documentID>"
+}
+
+// newDesire returns a new zero desire of the same kind as T.
+func newDesire[T Desire]() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
+// values, with the per-type overheads of the DynamoDB developer guide ("Item sizes and formats").
+func ItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize: about one byte per two significant digits, plus one.
+func numberSize(s string) int {
+	digits := 0
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			digits++
+		}
+	}
+	return (digits+1)/2 + 1
+}
+
+// parseVersion reads the `version` attribute of an item; 0 when absent.
+func parseVersion(item map[string]types.AttributeValue) int64 {
+	if n, ok := item[attrVersion].(*types.AttributeValueMemberN); ok {
+		v, _ := strconv.ParseInt(n.Value, 10, 64)
+		return v
+	}
+	return 0
+}

@@ -1,0 +1,336 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Sentinel errors of the DynamoDB layer. Test with errors.Is or the Is*Error helpers; the AWS
+// error stays reachable with errors.As.
+var (
+	// ErrNotFound: no item with that documentID.
+	ErrNotFound = errors.New("desire not found")
+	// ErrAlreadyExists: Create found an item with that documentID.
+	ErrAlreadyExists = errors.New("desire already exists")
+	// ErrPreconditionFailed: Replace was given a Version that is no longer the stored one.
+	ErrPreconditionFailed = errors.New("desire version precondition failed")
+	// ErrItemTooLarge: the encoded item exceeds MaxItemSize; see ItemTooLargeError.
+	ErrItemTooLarge = errors.New("desire item too large")
+)
+
+// ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit.
+type ItemTooLargeError struct {
+	Table      string
+	DocumentID string
+	Size       int // bytes, as DynamoDB counts them
+	Limit      int // bytes
+}
+
+func (e *ItemTooLargeError) Error() string {
+	return fmt.Sprintf("item %s for table %s is %d bytes, over DynamoDB's item limit of %d bytes", e.DocumentID, e.Table, e.Size, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrItemTooLarge) true.
+func (e *ItemTooLargeError) Is(target error) bool { return target == ErrItemTooLarge }
+
+// IsNotFoundError reports whether err wraps ErrNotFound.
+func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsAlreadyExistsError reports whether err wraps ErrAlreadyExists.
+func IsAlreadyExistsError(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+// IsPreconditionFailedError reports whether err wraps ErrPreconditionFailed.
+func IsPreconditionFailedError(err error) bool { return errors.Is(err, ErrPreconditionFailed) }
+
+// DynamoDBAPI is the part of *dynamodb.Client the CRUD layer uses, so a fake can stand in.
+type DynamoDBAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// TableKind is "specs" (written by the backend, read by the applier) or "status" (written by
+// the applier only).
+type TableKind string
+
+const (
+	SpecsTable  TableKind = "specs"
+	StatusTable TableKind = "status"
+)
+
+// TableName returns "{prefix}mc-{cluster}-{specs|status}-{applydesires|deletedesires|readdesires}".
+// prefix is "" in production; tests set one to keep their tables apart.
+func TableName(prefix, cluster string, table TableKind, kind DesireKind) string {
+	return fmt.Sprintf("%smc-%s-%s-%ss", prefix, cluster, table, strings.ToLower(string(kind)))
+}
+
+// SpecReader reads desires from a specs table. It has no write method on purpose: the applier
+// must never write a spec.
+type SpecReader[T Desire] interface {
+	// Get returns the desire with that documentID (strongly consistent read), or ErrNotFound.
+	Get(ctx context.Context, id string) (T, error)
+	// List returns every desire of the table (a full, paged Scan).
+	List(ctx context.Context) ([]T, error)
+}
+
+// ResourceCRUD reads and writes desires in a status table.
+type ResourceCRUD[T Desire] interface {
+	SpecReader[T]
+	// Create stores d with Version 1 and CreateTime = UpdateTime = now; ErrAlreadyExists when
+	// the documentID is taken, ErrItemTooLarge over 400 KB. Returns the stored desire.
+	Create(ctx context.Context, d T) (T, error)
+	// Replace stores d if the stored Version still equals d's Version, with Version+1 and
+	// UpdateTime = now; ErrPreconditionFailed when stale or deleted, ErrItemTooLarge over 400 KB.
+	// Returns the stored desire.
+	Replace(ctx context.Context, d T) (T, error)
+	// Delete removes the item; ErrNotFound when there is none.
+	Delete(ctx context.Context, id string) error
+}
+
+// Table is the DynamoDB implementation of ResourceCRUD for one table.
+type Table[T Desire] struct {
+	api   DynamoDBAPI
+	name  string
+	clock func() time.Time
+}
+
+// NewTable returns the CRUD client of one table.
+func NewTable[T Desire](api DynamoDBAPI, tableName string) *Table[T] {
+	return &Table[T]{api: api, name: tableName, clock: time.Now}
+}
+
+// Name returns the table name.
+func (t *Table[T]) Name() string { return t.name }
+
+func (t *Table[T]) key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: id}}
+}
+
+// Get implements SpecReader.
+func (t *Table[T]) Get(ctx context.Context, id string) (T, error) {
+	var zero T
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &t.name, Key: t.key(id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return zero, fmt.Errorf("get %s from %s: %w", id, t.name, err)
+	}
+	if len(out.Item) == 0 {
+		return zero, fmt.Errorf("get %s from %s: %w", id, t.name, ErrNotFound)
+	}
+	d := newDesire[T]()
+	if err := DecodeItem(out.Item, d); err != nil {
+		return zero, err
+	}
+	return d, nil
+}
+
+// List implements SpecReader. Items that do not decode are skipped and returned in the
+// joined error next to the good ones, so one bad document cannot hide the others.
+func (t *Table[T]) List(ctx context.Context) ([]T, error) {
+	var (
+		out  []T
+		bad  []error
+		last map[string]types.AttributeValue
+	)
+	for {
+		page, err := t.api.Scan(ctx, &dynamodb.ScanInput{TableName: &t.name, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", t.name, err)
+		}
+		for _, item := range page.Items {
+			d := newDesire[T]()
+			if err := DecodeItem(item, d); err != nil {
+				bad = append(bad, err)
+				continue
+			}
+			out = append(out, d)
+		}
+		// An empty page with a LastEvaluatedKey is not the end.
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		last = page.LastEvaluatedKey
+	}
+	return out, errors.Join(bad...)
+}
+
+// Create implements ResourceCRUD.
+func (t *Table[T]) Create(ctx context.Context, d T) (T, error) {
+	var zero T
+	d = d.DeepCopyObject().(T)
+	now := t.clock().UTC().Round(0)
+	m := d.Meta()
+	m.Version, m.CreateTime, m.UpdateTime = 1, now, now
+	cond := expression.AttributeNotExists(expression.Name(attrDocumentID))
+	if err := t.put(ctx, d, cond); err != nil {
+		if isConditionalCheckFailed(err) {
+			return zero, fmt.Errorf("create %s in %s: %w: %w", m.DocumentID, t.name, ErrAlreadyExists, err)
+		}
+		return zero, err
+	}
+	return d, nil
+}
+
+// Replace implements ResourceCRUD.
+func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
+	var zero T
+	d = d.DeepCopyObject().(T)
+	m := d.Meta()
+	expected := m.Version
+	m.Version++
+	m.UpdateTime = t.clock().UTC().Round(0)
+	cond := expression.Name(attrVersion).Equal(expression.Value(expected))
+	if err := t.put(ctx, d, cond); err != nil {
+		if isConditionalCheckFailed(err) {
+			return zero, fmt.Errorf("replace %s in %s at version %d: %w: %w", m.DocumentID, t.name, expected, ErrPreconditionFailed, err)
+		}
+		return zero, err
+	}
+	return d, nil
+}
+
+func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilder) error {
+	item, err := EncodeItem(d)
+	if err != nil {
+		return err
+	}
+	if size := ItemSize(item); size > MaxItemSize {
+		return &ItemTooLargeError{Table: t.name, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
+	}
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("build condition: %w", err)
+	}
+	_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &t.name, Item: item,
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+	if err != nil {
+		return fmt.Errorf("put %s into %s: %w", d.Meta().DocumentID, t.name, err)
+	}
+	return nil
+}
+
+// Delete implements ResourceCRUD.
+func (t *Table[T]) Delete(ctx context.Context, id string) error {
+	expr, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrDocumentID))).Build()
+	if err != nil {
+		return fmt.Errorf("build condition: %w", err)
+	}
+	_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &t.name, Key: t.key(id),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names()})
+	if err != nil {
+		if isConditionalCheckFailed(err) {
+			return fmt.Errorf("delete %s from %s: %w", id, t.name, ErrNotFound)
+		}
+		return fmt.Errorf("delete %s from %s: %w", id, t.name, err)
+	}
+	return nil
+}
+
+func isConditionalCheckFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// KubeApplierDBClient gives typed access to the six tables of one management cluster.
+type KubeApplierDBClient struct {
+	api     DynamoDBAPI
+	prefix  string
+	cluster string
+}
+
+// NewKubeApplierDBClient returns the clients of the tables of managementCluster; prefix is ""
+// in production.
+func NewKubeApplierDBClient(api DynamoDBAPI, prefix, managementCluster string) *KubeApplierDBClient {
+	return &KubeApplierDBClient{api: api, prefix: prefix, cluster: managementCluster}
+}
+
+func (c *KubeApplierDBClient) name(t TableKind, k DesireKind) string {
+	return TableName(c.prefix, c.cluster, t, k)
+}
+
+// ApplyDesireSpecs returns the read-only client of the ApplyDesire specs table.
+func (c *KubeApplierDBClient) ApplyDesireSpecs() SpecReader[*ApplyDesire] {
+	return NewTable[*ApplyDesire](c.api, c.name(SpecsTable, KindApplyDesire))
+}
+
+// DeleteDesireSpecs returns the read-only client of the DeleteDesire specs table.
+func (c *KubeApplierDBClient) DeleteDesireSpecs() SpecReader[*DeleteDesire] {
+	return NewTable[*DeleteDesire](c.api, c.name(SpecsTable, KindDeleteDesire))
+}
+
+// ReadDesireSpecs returns the read-only client of the ReadDesire specs table.
+func (c *KubeApplierDBClient) ReadDesireSpecs() SpecReader[*ReadDesire] {
+	return NewTable[*ReadDesire](c.api, c.name(SpecsTable, KindReadDesire))
+}
+
+// ApplyDesireStatus returns the client of the ApplyDesire status table.
+func (c *KubeApplierDBClient) ApplyDesireStatus() ResourceCRUD[*ApplyDesire] {
+	return NewTable[*ApplyDesire](c.api, c.name(StatusTable, KindApplyDesire))
+}
+
+// DeleteDesireStatus returns the client of the DeleteDesire status table.
+func (c *KubeApplierDBClient) DeleteDesireStatus() ResourceCRUD[*DeleteDesire] {
+	return NewTable[*DeleteDesire](c.api, c.name(StatusTable, KindDeleteDesire))
+}
+
+// ReadDesireStatus returns the client of the ReadDesire status table.
+func (c *KubeApplierDBClient) ReadDesireStatus() ResourceCRUD[*ReadDesire] {
+	return NewTable[*ReadDesire](c.api, c.name(StatusTable, KindReadDesire))
+}
+
+// TableAdminAPI is the part of *dynamodb.Client EnsureTables uses.
+type TableAdminAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// EnsureTables creates the six tables of managementCluster when missing: `documentID` (S) as
+// hash key, PAY_PER_REQUEST, and Streams NEW_AND_OLD_IMAGES on the specs tables. It waits
+// until each table is ACTIVE and is idempotent. It returns the table names it made.
+func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementCluster string) ([]string, error) {
+	var created []string
+	for _, tk := range []TableKind{SpecsTable, StatusTable} {
+		for _, k := range DesireKinds {
+			name := TableName(prefix, managementCluster, tk, k)
+			in := &dynamodb.CreateTableInput{
+				TableName:            aws.String(name),
+				AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrDocumentID), AttributeType: types.ScalarAttributeTypeS}},
+				KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrDocumentID), KeyType: types.KeyTypeHash}},
+				BillingMode:          types.BillingModePayPerRequest,
+			}
+			if tk == SpecsTable {
+				in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+			}
+			_, err := api.CreateTable(ctx, in)
+			var inUse *types.ResourceInUseException
+			switch {
+			case errors.As(err, &inUse):
+			case err != nil:
+				return created, fmt.Errorf("create table %s: %w", name, err)
+			default:
+				created = append(created, name)
+			}
+			w := dynamodb.NewTableExistsWaiter(api)
+			if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute,
+				func(o *dynamodb.TableExistsWaiterOptions) {
+					o.MinDelay = 100 * time.Millisecond
+					o.MaxDelay = time.Second
+				}); err != nil {
+				return created, fmt.Errorf("wait for table %s: %w", name, err)
+			}
+		}
+	}
+	return created, nil
+}
+
+// formatVersion is the `version` attribute value as DynamoDB stores it.
+func formatVersion(v int64) string { return strconv.FormatInt(v, 10) }

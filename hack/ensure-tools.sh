@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the few system tools the local stack needs, only when they are missing.
+# go, node and npm are expected on the machine already; everything else comes from Debian apt.
+#   java    - runs DynamoDB Local (Amazon's jar)
+#   openssl - service-account keys, tokens, npm integrity check
+#   curl    - readiness probes
+#   make    - the project's entry points
+set -euo pipefail
+
+declare -A pkg=([java]=openjdk-17-jre-headless [openssl]=openssl [curl]=curl [make]=make)
+missing=()
+for tool in java openssl curl make; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("${pkg[$tool]}")
+done
+for tool in go npm; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "ensure-tools: $tool is required but not installed" >&2; exit 1; }
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "ensure-tools: installing ${missing[*]}" >&2
+sudo=()
+[[ $(id -u) -eq 0 ]] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq >&2
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

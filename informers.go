@@ -1,0 +1,138 @@
+package kubeapplier
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DesireLister reads desires from an informer's cache (no DynamoDB call).
+type DesireLister[T Desire] interface {
+	// Get returns the cached desire with that documentID, or ErrNotFound.
+	Get(id string) (T, error)
+	// List returns every cached desire.
+	List() []T
+}
+
+// DesireInformer is a client-go SharedIndexInformer over one specs table, and its lister.
+type DesireInformer[T Desire] struct {
+	Informer cache.SharedIndexInformer
+	Lister   DesireLister[T]
+	lw       *streamListWatch[T]
+}
+
+// KubeApplierInformers holds one informer per desire type of a management cluster.
+type KubeApplierInformers struct {
+	ApplyDesires  *DesireInformer[*ApplyDesire]
+	DeleteDesires *DesireInformer[*DeleteDesire]
+	ReadDesires   *DesireInformer[*ReadDesire]
+}
+
+// NewKubeApplierInformers returns the informers of the three specs tables of
+// managementCluster (tables named by TableName with prefix). List is a consistent full Scan
+// through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
+// Informer.Run or Start; check the streams first with CheckStreams.
+func NewKubeApplierInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *KubeApplierInformers {
+	opts = opts.withDefaults()
+	return &KubeApplierInformers{
+		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
+		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
+		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
+	}
+}
+
+// watchListUnsupported opts the ListWatch out of client-go's WatchList protocol: DynamoDB
+// Streams sends no bookmarks, and a reflector waiting for one would never sync.
+type watchListUnsupported struct{}
+
+func (watchListUnsupported) IsWatchListSemanticsUnSupported() bool { return true }
+
+func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts StreamOptions) *DesireInformer[T] {
+	lw := &streamListWatch[T]{kind: kind, table: table, db: db, api: streams, opts: opts}
+	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
+		newDesire[T](), cache.SharedIndexInformerOptions{ObjectDescription: table})
+	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
+}
+
+// Table returns the specs table the informer reads.
+func (i *DesireInformer[T]) Table() string { return i.lw.table }
+
+// Informers returns the three informers as client-go SharedIndexInformers.
+func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
+}
+
+// CheckStreams returns, for the first specs table whose stream is missing or not
+// NEW_AND_OLD_IMAGES, an error wrapping ErrStreamNotConfigured that names it.
+func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
+	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
+		if _, err := streamARN(ctx, k.ApplyDesires.lw.api, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start runs the three informers until ctx ends.
+func (k *KubeApplierInformers) Start(ctx context.Context) {
+	for _, inf := range k.Informers() {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// HasSynced reports whether all three informers finished their first List.
+func (k *KubeApplierInformers) HasSynced() bool {
+	for _, inf := range k.Informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync blocks until HasSynced or ctx ends; it returns ctx's error in that case.
+func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
+	for !k.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for desire informers to sync: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+type indexerLister[T Desire] struct{ indexer cache.Indexer }
+
+func (l indexerLister[T]) Get(id string) (T, error) {
+	var zero T
+	obj, ok, err := l.indexer.GetByKey(id)
+	if err != nil {
+		return zero, err
+	}
+	if !ok {
+		return zero, fmt.Errorf("desire %s: %w", id, ErrNotFound)
+	}
+	d, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("desire %s: cached object is %T", id, obj)
+	}
+	return d, nil
+}
+
+func (l indexerLister[T]) List() []T {
+	objs := l.indexer.List()
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if d, ok := o.(T); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+var _ runtime.Object = &desireList[*ApplyDesire]{}

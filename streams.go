@@ -1,0 +1,554 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
+// view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
+var ErrStreamNotConfigured = errors.New("specs table stream not configured")
+
+// StreamsAPI is what the stream informers need of DynamoDB and DynamoDB Streams, so a fake can
+// drive them. AWSStreams adapts the two SDK clients.
+type StreamsAPI interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+// AWSStreams implements StreamsAPI with the SDK clients.
+type AWSStreams struct {
+	DB      *dynamodb.Client
+	Streams *dynamodbstreams.Client
+}
+
+func (a AWSStreams) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return a.DB.DescribeTable(ctx, in, opts...)
+}
+func (a AWSStreams) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error) {
+	return a.Streams.DescribeStream(ctx, in, opts...)
+}
+func (a AWSStreams) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	return a.Streams.GetShardIterator(ctx, in, opts...)
+}
+func (a AWSStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	return a.Streams.GetRecords(ctx, in, opts...)
+}
+
+// StreamOptions tunes the stream poller. Zero values take the defaults.
+type StreamOptions struct {
+	// PollInterval is how long a shard that returned no record waits before the next
+	// GetRecords. Default 250 ms: 4 calls/s per shard, under DynamoDB's 5 per second per shard.
+	PollInterval time.Duration
+	// DiscoveryInterval is how often DescribeStream looks for new shards and DescribeTable for a
+	// replaced stream. Default 10 s.
+	DiscoveryInterval time.Duration
+	// MaxBackoff caps the jittered back-off after throttling or transient errors. Default 10 s.
+	MaxBackoff time.Duration
+	// ObserveLag, when set, receives after each non-empty batch the time between now and the
+	// newest record's ApproximateCreationDateTime (truncated to the minute by DynamoDB Local).
+	ObserveLag func(kind DesireKind, lag time.Duration)
+	// Log receives relists and back-offs.
+	Log logr.Logger
+}
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	if o.PollInterval <= 0 {
+		o.PollInterval = 250 * time.Millisecond
+	}
+	if o.DiscoveryInterval <= 0 {
+		o.DiscoveryInterval = 10 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Second
+	}
+	return o
+}
+
+// streamListWatch is the ListerWatcher of one specs table: List is a full Scan, Watch polls
+// the table's stream from positions taken before that Scan.
+type streamListWatch[T Desire] struct {
+	kind   DesireKind
+	table  string
+	db     DynamoDBAPI
+	api    StreamsAPI
+	opts   StreamOptions
+	mu     sync.Mutex
+	starts map[string]*streamStart // by the List's resourceVersion
+}
+
+// streamStart is where a Watch begins: the stream and every shard known when List began.
+type streamStart struct {
+	arn    string
+	shards map[string]*shardState
+}
+
+type shardState struct {
+	id, parent string
+	iter       string // next iterator; "" until opened
+	lastSeq    string // last processed sequence number
+	fromTrim   bool   // opened at TRIM_HORIZON, so an expired iterator can reopen there
+	done       bool   // drained (closed and read to the end) or covered by the Scan
+}
+
+// streamARN returns the table's NEW_AND_OLD_IMAGES stream or ErrStreamNotConfigured.
+func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error) {
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", table, err)
+	}
+	spec := out.Table.StreamSpecification
+	if spec == nil || !aws.ToBool(spec.StreamEnabled) || out.Table.LatestStreamArn == nil {
+		return "", fmt.Errorf("table %s: %w: no stream enabled (want NEW_AND_OLD_IMAGES)", table, ErrStreamNotConfigured)
+	}
+	if spec.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages {
+		return "", fmt.Errorf("table %s: %w: stream view type is %s, want NEW_AND_OLD_IMAGES", table, ErrStreamNotConfigured, spec.StreamViewType)
+	}
+	return *out.Table.LatestStreamArn, nil
+}
+
+func describeShards(ctx context.Context, api StreamsAPI, arn string) ([]types.Shard, error) {
+	var (
+		shards []types.Shard
+		start  *string
+	)
+	for {
+		out, err := api.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &arn, ExclusiveStartShardId: start})
+		if err != nil {
+			return nil, fmt.Errorf("describe stream %s: %w", arn, err)
+		}
+		shards = append(shards, out.StreamDescription.Shards...)
+		start = out.StreamDescription.LastEvaluatedShardId
+		if start == nil {
+			return shards, nil
+		}
+	}
+}
+
+// list takes the stream positions first, then Scans: a write that lands during the Scan is
+// in the Scan, in the stream after those positions, or both. Duplicates are fine, loss is not.
+func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+	arn, err := streamARN(ctx, lw.api, lw.table)
+	if err != nil {
+		return nil, err
+	}
+	shards, err := describeShards(ctx, lw.api, arn)
+	if err != nil {
+		return nil, err
+	}
+	start := &streamStart{arn: arn, shards: map[string]*shardState{}}
+	for _, s := range shards {
+		st := &shardState{id: aws.ToString(s.ShardId), parent: aws.ToString(s.ParentShardId), done: true}
+		if s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
+			// Open shard: read from its current end on.
+			it, err := lw.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &arn,
+				ShardId: s.ShardId, ShardIteratorType: types.ShardIteratorTypeLatest})
+			if err != nil {
+				return nil, fmt.Errorf("shard iterator for %s: %w", st.id, err)
+			}
+			st.iter, st.done = aws.ToString(it.ShardIterator), false
+		}
+		start.shards[st.id] = st
+	}
+	items, err := scanAll[T](ctx, lw.db, lw.table, lw.opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	rv := string(uuid.NewUUID())
+	lw.mu.Lock()
+	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from
+	lw.mu.Unlock()
+	return &desireList[T]{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}, nil
+}
+
+// scanAll pages a consistent Scan. Items that do not decode are kept as desires marked Invalid
+// so the controllers report them instead of dropping them.
+func scanAll[T Desire](ctx context.Context, db DynamoDBAPI, table string, log logr.Logger) ([]T, error) {
+	var (
+		out  []T
+		last map[string]ddbtypes.AttributeValue
+	)
+	for {
+		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, item := range page.Items {
+			if d, ok := decodeLenient[T](item, log); ok {
+				out = append(out, d)
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		last = page.LastEvaluatedKey
+	}
+}
+
+// decodeLenient decodes item; a bad item becomes a desire holding only its metadata and the
+// reason in Invalid. Only an item without a documentID is dropped (it has no key to report on).
+func decodeLenient[T Desire](item map[string]ddbtypes.AttributeValue, log logr.Logger) (T, bool) {
+	d := newDesire[T]()
+	err := DecodeItem(item, d)
+	if err == nil {
+		return d, true
+	}
+	if _, ok := item[attrDocumentID].(*ddbtypes.AttributeValueMemberS); !ok {
+		log.Error(err, "dropping item without documentID")
+		return d, false
+	}
+	d = newDesire[T]()
+	m := d.Meta()
+	m.DocumentID, m.Version, m.Invalid = idOf(item), parseVersion(item), err.Error()
+	if s, ok := item["updateTime"].(*ddbtypes.AttributeValueMemberS); ok {
+		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
+	}
+	return d, true
+}
+
+func (lw *streamListWatch[T]) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.mu.Lock()
+	start := lw.starts[opts.ResourceVersion]
+	delete(lw.starts, opts.ResourceVersion)
+	lw.mu.Unlock()
+	if start == nil {
+		// Not the newest List: the positions are gone, so relist.
+		return nil, fmt.Errorf("table %s: no stream position for resourceVersion %q: relist", lw.table, opts.ResourceVersion)
+	}
+	w := &streamWatcher[T]{lw: lw, start: start, result: make(chan watch.Event), stop: make(chan struct{})}
+	ctx, w.cancel = context.WithCancel(ctx)
+	go w.run(ctx)
+	return w, nil
+}
+
+type streamWatcher[T Desire] struct {
+	lw       *streamListWatch[T]
+	start    *streamStart
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+}
+
+func (w *streamWatcher[T]) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *streamWatcher[T]) Stop() {
+	w.stopOnce.Do(func() { close(w.stop); w.cancel() })
+}
+
+// errRelist ends a watch so the reflector lists again (full Scan).
+type errRelist struct{ reason string }
+
+func (e errRelist) Error() string { return e.reason }
+
+func (w *streamWatcher[T]) run(ctx context.Context) {
+	defer close(w.result)
+	defer w.cancel()
+	err := w.poll(ctx)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	w.lw.opts.Log.Info("stream watch ended; relisting", "table", w.lw.table, "reason", err.Error())
+	// An "expired" status makes the reflector relist from scratch.
+	status := apierrors.NewResourceExpired(err.Error()).ErrStatus
+	select {
+	case w.result <- watch.Event{Type: watch.Error, Object: &status}:
+	case <-w.stop:
+	}
+}
+
+// poll reads every shard in lineage order until ctx ends or the position cannot be resumed.
+func (w *streamWatcher[T]) poll(ctx context.Context) error {
+	lw := w.lw
+	shards := w.start.shards
+	nextDiscovery := time.Now().Add(lw.opts.DiscoveryInterval)
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: lw.opts.MaxBackoff}
+	for {
+		if time.Now().After(nextDiscovery) {
+			if err := w.discover(ctx, shards); err != nil {
+				if ok, rerr := w.classify(err); !ok {
+					return rerr
+				}
+			}
+			nextDiscovery = time.Now().Add(lw.opts.DiscoveryInterval)
+		}
+		got, err := w.pollOnce(ctx, shards)
+		var delay time.Duration
+		switch ok, rerr := w.classify(err); {
+		case err == nil:
+			backoff.Duration, backoff.Steps = 100*time.Millisecond, 100
+			if !got {
+				delay = lw.opts.PollInterval
+			}
+		case !ok:
+			return rerr
+		default:
+			delay = backoff.Step()
+			lw.opts.Log.V(1).Info("stream read failed; backing off", "table", lw.table, "delay", delay, "err", err.Error())
+		}
+		if delay > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-w.stop:
+				return nil
+			case <-time.After(delay):
+			}
+		}
+	}
+}
+
+// classify returns (true, nil) for errors worth a retry at the same position (throttling,
+// network, 5xx) and (false, err) for those that need a relist.
+func (w *streamWatcher[T]) classify(err error) (bool, error) {
+	if err == nil {
+		return true, nil
+	}
+	var (
+		relist  errRelist
+		trimmed *types.TrimmedDataAccessException
+		missing *types.ResourceNotFoundException
+	)
+	switch {
+	case errors.As(err, &relist):
+		return false, err
+	case errors.As(err, &trimmed):
+		return false, errRelist{"stream data trimmed past our position: " + err.Error()}
+	case errors.As(err, &missing):
+		return false, errRelist{"stream or shard not found: " + err.Error()}
+	case errors.Is(err, ErrStreamNotConfigured):
+		return false, err
+	case errors.Is(err, context.Canceled):
+		return false, nil
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorFault() == smithy.FaultClient && !isThrottle(api.ErrorCode()) {
+		if api.ErrorCode() == "ValidationException" {
+			return false, errRelist{"stream request refused: " + err.Error()}
+		}
+	}
+	return true, nil
+}
+
+func isThrottle(code string) bool {
+	switch code {
+	case "LimitExceededException", "ProvisionedThroughputExceededException", "ThrottlingException",
+		"RequestLimitExceeded", "TooManyRequestsException":
+		return true
+	}
+	return false
+}
+
+// discover adds shards created since the last look (children open at TRIM_HORIZON) and ends the
+// watch if the table now has another stream (disabled and re-enabled).
+func (w *streamWatcher[T]) discover(ctx context.Context, shards map[string]*shardState) error {
+	arn, err := streamARN(ctx, w.lw.api, w.lw.table)
+	if err != nil {
+		return err
+	}
+	if arn != w.start.arn {
+		return errRelist{fmt.Sprintf("table %s has a new stream %s (was %s)", w.lw.table, arn, w.start.arn)}
+	}
+	all, err := describeShards(ctx, w.lw.api, arn)
+	if err != nil {
+		return err
+	}
+	for _, s := range all {
+		id := aws.ToString(s.ShardId)
+		if _, known := shards[id]; !known {
+			shards[id] = &shardState{id: id, parent: aws.ToString(s.ParentShardId)}
+		}
+	}
+	return nil
+}
+
+// readable: a shard is read only after its parent is drained (or unknown: trimmed long ago).
+func readable(s *shardState, shards map[string]*shardState) bool {
+	if s.done {
+		return false
+	}
+	p, ok := shards[s.parent]
+	return s.parent == "" || !ok || p.done
+}
+
+// pollOnce issues one GetRecords per readable shard; got reports whether any record came.
+func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got bool, err error) {
+	for _, s := range shards {
+		if !readable(s, shards) {
+			continue
+		}
+		if s.iter == "" {
+			if err := w.open(ctx, s); err != nil {
+				return got, err
+			}
+		}
+		out, err := w.lw.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: &s.iter})
+		var expired *types.ExpiredIteratorException
+		if errors.As(err, &expired) {
+			s.iter = ""
+			if s.lastSeq == "" && !s.fromTrim {
+				return got, errRelist{fmt.Sprintf("iterator of shard %s expired before any record was read", s.id)}
+			}
+			continue // reopened after lastSeq on the next pass
+		}
+		if err != nil {
+			return got, fmt.Errorf("get records from shard %s: %w", s.id, err)
+		}
+		for _, r := range out.Records {
+			if err := w.emit(ctx, r); err != nil {
+				return got, err
+			}
+			s.lastSeq = aws.ToString(r.Dynamodb.SequenceNumber)
+			got = true
+		}
+		if n := len(out.Records); n > 0 && w.lw.opts.ObserveLag != nil {
+			if t := out.Records[n-1].Dynamodb.ApproximateCreationDateTime; t != nil {
+				w.lw.opts.ObserveLag(w.lw.kind, time.Since(*t))
+			}
+		}
+		if out.NextShardIterator == nil {
+			s.done, s.iter = true, "" // closed shard read to its end: children may start
+			got = true
+		} else {
+			s.iter = *out.NextShardIterator
+		}
+	}
+	return got, nil
+}
+
+// open gets an iterator for a shard: after the last processed record when there is one, else
+// at TRIM_HORIZON (a child shard, read from its beginning).
+func (w *streamWatcher[T]) open(ctx context.Context, s *shardState) error {
+	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: &w.start.arn, ShardId: &s.id, ShardIteratorType: types.ShardIteratorTypeTrimHorizon}
+	if s.lastSeq != "" {
+		in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, &s.lastSeq
+	} else {
+		s.fromTrim = true
+	}
+	out, err := w.lw.api.GetShardIterator(ctx, in)
+	if err != nil {
+		return fmt.Errorf("shard iterator for %s (%s): %w", s.id, in.ShardIteratorType, err)
+	}
+	if out.ShardIterator == nil {
+		s.done = true
+		return nil
+	}
+	s.iter = *out.ShardIterator
+	return nil
+}
+
+// emit turns one stream record into a watch event. REMOVE carries Keys and OldImage only.
+func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
+	if r.Dynamodb == nil {
+		return nil
+	}
+	var (
+		ev  watch.Event
+		img map[string]types.AttributeValue
+	)
+	switch r.EventName {
+	case types.OperationTypeInsert:
+		ev.Type, img = watch.Added, r.Dynamodb.NewImage
+	case types.OperationTypeModify:
+		ev.Type, img = watch.Modified, r.Dynamodb.NewImage
+	case types.OperationTypeRemove:
+		ev.Type, img = watch.Deleted, r.Dynamodb.OldImage
+		if img == nil {
+			img = r.Dynamodb.Keys
+		}
+	default:
+		return nil
+	}
+	if img == nil {
+		img = r.Dynamodb.Keys
+	}
+	d, ok := decodeLenient[T](fromStreamItem(img), w.lw.opts.Log)
+	if !ok {
+		return nil
+	}
+	ev.Object = d
+	select {
+	case w.result <- ev:
+		return nil
+	case <-w.stop:
+		return context.Canceled
+	case <-ctx.Done():
+		return context.Canceled
+	}
+}
+
+// fromStreamItem converts a Streams image to the DynamoDB types the codec reads; the two SDK
+// packages declare identical but distinct AttributeValue types.
+func fromStreamItem(in map[string]types.AttributeValue) map[string]ddbtypes.AttributeValue {
+	out := make(map[string]ddbtypes.AttributeValue, len(in))
+	for k, v := range in {
+		out[k] = fromStreamAV(v)
+	}
+	return out
+}
+
+func fromStreamAV(v types.AttributeValue) ddbtypes.AttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return &ddbtypes.AttributeValueMemberS{Value: v.Value}
+	case *types.AttributeValueMemberN:
+		return &ddbtypes.AttributeValueMemberN{Value: v.Value}
+	case *types.AttributeValueMemberB:
+		return &ddbtypes.AttributeValueMemberB{Value: v.Value}
+	case *types.AttributeValueMemberBOOL:
+		return &ddbtypes.AttributeValueMemberBOOL{Value: v.Value}
+	case *types.AttributeValueMemberNULL:
+		return &ddbtypes.AttributeValueMemberNULL{Value: v.Value}
+	case *types.AttributeValueMemberSS:
+		return &ddbtypes.AttributeValueMemberSS{Value: v.Value}
+	case *types.AttributeValueMemberNS:
+		return &ddbtypes.AttributeValueMemberNS{Value: v.Value}
+	case *types.AttributeValueMemberBS:
+		return &ddbtypes.AttributeValueMemberBS{Value: v.Value}
+	case *types.AttributeValueMemberL:
+		l := make([]ddbtypes.AttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = fromStreamAV(e)
+		}
+		return &ddbtypes.AttributeValueMemberL{Value: l}
+	case *types.AttributeValueMemberM:
+		return &ddbtypes.AttributeValueMemberM{Value: fromStreamItem(v.Value)}
+	}
+	return &ddbtypes.AttributeValueMemberNULL{Value: true}
+}
+
+// desireList is the runtime.Object a List returns to the reflector.
+type desireList[T Desire] struct {
+	metav1.ListMeta
+	Items []T
+}
+
+func (l *desireList[T]) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (l *desireList[T]) DeepCopyObject() runtime.Object {
+	out := &desireList[T]{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]T, len(l.Items))}
+	for i, d := range l.Items {
+		out.Items[i] = d.DeepCopyObject().(T)
+	}
+	return out
+}

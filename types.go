@@ -1,0 +1,300 @@
+package kubeapplier
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Condition types written into every desire's status.
+const (
+	// ConditionSuccessful is True when the desire is carried out on the cluster.
+	ConditionSuccessful = "Successful"
+	// ConditionDegraded is True when the applier itself could not do its job
+	// (transient errors, status write failures); False otherwise.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons. They are CamelCase as Kubernetes' metav1.Condition requires.
+const (
+	// ReasonNoErrors: the desire was carried out.
+	ReasonNoErrors = "NoErrors"
+	// ReasonKubeAPIError: the kube-apiserver refused or failed the call; the message is its own.
+	ReasonKubeAPIError = "KubeAPIError"
+	// ReasonPreCheckFailed: the desire was refused before any API call (wrong management
+	// cluster, invalid kubeContent, scope mismatch, unknown kind, ...).
+	ReasonPreCheckFailed = "PreCheckFailed"
+	// ReasonWaitingForDeletion: the target has a deletionTimestamp and finalizers remain.
+	ReasonWaitingForDeletion = "WaitingForDeletion"
+	// ReasonContentTooLarge: the live object does not fit in a DynamoDB item (400 KB).
+	ReasonContentTooLarge = "ContentTooLarge"
+	// ReasonNotFound: a ReadDesire's target does not exist.
+	ReasonNotFound = "NotFound"
+	// ReasonTransientError: a retryable error; the desire is re-queued with back-off.
+	ReasonTransientError = "TransientError"
+)
+
+// DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
+// top level of the DynamoDB item.
+type DynamoDBMetadata struct {
+	// DocumentID is the partition key `documentID`: a UUID, see DesireID.
+	DocumentID string `json:"documentID" dynamodbav:"documentID"`
+	// Version is the optimistic-concurrency counter: 1 on Create, +1 on every successful Replace.
+	Version int64 `json:"version" dynamodbav:"version"`
+	// CreateTime is set on Create only (UTC, RFC 3339 with nanoseconds).
+	CreateTime time.Time `json:"createTime" dynamodbav:"createTime"`
+	// UpdateTime is set on Create and on every Replace (UTC, RFC 3339 with nanoseconds).
+	UpdateTime time.Time `json:"updateTime" dynamodbav:"updateTime"`
+	// Invalid is set by the applier's informers when the item could not be decoded, with the
+	// reason; the controllers report it as PreCheckFailed. It is never stored.
+	Invalid string `json:"-" dynamodbav:"-"`
+}
+
+// TargetItem names one Kubernetes object by resource (GVR), namespace and name.
+// Group is "" for the core group; Namespace is "" for cluster-scoped objects.
+type TargetItem struct {
+	Group     string `json:"group" dynamodbav:"group"`
+	Version   string `json:"version" dynamodbav:"version"`
+	Resource  string `json:"resource" dynamodbav:"resource"`
+	Namespace string `json:"namespace,omitempty" dynamodbav:"namespace"`
+	Name      string `json:"name" dynamodbav:"name"`
+}
+
+// GVR returns the target's group, version and resource.
+func (t TargetItem) GVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
+}
+
+// String returns "resource.group/version namespace/name" for messages.
+func (t TargetItem) String() string {
+	r := t.Resource
+	if t.Group != "" {
+		r += "." + t.Group
+	}
+	if t.Namespace == "" {
+		return r + "/" + t.Version + " " + t.Name
+	}
+	return r + "/" + t.Version + " " + t.Namespace + "/" + t.Name
+}
+
+// CommonSpec holds the fields every desire spec has.
+type CommonSpec struct {
+	// ManagementCluster is the management cluster that must carry out the desire.
+	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
+	// ClusterID is the hosted cluster the desire belongs to (informational).
+	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
+}
+
+// CommonStatus holds the fields every desire status has.
+type CommonStatus struct {
+	// Conditions are Successful and Degraded; each ObservedGeneration is the spec document's
+	// Version the condition was computed from. Stored as a DynamoDB list of maps.
+	Conditions []metav1.Condition `json:"conditions,omitempty" dynamodbav:"-"`
+	// ObservedDesireUpdateTime is the spec document's UpdateTime this status answers.
+	ObservedDesireUpdateTime *time.Time `json:"observedDesireUpdateTime,omitempty" dynamodbav:"observedDesireUpdateTime,omitempty"`
+}
+
+// ApplyDesireSpec asks for a server-side apply (force) of KubeContent.
+type ApplyDesireSpec struct {
+	CommonSpec `json:",inline"`
+	// KubeContent is one Kubernetes object. Stored as compact JSON in the top-level attribute
+	// `spec_kubeContent`, not inside `spec`.
+	KubeContent *runtime.RawExtension `json:"kubeContent,omitempty" dynamodbav:"-"`
+}
+
+// ApplyDesireStatus reports the outcome of an ApplyDesire.
+type ApplyDesireStatus struct {
+	CommonStatus `json:",inline"`
+	// AppliedResourceGeneration is metadata.generation of the object after the last apply.
+	AppliedResourceGeneration int64 `json:"appliedResourceGeneration,omitempty" dynamodbav:"appliedResourceGeneration"`
+}
+
+// ApplyDesire is a document of the `...-applydesires` tables.
+type ApplyDesire struct {
+	DynamoDBMetadata `json:",inline"`
+	Spec             ApplyDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status           ApplyDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// DeleteDesireSpec asks for the deletion of TargetItem.
+type DeleteDesireSpec struct {
+	CommonSpec `json:",inline"`
+	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+}
+
+// DeleteDesireStatus reports the outcome of a DeleteDesire.
+type DeleteDesireStatus struct {
+	CommonStatus `json:",inline"`
+}
+
+// DeleteDesire is a document of the `...-deletedesires` tables.
+type DeleteDesire struct {
+	DynamoDBMetadata `json:",inline"`
+	Spec             DeleteDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status           DeleteDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// ReadDesireSpec asks for TargetItem to be mirrored into the status.
+type ReadDesireSpec struct {
+	CommonSpec `json:",inline"`
+	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+}
+
+// ReadDesireStatus carries the live object.
+type ReadDesireStatus struct {
+	CommonStatus `json:",inline"`
+	// KubeContent is the live object (managedFields stripped, Secret data redacted), or nil when
+	// it does not exist. Stored as compact JSON in the top-level attribute `status_kubeContent`.
+	KubeContent *runtime.RawExtension `json:"kubeContent,omitempty" dynamodbav:"-"`
+}
+
+// ReadDesire is a document of the `...-readdesires` tables.
+type ReadDesire struct {
+	DynamoDBMetadata `json:",inline"`
+	Spec             ReadDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status           ReadDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// Desire is implemented by *ApplyDesire, *DeleteDesire and *ReadDesire, and by nothing else.
+// It is a runtime.Object so client-go informers can cache desires; the informer key is the
+// DocumentID.
+type Desire interface {
+	runtime.Object
+	metav1.ObjectMetaAccessor
+	// Meta returns the document metadata for reading and writing.
+	Meta() *DynamoDBMetadata
+	// Common returns the spec fields every desire has.
+	Common() *CommonSpec
+	// StatusCommon returns the status fields every desire has.
+	StatusCommon() *CommonStatus
+	// Kind returns the desire kind: "ApplyDesire", "DeleteDesire" or "ReadDesire".
+	Kind() DesireKind
+	// content returns the attribute name and field of the object stored as JSON outside the
+	// codec, or "" and nil.
+	content() (attr string, raw **runtime.RawExtension)
+}
+
+// DesireKind names a desire type; it is also the plural used in table names.
+type DesireKind string
+
+// The three desire kinds.
+const (
+	KindApplyDesire  DesireKind = "ApplyDesire"
+	KindDeleteDesire DesireKind = "DeleteDesire"
+	KindReadDesire   DesireKind = "ReadDesire"
+)
+
+// DesireKinds lists every kind, in a stable order.
+var DesireKinds = []DesireKind{KindApplyDesire, KindDeleteDesire, KindReadDesire}
+
+func (d *ApplyDesire) Meta() *DynamoDBMetadata      { return &d.DynamoDBMetadata }
+func (d *DeleteDesire) Meta() *DynamoDBMetadata     { return &d.DynamoDBMetadata }
+func (d *ReadDesire) Meta() *DynamoDBMetadata       { return &d.DynamoDBMetadata }
+func (d *ApplyDesire) Common() *CommonSpec          { return &d.Spec.CommonSpec }
+func (d *DeleteDesire) Common() *CommonSpec         { return &d.Spec.CommonSpec }
+func (d *ReadDesire) Common() *CommonSpec           { return &d.Spec.CommonSpec }
+func (d *ApplyDesire) StatusCommon() *CommonStatus  { return &d.Status.CommonStatus }
+func (d *DeleteDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+func (d *ReadDesire) StatusCommon() *CommonStatus   { return &d.Status.CommonStatus }
+func (d *ApplyDesire) Kind() DesireKind             { return KindApplyDesire }
+func (d *DeleteDesire) Kind() DesireKind            { return KindDeleteDesire }
+func (d *ReadDesire) Kind() DesireKind              { return KindReadDesire }
+
+func (d *ApplyDesire) content() (string, **runtime.RawExtension) {
+	return attrSpecKubeContent, &d.Spec.KubeContent
+}
+func (d *DeleteDesire) content() (string, **runtime.RawExtension) { return "", nil }
+func (d *ReadDesire) content() (string, **runtime.RawExtension) {
+	return attrStatusKubeContent, &d.Status.KubeContent
+}
+
+// GetObjectKind implements runtime.Object; desires carry no GVK.
+func (d *ApplyDesire) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (d *DeleteDesire) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (d *ReadDesire) GetObjectKind() schema.ObjectKind   { return schema.EmptyObjectKind }
+
+// GetObjectMeta exposes DocumentID as the name so client-go caches key desires by ID. The
+// returned value is a copy: setting fields on it changes nothing.
+func (d *ApplyDesire) GetObjectMeta() metav1.Object  { return objectMeta(&d.DynamoDBMetadata) }
+func (d *DeleteDesire) GetObjectMeta() metav1.Object { return objectMeta(&d.DynamoDBMetadata) }
+func (d *ReadDesire) GetObjectMeta() metav1.Object   { return objectMeta(&d.DynamoDBMetadata) }
+
+func objectMeta(m *DynamoDBMetadata) metav1.Object {
+	return &metav1.ObjectMeta{Name: m.DocumentID,
+		Generation: m.Version, CreationTimestamp: metav1.NewTime(m.CreateTime)}
+}
+
+// DeepCopyObject implements runtime.Object.
+func (d *ApplyDesire) DeepCopyObject() runtime.Object { return d.DeepCopy() }
+
+// DeepCopyObject implements runtime.Object.
+func (d *DeleteDesire) DeepCopyObject() runtime.Object { return d.DeepCopy() }
+
+// DeepCopyObject implements runtime.Object.
+func (d *ReadDesire) DeepCopyObject() runtime.Object { return d.DeepCopy() }
+
+// DeepCopy returns a copy that shares no memory with d.
+func (d *ApplyDesire) DeepCopy() *ApplyDesire {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	out.Status.CommonStatus = d.Status.CommonStatus.deepCopy()
+	out.Spec.KubeContent = copyRaw(d.Spec.KubeContent)
+	return &out
+}
+
+// DeepCopy returns a copy that shares no memory with d.
+func (d *DeleteDesire) DeepCopy() *DeleteDesire {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	out.Status.CommonStatus = d.Status.CommonStatus.deepCopy()
+	return &out
+}
+
+// DeepCopy returns a copy that shares no memory with d.
+func (d *ReadDesire) DeepCopy() *ReadDesire {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	out.Status.CommonStatus = d.Status.CommonStatus.deepCopy()
+	out.Status.KubeContent = copyRaw(d.Status.KubeContent)
+	return &out
+}
+
+func (s CommonStatus) deepCopy() CommonStatus {
+	out := s
+	if s.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(s.Conditions))
+		for i := range s.Conditions {
+			s.Conditions[i].DeepCopyInto(&out.Conditions[i])
+		}
+	}
+	if s.ObservedDesireUpdateTime != nil {
+		t := *s.ObservedDesireUpdateTime
+		out.ObservedDesireUpdateTime = &t
+	}
+	return out
+}
+
+func copyRaw(r *runtime.RawExtension) *runtime.RawExtension {
+	if r == nil {
+		return nil
+	}
+	return r.DeepCopy()
+}
+
+// ObservedSpecVersion returns the highest spec Version any condition was computed from, 0 when
+// there is none.
+func (s *CommonStatus) ObservedSpecVersion() int64 {
+	var v int64
+	for _, c := range s.Conditions {
+		v = max(v, c.ObservedGeneration)
+	}
+	return v
+}
