@@ -545,16 +545,20 @@ func (f *fakeStreamDB) getShardIteratorLocked(c fakeIterCall) (string, error) {
 		if c.Seq == "" {
 			return "", &smithy.GenericAPIError{Code: "ValidationException", Message: "SequenceNumber required", Fault: smithy.FaultClient}
 		}
-		pos = len(sh.records)
+		at := len(sh.records) // the record at c.Seq, or the first one after it
 		for i, r := range sh.records {
-			seq := aws.ToString(r.Dynamodb.SequenceNumber)
-			if seq > c.Seq || (seq == c.Seq && c.Type == streamtypes.ShardIteratorTypeAtSequenceNumber) {
-				pos = i
+			if aws.ToString(r.Dynamodb.SequenceNumber) >= c.Seq {
+				at = i
 				break
 			}
 		}
-		if pos < sh.trim {
+		if at < sh.trim {
 			return "", &streamtypes.TrimmedDataAccessException{Message: aws.String("sequence number " + c.Seq + " is trimmed")}
+		}
+		pos = at
+		if c.Type == streamtypes.ShardIteratorTypeAfterSequenceNumber && at < len(sh.records) &&
+			aws.ToString(sh.records[at].Dynamodb.SequenceNumber) == c.Seq {
+			pos = at + 1
 		}
 	default:
 		return "", &smithy.GenericAPIError{Code: "ValidationException", Message: "bad ShardIteratorType " + string(c.Type), Fault: smithy.FaultClient}

@@ -284,7 +284,8 @@ func (w *streamWatcher[T]) poll(ctx context.Context) error {
 	nextDiscovery := time.Now().Add(lw.opts.DiscoveryInterval)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: lw.opts.MaxBackoff}
 	for {
-		if time.Now().After(nextDiscovery) {
+		// With no shard to read (a stream that has had no write yet), look for one at every poll.
+		if time.Now().After(nextDiscovery) || !anyReadable(shards) {
 			if err := w.discover(ctx, shards); err != nil {
 				if ok, rerr := w.classify(err); !ok {
 					return rerr
@@ -391,6 +392,15 @@ func readable(s *shardState, shards map[string]*shardState) bool {
 	return s.parent == "" || !ok || p.done
 }
 
+func anyReadable(shards map[string]*shardState) bool {
+	for _, s := range shards {
+		if readable(s, shards) {
+			return true
+		}
+	}
+	return false
+}
+
 // pollOnce issues one GetRecords per readable shard; got reports whether any record came.
 func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got bool, err error) {
 	for _, s := range shards {
@@ -410,6 +420,14 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 				return got, errRelist{fmt.Sprintf("iterator of shard %s expired before any record was read", s.id)}
 			}
 			continue // reopened after lastSeq on the next pass
+		}
+		var trimmed *types.TrimmedDataAccessException
+		if errors.As(err, &trimmed) && s.lastSeq == "" && !s.fromTrim {
+			// DynamoDB Local answers a LATEST iterator taken on a shard that had no record yet
+			// with TrimmedDataAccessException once a record arrives. Such a shard held nothing
+			// before our List, so reading it from TRIM_HORIZON loses and replays nothing.
+			s.iter = ""
+			continue
 		}
 		if err != nil {
 			return got, fmt.Errorf("get records from shard %s: %w", s.id, err)

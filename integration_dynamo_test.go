@@ -1,0 +1,309 @@
+package kubeapplier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestIntegrationDynamoCRUD(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx := t.Context()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil || len(again) != 0 {
+		t.Fatalf("EnsureTables not idempotent: created %v, %v", again, err)
+	}
+	db := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01")
+	st := db.ApplyDesireStatus()
+
+	created, err := st.Create(ctx, sampleApply("a1"))
+	if err != nil || created.Version != 1 {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if _, err := st.Create(ctx, sampleApply("a1")); !IsAlreadyExistsError(err) {
+		t.Fatalf("second create: %v", err)
+	}
+	got, err := st.Get(ctx, "a1")
+	if err != nil || !got.UpdateTime.Equal(created.UpdateTime) || got.UpdateTime.Nanosecond() != created.UpdateTime.Nanosecond() {
+		t.Fatalf("get: %+v %v (times must round-trip exactly)", got, err)
+	}
+	// Two writers replace from the same version: exactly one wins.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = st.Replace(ctx, got)
+		}()
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("concurrent replace: %v / %v, want exactly one ErrPreconditionFailed", errs[0], errs[1])
+	}
+	for _, e := range errs {
+		if e != nil && !IsPreconditionFailedError(e) {
+			t.Fatalf("loser error %v is not ErrPreconditionFailed", e)
+		}
+	}
+	if now, _ := st.Get(ctx, "a1"); now.Version != 2 {
+		t.Fatalf("version = %d, want 2", now.Version)
+	}
+	for i := 0; i < 30; i++ {
+		if _, err := st.Create(ctx, sampleApply(fmt.Sprintf("l%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if all, err := st.List(ctx); err != nil || len(all) != 31 {
+		t.Fatalf("list = %d, %v", len(all), err)
+	}
+	if err := st.Delete(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, "a1"); !IsNotFoundError(err) {
+		t.Fatalf("delete missing: %v", err)
+	}
+	// 409,600 bytes is DynamoDB's limit: refused by us with the size, never a ValidationException.
+	big := sampleApply("big")
+	big.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"d":"` + string(make([]byte, 0)) + fmt.Sprintf("%0410000d", 0) + `"}`)}
+	var tooLarge *ItemTooLargeError
+	if _, err := st.Create(ctx, big); !errors.As(err, &tooLarge) || tooLarge.Size < 410000 {
+		t.Fatalf("oversize: %v", err)
+	}
+}
+
+// ../shared/cases/status-reserved-words.md
+func TestIntegrationStatusReservedWords(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx := t.Context()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ReadDesireStatus()
+	live := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rw","namespace":"default"},"data":{"status":"1","name":"2","data":"3"}}`
+	d := &ReadDesire{}
+	d.DocumentID = "r1"
+	d.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "rw"}
+	d.Status.KubeContent = &runtime.RawExtension{Raw: []byte(live)}
+	first, err := st.Create(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := st.Replace(ctx, first)
+	if err != nil {
+		t.Fatalf("first replace: %v", err)
+	}
+	if _, err := st.Replace(ctx, first); !IsPreconditionFailedError(err) {
+		t.Fatalf("stale replace: %v, want ErrPreconditionFailed", err)
+	}
+	got, err := st.Get(ctx, "r1")
+	if err != nil || got.Version != second.Version {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	var a, b any
+	_ = json.Unmarshal([]byte(live), &a)
+	_ = json.Unmarshal(got.Status.KubeContent.Raw, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("kubeContent differs: %s", got.Status.KubeContent.Raw)
+	}
+}
+
+// recorder records informer events as "type id version".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(typ string, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	a := obj.(*ApplyDesire)
+	r.mu.Lock()
+	r.events = append(r.events, fmt.Sprintf("%s %s %d", typ, a.DocumentID, a.Version))
+	r.mu.Unlock()
+}
+
+func (r *recorder) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.add("add", o) },
+		UpdateFunc: func(_, n any) { r.add("update", n) },
+		DeleteFunc: func(o any) { r.add("delete", o) },
+	}
+}
+
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestIntegrationInformerEvents(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	if err := infs.CheckStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	infs.ApplyDesires.Informer.AddEventHandler(rec.handler())
+	infs.Start(ctx)
+	if err := infs.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d, err := specs.Create(ctx, sampleApply("e1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = specs.Replace(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := specs.Delete(ctx, "e1"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"add e1 1", "update e1 2", "delete e1 2"}
+	waitFor(t, 2*time.Second, "add, update, delete", func() bool { return len(rec.snapshot()) >= 3 })
+	if got := rec.snapshot(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	t.Logf("three changes observed %s after the first write", time.Since(start).Round(time.Millisecond))
+}
+
+// ../shared/cases/scan-stream-gap.md, scaled: writes while the initial Scan pages.
+func TestIntegrationInformerScanStreamGap(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	const existing, extra = 1500, 50
+	parallel(t, existing, func(i int) error {
+		_, err := specs.Create(ctx, sampleApply(fmt.Sprintf("p%05d", i)))
+		return err
+	})
+	// Pages of 100 items, 100 ms apart: the Scan takes ~1.5 s, so the writes below land during it.
+	slow := &slowScan{DynamoDBAPI: env.Client, limit: 100, delay: 100 * time.Millisecond}
+	infs := NewKubeApplierInformers(slow, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs.Start(ctx)
+	waitFor(t, 5*time.Second, "the Scan to start", func() bool { return slow.pages.Load() > 0 })
+	// Write right away, while the Scan pages: 50 new, 50 modified.
+	parallel(t, extra, func(i int) error {
+		if _, err := specs.Create(ctx, sampleApply(fmt.Sprintf("n%05d", i))); err != nil {
+			return err
+		}
+		cur, err := specs.Get(ctx, fmt.Sprintf("p%05d", i))
+		if err != nil {
+			return err
+		}
+		_, err = specs.Replace(ctx, cur)
+		return err
+	})
+	scanDoneEarly := infs.ApplyDesires.Informer.HasSynced()
+	lister := infs.ApplyDesires.Lister
+	waitFor(t, 30*time.Second, "every write in the cache", func() bool {
+		if len(lister.List()) != existing+extra {
+			return false
+		}
+		for i := 0; i < extra; i++ {
+			if d, err := lister.Get(fmt.Sprintf("p%05d", i)); err != nil || d.Version != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if scanDoneEarly {
+		t.Fatal("the initial Scan finished before the writes: the test proved nothing")
+	}
+
+	// A restarted informer re-syncs from Scan and sees the same state.
+	cancel()
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	defer cancel2()
+	infs2 := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs2.Start(ctx2)
+	if err := infs2.WaitForSync(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(infs2.ApplyDesires.Lister.List()); n != existing+extra {
+		t.Fatalf("restarted informer holds %d desires, want %d", n, existing+extra)
+	}
+}
+
+// slowScan pages Scans in small, slow pages so a test can write while one runs.
+type slowScan struct {
+	DynamoDBAPI
+	limit int32
+	delay time.Duration
+	pages atomic.Int32
+}
+
+func (s *slowScan) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	s.pages.Add(1)
+	time.Sleep(s.delay)
+	in.Limit = &s.limit
+	return s.DynamoDBAPI.Scan(ctx, in, opts...)
+}
+
+// parallel runs f(0..n-1) on 16 goroutines and fails the test on the first error.
+func parallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	next := make(chan int)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d failed, first: %v", len(errs), n, errs[0])
+	}
+}

@@ -1,0 +1,749 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The stream informer tests drive one ApplyDesire informer (or all three) against
+// fakeStreamDB (fakes_test.go).
+
+const (
+	stTable  = "t-mc-unit-specs-applydesires"
+	stShard0 = "shard-0"
+	stNAOI   = ddbtypes.StreamViewTypeNewAndOldImages
+)
+
+func streamTestOpts() StreamOptions {
+	return StreamOptions{PollInterval: 5 * time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: time.Second}
+}
+
+var stTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func stDesire(id string, version int64) *ApplyDesire {
+	return &ApplyDesire{
+		DynamoDBMetadata: DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: stTime,
+			UpdateTime: stTime.Add(time.Duration(version) * time.Second)},
+		Spec: ApplyDesireSpec{CommonSpec: CommonSpec{ManagementCluster: "mc-unit"},
+			KubeContent: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + id + `","namespace":"default"}}`)}},
+	}
+}
+
+// stItem is the item of stDesire(id, version), built with the real codec.
+func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	item, err := EncodeItem(stDesire(id, version))
+	if err != nil {
+		t.Fatalf("EncodeItem: %v", err)
+	}
+	return item
+}
+
+// stEvent is one informer handler call: Type is add, update or delete; Initial is
+// isInInitialList of an add.
+type stEvent struct {
+	Type    string
+	ID      string
+	Version int64
+	Initial bool
+}
+
+func (e stEvent) String() string {
+	s := fmt.Sprintf("%s %s v%d", e.Type, e.ID, e.Version)
+	if e.Initial {
+		s += " (initial list)"
+	}
+	return s
+}
+
+type stRecorder struct {
+	mu     sync.Mutex
+	events []stEvent
+}
+
+func (r *stRecorder) add(typ string, obj any, initial bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	d := obj.(*ApplyDesire)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
+}
+
+func (r *stRecorder) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { r.add("add", obj, initial) },
+		UpdateFunc: func(_, obj any) { r.add("update", obj, false) },
+		DeleteFunc: func(obj any) { r.add("delete", obj, false) },
+	}
+}
+
+func (r *stRecorder) get() []stEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]stEvent(nil), r.events...)
+}
+
+// waitEvents waits until the recorder holds as many events as want, then compares them exactly.
+// Callers end want with the newest write so that a replayed or misordered record would show.
+func (r *stRecorder) waitEvents(t *testing.T, want []stEvent) {
+	t.Helper()
+	streamWaitFor(t, 10*time.Second, fmt.Sprintf("%d handler events", len(want)),
+		func() bool { return len(r.get()) >= len(want) }, func() string { return fmt.Sprint(r.get()) })
+	if got := r.get(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("handler events:\n got %v\nwant %v", got, want)
+	}
+}
+
+// streamWaitFor polls cond until it holds or the timeout passes; detail describes the state.
+func streamWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := ""
+			if detail != nil {
+				msg = ": " + detail()
+			}
+			t.Fatalf("timed out after %v waiting for %s%s", timeout, what, msg)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+type stInformer struct {
+	f   *fakeStreamDB
+	inf *DesireInformer[*ApplyDesire]
+	rec *stRecorder
+}
+
+// startStreamInformer runs an ApplyDesire informer on stTable until the test ends, and waits
+// for its first List.
+func startStreamInformer(t *testing.T, f *fakeStreamDB) *stInformer {
+	t.Helper()
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, streamTestOpts().withDefaults())
+	rec := &stRecorder{}
+	if _, err := inf.Informer.AddEventHandler(rec.handler()); err != nil {
+		t.Fatalf("AddEventHandler: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.Informer.RunWithContext(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("informer did not stop within 10s of its context's end")
+		}
+	})
+	streamWaitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
+	return &stInformer{f: f, inf: inf, rec: rec}
+}
+
+// store returns the cached desires as documentID -> Version.
+func (h *stInformer) store() map[string]int64 {
+	out := map[string]int64{}
+	for _, d := range h.inf.Lister.List() {
+		out[d.DocumentID] = d.Version
+	}
+	return out
+}
+
+func (h *stInformer) waitStore(t *testing.T, want map[string]int64) {
+	t.Helper()
+	streamWaitFor(t, 10*time.Second, fmt.Sprintf("store %v", want),
+		func() bool { return reflect.DeepEqual(h.store(), want) }, func() string { return fmt.Sprint("store is ", h.store()) })
+}
+
+// 1. A write that lands while the Scan runs, behind the Scan's cursor, reaches the store
+// through the stream, because the iterators were taken before the Scan.
+func TestStreamInformerNoGapDuringScan(t *testing.T) {
+	f := newFakeStreamDB()
+	f.scanPageSize = 1
+	f.addTable(stTable, stNAOI, stShard0)
+	// Written before the List: in the Scan and before LATEST, so never delivered twice.
+	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
+	late := stItem(t, "doc-0", 1)
+	f.scanHook = func(_ string, n int) {
+		if n == 2 { // the second page starts after doc-a: doc-0 is behind the cursor
+			f.putItem(stTable, stShard0, late)
+		}
+	}
+	h := startStreamInformer(t, f)
+
+	h.waitStore(t, map[string]int64{"doc-0": 1, "doc-a": 1, "doc-c": 1})
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-a", Version: 1, Initial: true},
+		{Type: "add", ID: "doc-c", Version: 1, Initial: true},
+		{Type: "add", ID: "doc-0", Version: 1}, // from the watch, not the List
+	})
+	wantStart := []string{"DescribeTable:" + stTable, "DescribeStream", "GetShardIterator:" + stShard0,
+		"Scan:" + stTable, "Scan:" + stTable, "Scan:" + stTable}
+	if got := f.callLog(); len(got) < len(wantStart) || !reflect.DeepEqual(got[:len(wantStart)], wantStart) {
+		t.Errorf("first calls = %v, want %v (iterators before the Scan)", got, wantStart)
+	}
+	if got := f.iteratorCalls()[0]; got.Type != streamtypes.ShardIteratorTypeLatest || got.Shard != stShard0 {
+		t.Errorf("List's iterator = %+v, want LATEST on %s", got, stShard0)
+	}
+	if n := f.count("Scan:" + stTable); n != 3 {
+		t.Errorf("Scan calls = %d, want 3 (one List of 3 pages, no relist)", n)
+	}
+}
+
+// 2. A child shard is read from TRIM_HORIZON, and only once its closed parent is read to the end.
+func TestStreamInformerShardLineage(t *testing.T) {
+	f := newFakeStreamDB()
+	f.recordsPerCall = 1
+	arn := f.addTable(stTable, stNAOI, "shard-0")
+	f.addShard(arn, "shard-x", "") // an unrelated open shard: DescribeStream needs three pages
+	h := startStreamInformer(t, f)
+
+	f.setHold(arn, "shard-0", true)
+	f.putItem(stTable, "shard-0", stItem(t, "doc-x", 1))
+	f.putItem(stTable, "shard-0", stItem(t, "doc-x", 2))
+	f.putItem(stTable, "shard-0", stItem(t, "doc-y", 1))
+	f.closeShard(arn, "shard-0")
+	f.addShard(arn, "shard-1", "shard-0")
+	f.putItem(stTable, "shard-1", stItem(t, "doc-x", 3))
+	f.removeItem(stTable, "shard-1", "doc-y")
+	f.putItem(stTable, "shard-1", stItem(t, "doc-z", 1))
+
+	// Let discovery find the child, then let the poller go round a few more times while the
+	// parent still withholds its records.
+	streamWaitFor(t, 10*time.Second, "discovery of shard-1", func() bool { return f.described(arn, "shard-1") > 0 }, nil)
+	n := f.getRecordsOn("shard-0")
+	streamWaitFor(t, 10*time.Second, "3 more reads of shard-0", func() bool { return f.getRecordsOn("shard-0") >= n+3 }, nil)
+	if got := f.getRecordsOn("shard-1"); got != 0 {
+		t.Fatalf("shard-1 read %d times before its parent was drained", got)
+	}
+	for _, c := range f.iteratorCalls() {
+		if c.Shard == "shard-1" {
+			t.Fatalf("iterator requested for shard-1 before its parent was drained: %+v", c)
+		}
+	}
+	if got := h.rec.get(); len(got) != 0 {
+		t.Fatalf("events while the parent is held: %v", got)
+	}
+
+	f.setHold(arn, "shard-0", false)
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-x", Version: 1},
+		{Type: "update", ID: "doc-x", Version: 2},
+		{Type: "add", ID: "doc-y", Version: 1},
+		{Type: "update", ID: "doc-x", Version: 3},
+		{Type: "delete", ID: "doc-y", Version: 1},
+		{Type: "add", ID: "doc-z", Version: 1},
+	})
+	h.waitStore(t, map[string]int64{"doc-x": 3, "doc-z": 1})
+
+	var childIters []fakeIterCall
+	for _, c := range f.iteratorCalls() {
+		if c.Shard == "shard-1" {
+			childIters = append(childIters, fakeIterCall{Arn: c.Arn, Shard: c.Shard, Type: c.Type, Seq: c.Seq})
+		}
+	}
+	want := []fakeIterCall{{Arn: arn, Shard: "shard-1", Type: streamtypes.ShardIteratorTypeTrimHorizon}}
+	if !reflect.DeepEqual(childIters, want) {
+		t.Errorf("iterator requests for shard-1 = %+v, want %+v", childIters, want)
+	}
+	parentEnd, childFirst := -1, -1
+	for i, c := range f.recordCalls() {
+		if c.Shard == "shard-0" && c.Err == nil && c.Next == "" && parentEnd < 0 {
+			parentEnd = i
+		}
+		if c.Shard == "shard-1" && childFirst < 0 {
+			childFirst = i
+		}
+	}
+	if parentEnd < 0 || childFirst < parentEnd {
+		t.Errorf("first read of shard-1 is call %d, end of shard-0 read at call %d: want the child after the parent's end", childFirst, parentEnd)
+	}
+	starts := map[string]bool{}
+	for _, s := range f.describeStarts() {
+		starts[s] = true
+	}
+	if !starts[""] || !starts["shard-0"] || !starts["shard-x"] {
+		t.Errorf("DescribeStream ExclusiveStartShardIds seen = %v, want \"\", shard-0 and shard-x (paging)", starts)
+	}
+}
+
+// 3. An expired iterator is replaced by one AFTER_SEQUENCE_NUMBER of the last processed record:
+// nothing lost, nothing replayed, no relist.
+func TestStreamInformerExpiredIteratorResumes(t *testing.T) {
+	f := newFakeStreamDB()
+	arn := f.addTable(stTable, stNAOI, stShard0)
+	h := startStreamInformer(t, f)
+
+	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.putItem(stTable, stShard0, stItem(t, "doc-a", 2))
+	lastRead := f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+	h.waitStore(t, map[string]int64{"doc-a": 2, "doc-b": 1})
+
+	// Records wait in the shard when the iterator expires.
+	f.setHold(arn, stShard0, true)
+	f.putItem(stTable, stShard0, stItem(t, "doc-b", 2))
+	f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
+	f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+	f.setHold(arn, stShard0, false)
+
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 2},
+		{Type: "add", ID: "doc-b", Version: 1},
+		{Type: "update", ID: "doc-b", Version: 2},
+		{Type: "add", ID: "doc-c", Version: 1},
+	})
+	h.waitStore(t, map[string]int64{"doc-a": 2, "doc-b": 2, "doc-c": 1})
+	if n := f.pending("GetRecords"); n != 0 {
+		t.Fatalf("injected error not consumed (%d left)", n)
+	}
+	var got []fakeIterCall
+	for _, c := range f.iteratorCalls() {
+		got = append(got, fakeIterCall{Shard: c.Shard, Type: c.Type, Seq: c.Seq})
+	}
+	want := []fakeIterCall{
+		{Shard: stShard0, Type: streamtypes.ShardIteratorTypeLatest},
+		{Shard: stShard0, Type: streamtypes.ShardIteratorTypeAfterSequenceNumber, Seq: lastRead},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("iterator requests = %+v, want %+v", got, want)
+	}
+	if n := f.count("Scan"); n != 1 {
+		t.Errorf("Scan calls = %d, want 1 (no relist)", n)
+	}
+}
+
+// 3b. A LATEST iterator that expires before any record was read has no position to resume
+// from: the watch ends and the informer relists.
+func TestStreamInformerExpiredBeforeAnyRecordRelists(t *testing.T) {
+	f := newFakeStreamDB()
+	arn := f.addTable(stTable, stNAOI, stShard0)
+	h := startStreamInformer(t, f)
+
+	f.setHold(arn, stShard0, true)
+	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+	f.setHold(arn, stShard0, false)
+
+	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+	h.waitStore(t, map[string]int64{"doc-a": 1})
+	for _, c := range f.iteratorCalls() {
+		if c.Type != streamtypes.ShardIteratorTypeLatest {
+			t.Errorf("iterator request %+v: want only LATEST (Lists), no resume without a position", c)
+		}
+	}
+}
+
+// 4. Trimmed data ends the watch with Expired; the reflector relists and the store converges,
+// including changes whose records were trimmed, and the new watch delivers.
+func TestStreamInformerTrimmedDataRelists(t *testing.T) {
+	trimmed := &streamtypes.TrimmedDataAccessException{Message: aws.String("trimmed")}
+	cases := []struct {
+		name string
+		// lose applies changes the stream cannot deliver any more: doc-c added, doc-a removed.
+		lose     func(t *testing.T, f *fakeStreamDB, arn string)
+		wantIter *fakeIterCall // an iterator request that must have failed with trimmed data
+	}{{
+		name: "iterator behind the trim horizon",
+		lose: func(t *testing.T, f *fakeStreamDB, arn string) {
+			f.setHold(arn, stShard0, true)
+			f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
+			f.removeItem(stTable, stShard0, "doc-a")
+			f.trimAll(arn, stShard0)
+			f.setHold(arn, stShard0, false)
+		},
+	}, {
+		name: "resume point trimmed after an expired iterator",
+		lose: func(t *testing.T, f *fakeStreamDB, arn string) {
+			f.setHold(arn, stShard0, true)
+			f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
+			f.removeItem(stTable, stShard0, "doc-a")
+			f.trimAll(arn, stShard0)
+			f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+			f.setHold(arn, stShard0, false)
+		},
+		wantIter: &fakeIterCall{Shard: stShard0, Type: streamtypes.ShardIteratorTypeAfterSequenceNumber},
+	}, {
+		name: "GetRecords returns TrimmedDataAccessException",
+		lose: func(t *testing.T, f *fakeStreamDB, _ string) {
+			f.putItemOnly(stTable, stItem(t, "doc-c", 1))
+			f.deleteItemOnly(stTable, "doc-a")
+			f.failNext("GetRecords", trimmed)
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStreamDB()
+			arn := f.addTable(stTable, stNAOI, stShard0)
+			f.putItemOnly(stTable, stItem(t, "doc-a", 1))
+			h := startStreamInformer(t, f)
+			lastRead := f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
+
+			tc.lose(t, f, arn)
+			streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1})
+
+			if tc.wantIter != nil {
+				found := false
+				for _, c := range f.iteratorCalls() {
+					var te *streamtypes.TrimmedDataAccessException
+					if c.Shard == tc.wantIter.Shard && c.Type == tc.wantIter.Type && c.Seq == lastRead && errors.As(c.Err, &te) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s iterator request after %s refused as trimmed: %+v", tc.wantIter.Type, lastRead, f.iteratorCalls())
+				}
+			}
+			// The watch started by the relist delivers.
+			f.putItem(stTable, stShard0, stItem(t, "doc-d", 1))
+			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1, "doc-d": 1})
+		})
+	}
+}
+
+// 5. Records whose images are partial or undecodable: a REMOVE with only Keys deletes, a bad
+// kubeContent is cached as Invalid, an image without documentID is dropped.
+func TestStreamInformerPartialAndInvalidRecords(t *testing.T) {
+	badJSON := func(t *testing.T) map[string]ddbtypes.AttributeValue {
+		item := stItem(t, "doc-b", 2)
+		item[attrSpecKubeContent] = &ddbtypes.AttributeValueMemberS{Value: `{"kind":"ConfigMap",`}
+		return item
+	}
+	badVersion := func(t *testing.T) map[string]ddbtypes.AttributeValue {
+		item := stItem(t, "doc-b", 2)
+		item[attrVersion] = &ddbtypes.AttributeValueMemberS{Value: "two"}
+		return item
+	}
+	noID := func(t *testing.T) map[string]ddbtypes.AttributeValue {
+		item := stItem(t, "doc-n", 1)
+		delete(item, attrDocumentID)
+		return item
+	}
+	key := func(id string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{attrDocumentID: &ddbtypes.AttributeValueMemberS{Value: id}}
+	}
+	cases := []struct {
+		name          string
+		op            streamtypes.OperationType
+		keys, oldImg  func(t *testing.T) map[string]ddbtypes.AttributeValue
+		newImg        func(t *testing.T) map[string]ddbtypes.AttributeValue
+		wantEvents    []stEvent // before the sentinel's
+		wantStore     map[string]int64
+		wantInvalidIn string // substring of doc-b's Invalid; "" when doc-b must be valid
+	}{{
+		name:       "REMOVE with Keys only",
+		op:         streamtypes.OperationTypeRemove,
+		keys:       func(*testing.T) map[string]ddbtypes.AttributeValue { return key("doc-a") },
+		wantEvents: []stEvent{{Type: "delete", ID: "doc-a", Version: 0}},
+		wantStore:  map[string]int64{"doc-b": 1, "doc-s": 1},
+	}, {
+		name:       "REMOVE with OldImage",
+		op:         streamtypes.OperationTypeRemove,
+		keys:       func(*testing.T) map[string]ddbtypes.AttributeValue { return key("doc-a") },
+		oldImg:     func(t *testing.T) map[string]ddbtypes.AttributeValue { return stItem(t, "doc-a", 1) },
+		wantEvents: []stEvent{{Type: "delete", ID: "doc-a", Version: 1}},
+		wantStore:  map[string]int64{"doc-b": 1, "doc-s": 1},
+	}, {
+		name:          "MODIFY with kubeContent that is not JSON",
+		op:            streamtypes.OperationTypeModify,
+		keys:          func(*testing.T) map[string]ddbtypes.AttributeValue { return key("doc-b") },
+		oldImg:        func(t *testing.T) map[string]ddbtypes.AttributeValue { return stItem(t, "doc-b", 1) },
+		newImg:        badJSON,
+		wantEvents:    []stEvent{{Type: "update", ID: "doc-b", Version: 2}},
+		wantStore:     map[string]int64{"doc-a": 1, "doc-b": 2, "doc-s": 1},
+		wantInvalidIn: "spec_kubeContent is not valid JSON",
+	}, {
+		name:          "MODIFY with a version that is not a number",
+		op:            streamtypes.OperationTypeModify,
+		keys:          func(*testing.T) map[string]ddbtypes.AttributeValue { return key("doc-b") },
+		oldImg:        func(t *testing.T) map[string]ddbtypes.AttributeValue { return stItem(t, "doc-b", 1) },
+		newImg:        badVersion,
+		wantEvents:    []stEvent{{Type: "update", ID: "doc-b", Version: 0}},
+		wantStore:     map[string]int64{"doc-a": 1, "doc-b": 0, "doc-s": 1},
+		wantInvalidIn: "invalid desire item",
+	}, {
+		name:      "INSERT without documentID is dropped",
+		op:        streamtypes.OperationTypeInsert,
+		newImg:    noID,
+		wantStore: map[string]int64{"doc-a": 1, "doc-b": 1, "doc-s": 1},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStreamDB()
+			arn := f.addTable(stTable, stNAOI, stShard0)
+			f.putItemOnly(stTable, stItem(t, "doc-a", 1))
+			f.putItemOnly(stTable, stItem(t, "doc-b", 1))
+			h := startStreamInformer(t, f)
+			img := func(fn func(*testing.T) map[string]ddbtypes.AttributeValue) map[string]ddbtypes.AttributeValue {
+				if fn == nil {
+					return nil
+				}
+				return fn(t)
+			}
+			f.appendRecord(arn, stShard0, tc.op, img(tc.keys), img(tc.oldImg), img(tc.newImg))
+			f.putItem(stTable, stShard0, stItem(t, "doc-s", 1)) // sentinel: read after the record under test
+
+			want := []stEvent{
+				{Type: "add", ID: "doc-a", Version: 1, Initial: true},
+				{Type: "add", ID: "doc-b", Version: 1, Initial: true},
+			}
+			want = append(append(want, tc.wantEvents...), stEvent{Type: "add", ID: "doc-s", Version: 1})
+			h.rec.waitEvents(t, want)
+			h.waitStore(t, tc.wantStore)
+
+			if _, ok := tc.wantStore["doc-b"]; !ok {
+				return
+			}
+			b, err := h.inf.Lister.Get("doc-b")
+			if err != nil {
+				t.Fatalf("Lister.Get(doc-b): %v", err)
+			}
+			switch {
+			case tc.wantInvalidIn == "" && b.Meta().Invalid != "":
+				t.Errorf("doc-b Invalid = %q, want valid", b.Meta().Invalid)
+			case tc.wantInvalidIn != "" && !strings.Contains(b.Meta().Invalid, tc.wantInvalidIn):
+				t.Errorf("doc-b Invalid = %q, want it to contain %q", b.Meta().Invalid, tc.wantInvalidIn)
+			case tc.wantInvalidIn != "" && b.Spec.KubeContent != nil:
+				t.Errorf("invalid doc-b kept kubeContent %s", b.Spec.KubeContent.Raw)
+			}
+		})
+	}
+}
+
+// 6. Throttling and server errors back off and retry at the same position.
+func TestStreamInformerThrottlingKeepsPosition(t *testing.T) {
+	limit := func() error {
+		return &streamtypes.LimitExceededException{Message: aws.String("Rate exceeded for shard")}
+	}
+	internal := func() error { return &streamtypes.InternalServerError{Message: aws.String("internal")} }
+	cases := []struct {
+		name string
+		errs []error
+	}{
+		{"LimitExceededException once", []error{limit()}},
+		{"LimitExceededException 3 times", []error{limit(), limit(), limit()}},
+		{"InternalServerError twice", []error{internal(), internal()}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStreamDB()
+			arn := f.addTable(stTable, stNAOI, stShard0)
+			h := startStreamInformer(t, f)
+			f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
+			h.waitStore(t, map[string]int64{"doc-a": 1})
+
+			f.setHold(arn, stShard0, true)
+			f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+			f.failNext("GetRecords", tc.errs...)
+			f.setHold(arn, stShard0, false)
+
+			h.rec.waitEvents(t, []stEvent{{Type: "add", ID: "doc-a", Version: 1}, {Type: "add", ID: "doc-b", Version: 1}})
+			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
+
+			calls := f.recordCalls()
+			first := -1
+			for i, c := range calls {
+				if c.Err != nil {
+					first = i
+					break
+				}
+			}
+			n := len(tc.errs)
+			if first < 1 || first+n >= len(calls) {
+				t.Fatalf("GetRecords calls: first failure at %d of %d: %+v", first, len(calls), calls)
+			}
+			before := calls[first-1].Next
+			for i, c := range calls[first : first+n+1] {
+				if failed := c.Err != nil; failed != (i < n) {
+					t.Errorf("GetRecords call %d: err = %v, want %d failures then a success", first+i, c.Err, n)
+				}
+				if c.Iter != before {
+					t.Errorf("GetRecords call %d used iterator %q, want %q (the position before the errors)", first+i, c.Iter, before)
+				}
+			}
+			for i, c := range calls[first+n:] {
+				if c.Err != nil {
+					t.Errorf("GetRecords call %d failed after the injected errors: %v", first+n+i, c.Err)
+				}
+			}
+			if got := f.iteratorCalls(); len(got) != 1 {
+				t.Errorf("iterator requests = %+v, want only the List's", got)
+			}
+			if c := f.count("Scan"); c != 1 {
+				t.Errorf("Scan calls = %d, want 1 (no relist)", c)
+			}
+		})
+	}
+}
+
+// 7. CheckStreams names the first specs table without a NEW_AND_OLD_IMAGES stream.
+func TestCheckStreams(t *testing.T) {
+	const prefix, cluster = "t-", "mc-check"
+	name := func(k DesireKind) string { return TableName(prefix, cluster, SpecsTable, k) }
+	cases := []struct {
+		name    string
+		setup   func(f *fakeStreamDB)
+		wantIn  []string // substrings of the error; nil: no error
+		notConf bool     // errors.Is(err, ErrStreamNotConfigured)
+	}{{
+		name:  "all NEW_AND_OLD_IMAGES",
+		setup: func(*fakeStreamDB) {},
+	}, {
+		name:    "no stream on the delete table",
+		setup:   func(f *fakeStreamDB) { f.setStreamSpec(name(KindDeleteDesire), nil, "") },
+		wantIn:  []string{name(KindDeleteDesire), "no stream"},
+		notConf: true,
+	}, {
+		name: "stream disabled on the read table",
+		setup: func(f *fakeStreamDB) {
+			f.setStreamSpec(name(KindReadDesire), &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(false)},
+				"arn:aws:dynamodb:eu-west-1:000000000000:table/x/stream/old")
+		},
+		wantIn:  []string{name(KindReadDesire)},
+		notConf: true,
+	}, {
+		name:    "KEYS_ONLY on the apply table",
+		setup:   func(f *fakeStreamDB) { f.addTable(name(KindApplyDesire), ddbtypes.StreamViewTypeKeysOnly, stShard0) },
+		wantIn:  []string{name(KindApplyDesire), "KEYS_ONLY"},
+		notConf: true,
+	}, {
+		name:    "NEW_IMAGE on the read table",
+		setup:   func(f *fakeStreamDB) { f.addTable(name(KindReadDesire), ddbtypes.StreamViewTypeNewImage, stShard0) },
+		wantIn:  []string{name(KindReadDesire), "NEW_IMAGE"},
+		notConf: true,
+	}, {
+		name:   "missing delete table",
+		setup:  func(f *fakeStreamDB) { delete(f.tables, name(KindDeleteDesire)) },
+		wantIn: []string{name(KindDeleteDesire), "ResourceNotFoundException"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStreamDB()
+			for _, k := range DesireKinds {
+				f.addTable(name(k), stNAOI, stShard0)
+			}
+			tc.setup(f)
+			infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
+			err := infs.CheckStreams(context.Background())
+			if tc.wantIn == nil {
+				if err != nil {
+					t.Fatalf("CheckStreams: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("CheckStreams: nil error")
+			}
+			if got := errors.Is(err, ErrStreamNotConfigured); got != tc.notConf {
+				t.Errorf("errors.Is(%v, ErrStreamNotConfigured) = %v, want %v", err, got, tc.notConf)
+			}
+			for _, s := range tc.wantIn {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// stStreamPollers counts the goroutines running a stream watcher.
+func stStreamPollers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := goruntime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), ".(*streamWatcher[...]).run(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// 8. Cancelling the informers' context stops every goroutine they started, pollers included.
+func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	before := stStreamPollers()
+	const prefix, cluster = "t-", "mc-leak"
+	f := newFakeStreamDB()
+	for _, k := range DesireKinds {
+		f.addTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
+	}
+	infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
+	if err := infs.CheckStreams(context.Background()); err != nil {
+		t.Fatalf("CheckStreams: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	infs.Start(ctx)
+	syncCtx, syncCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer syncCancel()
+	if err := infs.WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+	streamWaitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
+		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
+	f.putItem(infs.ApplyDesires.Table(), stShard0, stItem(t, "doc-a", 1))
+	streamWaitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
+		_, err := infs.ApplyDesires.Lister.Get("doc-a")
+		return err == nil
+	}, nil)
+
+	cancel()
+	goleak.VerifyNone(t, ignore)
+	if n := stStreamPollers(); n != before {
+		t.Errorf("%d stream pollers left running", n-before)
+	}
+}
+
+// 9. A new stream on the table (disabled and re-enabled) ends the watch; the relist reads the
+// new stream from then on.
+func TestStreamInformerStreamReplacedRelists(t *testing.T) {
+	f := newFakeStreamDB()
+	arn1 := f.addTable(stTable, stNAOI, stShard0)
+	f.putItemOnly(stTable, stItem(t, "doc-a", 1))
+	h := startStreamInformer(t, f)
+	f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
+	if n := f.count("Scan"); n != 1 {
+		t.Fatalf("Scan calls = %d before the stream changed, want 1", n)
+	}
+
+	arn2 := f.replaceStream(stTable, "shard-new")
+	f.putItem(stTable, "shard-new", stItem(t, "doc-c", 1))
+	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1})
+
+	var arns []string
+	for _, c := range f.iteratorCalls() {
+		if c.Type == streamtypes.ShardIteratorTypeLatest {
+			arns = append(arns, c.Arn)
+		}
+	}
+	if len(arns) < 2 || arns[0] != arn1 || arns[len(arns)-1] != arn2 {
+		t.Errorf("LATEST iterators taken on %v, want %s first and %s last", arns, arn1, arn2)
+	}
+	// The new watch reads the new stream.
+	f.putItem(stTable, "shard-new", stItem(t, "doc-d", 2))
+	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1, "doc-d": 2})
+}
