@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -93,7 +94,7 @@ func (a *Applier) Run(ctx context.Context) error {
 		return errors.New("kubeapplier: Run called twice")
 	}
 	defer a.running.Store(false)
-	if err := a.informers.CheckStreams(ctx); err != nil {
+	if err := a.checkTables(ctx); err != nil {
 		return err
 	}
 	infCtx, stopInformers := context.WithCancel(ctx)
@@ -107,6 +108,19 @@ func (a *Applier) Run(ctx context.Context) error {
 		return nil
 	}
 	return a.runWithLeaderElection(ctx)
+}
+
+// checkTables fails fast, naming every missing table or stream: the specs tables' streams and
+// the status tables.
+func (a *Applier) checkTables(ctx context.Context) error {
+	errs := []error{a.informers.CheckStreams(ctx)}
+	for _, k := range DesireKinds {
+		name := TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k)
+		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
+			errs = append(errs, describeTableError(name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // lead reconciles until ctx ends.
@@ -141,12 +155,16 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	var term sync.WaitGroup
+	defer term.Wait()
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
 			LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: a.lead,
+				// le.Run does not wait for this callback: term does, so a term's in-flight
+				// status writes finish before the next campaign or before Run returns.
+				OnStartedLeading: func(ctx context.Context) { term.Add(1); defer term.Done(); a.lead(ctx) },
 				OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", id) },
 			},
 		})
@@ -156,6 +174,7 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 		// Run returns when the lease is lost or ctx ends; OnStartedLeading's ctx is cancelled
 		// first, so reconciling stops before another process can take over.
 		le.Run(ctx)
+		term.Wait()
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.opts.RetryPeriod):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ type fakeStreamDB struct {
 	iterCalls  []fakeIterCall
 	recCalls   []fakeRecCall
 	descStarts []string // ExclusiveStartShardId of each DescribeStream call ("" for none)
+	// probes counts List's emptiness probes (a TRIM_HORIZON iterator read once with Limit 1).
+	// They are kept out of log, iterCalls and recCalls, so tests see the positions a watch uses.
+	probes int
 }
 
 type fakeStreamTable struct {
@@ -574,6 +578,11 @@ func (f *fakeStreamDB) GetRecords(ctx context.Context, in *dynamodbstreams.GetRe
 	defer f.mu.Unlock()
 	tok := aws.ToString(in.ShardIterator)
 	pos, known := f.iters[tok]
+	if aws.ToInt32(in.Limit) == 1 {
+		out, err := f.getRecordsLocked(tok, pos, known)
+		f.unlogProbeLocked(tok)
+		return out, err
+	}
 	call := fakeRecCall{Iter: tok, Shard: pos.shard}
 	out, err := f.getRecordsLocked(tok, pos, known)
 	if err == nil {
@@ -582,6 +591,25 @@ func (f *fakeStreamDB) GetRecords(ctx context.Context, in *dynamodbstreams.GetRe
 	call.Err = err
 	f.recCalls = append(f.recCalls, call)
 	return out, err
+}
+
+// unlogProbeLocked removes the probe's iterator request from the logs and counts the probe.
+func (f *fakeStreamDB) unlogProbeLocked(tok string) {
+	f.probes++
+	for i := len(f.iterCalls) - 1; i >= 0; i-- {
+		if f.iterCalls[i].Iter == tok {
+			f.iterCalls = append(f.iterCalls[:i], f.iterCalls[i+1:]...)
+			break
+		}
+	}
+	for _, method := range []string{"GetRecords", "GetShardIterator"} {
+		for i := len(f.log) - 1; i >= 0; i-- {
+			if strings.HasPrefix(f.log[i], method) {
+				f.log = append(f.log[:i], f.log[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 func (f *fakeStreamDB) getRecordsLocked(tok string, pos fakeIterPos, known bool) (*dynamodbstreams.GetRecordsOutput, error) {

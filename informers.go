@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,15 +67,16 @@ func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
 }
 
-// CheckStreams returns, for the first specs table whose stream is missing or not
-// NEW_AND_OLD_IMAGES, an error wrapping ErrStreamNotConfigured that names it.
+// CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
+// is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
 func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
+	var errs []error
 	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
 		if _, err := streamARN(ctx, k.ApplyDesires.lw.api, t); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Start runs the three informers until ctx ends.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -402,4 +403,51 @@ func TestIntegrationApplier(t *testing.T) {
 		}
 	})
 	_ = runtime.RawExtension{}
+}
+
+func TestIntegrationLeaderElection(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	start := func(id string) (*Applier, func() error) {
+		app, err := New(Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: env.Client,
+			Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, LeaderElection: true,
+			LeaseNamespace: ns, Identity: id, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- app.Run(ctx) }()
+		stop := sync.OnceValue(func() error { cancel(); return <-done })
+		t.Cleanup(func() { _ = stop() })
+		return app, stop
+	}
+	a, stopA := start("a")
+	waitFor(t, 15*time.Second, "a leads", a.Leading)
+	b, _ := start("b")
+	waitFor(t, 15*time.Second, "b synced", b.Ready)
+	time.Sleep(2 * time.Second)
+	if b.Leading() {
+		t.Fatal("two leaders")
+	}
+	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	if err := stopA(); err != nil { // releases the lease
+		t.Fatalf("a.Run: %v", err)
+	}
+	released := time.Now()
+	waitFor(t, 10*time.Second, "b takes over", b.Leading)
+	t.Logf("b leads %s after a released the lease", time.Since(released).Round(time.Millisecond))
+	d := applyDesire("le1", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"le1","namespace":%q}}`, ns))
+	if _, err := specs.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	st := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	waitFor(t, 10*time.Second, "new leader reconciles", func() bool {
+		s, err := st.Get(t.Context(), "le1")
+		return err == nil && condition(s, ConditionSuccessful).Status == metav1.ConditionTrue
+	})
 }

@@ -191,6 +191,10 @@ func isTransient(err error) bool {
 	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
 		return false
+	case strings.Contains(err.Error(), "failed to create typed patch object"):
+		// The manifest does not match the schema (e.g. a number where a string belongs); the
+		// apiserver answers 500 for it, but only a spec change can fix it.
+		return false
 	case apierrors.IsForbidden(err):
 		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
 	}

@@ -89,6 +89,7 @@ func TestIsTransient(t *testing.T) {
 		{"422", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "c", nil), false},
 		{"413", apierrors.NewRequestEntityTooLargeError("big"), false},
 		{"network", errors.New("connection refused"), true},
+		{"schema mismatch", apierrors.NewInternalError(errors.New(`failed to create typed patch object (/x; /v1, Kind=ConfigMap): .data.a: expected string, got &value.valueUnstructured{Value:1}`)), false},
 	}
 	for _, tc := range cases {
 		if got := isTransient(tc.err); got != tc.want {

@@ -104,18 +104,19 @@ type streamStart struct {
 }
 
 type shardState struct {
-	id, parent string
-	iter       string // next iterator; "" until opened
-	lastSeq    string // last processed sequence number
-	fromTrim   bool   // opened at TRIM_HORIZON, so an expired iterator can reopen there
-	done       bool   // drained (closed and read to the end) or covered by the Scan
+	id, parent  string
+	iter        string // next iterator; "" until opened
+	lastSeq     string // last processed sequence number
+	fromTrim    bool   // opened at TRIM_HORIZON, so an expired iterator can reopen there
+	emptyAtList bool   // had no record when List took its LATEST iterator
+	done        bool   // drained (closed and read to the end) or covered by the Scan
 }
 
 // streamARN returns the table's NEW_AND_OLD_IMAGES stream or ErrStreamNotConfigured.
 func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error) {
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 	if err != nil {
-		return "", fmt.Errorf("describe table %s: %w", table, err)
+		return "", describeTableError(table, err)
 	}
 	spec := out.Table.StreamSpecification
 	if spec == nil || !aws.ToBool(spec.StreamEnabled) || out.Table.LatestStreamArn == nil {
@@ -125,6 +126,17 @@ func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error
 		return "", fmt.Errorf("table %s: %w: stream view type is %s, want NEW_AND_OLD_IMAGES", table, ErrStreamNotConfigured, spec.StreamViewType)
 	}
 	return *out.Table.LatestStreamArn, nil
+}
+
+// ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
+var ErrTableNotFound = errors.New("table not found")
+
+func describeTableError(table string, err error) error {
+	var missing *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return fmt.Errorf("table %s: %w", table, ErrTableNotFound)
+	}
+	return fmt.Errorf("describe table %s: %w", table, err)
 }
 
 func describeShards(ctx context.Context, api StreamsAPI, arn string) ([]types.Shard, error) {
@@ -143,6 +155,20 @@ func describeShards(ctx context.Context, api StreamsAPI, arn string) ([]types.Sh
 			return shards, nil
 		}
 	}
+}
+
+// shardEmpty reports whether a shard's first GetRecords from TRIM_HORIZON returns no record.
+func shardEmpty(ctx context.Context, api StreamsAPI, arn string, shardID *string) (bool, error) {
+	it, err := api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &arn,
+		ShardId: shardID, ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		return false, fmt.Errorf("shard iterator for %s: %w", aws.ToString(shardID), err)
+	}
+	out, err := api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil {
+		return false, fmt.Errorf("probe shard %s: %w", aws.ToString(shardID), err)
+	}
+	return len(out.Records) == 0, nil
 }
 
 // list takes the stream positions first, then Scans: a write that lands during the Scan is
@@ -167,6 +193,9 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 				return nil, fmt.Errorf("shard iterator for %s: %w", st.id, err)
 			}
 			st.iter, st.done = aws.ToString(it.ShardIterator), false
+			if st.emptyAtList, err = shardEmpty(ctx, lw.api, arn, s.ShardId); err != nil {
+				return nil, err
+			}
 		}
 		start.shards[st.id] = st
 	}
@@ -422,10 +451,11 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 			continue // reopened after lastSeq on the next pass
 		}
 		var trimmed *types.TrimmedDataAccessException
-		if errors.As(err, &trimmed) && s.lastSeq == "" && !s.fromTrim {
+		if errors.As(err, &trimmed) && s.lastSeq == "" && !s.fromTrim && s.emptyAtList {
 			// DynamoDB Local answers a LATEST iterator taken on a shard that had no record yet
-			// with TrimmedDataAccessException once a record arrives. Such a shard held nothing
-			// before our List, so reading it from TRIM_HORIZON loses and replays nothing.
+			// with TrimmedDataAccessException once a record arrives. That shard held nothing
+			// before our List, so reading it from TRIM_HORIZON loses and replays nothing. Any
+			// other trimmed position relists.
 			s.iter = ""
 			continue
 		}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newConfigCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Manage contexts in the desirectl config file",
+		Long: `Manage contexts in the desirectl config file: a YAML file at --config, else $` + configEnv + `,
+else <user config dir>/desirectl/config.yaml.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.newSetContextCommand(), a.newUseContextCommand(), a.newGetContextsCommand(),
+		a.newCurrentContextCommand(), a.newDeleteContextCommand())
+	return cmd
+}
+
+func (a *app) newSetContextCommand() *cobra.Command {
+	var e contextEntry
+	cmd := &cobra.Command{
+		Use:   "set-context NAME",
+		Short: "Create a context, or change the given fields of an existing one",
+		Example: `  desirectl config set-context local --aws-region us-east-1 --endpoint-url http://localhost:8000 \
+      --management-cluster mc-1 --cluster-id cluster-1`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	// These shadow the global overrides of the same names: here they are the values to store.
+	fs := cmd.Flags()
+	fs.StringVar(&e.AWSRegion, flagAWSRegion, "", "AWS region")
+	fs.StringVar(&e.EndpointURL, flagEndpointURL, "", "DynamoDB endpoint URL (empty for AWS)")
+	fs.StringVar(&e.ManagementCluster, flagManagementCluster, "", "management cluster whose tables desires go to")
+	fs.StringVar(&e.ClusterID, flagClusterID, "", "hosted cluster ID written into spec.clusterID")
+	fs.StringVar(&e.TaskKey, flagTaskKey, "", "task key of desire IDs (default the cluster ID)")
+	fs.StringVar(&e.TablePrefix, flagTablePrefix, "", "table name prefix (empty in production)")
+	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+		cfg, path, err := a.loadConfig()
+		if err != nil {
+			return err
+		}
+		name := args[0]
+		if strings.TrimSpace(name) == "" {
+			return usageErrorf("context name must not be empty")
+		}
+		cur := cfg.context(name)
+		verb := "modified"
+		if cur == nil {
+			cur = &contextEntry{Name: name}
+			cfg.Contexts = append(cfg.Contexts, cur)
+			verb = "created"
+		}
+		for flag, v := range map[string][2]*string{
+			flagAWSRegion: {&cur.AWSRegion, &e.AWSRegion}, flagEndpointURL: {&cur.EndpointURL, &e.EndpointURL},
+			flagManagementCluster: {&cur.ManagementCluster, &e.ManagementCluster}, flagClusterID: {&cur.ClusterID, &e.ClusterID},
+			flagTaskKey: {&cur.TaskKey, &e.TaskKey}, flagTablePrefix: {&cur.TablePrefix, &e.TablePrefix},
+		} {
+			if cmd.Flags().Changed(flag) {
+				*v[0] = *v[1]
+			}
+		}
+		if err := saveConfig(path, cfg); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "Context %q %s.\n", name, verb)
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) newUseContextCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "use-context NAME",
+		Short: "Make a context the current one",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: runE(func(_ *cobra.Command, args []string) error {
+			cfg, path, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.context(args[0]) == nil {
+				return contextNotFound(args[0], path)
+			}
+			cfg.CurrentContext = args[0]
+			if err := saveConfig(path, cfg); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Switched to context %q.\n", args[0])
+			return nil
+		}),
+	}
+}
+
+func (a *app) newGetContextsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get-contexts",
+		Short: "List the contexts",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: runE(func(_ *cobra.Command, _ []string) error {
+			cfg, _, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			rows := [][]string{{"CURRENT", "NAME", "MANAGEMENT-CLUSTER", "CLUSTER-ID", "TASK-KEY", "AWS-REGION", "ENDPOINT-URL", "TABLE-PREFIX"}}
+			contexts := slices.Clone(cfg.Contexts)
+			slices.SortFunc(contexts, func(x, y *contextEntry) int { return strings.Compare(x.Name, y.Name) })
+			for _, e := range contexts {
+				cur := ""
+				if e.Name == cfg.CurrentContext {
+					cur = "*"
+				}
+				rows = append(rows, []string{cur, e.Name, e.ManagementCluster, e.ClusterID, e.TaskKey, e.AWSRegion, e.EndpointURL, e.TablePrefix})
+			}
+			return printTable(a.stdout, rows)
+		}),
+	}
+}
+
+func (a *app) newCurrentContextCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "current-context",
+		Short: "Print the current context's name",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: runE(func(_ *cobra.Command, _ []string) error {
+			cfg, _, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.CurrentContext == "" {
+				return usageErrorf("current-context is not set")
+			}
+			fmt.Fprintln(a.stdout, cfg.CurrentContext)
+			return nil
+		}),
+	}
+}
+
+func (a *app) newDeleteContextCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete-context NAME",
+		Short: "Delete a context",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: runE(func(_ *cobra.Command, args []string) error {
+			cfg, path, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			if !cfg.deleteContext(args[0]) {
+				return contextNotFound(args[0], path)
+			}
+			if cfg.CurrentContext == args[0] {
+				cfg.CurrentContext = ""
+				a.warnf("this removed your current context; set a new one with 'desirectl config use-context NAME'")
+			}
+			if err := saveConfig(path, cfg); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "deleted context %s from %s\n", args[0], path)
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+)
+
+// TestIntegration drives desirectl, with its real AWS client and cluster discovery, against
+// DynamoDB Local and kube-apiserver, with a real applier carrying out the desires.
+func TestIntegration(t *testing.T) {
+	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
+	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	if endpoint == "" || kubeconfig == "" {
+		msg := "integration test: the local stack is not running; run `make test`"
+		if testenv.Required() {
+			t.Fatal(msg + " (CI or KAA_INTEGRATION=1 forbids skipping)")
+		}
+		t.Skip(msg)
+	}
+	// DynamoDB Local keeps one database per access key: a fresh key isolates this test. The
+	// CLI reads the same environment, as a user's shell would provide it.
+	t.Setenv("AWS_ACCESS_KEY_ID", fmt.Sprintf("desirectl%d", rand.Int64()))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "")
+	prefix := fmt.Sprintf("d%d-", rand.IntN(1_000_000))
+	const mc = "mc01"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	if _, err := kubeapplier.EnsureTables(ctx, db, prefix, mc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testenv.DeleteTablesWithPrefix(t, db, prefix) })
+	restCfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, restCfg)
+	applier, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: mc, TablePrefix: prefix, DynamoDB: db,
+		Streams: kubeapplier.AWSStreams{DB: db, Streams: streams}, RESTConfig: restCfg,
+		ReadResync: 5 * time.Second, DeleteResync: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- applier.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("applier: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !applier.Ready(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("applier not ready after 30s")
+		}
+	}
+
+	dir := t.TempDir()
+	run := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		a := newApp(strings.NewReader(stdin), &out, &errb)
+		a.getenv = func(k string) string {
+			if k == configEnv {
+				return filepath.Join(dir, "config.yaml")
+			}
+			return ""
+		}
+		a.pollInterval = 200 * time.Millisecond
+		code := a.run(ctx, append([]string{"--kubeconfig", kubeconfig}, args...))
+		t.Logf("desirectl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		return out.String(), errb.String(), code
+	}
+	mustRun := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := run(stdin, args...)
+		if code != 0 {
+			t.Fatalf("desirectl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+		return out
+	}
+
+	mustRun("", "config", "set-context", "e2e", "--aws-region", "us-east-1", "--endpoint-url", endpoint,
+		"--management-cluster", mc, "--cluster-id", "cluster-e2e", "--table-prefix", prefix)
+	mustRun("", "config", "use-context", "e2e")
+
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\ndata:\n  a: \"1\"\n"
+	out := mustRun(cm, "apply", "-f", "-", "-n", ns, "--wait", "--timeout", "60s")
+	if !strings.Contains(out, " created (ConfigMap "+ns+"/foo)\n") || !strings.Contains(out, " condition met\n") {
+		t.Fatalf("apply: %q", out)
+	}
+	out = mustRun("", "get", "cm", "-n", ns)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "ApplyDesire "+ns+" foo True NoErrors") {
+		t.Fatalf("get: %q", out)
+	}
+	out = mustRun("", "read", "configmaps", "foo", "-n", ns, "--timeout", "60s")
+	if !strings.Contains(out, "kind: ConfigMap\n") || !strings.Contains(out, "  a: \"1\"\n") {
+		t.Fatalf("read: %q", out)
+	}
+	_, errOut, code := run("", "read", "configmaps", "nope", "-n", ns, "--timeout", "60s")
+	if code != exitFailed || errOut != "error: configmaps/v1 "+ns+"/nope does not exist\n" {
+		t.Fatalf("read of a missing object: exit %d, %q", code, errOut)
+	}
+	// ConfigMap data must be strings: the apiserver refuses the apply.
+	_, errOut, code = run("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndata: {a: 1}\n",
+		"apply", "-f", "-", "-n", ns, "--wait", "--timeout", "10s")
+	if code != exitFailed || !strings.Contains(errOut, "Successful=False, reason KubeAPIError") {
+		t.Fatalf("apply of an invalid object: exit %d, %q", code, errOut)
+	}
+	// A type the cluster does not serve, named without discovery: the applier refuses the
+	// ReadDesire for good, so read ends at once.
+	start := time.Now()
+	_, errOut, code = run("", "read", "widgets", "w1", "-n", ns, "--group", "example.com", "--version", "v1", "--timeout", "60s")
+	if code != exitFailed || !strings.Contains(errOut, "Successful=False, reason PreCheckFailed") || time.Since(start) > 30*time.Second {
+		t.Fatalf("read of an unknown type: exit %d after %s, %q", code, time.Since(start), errOut)
+	}
+	out = mustRun("", "delete", "cm", "foo", "-n", ns, "--wait", "--timeout", "60s")
+	if !strings.Contains(out, " condition met\n") {
+		t.Fatalf("delete: %q", out)
+	}
+	mustRun("", "wait", "configmaps", "foo", "-n", ns, "--kind", "delete", "--for=condition=Successful", "--timeout", "10s")
+}

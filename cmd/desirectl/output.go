@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// printTable prints rows (the first is the header) aligned like kubectl.
+func printTable(out io.Writer, rows [][]string) error {
+	w := tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(w, strings.Join(r, "\t"))
+	}
+	return w.Flush()
+}
+
+// age is kubectl's AGE column.
+func age(now, created time.Time) string {
+	if created.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(created))
+}
+
+// successfulCondition returns d's Successful condition, or nil.
+func successfulCondition(d kubeapplier.Desire) *metav1.Condition {
+	if d == nil {
+		return nil
+	}
+	return meta.FindStatusCondition(d.StatusCommon().Conditions, kubeapplier.ConditionSuccessful)
+}
+
+// successColumns are the SUCCESSFUL, REASON and MESSAGE columns of a desire at spec version:
+// Unknown/Pending until the applier has reported on that version.
+func successColumns(status kubeapplier.Desire, version int64) (successful, reason, message string) {
+	c := successfulCondition(status)
+	if c == nil || c.ObservedGeneration < version {
+		return string(metav1.ConditionUnknown), "Pending", describeStatus(status, version, kubeapplier.ConditionSuccessful)
+	}
+	return string(c.Status), c.Reason, oneLine(c.Message)
+}
+
+// desireDocument is a desire as `get -o yaml|json` prints it: the spec document's metadata
+// and spec, and the status document's status.
+type desireDocument struct {
+	Kind kubeapplier.DesireKind `json:"kind"`
+	kubeapplier.DynamoDBMetadata
+	Spec   any `json:"spec"`
+	Status any `json:"status,omitempty"`
+}
+
+type documentList struct {
+	Kind  string           `json:"kind"`
+	Items []desireDocument `json:"items"`
+}
+
+// printDocuments prints docs as JSON or YAML: a List, or the one document when single.
+func printDocuments(out io.Writer, docs []desireDocument, single bool, format string) error {
+	var v any = documentList{Kind: "List", Items: docs}
+	if single && len(docs) == 1 {
+		v = docs[0]
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		data, err = yaml.JSONToYAML(data)
+	} else {
+		var buf bytes.Buffer
+		err = json.Indent(&buf, data, "", "    ")
+		buf.WriteByte('\n')
+		data = buf.Bytes()
+	}
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	return err
+}

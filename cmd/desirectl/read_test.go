@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+const liveFoo = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foo","namespace":"default"},"data":{"a":"1"}}`
+
+func TestRead(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		status   outcome // written after the first poll
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{name: "yaml", args: []string{"configmaps", "foo"},
+			status:  outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo},
+			wantOut: "apiVersion: v1\ndata:\n  a: \"1\"\nkind: ConfigMap\nmetadata:\n  name: foo\n  namespace: default\n"},
+		{name: "json", args: []string{"cm", "foo", "-n", "default", "-o", "json"},
+			status: outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo},
+			wantOut: `{
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "foo",
+        "namespace": "default"
+    },
+    "data": {
+        "a": "1"
+    }
+}
+`},
+		{name: "not found", args: []string{"configmaps", "foo"},
+			status:   outcome{successful: true, reason: kubeapplier.ReasonNotFound, message: "configmaps/v1 default/foo does not exist"},
+			wantCode: exitFailed, wantErr: "error: configmaps/v1 default/foo does not exist\n"},
+		{name: "precheck failed", args: []string{"configmaps", "foo"},
+			status:   outcome{reason: kubeapplier.ReasonPreCheckFailed, message: "spec.managementCluster is \"x\" but this applier serves \"y\""},
+			wantCode: exitFailed, wantErr: "error: readdesire/" + idFoo + " (ConfigMap default/foo): Successful=False, reason PreCheckFailed: spec.managementCluster is \"x\" but this applier serves \"y\"\n"},
+		{name: "timeout", args: []string{"configmaps", "foo", "--timeout", "3s"},
+			wantCode: exitFailed, wantErr: "error: timed out after 3s waiting for readdesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.clock.onSleep = func(n int) {
+				if n == 1 && tc.status.reason != "" {
+					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, tc.status)
+				}
+			}
+			out, errOut, code := h.run(append([]string{"read"}, tc.args...)...)
+			assertExit(t, code, tc.wantCode, errOut)
+			if out != tc.wantOut || errOut != tc.wantErr {
+				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, tc.wantOut, errOut, tc.wantErr)
+			}
+			d, err := specs[*kubeapplier.ReadDesire](h, kubeapplier.KindReadDesire).Get(context.Background(), idFoo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := kubeapplier.ReadDesireSpec{CommonSpec: testCommon,
+				TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}
+			if d.Version != 1 || d.Spec != want {
+				t.Fatalf("ReadDesire version %d spec %+v", d.Version, d.Spec)
+			}
+		})
+	}
+}
+
+// An existing ReadDesire with the same spec is reused: no write, and its status answers.
+func TestReadReusesDesire(t *testing.T) {
+	h := newHarness(t)
+	h.clock.onSleep = func(n int) {
+		h.writeStatus(kubeapplier.KindReadDesire, idFoo, h.specVersion(kubeapplier.KindReadDesire, idFoo), outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
+	}
+	h.mustRun("read", "configmaps", "foo")
+	writes, sleeps := h.db.writes(), h.clock.sleeps
+	out := h.mustRun("read", "configmaps", "foo")
+	if h.db.writes() != writes || h.clock.sleeps != sleeps {
+		t.Fatalf("second read wrote %d times and polled %d times", h.db.writes()-writes, h.clock.sleeps-sleeps)
+	}
+	if out == "" {
+		t.Fatal("no output")
+	}
+	// A different spec (here the cluster ID, with the task key pinned) replaces the desire.
+	h.mustRun("read", "configmaps", "foo", "--task-key", testCluster, "--cluster-id", "other")
+	if v := h.specVersion(kubeapplier.KindReadDesire, idFoo); v != 2 {
+		t.Fatalf("version %d, want 2", v)
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+const rootLong = `desirectl writes desires into the kube-applier DynamoDB specs tables and reads their
+outcome from the status tables, the way kubectl works with a cluster.
+
+An ApplyDesire asks the kube-applier of a management cluster to server-side apply one object,
+a DeleteDesire to delete one, a ReadDesire to mirror one into its status. A desire's ID is
+derived from the task key and its target (group, version, resource, namespace, name), so the
+same command always addresses the same desire.
+
+Where desires go comes from a context (see 'desirectl config'), which the global flags
+override. Resource names (plurals, short names, scope) come from cluster discovery when
+--kubeconfig or $KUBECONFIG points at a reachable cluster; without it they are guessed, with a
+warning.
+
+Exit codes:
+  0  success
+  1  the operation failed: a desire's condition is False for a reason that will not heal by
+     itself, a wait timed out, a desire or object was not found, or a DynamoDB call failed
+  2  usage or configuration error: unknown command or flag, bad arguments, unreadable or
+     invalid manifests, no usable context, unresolvable resource type`
+
+func (a *app) newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "desirectl",
+		Short:         "Write kube-applier desires into DynamoDB and read their status",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	a.flags.register(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageErrorf("%v", err)
+	})
+	root.AddCommand(
+		a.newConfigCommand(),
+		a.newApplyCommand(),
+		a.newGetCommand(),
+		a.newReadCommand(),
+		a.newDeleteCommand(),
+		a.newWaitCommand(),
+	)
+	return root
+}
+
+// usageArgs wraps a cobra argument validator so its errors are usage errors (exit 2).
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageErrorf("%v; see '%s --help'", err, cmd.CommandPath())
+		}
+		return nil
+	}
+}

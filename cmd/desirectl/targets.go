@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// defaultNamespace is used for namespaced objects that name none, as kubectl does.
+const defaultNamespace = "default"
+
+// target is one object a desire is about.
+type target struct {
+	item  kubeapplier.TargetItem
+	label string                     // "ConfigMap default/foo"
+	obj   *unstructured.Unstructured // the manifest object (namespace settled); nil for TYPE NAME
+}
+
+// manifestTargets resolves the targets of -f objects. A namespaced object without a namespace
+// gets --namespace, else "default"; one whose namespace differs from --namespace is an error;
+// a cluster-scoped object's namespace is dropped with a warning.
+func (a *app) manifestTargets(ctx context.Context, ms []manifest, namespace string) ([]target, error) {
+	objs := make([]*unstructured.Unstructured, len(ms))
+	for i, m := range ms {
+		objs[i] = m.obj
+	}
+	kr := newKindResolver(a.clusterDiscovery(ctx), objs, a.warnf)
+	out := make([]target, 0, len(ms))
+	for _, m := range ms {
+		o := m.obj
+		gvk := o.GroupVersionKind()
+		info, err := kr.forKind(ctx, gvk)
+		if err != nil {
+			return nil, err
+		}
+		ns := o.GetNamespace()
+		switch {
+		case !info.Namespaced:
+			if ns != "" {
+				a.warnf("%s: %s is cluster-scoped; ignoring metadata.namespace %q", m.source, objectLabel(gvk.Kind, "", o.GetName()), ns)
+				ns = ""
+				unstructured.RemoveNestedField(o.Object, "metadata", "namespace")
+			}
+		case ns == "":
+			ns = namespace
+			if ns == "" {
+				ns = defaultNamespace
+			}
+			o.SetNamespace(ns)
+		case namespace != "" && ns != namespace:
+			return nil, usageErrorf("%s: the namespace from the object %q does not match --namespace %q", m.source, ns, namespace)
+		}
+		out = append(out, target{
+			item: kubeapplier.TargetItem{Group: gvk.Group, Version: gvk.Version, Resource: info.GVR.Resource,
+				Namespace: ns, Name: o.GetName()},
+			label: objectLabel(gvk.Kind, ns, o.GetName()),
+			obj:   o,
+		})
+	}
+	return out, nil
+}
+
+// typeTarget resolves TYPE NAME [-n NS]: a namespaced type defaults to "default", a
+// cluster-scoped one ignores --namespace.
+func (a *app) typeTarget(ctx context.Context, ta typeArgs, name, namespace string) (target, error) {
+	rt, err := a.resolveType(ctx, ta)
+	if err != nil {
+		return target{}, err
+	}
+	if name == "" {
+		return target{}, usageErrorf("name must not be empty")
+	}
+	ns := ""
+	if rt.Namespaced {
+		ns = namespace
+		if ns == "" {
+			ns = defaultNamespace
+		}
+	}
+	return target{
+		item: kubeapplier.TargetItem{Group: rt.GVR.Group, Version: rt.GVR.Version, Resource: rt.GVR.Resource,
+			Namespace: ns, Name: name},
+		label: objectLabel(typeLabel(rt.resourceInfo), ns, name),
+	}, nil
+}
+
+// desireSettings are what every written desire needs from the settings.
+type desireSettings struct {
+	taskKey string
+	common  kubeapplier.CommonSpec
+}
+
+func (s settings) forDesires() (desireSettings, error) {
+	tk, err := s.desireTaskKey()
+	if err != nil {
+		return desireSettings{}, err
+	}
+	return desireSettings{taskKey: tk, common: kubeapplier.CommonSpec{ManagementCluster: s.managementCluster, ClusterID: s.clusterID}}, nil
+}
+
+func (d desireSettings) id(t target) string { return kubeapplier.DesireID(d.taskKey, t.item) }

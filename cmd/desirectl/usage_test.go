@@ -1,0 +1,129 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		setup   func(h *harness)
+		wantErr string
+	}{
+		{"unknown command", []string{"patch"}, nil, `error: unknown command "patch" for "desirectl"` + "\n"},
+		{"unknown flag", []string{"get", "cm", "--bogus"}, nil, "error: unknown flag: --bogus\n"},
+		{"missing type", []string{"get"}, nil, "error: accepts between 1 and 2 arg(s), received 0; see 'desirectl get --help'\n"},
+		{"bad output", []string{"get", "cm", "-o", "xml"}, nil, "error: --output must be wide, yaml or json, not \"xml\"\n"},
+		{"read bad output", []string{"read", "cm", "foo", "-o", "wide"}, nil, "error: --output must be yaml or json, not \"wide\"\n"},
+		{"apply without -f", []string{"apply"}, nil, "error: -f is required\n"},
+		{"apply missing file", []string{"apply", "-f", "/nonexistent.yaml"}, nil, "error: stat /nonexistent.yaml: no such file or directory\n"},
+		{"apply with args", []string{"apply", "x"}, nil, "error: unknown command \"x\" for \"desirectl apply\"; see 'desirectl apply --help'\n"},
+		{"no context", []string{"get", "cm"}, func(h *harness) { h.mustRun("config", "delete-context", "test") },
+			"error: no management cluster: create a context with 'desirectl config set-context NAME --management-cluster MC ...' and 'desirectl config use-context NAME', or pass --management-cluster\n"},
+		{"no task key", []string{"delete", "cm", "foo"}, func(h *harness) {
+			h.mustRun("config", "set-context", "bare", "--management-cluster", testMC)
+			h.mustRun("config", "use-context", "bare")
+		}, "error: no task key: set --task-key or --cluster-id, or the context's task-key or cluster-id\n"},
+		{"unknown type", []string{"delete", "widgets", "w"}, nil, "error: the server doesn't have a resource type \"widgets\"\n"},
+		{"bad config file", []string{"get", "cm"}, func(h *harness) { h.writeFile("config.yaml", "contexts: 3\n") }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			out, errOut, code := h.run(tc.args...)
+			assertExit(t, code, exitUsage, errOut)
+			if tc.wantErr != "" && errOut != tc.wantErr {
+				t.Fatalf("stderr %q, want %q", errOut, tc.wantErr)
+			}
+			if strings.Count(errOut, "\n") != 1 || out != "" {
+				t.Fatalf("stdout %q stderr %q: want one error line only", out, errOut)
+			}
+		})
+	}
+}
+
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	h := newHarness(t)
+	out := h.mustRun("--help")
+	for _, want := range []string{"Exit codes:", "  0  success", "  1  the operation failed", "  2  usage or configuration error"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	for _, cmd := range []string{"apply", "get", "read", "delete", "wait", "config"} {
+		if !strings.Contains(out, "\n  "+cmd+" ") {
+			t.Errorf("help lacks command %s", cmd)
+		}
+	}
+}
+
+func TestGuessPlural(t *testing.T) {
+	for kind, want := range map[string]string{
+		"ConfigMap": "configmaps", "NetworkPolicy": "networkpolicies", "Ingress": "ingresses", "Box": "boxes",
+		"Patch": "patches", "Mesh": "meshes", "Gateway": "gateways", "Endpoints": "endpoints", "Quiz": "quizes",
+		"Prometheus": "prometheuses", "Deployment": "deployments",
+	} {
+		if got := guessPlural(kind); got != want {
+			t.Errorf("guessPlural(%s) = %s, want %s", kind, got, want)
+		}
+	}
+}
+
+func TestParseFor(t *testing.T) {
+	for in, want := range map[string]conditionWant{
+		"condition=Successful":       successfulTrue,
+		"condition=successful=true":  successfulTrue,
+		"condition=Degraded=False":   {kubeapplier.ConditionDegraded, metav1.ConditionFalse},
+		"condition=Custom=Unknown":   {"Custom", metav1.ConditionUnknown},
+		"condition=Successful=false": {kubeapplier.ConditionSuccessful, metav1.ConditionFalse},
+	} {
+		got, err := parseFor(in)
+		if err != nil || got != want {
+			t.Errorf("parseFor(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "delete", "condition=", "condition=Successful=maybe"} {
+		if _, err := parseFor(in); exitCode(err, 0) != exitUsage {
+			t.Errorf("parseFor(%q): %v, want a usage error", in, err)
+		}
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	status := func(version int64, o outcome) kubeapplier.Desire {
+		d := &kubeapplier.ApplyDesire{}
+		d.Version = version
+		kubeapplier.SetOutcome(d, o.successful, o.degraded, o.reason, o.message)
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		kind kubeapplier.DesireKind
+		d    kubeapplier.Desire
+		want waitState
+	}{
+		{"no status", kubeapplier.KindApplyDesire, nil, waitPending},
+		{"stale success", kubeapplier.KindApplyDesire, status(1, okOutcome), waitPending},
+		{"success", kubeapplier.KindApplyDesire, status(2, okOutcome), waitMet},
+		{"newer success", kubeapplier.KindApplyDesire, status(3, okOutcome), waitMet},
+		{"precheck", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: "bad"}), waitFailed},
+		{"kind not served", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: kubeapplier.ErrKindNotServed.Error() + ": x"}), waitPending},
+		{"kind not served on read", kubeapplier.KindReadDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: kubeapplier.ErrKindNotServed.Error() + ": x"}), waitFailed},
+		{"degraded", kubeapplier.KindApplyDesire, status(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
+		{"kube error", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonKubeAPIError}), waitFailed},
+		{"waiting for deletion", kubeapplier.KindDeleteDesire, status(2, outcome{reason: kubeapplier.ReasonWaitingForDeletion}), waitPending},
+		{"transient", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonTransientError}), waitPending},
+	} {
+		if got := evaluate(tc.kind, tc.d, 2, successfulTrue); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

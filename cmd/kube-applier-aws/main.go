@@ -1,0 +1,213 @@
+// Command kube-applier-aws runs the applier of one management cluster: it carries out the
+// desires of the DynamoDB specs tables on the cluster and writes their status tables.
+// It is a thin main over the kubeapplier library; see the README for flags and deployment.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+)
+
+type flags struct {
+	managementCluster, kubeconfig, awsRegion, awsEndpoint, tablePrefix string
+	leaderElect                                                        bool
+	leaseNamespace, leaseName                                          string
+	metricsAddr, healthAddr                                            string
+	qps                                                                float32
+	burst, workers, verbosity                                          int
+	pprof                                                              bool
+}
+
+func main() {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "kube-applier-aws --management-cluster NAME",
+		Short: "Carry out DynamoDB desires on this Kubernetes cluster and report their status",
+		Long: `kube-applier-aws watches the specs tables mc-{cluster}-specs-{apply,delete,read}desires
+(Scan, then DynamoDB Streams), server-side applies, deletes or reads the objects they name, and
+writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's default chain
+(EKS Pod Identity or IRSA in a cluster; environment or profile locally).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.managementCluster, "management-cluster", "", "management cluster whose tables to serve (required)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty = in-cluster config")
+	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region (default: the SDK's chain, e.g. AWS_REGION)")
+	fs.StringVar(&f.awsEndpoint, "aws-endpoint-url", "", "DynamoDB and Streams endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local")
+	fs.StringVar(&f.tablePrefix, "table-prefix", "", "prefix of every table name (tests)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "reconcile only while holding a Lease (run 2 replicas)")
+	fs.StringVar(&f.leaseNamespace, "leader-election-namespace", kubeapplier.DefaultLeaseNamespace, "namespace of the Lease")
+	fs.StringVar(&f.leaseName, "leader-election-id", kubeapplier.DefaultLeaseName, "name of the Lease")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 = off")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 = off")
+	fs.Float32Var(&f.qps, "kube-api-qps", kubeapplier.DefaultKubeQPS, "client-side limit of kube API requests per second")
+	fs.IntVar(&f.burst, "kube-api-burst", kubeapplier.DefaultKubeBurst, "client-side burst of kube API requests")
+	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
+	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity (0 info, 1 debug, 4 trace)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
+	_ = cmd.MarkFlagRequired("management-cluster")
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, f flags) error {
+	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.Level(-f.verbosity)}))
+	klog.SetLogger(log.WithName("client-go"))
+
+	restCfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := checkCluster(restCfg); err != nil {
+		return err
+	}
+	awsCfg, err := awsConfig(ctx, f)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		// DynamoDB Local sends 4xx answers without the CRC32 header; the SDK would warn on each.
+		o.DisableValidateResponseChecksum = f.awsEndpoint != ""
+	})
+	app, err := kubeapplier.New(kubeapplier.Options{
+		ManagementCluster: f.managementCluster, TablePrefix: f.tablePrefix, DynamoDB: db,
+		Streams:    kubeapplier.AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(awsCfg)},
+		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers,
+		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
+		Log: log, MetricsRegisterer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	servers := startServers(log, f, reg, app)
+	defer shutdown(servers)
+	log.Info("starting", "managementCluster", f.managementCluster, "leaderElection", f.leaderElect, "region", awsCfg.Region)
+	if err := app.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped cleanly")
+	return nil
+}
+
+func kubeConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// checkCluster turns an unreachable apiserver into one clear line before anything starts.
+func checkCluster(cfg *rest.Config) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return err
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fmt.Errorf("cannot reach the Kubernetes API at %s: %w", cfg.Host, err)
+	}
+	return nil
+}
+
+func awsConfig(ctx context.Context, f flags) (aws.Config, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if f.awsRegion != "" {
+		opts = append(opts, awsconfig.WithRegion(f.awsRegion))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return cfg, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return cfg, errors.New("no AWS region: set --aws-region or AWS_REGION")
+	}
+	if f.awsEndpoint != "" {
+		cfg.BaseEndpoint = aws.String(f.awsEndpoint)
+	}
+	return cfg, nil
+}
+
+func startServers(log logr.Logger, f flags, reg *prometheus.Registry, app *kubeapplier.Applier) []*http.Server {
+	var servers []*http.Server
+	serve := func(addr string, mux *http.ServeMux) {
+		if addr == "" || addr == "0" {
+			return
+		}
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(err, "http server failed", "addr", addr)
+			}
+		}()
+	}
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if f.pprof {
+		metrics.HandleFunc("/debug/pprof/", pprof.Index)
+		metrics.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		metrics.HandleFunc("/debug/pprof/heap", pprof.Handler("heap").ServeHTTP)
+	}
+	serve(f.metricsAddr, metrics)
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !app.Ready() {
+			http.Error(w, "desire informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	serve(f.healthAddr, health)
+	return servers
+}
+
+func shutdown(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(ctx)
+	}
+}
