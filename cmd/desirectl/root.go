@@ -43,6 +43,7 @@ func (a *app) newRootCommand() *cobra.Command {
 		a.newReadCommand(),
 		a.newDeleteCommand(),
 		a.newWaitCommand(),
+		a.newTablesCommand(),
 	)
 	return root
 }
