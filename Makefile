@@ -35,7 +35,6 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
-# Placeholder until the real demo exists.
+# The main job end to end on the local real components (see hack/demo.sh).
 demo:
-	@$(STACK) up
-	@$(STACK) status
+	@hack/demo.sh
