@@ -30,6 +30,9 @@ type fakeKube struct {
 	gen     int64
 }
 
+// fakeMaxRequestBytes is kube-apiserver's request body limit (MaxRequestBodyBytes, 3 MiB).
+const fakeMaxRequestBytes = 3 * 1024 * 1024
+
 func newFakeKube() *fakeKube {
 	return &fakeKube{objects: map[string]*unstructured.Unstructured{}, errs: map[string]error{}}
 }
@@ -44,6 +47,10 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 	k.calls = append(k.calls, "apply "+obj.GetName()+" "+fm)
 	if err := k.errs["apply"]; err != nil {
 		return nil, err
+	}
+	// Like kube-apiserver: request bodies over 3 MiB are refused with 413.
+	if body, _ := obj.MarshalJSON(); len(body) > fakeMaxRequestBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", fakeMaxRequestBytes))
 	}
 	key := objKey(gvr, obj.GetNamespace(), obj.GetName())
 	if old, ok := k.objects[key]; ok {

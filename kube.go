@@ -91,7 +91,10 @@ func ParseKubeContent(raw *runtime.RawExtension) (*unstructured.Unstructured, er
 	if _, err := schema.ParseGroupVersion(obj.GetAPIVersion()); err != nil {
 		return nil, preCheck("kubeContent apiVersion %q is invalid: %v", obj.GetAPIVersion(), err)
 	}
-	if obj.IsList() || strings.HasSuffix(obj.GetKind(), "List") {
+	// A list is "kind: List" or a *List kind with items; a custom kind that merely ends in
+	// "List" (e.g. an AllowList CRD) is one object.
+	_, hasItems := obj.Object["items"]
+	if obj.IsList() || obj.GetKind() == "List" || (strings.HasSuffix(obj.GetKind(), "List") && hasItems) {
 		return nil, preCheck("kubeContent is a %s: one ApplyDesire holds one object, not a list", obj.GetKind())
 	}
 	if obj.GetName() == "" {

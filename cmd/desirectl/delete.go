@@ -33,7 +33,8 @@ func (a *app) newDeleteCommand() *cobra.Command {
 		Short: "Write a DeleteDesire for an object (create or replace)",
 		Long: `Write a DeleteDesire for TYPE NAME, or one per object of -f input. The desire's ID is derived
 from the task key and the target, like an ApplyDesire's: the same object gets the same ID in
-all three desire kinds. The DeleteDesire is Successful once the object is gone.`,
+all three desire kinds. The DeleteDesire is Successful once the object is gone. An ApplyDesire
+for the same object is deleted too, so its periodic re-apply cannot bring the object back.`,
 		Example: `  desirectl delete configmaps foo -n default --wait
   desirectl delete deployments.apps web -n shop
   desirectl delete -f manifests/`,
@@ -86,6 +87,13 @@ all three desire kinds. The DeleteDesire is Successful once the object is gone.`
 				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindDeleteDesire, d.DocumentID), t.label, err)
 			}
 			a.printWritten(kubeapplier.KindDeleteDesire, stored.DocumentID, t.label, created)
+			// An ApplyDesire left for the same object would bring it back at its next re-apply.
+			switch err := st.applies.specs.Delete(ctx, d.DocumentID); {
+			case err == nil:
+				fmt.Fprintf(a.stdout, "%s deleted (%s)\n", desireRef(kubeapplier.KindApplyDesire, d.DocumentID), t.label)
+			case !kubeapplier.IsNotFoundError(err):
+				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindApplyDesire, d.DocumentID), t.label, dbError(err))
+			}
 			waits = append(waits, &waitItem{kind: kubeapplier.KindDeleteDesire, id: stored.DocumentID, label: t.label,
 				version: stored.Version, status: statusGetter(st.deletes, stored.DocumentID)})
 		}

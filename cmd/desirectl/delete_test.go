@@ -90,3 +90,17 @@ func TestDeleteUsage(t *testing.T) {
 		assertExit(t, code, exitUsage, errOut)
 	}
 }
+
+func TestDeleteRemovesTheApplyDesire(t *testing.T) {
+	h := newHarness(t)
+	h.mustRun("apply", "-f", h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n  namespace: default\n"))
+	id := kubeapplier.DesireID(testCluster, kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"})
+	out := h.mustRun("delete", "configmaps", "foo")
+	want := "deletedesire/" + id + " created (ConfigMap default/foo)\napplydesire/" + id + " deleted (ConfigMap default/foo)\n"
+	if out != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+	if _, err := specs[*kubeapplier.ApplyDesire](h, kubeapplier.KindApplyDesire).Get(context.Background(), id); !kubeapplier.IsNotFoundError(err) {
+		t.Fatalf("ApplyDesire still there: %v", err)
+	}
+}
