@@ -227,8 +227,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, er
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
 	if err != nil {
 		if errors.Is(err, ErrItemTooLarge) {
-			// Permanent until the object or spec changes; report it in a status that fits.
-			return Result{}, "StatusTooLarge", err
+			// Permanent until the object or spec changes: retrying would only repeat it.
+			c.log.Error(err, "status does not fit in a DynamoDB item", "desire", id)
+			return Result{}, "StatusTooLarge", nil
 		}
 		return Result{Requeue: RequeueRateLimited}, "StatusWriteFailed", err
 	}

@@ -60,7 +60,11 @@ func (r *DeleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Resul
 		return Result{}
 	}
 	SetOutcome(d, false, false, ReasonWaitingForDeletion, waitingMessage(t, obj))
-	return Result{Requeue: RequeueAfter, After: max(r.WaitRecheck, 5*time.Second)}
+	after := r.WaitRecheck
+	if after <= 0 {
+		after = 5 * time.Second
+	}
+	return Result{Requeue: RequeueAfter, After: after}
 }
 
 func waitingMessage(t TargetItem, obj *unstructured.Unstructured) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -331,6 +330,3 @@ func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementClus
 	}
 	return created, nil
 }
-
-// formatVersion is the `version` attribute value as DynamoDB stores it.
-func formatVersion(v int64) string { return strconv.FormatInt(v, 10) }

@@ -10,22 +10,21 @@ import (
 
 // metrics are the applier's Prometheus series; all are prefixed "kube_applier_".
 type metrics struct {
-	reconciles    *prometheus.CounterVec   // kind, reason
-	errors        *prometheus.CounterVec   // kind, reason
-	duration      *prometheus.HistogramVec // kind; seconds
-	specToStatus  *prometheus.HistogramVec // kind; seconds from spec UpdateTime to status written
-	statusWrites  *prometheus.CounterVec   // kind, result
-	streamLag     *prometheus.GaugeVec     // kind; seconds
-	leader        prometheus.Gauge
-	wqDepth       *prometheus.GaugeVec
-	wqAdds        *prometheus.CounterVec
-	wqLatency     *prometheus.HistogramVec
-	wqWork        *prometheus.HistogramVec
-	wqUnfinished  *prometheus.GaugeVec
-	wqLongest     *prometheus.GaugeVec
-	wqRetries     *prometheus.CounterVec
-	now           func() time.Time
-	registeredAll bool
+	reconciles   *prometheus.CounterVec   // kind, reason
+	errors       *prometheus.CounterVec   // kind, reason
+	duration     *prometheus.HistogramVec // kind; seconds
+	specToStatus *prometheus.HistogramVec // kind; seconds from spec UpdateTime to status written
+	statusWrites *prometheus.CounterVec   // kind, result
+	streamLag    *prometheus.GaugeVec     // kind; seconds
+	leader       prometheus.Gauge
+	wqDepth      *prometheus.GaugeVec
+	wqAdds       *prometheus.CounterVec
+	wqLatency    *prometheus.HistogramVec
+	wqWork       *prometheus.HistogramVec
+	wqUnfinished *prometheus.GaugeVec
+	wqLongest    *prometheus.GaugeVec
+	wqRetries    *prometheus.CounterVec
+	now          func() time.Time
 }
 
 func newMetrics(reg prometheus.Registerer, now func() time.Time) *metrics {

@@ -86,7 +86,11 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("watching %s: %v", t, err))
 			return Result{Requeue: RequeueRateLimited}
 		}
-		if time.Since(child.started) > max(r.SyncTimeout, 30*time.Second) {
+		timeout := r.SyncTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		if time.Since(child.started) > timeout {
 			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("watching %s: not synced after %s", t, time.Since(child.started).Round(time.Second)))
 			return Result{Requeue: RequeueRateLimited}
 		}
