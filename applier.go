@@ -164,16 +164,31 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 			Callbacks: leaderelection.LeaderCallbacks{
 				// le.Run does not wait for this callback: term does, so a term's in-flight
 				// status writes finish before the next campaign or before Run returns.
-				OnStartedLeading: func(ctx context.Context) { term.Add(1); defer term.Done(); a.lead(ctx) },
+				// Reconciling stops when the lease is lost (lctx) or on shutdown (ctx).
+				OnStartedLeading: func(lctx context.Context) {
+					term.Add(1)
+					defer term.Done()
+					wctx, cancel := context.WithCancel(lctx)
+					defer cancel()
+					defer context.AfterFunc(ctx, cancel)()
+					a.lead(wctx)
+				},
 				OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", id) },
 			},
 		})
 		if err != nil {
 			return fmt.Errorf("leader election: %w", err)
 		}
-		// Run returns when the lease is lost or ctx ends; OnStartedLeading's ctx is cancelled
-		// first, so reconciling stops before another process can take over.
-		le.Run(ctx)
+		// On shutdown, keep renewing the lease until the term's in-flight reconciles have
+		// finished, and only then release it (ReleaseOnCancel): releasing at once would let
+		// a standby start reconciling while this process still applies and writes statuses.
+		leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopRelease := context.AfterFunc(ctx, func() { term.Wait(); leCancel() })
+		// Run returns when the lease is lost (OnStartedLeading's ctx is cancelled first) or,
+		// on shutdown, after the lease was released.
+		le.Run(leCtx)
+		stopRelease()
+		leCancel()
 		term.Wait()
 		select {
 		case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,6 +75,10 @@ type controller[T Desire] struct {
 	workers       int
 	log           logr.Logger
 	metrics       *metrics
+	// fresh holds the desires that arrived as new items from the stream (not from a List)
+	// while leading: their status almost surely does not exist yet, so it is created without
+	// reading it first. Cleared at each leadership term.
+	fresh sync.Map
 }
 
 func newController[T Desire](kind DesireKind, o *Options, inf *DesireInformer[T], crud ResourceCRUD[T], r Reconciler[T], resync time.Duration, m *metrics) *controller[T] {
@@ -105,8 +110,13 @@ func (c *controller[T]) q() workqueue.TypedRateLimitingInterface[string] { retur
 // handler enqueues adds, deletes, and updates whose UpdateTime or Version changed; relists that
 // deliver an unchanged desire are not work.
 func (c *controller[T]) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueue(obj) },
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			if d, ok := obj.(T); ok && !isInInitialList && !c.q().ShuttingDown() {
+				c.fresh.Store(d.Meta().DocumentID, struct{}{})
+			}
+			c.enqueue(obj)
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(T)
 			n, ok2 := newObj.(T)
@@ -148,6 +158,7 @@ func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLim
 // run processes the queue with c.workers goroutines until ctx ends, then drains in-flight work.
 func (c *controller[T]) run(ctx context.Context) {
 	q := c.newQueue()
+	c.fresh.Clear() // a new term reads every status before writing it
 	stopped := make(chan struct{})
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); close(stopped) }()
 	c.enqueueAll(ctx, q)
@@ -199,6 +210,7 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 // sync reconciles one desire and writes its status; a deleted spec deletes its status.
 func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, error) {
 	d, err := c.informer.Lister.Get(id)
+	_, fresh := c.fresh.LoadAndDelete(id)
 	if IsNotFoundError(err) {
 		if f, ok := c.reconciler.(Forgetter); ok {
 			f.Forget(id)
@@ -212,6 +224,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, er
 		return Result{}, "CacheError", err
 	}
 	d = d.DeepCopyObject().(T)
+	// The verdict starts empty: a spec document's own status (if a backend stored one) is no
+	// verdict of ours, and a reconcile that reaches none must not be mistaken for one below.
+	d.StatusCommon().Conditions, d.StatusCommon().ObservedDesireUpdateTime = nil, nil
 	var res Result
 	switch {
 	case d.Meta().Invalid != "":
@@ -221,9 +236,15 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, er
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	default:
 		res = c.reconciler.Reconcile(ctx, d)
+		if d.StatusCommon().ObservedDesireUpdateTime == nil {
+			// No verdict yet (a ReadDesire whose watch has not synced): writing now would
+			// replace the current status with one that lacks the object and the observed
+			// spec time, and a second write would put them back once the watch syncs.
+			return res, "Pending", nil
+		}
 	}
 	reason := successfulReason(d)
-	result, err := c.status.write(ctx, d)
+	result, err := c.status.write(ctx, d, fresh)
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
 	if err != nil {
 		if errors.Is(err, ErrItemTooLarge) {

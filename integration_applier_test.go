@@ -32,7 +32,10 @@ type e2e struct {
 	app     *Applier
 }
 
-func startE2E(t *testing.T, mutate func(*Options)) *e2e {
+func startE2E(t *testing.T, mutate func(*Options)) *e2e { return startE2EWith(t, mutate, nil) }
+
+// startE2EWith is startE2E with a hook that sees the Applier between New and Run.
+func startE2EWith(t *testing.T, mutate func(*Options), beforeRun func(*Applier)) *e2e {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,6 +55,9 @@ func startE2E(t *testing.T, mutate func(*Options)) *e2e {
 	app, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if beforeRun != nil {
+		beforeRun(app)
 	}
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx) }()

@@ -58,7 +58,7 @@ type Options struct {
 	Streams StreamsAPI
 
 	// RESTConfig builds DynamicClient, RESTMapper and the leader-election client when nil.
-	// Its QPS/Burst are overridden by KubeQPS/KubeBurst.
+	// Its QPS/Burst are overridden by KubeQPS/KubeBurst, and response compression is off.
 	RESTConfig *rest.Config
 	// Kube performs the cluster operations; default DynamicKube over DynamicClient.
 	Kube KubeClient
@@ -166,6 +166,9 @@ func (o *Options) complete() error {
 	if o.RESTConfig != nil {
 		cfg := rest.CopyConfig(o.RESTConfig)
 		cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
+		// No gzip: every ReadDesire holds a watch, and a compressed watch costs a ~45 KB
+		// inflater here (and a deflater in the apiserver) for small events on a near network.
+		cfg.DisableCompression = true
 		o.RESTConfig = cfg
 		if o.DynamicClient == nil {
 			dc, err := dynamic.NewForConfig(cfg)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -44,7 +44,8 @@ type ReadReconciler struct {
 
 type readChild struct {
 	target   TargetItem
-	informer cache.SharedIndexInformer
+	store    cache.Store      // the target object, when it exists
+	informer cache.Controller // runs the watch that fills store
 	cancel   context.CancelFunc
 	started  time.Time
 	done     chan struct{}
@@ -100,7 +101,7 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 	if t.Namespace != "" {
 		key = t.Namespace + "/" + t.Name
 	}
-	obj, exists, err := child.informer.GetStore().GetByKey(key)
+	obj, exists, err := child.store.GetByKey(key)
 	if err != nil || !exists {
 		d.Status.KubeContent = nil
 		SetOutcome(d, true, false, ReasonNotFound, fmt.Sprintf("%s does not exist", t))
@@ -172,20 +173,41 @@ func (r *ReadReconciler) child(id string, t TargetItem) *readChild {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &readChild{target: t, cancel: cancel, started: time.Now(), done: make(chan struct{})}
-	name := t.Name
-	c.informer = dynamicinformer.NewFilteredDynamicInformer(r.Dynamic, t.GVR(), t.Namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}).Informer()
-	_ = c.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { c.setErr(err) })
+	// A plain informer (store + controller), not a SharedIndexInformer: nothing shares it, and
+	// the shared one's event distribution costs two more goroutines and a 1024-slot buffer per
+	// ReadDesire. List and watch errors are recorded for the status.
+	res := r.Dynamic.Resource(t.GVR()).Namespace(t.Namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", t.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			l, err := res.List(ctx, o)
+			if err != nil {
+				c.setErr(err)
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			w, err := res.Watch(ctx, o)
+			if err != nil {
+				c.setErr(err)
+			}
+			return w, err
+		},
+	}
 	enqueue := func(any) {
 		c.setErr(nil)
 		if r.Enqueue != nil {
 			r.Enqueue(id)
 		}
 	}
-	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue,
-		UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue})
+	c.store, c.informer = cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, r.Dynamic),
+		ObjectType:    &unstructured.Unstructured{},
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: enqueue,
+			UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue},
+	})
 	go func() {
 		defer close(c.done)
 		c.informer.RunWithContext(ctx)

@@ -60,9 +60,21 @@ type statusWriter[T Desire] struct {
 	now  func() time.Time
 }
 
-// write stores computed (a spec desire whose status was filled by a reconcile).
-func (w *statusWriter[T]) write(ctx context.Context, computed T) (statusWriteResult, error) {
+// write stores computed (a spec desire whose status was filled by a reconcile). createFirst
+// (a desire just created in the specs table) tries a conditional create before reading the
+// current status: one request instead of two when, as almost always, there is none yet.
+func (w *statusWriter[T]) write(ctx context.Context, computed T, createFirst bool) (statusWriteResult, error) {
 	id := computed.Meta().DocumentID
+	if createFirst {
+		var none T
+		_, err := w.crud.Create(ctx, statusDocument(computed, none, false, w.now()))
+		if err == nil {
+			return statusCreated, nil
+		}
+		if !IsAlreadyExistsError(err) {
+			return "", err
+		}
+	}
 	for attempt := 0; attempt < statusWriteAttempts; attempt++ {
 		cur, err := w.crud.Get(ctx, id)
 		found := err == nil

@@ -3,11 +3,15 @@
 #   - DynamoDB Local (Amazon's jar, with Streams)       -> KAA_DYNAMODB_ENDPOINT
 #   - etcd + kube-apiserver (no controller-manager)     -> KAA_KUBECONFIG
 #
-# Usage: hack/local-stack.sh up|down|env|status
+# Usage: hack/local-stack.sh up|down|env|status|stop C|start C|restart C
 #   up      start everything (a no-op when it already runs) and print the env exports
 #   down    stop the processes recorded in the state dir, then remove the state
 #   env     print the env exports of the running stack (eval "$(hack/local-stack.sh env)")
 #   status  print each component's state; exit 0 only when all of them run
+#   stop C / start C / restart C   (C = dynamodb, etcd or kube-apiserver; for chaos tests)
+#           stop one component by its recorded PID, or start it again with the same command
+#           line and port, waiting until it is ready. An in-memory DynamoDB loses its data
+#           on restart: use KAA_DYNAMODB_DBPATH for that.
 #
 # State (PIDs, ports, logs, keys, kubeconfig) lives in ${KAA_STACK_DIR:-<repo>/.stack}.
 # KAA_DYNAMODB_DBPATH=DIR keeps DynamoDB's data in DIR (-dbPath) instead of memory, so a test can
@@ -68,8 +72,10 @@ pick_port() {
 start() {
   local name=$1 dir=$2
   shift 2
-  (cd "$dir" && exec setsid "$@" >"$STATE/$name.log" 2>&1 </dev/null) &
+  (cd "$dir" && exec setsid "$@" >>"$STATE/$name.log" 2>&1 </dev/null) &
   echo $! >"$STATE/$name.pid"
+  # Remembered so `start NAME` can run it again.
+  { printf '%q ' "$dir"; printf '%q ' "$@"; echo; } >"$STATE/$name.cmd"
 }
 
 # fail MSG NAME: show why, stop what was started, give up.
@@ -140,7 +146,7 @@ stop_all() {
 remove_state() {
   [[ -d $STATE ]] || return 0
   rm -rf "$STATE"/{certs,etcd-data} "$STATE"/{env,kubeconfig,tokens.csv,sa.key,sa.pub}
-  rm -f "$STATE"/{dynamodb,etcd,kube-apiserver}.{pid,log}
+  rm -f "$STATE"/{dynamodb,etcd,kube-apiserver}.{pid,log,cmd}
   rmdir "$STATE" 2>/dev/null || true
 }
 
@@ -252,6 +258,51 @@ EOF
   cat "$STATE/env"
 }
 
+component() { # NAME: validate a component name
+  [[ -n ${EXE[${1:-}]:-} ]] || { log "unknown component '${1:-}' (dynamodb, etcd, kube-apiserver)"; exit 2; }
+  [[ -f $STATE/env && -f $STATE/$1.cmd ]] || { log "no stack in $STATE: run 'up' first"; exit 1; }
+}
+
+# probe NAME: the component answers on its recorded port.
+probe() {
+  # shellcheck disable=SC1091
+  local port
+  case $1 in
+  dynamodb)
+    port=$(sed -n 's|.*KAA_DYNAMODB_ENDPOINT=http://127.0.0.1:||p' "$STATE/env")
+    dynamodb_probe "$port"
+    ;;
+  etcd)
+    port=$(sed -n 's|.*--listen-client-urls=http://127.0.0.1:\([0-9]*\).*|\1|p' "$STATE/etcd.cmd")
+    etcd_probe "$port"
+    ;;
+  kube-apiserver)
+    port=$(sed -n 's|.*server: https://127.0.0.1:||p' "$STATE/kubeconfig")
+    kube_probe "$port" "$(cut -d, -f1 "$STATE/tokens.csv")"
+    ;;
+  esac
+}
+
+cmd_stop_one() {
+  component "$1"
+  T0=$(now_ms)
+  stop "$1"
+  log "$1 stopped in $(($(now_ms) - T0))ms"
+}
+
+cmd_start_one() {
+  component "$1"
+  if alive "$1"; then
+    log "$1 already running"
+    return 0
+  fi
+  local -a argv
+  eval "argv=($(<"$STATE/$1.cmd"))"
+  T0=$(now_ms)
+  start "$1" "${argv[@]}"
+  wait_ready "$1" 90 probe "$1"
+}
+
 cmd_down() {
   stop_all
   remove_state
@@ -286,8 +337,14 @@ up) cmd_up ;;
 down) cmd_down ;;
 env) cmd_env ;;
 status) cmd_status ;;
+stop) cmd_stop_one "${2:-}" ;;
+start) cmd_start_one "${2:-}" ;;
+restart)
+  cmd_stop_one "${2:-}"
+  cmd_start_one "${2:-}"
+  ;;
 *)
-  echo "usage: $0 up|down|env|status" >&2
+  echo "usage: $0 up|down|env|status|stop C|start C|restart C" >&2
   exit 2
   ;;
 esac

@@ -40,6 +40,7 @@ type flags struct {
 	qps                                                                float32
 	burst, workers, verbosity                                          int
 	pprof                                                              bool
+	leaseDuration, renewDeadline, retryPeriod                          time.Duration
 }
 
 func main() {
@@ -64,6 +65,9 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "reconcile only while holding a Lease (run 2 replicas)")
 	fs.StringVar(&f.leaseNamespace, "leader-election-namespace", kubeapplier.DefaultLeaseNamespace, "namespace of the Lease")
 	fs.StringVar(&f.leaseName, "leader-election-id", kubeapplier.DefaultLeaseName, "name of the Lease")
+	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", kubeapplier.DefaultLeaseDuration, "how long a standby waits after the last renewal before taking the Lease")
+	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", kubeapplier.DefaultRenewDeadline, "how long the leader retries renewing before it stops reconciling")
+	fs.DurationVar(&f.retryPeriod, "leader-election-retry-period", kubeapplier.DefaultRetryPeriod, "interval between Lease acquire/renew attempts")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 = off")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 = off")
 	fs.Float32Var(&f.qps, "kube-api-qps", kubeapplier.DefaultKubeQPS, "client-side limit of kube API requests per second")
@@ -98,6 +102,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	countRequests(reg, &awsCfg, restCfg)
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		// DynamoDB Local sends 4xx answers without the CRC32 header; the SDK would warn on each.
 		o.DisableValidateResponseChecksum = f.awsEndpoint != ""
@@ -107,6 +112,7 @@ func run(ctx context.Context, f flags) error {
 		Streams:    kubeapplier.AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(awsCfg)},
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
+		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		Log: log, MetricsRegisterer: reg,
 	})
 	if err != nil {

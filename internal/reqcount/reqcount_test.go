@@ -1,0 +1,61 @@
+package reqcount
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestKubeVerb(t *testing.T) {
+	for _, c := range []struct {
+		method, url, contentType, want string
+	}{
+		{"GET", "/api/v1/namespaces/ns/configmaps/cm", "", VerbGet},
+		{"GET", "/api/v1/namespaces/ns/configmaps", "", VerbList},
+		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", "", VerbWatch},
+		{"GET", "/api/v1/namespaces", "", VerbList},
+		{"GET", "/api/v1/namespaces/ns", "", VerbGet},
+		{"DELETE", "/api/v1/namespaces/ns", "", VerbDelete},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", VerbGet},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", VerbUpdate},
+		{"POST", "/api/v1/namespaces/ns/configmaps", "", VerbCreate},
+		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm?fieldManager=m&force=true", "application/apply-patch+yaml", VerbApply},
+		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm", "application/merge-patch+json", VerbPatch},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps", "", VerbDeleteCollection},
+		{"GET", "/apis/apps/v1/deployments", "", VerbList},
+		{"GET", "/api", "", VerbDiscovery},
+		{"GET", "/apis", "", VerbDiscovery},
+		{"GET", "/api/v1", "", VerbDiscovery},
+		{"GET", "/apis/apps/v1", "", VerbDiscovery},
+		{"GET", "/version", "", VerbDiscovery},
+		{"GET", "/openapi/v3", "", VerbDiscovery},
+	} {
+		r := httptest.NewRequest(c.method, c.url, nil)
+		if c.contentType != "" {
+			r.Header.Set("Content-Type", c.contentType)
+		}
+		if got := KubeVerb(r); got != c.want {
+			t.Errorf("%s %s: got %q, want %q", c.method, c.url, got, c.want)
+		}
+	}
+}
+
+func TestWrapCounts(t *testing.T) {
+	var c Counts
+	rt := Wrap(c.Inc)(roundTripFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: 200}, nil }))
+	for range 3 {
+		if _, err := rt.RoundTrip(httptest.NewRequest("GET", "/api/v1/namespaces/a/configmaps/b", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Snapshot()[VerbGet]; got != 3 {
+		t.Fatalf("get count = %d, want 3", got)
+	}
+	if d := Diff(map[string]int64{"a": 1, "b": 2}, map[string]int64{"a": 1, "b": 5, "c": 1}); len(d) != 2 || d["b"] != 3 || d["c"] != 1 {
+		t.Fatalf("Diff = %v", d)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
