@@ -232,13 +232,22 @@ func (b *bench) cleanup() {
 		b.logf("-keep: tables %s*, %s* and namespace %s left in place (access key %s)", b.prefix, b.basePrefix, b.ns, b.accessKey)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// No controller-manager runs: a deleted namespace keeps its objects forever, so the
 	// ConfigMaps go first (one deletecollection), then the namespace (not awaited).
+	// The apiserver ends a request after 60 s: a deletecollection of tens of thousands of
+	// objects can fail part-way, so it is repeated until one succeeds.
 	t0 := time.Now()
-	if err := b.dyn.Resource(cmGVR).Namespace(b.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		b.logf("cleanup: delete configmaps in %s: %v", b.ns, err)
+	for attempt := 1; ; attempt++ {
+		err := b.dyn.Resource(cmGVR).Namespace(b.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			break
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			b.logf("cleanup: delete configmaps in %s: %v", b.ns, err)
+			break
+		}
 	}
 	if err := b.dyn.Resource(nsGVR).Delete(ctx, b.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		b.logf("cleanup: delete namespace %s: %v", b.ns, err)
