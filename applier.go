@@ -55,6 +55,8 @@ func New(opts Options) (*Applier, error) {
 	applyRec.OnKindsChanged = func() {
 		for _, id := range applyRec.WaitingForKind() {
 			a.apply.q().Add(id)
+			// Discovery may serve the new kind only once the CRD is Established.
+			a.apply.q().AddAfter(id, 2*time.Second)
 		}
 	}
 	delRec := &DeleteReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper}
@@ -131,6 +133,9 @@ func (a *Applier) lead(ctx context.Context) {
 	a.leading.Store(true)
 	a.metrics.leader.Set(1)
 	defer func() { a.leading.Store(false); a.metrics.leader.Set(0) }()
+	// ReadDesire watches belong to a term: a standby holds none, and a ReadDesire deleted
+	// while another replica led leaves nothing behind here.
+	defer a.readRec.stopAll()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster)
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context){a.apply.run, a.delete.run, a.read.run} {
@@ -158,6 +163,13 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 	var term sync.WaitGroup
 	defer term.Wait()
 	for ctx.Err() == nil {
+		// term counts this campaign's leadership term before le.Run starts it in a goroutine
+		// of its own, so no Wait can miss it; a campaign that never led releases it below.
+		term.Add(1)
+		var (
+			termMu            sync.Mutex
+			termStarted, over bool
+		)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
 			LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
@@ -166,7 +178,13 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 				// status writes finish before the next campaign or before Run returns.
 				// Reconciling stops when the lease is lost (lctx) or on shutdown (ctx).
 				OnStartedLeading: func(lctx context.Context) {
-					term.Add(1)
+					termMu.Lock()
+					if over { // le.Run already returned: the lease is gone
+						termMu.Unlock()
+						return
+					}
+					termStarted = true
+					termMu.Unlock()
 					defer term.Done()
 					wctx, cancel := context.WithCancel(lctx)
 					defer cancel()
@@ -177,16 +195,32 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 			},
 		})
 		if err != nil {
+			term.Done()
 			return fmt.Errorf("leader election: %w", err)
 		}
 		// On shutdown, keep renewing the lease until the term's in-flight reconciles have
 		// finished, and only then release it (ReleaseOnCancel): releasing at once would let
 		// a standby start reconciling while this process still applies and writes statuses.
 		leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopRelease := context.AfterFunc(ctx, func() { term.Wait(); leCancel() })
+		stopRelease := context.AfterFunc(ctx, func() {
+			termMu.Lock()
+			started := termStarted
+			over = over || !started // a term not started by now must not start
+			termMu.Unlock()
+			if started {
+				term.Wait()
+			}
+			leCancel()
+		})
 		// Run returns when the lease is lost (OnStartedLeading's ctx is cancelled first) or,
 		// on shutdown, after the lease was released.
 		le.Run(leCtx)
+		termMu.Lock()
+		over = true
+		if !termStarted {
+			term.Done()
+		}
+		termMu.Unlock()
 		stopRelease()
 		leCancel()
 		term.Wait()

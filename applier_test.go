@@ -325,6 +325,14 @@ func TestStatusWriter(t *testing.T) {
 			t.Fatalf("after conflict: %+v", st.Status.Conditions)
 		}
 	})
+	t.Run("a re-created spec (version 1 again, later updateTime) replaces the old incarnation's status", func(t *testing.T) {
+		again := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // fails the scope check
+		again.Version, again.UpdateTime = 1, testTime.Add(time.Hour)
+		_, st := h.sync(t, again)
+		if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 1 || c.Reason != ReasonPreCheckFailed {
+			t.Fatalf("status kept from the old incarnation: %+v", st.Status.Conditions)
+		}
+	})
 	t.Run("deleted spec deletes status", func(t *testing.T) {
 		h.cache.Delete(d)
 		if _, _, err := h.c.sync(ctx, "a"); err != nil {

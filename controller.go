@@ -182,6 +182,12 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 		return false
 	}
 	defer q.Done(id)
+	if ctx.Err() != nil {
+		// The term ended (lease lost or shutdown): finish what runs, start nothing new; the
+		// next leader reconciles everything anyway.
+		q.Forget(id)
+		return true
+	}
 	// Writes in flight finish even while shutting down: a status is never half-done work.
 	wctx := context.WithoutCancel(ctx)
 	start := time.Now()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -202,4 +204,23 @@ func isTransient(err error) bool {
 		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
 	}
 	return true
+}
+
+// throttledMapper lets at most one discovery reset through per second: a few desires retrying
+// an unknown kind would otherwise refetch the cluster's whole discovery on every try.
+type throttledMapper struct {
+	meta.ResettableRESTMapper
+	mu   sync.Mutex
+	last time.Time
+}
+
+// Reset implements meta.ResettableRESTMapper.
+func (m *throttledMapper) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if time.Since(m.last) < time.Second {
+		return
+	}
+	m.last = time.Now()
+	m.ResettableRESTMapper.Reset()
 }

@@ -185,6 +185,9 @@ func (o *Options) complete() error {
 			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 		}
 	}
+	if o.RESTMapper != nil {
+		o.RESTMapper = &throttledMapper{ResettableRESTMapper: o.RESTMapper}
+	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,7 +50,7 @@ func truncate(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	return s[:limit-3] + "..."
+	return strings.ToValidUTF8(s[:limit-3], "") + "..."
 }
 
 // statusWriter keeps a status table in step with computed statuses, with optimistic
@@ -81,7 +82,7 @@ func (w *statusWriter[T]) write(ctx context.Context, computed T, createFirst boo
 		if err != nil && !IsNotFoundError(err) {
 			return "", err
 		}
-		if found && cur.StatusCommon().ObservedSpecVersion() > computed.Meta().Version {
+		if found && newerSpec(cur.StatusCommon(), computed.Meta()) {
 			return statusStale, nil
 		}
 		next := statusDocument(computed, cur, found, w.now())
@@ -105,6 +106,16 @@ func (w *statusWriter[T]) write(ctx context.Context, computed T, createFirst boo
 		}
 	}
 	return "", fmt.Errorf("status of %s: %w after %d attempts", id, ErrPreconditionFailed, statusWriteAttempts)
+}
+
+// newerSpec reports whether a stored status answers a newer spec than spec. Desire IDs are
+// deterministic, so a spec deleted and created again restarts at version 1: a status that
+// observed a higher version of an older incarnation (an older updateTime) is not newer.
+func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) bool {
+	if s.ObservedSpecVersion() <= spec.Version {
+		return false
+	}
+	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
 }
 
 // statusDocument is what the status table stores for computed: the status document's own

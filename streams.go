@@ -118,6 +118,9 @@ func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error
 	if err != nil {
 		return "", describeTableError(table, err)
 	}
+	if out.Table == nil {
+		return "", fmt.Errorf("describe table %s: empty answer", table)
+	}
 	spec := out.Table.StreamSpecification
 	if spec == nil || !aws.ToBool(spec.StreamEnabled) || out.Table.LatestStreamArn == nil {
 		return "", fmt.Errorf("table %s: %w: no stream enabled (want NEW_AND_OLD_IMAGES)", table, ErrStreamNotConfigured)
@@ -148,6 +151,9 @@ func describeShards(ctx context.Context, api StreamsAPI, arn string) ([]types.Sh
 		out, err := api.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &arn, ExclusiveStartShardId: start})
 		if err != nil {
 			return nil, fmt.Errorf("describe stream %s: %w", arn, err)
+		}
+		if out.StreamDescription == nil {
+			return nil, fmt.Errorf("describe stream %s: empty answer", arn)
 		}
 		shards = append(shards, out.StreamDescription.Shards...)
 		start = out.StreamDescription.LastEvaluatedShardId
@@ -463,6 +469,9 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 			return got, fmt.Errorf("get records from shard %s: %w", s.id, err)
 		}
 		for _, r := range out.Records {
+			if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
+				continue // nothing to apply and no position to record
+			}
 			if err := w.emit(ctx, r); err != nil {
 				return got, err
 			}

@@ -12,8 +12,9 @@ import (
 const (
 	// ConditionSuccessful is True when the desire is carried out on the cluster.
 	ConditionSuccessful = "Successful"
-	// ConditionDegraded is True when the applier itself could not do its job
-	// (transient errors, status write failures); False otherwise.
+	// ConditionDegraded is True when the applier itself could not do its job (transient
+	// errors: apiserver 5xx/429/timeouts, discovery failures, a terminating namespace); False
+	// otherwise.
 	ConditionDegraded = "Degraded"
 )
 
@@ -32,8 +33,6 @@ const (
 	ReasonContentTooLarge = "ContentTooLarge"
 	// ReasonNotFound: a ReadDesire's target does not exist.
 	ReasonNotFound = "NotFound"
-	// ReasonTransientError: a retryable error; the desire is re-queued with back-off.
-	ReasonTransientError = "TransientError"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
@@ -176,7 +175,8 @@ type Desire interface {
 	content() (attr string, raw **runtime.RawExtension)
 }
 
-// DesireKind names a desire type; it is also the plural used in table names.
+// DesireKind names a desire type; table names use it lower-cased with an "s"
+// ("applydesires").
 type DesireKind string
 
 // The three desire kinds.

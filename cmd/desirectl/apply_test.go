@@ -291,9 +291,9 @@ func TestApplyWait(t *testing.T) {
 		{name: "kind not served yet then success", statuses: map[int]outcome{
 			1: {reason: kubeapplier.ReasonPreCheckFailed, message: notServed},
 			2: okOutcome}, wantSleeps: 2, wantOut: "applydesire/" + idFoo + " condition met\n"},
-		{name: "timeout", statuses: map[int]outcome{2: {degraded: true, reason: kubeapplier.ReasonTransientError, message: "throttled"}},
+		{name: "timeout", statuses: map[int]outcome{2: {degraded: true, reason: kubeapplier.ReasonKubeAPIError, message: "throttled"}},
 			wantCode: 1, wantSleeps: 5,
-			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: Successful=False, reason TransientError: throttled\n"},
+			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: Successful=False, reason KubeAPIError: throttled\n"},
 		{name: "timeout without status", wantCode: 1, wantSleeps: 5,
 			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n"},
 	} {

@@ -120,7 +120,7 @@ func TestEvaluate(t *testing.T) {
 		{"degraded", kubeapplier.KindApplyDesire, status(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
 		{"kube error", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonKubeAPIError}), waitFailed},
 		{"waiting for deletion", kubeapplier.KindDeleteDesire, status(2, outcome{reason: kubeapplier.ReasonWaitingForDeletion}), waitPending},
-		{"transient", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonTransientError}), waitPending},
+		{"transient", kubeapplier.KindApplyDesire, status(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
 	} {
 		if got := evaluate(tc.kind, tc.d, 2, successfulTrue); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

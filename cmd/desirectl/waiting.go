@@ -107,7 +107,7 @@ func permanentFailure(kind kubeapplier.DesireKind, s *kubeapplier.CommonStatus) 
 	}
 	c := meta.FindStatusCondition(s.Conditions, kubeapplier.ConditionSuccessful)
 	switch c.Reason {
-	case kubeapplier.ReasonTransientError, kubeapplier.ReasonWaitingForDeletion:
+	case kubeapplier.ReasonWaitingForDeletion:
 		return false
 	case kubeapplier.ReasonPreCheckFailed:
 		return !(kind == kubeapplier.KindApplyDesire && strings.Contains(c.Message, kubeapplier.ErrKindNotServed.Error()))
