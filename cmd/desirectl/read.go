@@ -38,16 +38,7 @@ mirrored the object into its status, and print the object. A missing object is a
 		if output != "yaml" && output != "json" {
 			return usageErrorf("--output must be yaml or json, not %q", output)
 		}
-		st, s, err := a.store(ctx)
-		if err != nil {
-			return err
-		}
-		ds, err := s.forDesires()
-		if err != nil {
-			return err
-		}
-		settleTypeArgs(cmd, &ta, args[0])
-		t, err := a.typeTarget(ctx, ta, args[1], namespace)
+		st, ds, t, err := a.openTarget(cmd, &ta, args, namespace)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -101,3 +102,20 @@ func (s settings) forDesires() (desireSettings, error) {
 }
 
 func (d desireSettings) id(t target) string { return kubeapplier.DesireID(d.taskKey, t.item) }
+
+// openTarget connects to the tables of the effective settings and resolves TYPE NAME
+// (args[0], args[1]) to its target: what read and wait do before anything else.
+func (a *app) openTarget(cmd *cobra.Command, ta *typeArgs, args []string, namespace string) (*store, desireSettings, target, error) {
+	ctx := cmd.Context()
+	st, s, err := a.store(ctx)
+	if err != nil {
+		return nil, desireSettings{}, target{}, err
+	}
+	ds, err := s.forDesires()
+	if err != nil {
+		return nil, desireSettings{}, target{}, err
+	}
+	settleTypeArgs(cmd, ta, args[0])
+	t, err := a.typeTarget(ctx, *ta, args[1], namespace)
+	return st, ds, t, err
+}

@@ -48,16 +48,7 @@ when the applier reports Successful=False for a reason it will not retry on its 
 		if !ok {
 			return usageErrorf("--kind must be apply, delete or read, not %q", kind)
 		}
-		st, s, err := a.store(ctx)
-		if err != nil {
-			return err
-		}
-		ds, err := s.forDesires()
-		if err != nil {
-			return err
-		}
-		settleTypeArgs(cmd, &ta, args[0])
-		t, err := a.typeTarget(ctx, ta, args[1], namespace)
+		st, ds, t, err := a.openTarget(cmd, &ta, args, namespace)
 		if err != nil {
 			return err
 		}
