@@ -230,12 +230,21 @@ func TestIntegrationApplier(t *testing.T) {
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "cluster-scoped") {
 			t.Fatalf("message: %s", msg)
 		}
+		// No object was created in any namespace.
+		deps := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+		l, err := e.dyn.Resource(deps).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web-nons"})
+		if err != nil || len(l.Items) != 0 {
+			t.Fatalf("deployments named web-nons: %v, %v", l, err)
+		}
 	})
 
 	// ../shared/cases/crd-before-cr.md
 	t.Run("custom resource before its CRD", func(t *testing.T) {
 		e.t = t
 		group := strings.ReplaceAll(e.ns, "-", "") + ".example.com"
+		t.Cleanup(func() {
+			_ = e.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
+		})
 		e.putApply("widget", fmt.Sprintf(`{"apiVersion":"%s/v1","kind":"Widget","metadata":{"name":"w1","namespace":%q},"spec":{"size":3}}`, group, e.ns))
 		st := waitCondition(e, e.specs.ApplyDesireStatus(), "widget", 1, metav1.ConditionFalse, "", 10*time.Second)
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "not known to the cluster") {
@@ -252,9 +261,6 @@ func TestIntegrationApplier(t *testing.T) {
 		if _, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(ctx, "w1", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = e.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
-		})
 	})
 
 	t.Run("delete desire", func(t *testing.T) {
@@ -360,6 +366,11 @@ func TestIntegrationApplier(t *testing.T) {
 		st := waitCondition(e, e.specs.ReadDesireStatus(), "readbig", 1, metav1.ConditionFalse, ReasonContentTooLarge, 10*time.Second)
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "409600") || st.Status.KubeContent != nil {
 			t.Fatalf("message: %s", msg)
+		}
+		// No write loop: the refused content is not retried into the status table.
+		time.Sleep(1500 * time.Millisecond)
+		if again, err := e.specs.ReadDesireStatus().Get(ctx, "readbig"); err != nil || again.Version != st.Version {
+			t.Fatalf("status rewritten while the object stayed too large: version %d -> %d (%v)", st.Version, again.Version, err)
 		}
 		patch := []byte(`{"data":{"blob":"` + strings.Repeat("y", 10000) + `"}}`)
 		if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Patch(ctx, "big", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
