@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -306,4 +308,70 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 	if len(errs) > 0 {
 		t.Fatalf("%d of %d failed, first: %v", len(errs), n, errs[0])
 	}
+}
+
+// Disabling and re-enabling a specs table's stream gives it a new stream ARN (the old shards
+// close): the watch notices at its next discovery, relists, and reads the new stream.
+func TestIntegrationStreamReplaced(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	table := TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire)
+	specs := NewTable[*ApplyDesire](env.Client, table)
+	if _, err := specs.Create(ctx, sampleApply("before")); err != nil {
+		t.Fatal(err)
+	}
+	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01",
+		StreamOptions{DiscoveryInterval: 500 * time.Millisecond})
+	infs.Start(ctx)
+	if err := infs.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lister := infs.ApplyDesires.Lister
+	setStream := func(on bool) {
+		t.Helper()
+		spec := &types.StreamSpecification{StreamEnabled: aws.Bool(on)}
+		if on {
+			spec.StreamViewType = types.StreamViewTypeNewAndOldImages
+		}
+		if _, err := env.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &table, StreamSpecification: spec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldARN, err := streamARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setStream(false)
+	if _, err := specs.Create(ctx, sampleApply("while-disabled")); err != nil { // in no stream: only a relist finds it
+		t.Fatal(err)
+	}
+	setStream(true)
+	newARN, err := streamARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
+	if err != nil || newARN == oldARN {
+		t.Fatalf("stream ARN after re-enabling: %s (was %s), %v", newARN, oldARN, err)
+	}
+	if _, err := specs.Create(ctx, sampleApply("after")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "every desire after the stream was replaced", func() bool {
+		for _, id := range []string{"before", "while-disabled", "after"} {
+			if _, err := lister.Get(id); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	// And the new stream is watched: a later change arrives without another relist.
+	cur, _ := specs.Get(ctx, "after")
+	if _, err := specs.Replace(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a change on the new stream", func() bool {
+		d, err := lister.Get("after")
+		return err == nil && d.Version == 2
+	})
 }
