@@ -295,10 +295,10 @@ func TestStatusWriter(t *testing.T) {
 	_, first := h.sync(t, d)
 
 	t.Run("unchanged status is not rewritten", func(t *testing.T) {
-		puts := h.db.calls["PutItem"]
+		puts := h.db.Calls("PutItem")
 		_, st := h.sync(t, d)
-		if h.db.calls["PutItem"] != puts || st.Version != first.Version {
-			t.Fatalf("PutItem calls %d -> %d, version %d -> %d", puts, h.db.calls["PutItem"], first.Version, st.Version)
+		if h.db.Calls("PutItem") != puts || st.Version != first.Version {
+			t.Fatalf("PutItem calls %d -> %d, version %d -> %d", puts, h.db.Calls("PutItem"), first.Version, st.Version)
 		}
 	})
 	t.Run("older spec version never overwrites a newer one", func(t *testing.T) {
@@ -317,7 +317,7 @@ func TestStatusWriter(t *testing.T) {
 		}
 	})
 	t.Run("conflict is retried", func(t *testing.T) {
-		h.db.failNext("PutItem", &typesConditionalCheckFailed)
+		h.db.FailNext("PutItem", &typesConditionalCheckFailed)
 		changed := applyDesire("a", cmJSON("c1"))
 		changed.Version = 6
 		_, st := h.sync(t, changed)

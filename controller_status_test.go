@@ -19,16 +19,16 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	if _, reason, err := h.c.sync(context.Background(), "a"); err != nil || reason != ReasonNoErrors {
 		t.Fatalf("sync: %q %v", reason, err)
 	}
-	if h.db.calls["GetItem"] != 0 || h.db.calls["PutItem"] != 1 {
-		t.Fatalf("calls = %v, want one PutItem and no GetItem", h.db.calls)
+	if h.db.Calls("GetItem") != 0 || h.db.Calls("PutItem") != 1 {
+		t.Fatalf("calls = %v, want one PutItem and no GetItem", h.db.CallCounts())
 	}
 
 	// The same desire again, not fresh: read first, nothing changed, no write.
 	if _, _, err := h.c.sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	if h.db.calls["GetItem"] != 1 || h.db.calls["PutItem"] != 1 {
-		t.Fatalf("calls = %v, want one GetItem and still one PutItem", h.db.calls)
+	if h.db.Calls("GetItem") != 1 || h.db.Calls("PutItem") != 1 {
+		t.Fatalf("calls = %v, want one GetItem and still one PutItem", h.db.CallCounts())
 	}
 
 	// Fresh again (deleted and re-created in the specs table before its status went away),
@@ -80,7 +80,7 @@ func TestNoVerdictNoStatusWrite(t *testing.T) {
 	if err != nil || reason != "Pending" || res.Requeue != RequeueAfter {
 		t.Fatalf("sync = %+v %q %v", res, reason, err)
 	}
-	if h.db.calls["PutItem"] != 0 || h.db.calls["GetItem"] != 0 {
-		t.Fatalf("calls = %v, want none", h.db.calls)
+	if h.db.Calls("PutItem") != 0 || h.db.Calls("GetItem") != 0 {
+		t.Fatalf("calls = %v, want none", h.db.CallCounts())
 	}
 }

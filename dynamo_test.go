@@ -207,7 +207,7 @@ func TestTableCRUD(t *testing.T) {
 	})
 	t.Run("list pages through empty pages", func(t *testing.T) {
 		db, tb := newTable()
-		db.pageSize, db.emptyPages = 2, true
+		db.PageSize, db.EmptyPages = 2, true
 		for i := 0; i < 7; i++ {
 			if _, err := tb.Create(ctx, sampleApply(fmt.Sprintf("a%d", i))); err != nil {
 				t.Fatal(err)
@@ -217,8 +217,8 @@ func TestTableCRUD(t *testing.T) {
 		if err != nil || len(got) != 7 {
 			t.Fatalf("list = %d items, %v; want 7", len(got), err)
 		}
-		if db.calls["Scan"] < 7 {
-			t.Fatalf("Scan calls = %d, want the empty pages followed", db.calls["Scan"])
+		if db.Calls("Scan") < 7 {
+			t.Fatalf("Scan calls = %d, want the empty pages followed", db.Calls("Scan"))
 		}
 	})
 	t.Run("oversize refused before the call", func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestTableCRUD(t *testing.T) {
 		if !errors.Is(err, ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Size <= MaxItemSize || tooLarge.Limit != 409600 {
 			t.Fatalf("err = %v", err)
 		}
-		if db.calls["PutItem"] != 0 {
+		if db.Calls("PutItem") != 0 {
 			t.Fatal("PutItem was called")
 		}
 	})

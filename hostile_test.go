@@ -230,7 +230,7 @@ func TestHostileApplyDesires(t *testing.T) {
 					tc.check(t, live)
 				}
 			}
-			stItem := h.db.tables["status"][d.DocumentID]
+			stItem := h.db.Item("status", d.DocumentID)
 			if size := ItemSize(stItem); size > MaxItemSize || stItem[attrSpecKubeContent] != nil {
 				t.Fatalf("status item is %d bytes, kubeContent copied: %v", size, stItem[attrSpecKubeContent] != nil)
 			}
@@ -248,7 +248,7 @@ type countingDB struct {
 
 func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.mu.Lock()
-	c.gets[keyOf(in.Key)]++
+	c.gets[idOf(in.Key)]++
 	c.mu.Unlock()
 	return c.DynamoDBAPI.GetItem(ctx, in, opts...)
 }

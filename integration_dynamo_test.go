@@ -164,14 +164,21 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-func TestIntegrationInformerEvents(t *testing.T) {
+// specsOnDynamoLocal makes the six tables of mc01 in a fresh DynamoDB Local database and returns
+// the ApplyDesire specs table, written as a backend would.
+func specsOnDynamoLocal(t *testing.T) (testenv.Dynamo, *Table[*ApplyDesire]) {
+	t.Helper()
 	env := testenv.DynamoDB(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	return env, NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+}
+
+func TestIntegrationInformerEvents(t *testing.T) {
+	env, specs := specsOnDynamoLocal(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
 	if err := infs.CheckStreams(ctx); err != nil {
 		t.Fatal(err)
@@ -203,13 +210,9 @@ func TestIntegrationInformerEvents(t *testing.T) {
 
 // ../shared/cases/scan-stream-gap.md, scaled: writes while the initial Scan pages.
 func TestIntegrationInformerScanStreamGap(t *testing.T) {
-	env := testenv.DynamoDB(t)
+	env, specs := specsOnDynamoLocal(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
-		t.Fatal(err)
-	}
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
 	const existing, extra = 1500, 50
 	parallel(t, existing, func(i int) error {
 		_, err := specs.Create(ctx, sampleApply(fmt.Sprintf("p%05d", i)))
@@ -313,14 +316,10 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 // Disabling and re-enabling a specs table's stream gives it a new stream ARN (the old shards
 // close): the watch notices at its next discovery, relists, and reads the new stream.
 func TestIntegrationStreamReplaced(t *testing.T) {
-	env := testenv.DynamoDB(t)
+	env, specs := specsOnDynamoLocal(t)
+	table := specs.Name()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
-		t.Fatal(err)
-	}
-	table := TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire)
-	specs := NewTable[*ApplyDesire](env.Client, table)
 	if _, err := specs.Create(ctx, sampleApply("before")); err != nil {
 		t.Fatal(err)
 	}

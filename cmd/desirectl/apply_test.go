@@ -104,7 +104,7 @@ func TestApplyRetriesPreconditionFailure(t *testing.T) {
 	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n")
 	h.mustRun("apply", "-f", file)
 	raced := false
-	h.db.beforePut = func(in *dynamodb.PutItemInput) {
+	h.db.BeforePut = func(in *dynamodb.PutItemInput) {
 		if raced || !strings.Contains(*in.ConditionExpression, "=") {
 			return
 		}
@@ -259,8 +259,8 @@ func TestApplyUsageErrors(t *testing.T) {
 			if !strings.Contains(errOut, tc.wantErr) || strings.Count(errOut, "\n") != 1 {
 				t.Fatalf("stderr %q, want one line with %q", errOut, tc.wantErr)
 			}
-			if h.db.writes() != 0 {
-				t.Fatalf("%d writes", h.db.writes())
+			if h.db.Writes() != 0 {
+				t.Fatalf("%d writes", h.db.Writes())
 			}
 		})
 	}

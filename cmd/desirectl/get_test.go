@@ -32,7 +32,7 @@ var testCommon = kubeapplier.CommonSpec{ManagementCluster: testMC, ClusterID: te
 // seedDesires writes desires of all kinds, some about other types, with fixed times.
 func seedDesires(h *harness) {
 	put := func(k kubeapplier.DesireKind, d kubeapplier.Desire) {
-		h.db.putRaw(tableName(kubeapplier.SpecsTable, k), d)
+		putRaw(h.db, tableName(kubeapplier.SpecsTable, k), d)
 	}
 	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
 	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(seedApplyFoo, 2, 2*time.Hour),
@@ -86,8 +86,8 @@ func TestGetTable(t *testing.T) {
 			if want := strings.Join(tc.want, "\n") + "\n"; out != want {
 				t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
 			}
-			if h.db.writes() != 0 {
-				t.Fatalf("get wrote %d times", h.db.writes())
+			if h.db.Writes() != 0 {
+				t.Fatalf("get wrote %d times", h.db.Writes())
 			}
 		})
 	}
@@ -234,7 +234,7 @@ func TestGetNotFound(t *testing.T) {
 
 func TestGetMissingTable(t *testing.T) {
 	h := newHarness(t)
-	h.db.missing[tableName(kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)] = true
+	h.db.SetMissing(tableName(kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
 	_, errOut, code := h.run("get", "configmaps")
 	assertExit(t, code, exitUsage, errOut)
 	if !strings.Contains(errOut, "check the management cluster, table prefix, region and endpoint") || strings.Count(errOut, "\n") != 1 {

@@ -212,7 +212,7 @@ func (h *harness) writeStatus(kind kubeapplier.DesireKind, id string, version in
 	*d.Meta() = kubeapplier.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: testStart, UpdateTime: testStart}
 	kubeapplier.SetOutcome(d, o.successful, o.degraded, o.reason, o.message)
 	d.Meta().Version = 1 // the status document's own version
-	h.db.putRaw(tableName(kubeapplier.StatusTable, kind), d)
+	putRaw(h.db, tableName(kubeapplier.StatusTable, kind), d)
 }
 
 // specVersion reads the stored spec version of id (0 when missing).

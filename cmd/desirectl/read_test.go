@@ -76,10 +76,10 @@ func TestReadReusesDesire(t *testing.T) {
 		h.writeStatus(kubeapplier.KindReadDesire, idFoo, h.specVersion(kubeapplier.KindReadDesire, idFoo), outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 	}
 	h.mustRun("read", "configmaps", "foo")
-	writes, sleeps := h.db.writes(), h.clock.sleeps
+	writes, sleeps := h.db.Writes(), h.clock.sleeps
 	out := h.mustRun("read", "configmaps", "foo")
-	if h.db.writes() != writes || h.clock.sleeps != sleeps {
-		t.Fatalf("second read wrote %d times and polled %d times", h.db.writes()-writes, h.clock.sleeps-sleeps)
+	if h.db.Writes() != writes || h.clock.sleeps != sleeps {
+		t.Fatalf("second read wrote %d times and polled %d times", h.db.Writes()-writes, h.clock.sleeps-sleeps)
 	}
 	if out == "" {
 		t.Fatal("no output")

@@ -47,7 +47,7 @@ func TestWait(t *testing.T) {
 			case kubeapplier.KindReadDesire:
 				h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 				h.mustRun("read", "configmaps", "foo")
-				h.db.tables[tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire)] = nil
+				h.db.DropTable(tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire))
 			}
 			// A status for an older version never satisfies a wait.
 			h.writeStatus(tc.kind, idFoo, h.specVersion(tc.kind, idFoo)-1, okOutcome)
