@@ -370,7 +370,7 @@ func TestIntegrationApplier(t *testing.T) {
 		// No write loop: the refused content is not retried into the status table.
 		time.Sleep(1500 * time.Millisecond)
 		if again, err := e.specs.ReadDesireStatus().Get(ctx, "readbig"); err != nil || again.Version != st.Version {
-			t.Fatalf("status rewritten while the object stayed too large: version %d -> %d (%v)", st.Version, again.Version, err)
+			t.Fatalf("status rewritten while the object stayed too large: version %d -> %d (%v): %+v -> %+v", st.Version, again.Version, err, st.Status.Conditions, again.Status.Conditions)
 		}
 		patch := []byte(`{"data":{"blob":"` + strings.Repeat("y", 10000) + `"}}`)
 		if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Patch(ctx, "big", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {

@@ -91,6 +91,14 @@ func TestReadController(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+			// Reconciling an unchanged object again must not rewrite the status (no write loop).
+			for i := 0; i < 20; i++ {
+				time.Sleep(time.Millisecond)
+				if _, again := h.sync(t, d); again.Version != st.Version {
+					t.Fatalf("status rewritten by an unchanged reconcile: version %d -> %d: %+v -> %+v",
+						st.Version, again.Version, st.Status.Conditions, again.Status.Conditions)
+				}
+			}
 			succ := condition(st, ConditionSuccessful)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
 				t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)

@@ -32,14 +32,17 @@ func setConditions(d Desire, o outcome) {
 	if o.successful {
 		succ = metav1.ConditionTrue
 	}
+	// Whole seconds, as metav1.Time serializes them: the stored item's size (which a
+	// ReadDesire's ContentTooLarge message reports) must not vary with the clock's nanoseconds.
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionSuccessful, Status: succ,
-		Reason: o.reason, Message: truncate(o.message), ObservedGeneration: gen})
+		Reason: o.reason, Message: truncate(o.message), ObservedGeneration: gen, LastTransitionTime: now})
 	deg, degReason, degMsg := metav1.ConditionFalse, ReasonNoErrors, "the applier is working normally"
 	if o.degraded {
 		deg, degReason, degMsg = metav1.ConditionTrue, o.reason, truncate(o.message)
 	}
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionDegraded, Status: deg,
-		Reason: degReason, Message: degMsg, ObservedGeneration: gen})
+		Reason: degReason, Message: degMsg, ObservedGeneration: gen, LastTransitionTime: now})
 	t := d.Meta().UpdateTime
 	s.ObservedDesireUpdateTime = &t
 }
