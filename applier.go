@@ -61,7 +61,7 @@ func New(opts Options) (*Applier, error) {
 	}
 	delRec := &DeleteReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper}
 	a.delete = newController(KindDeleteDesire, &a.opts, a.informers.DeleteDesires, a.db.DeleteDesireStatus(), delRec, opts.DeleteResync, a.metrics)
-	a.readRec = &ReadReconciler{Dynamic: opts.DynamicClient, Mapper: opts.RESTMapper, Redaction: opts.SecretRedaction}
+	a.readRec = &ReadReconciler{Dynamic: opts.DynamicClient, Metadata: opts.MetadataClient, Mapper: opts.RESTMapper, Redaction: opts.SecretRedaction}
 	a.read = newController(KindReadDesire, &a.opts, a.informers.ReadDesires, a.db.ReadDesireStatus(), a.readRec, opts.ReadResync, a.metrics)
 	a.readRec.Enqueue = func(id string) { a.read.q().Add(id) }
 

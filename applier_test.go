@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"strings"
 	"sync"
 	"testing"
@@ -450,5 +451,10 @@ func TestOptionsValidation(t *testing.T) {
 	o := Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, Kube: newFakeKube(), RESTMapper: newMapper(), DynamicClient: nil}
 	if err := o.complete(); err == nil {
 		t.Fatal("no dynamic client accepted")
+	}
+	// A RESTConfig builds every client, the metadata client for ReadDesire watches included.
+	o = Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	if err := o.complete(); err != nil || o.MetadataClient == nil || o.DynamicClient == nil || o.RESTMapper == nil {
+		t.Fatalf("complete() = %v; metadata %v, dynamic %v, mapper %v", err, o.MetadataClient != nil, o.DynamicClient != nil, o.RESTMapper != nil)
 	}
 }

@@ -340,7 +340,7 @@ func TestIntegrationApplier(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 5*time.Second, "child restarted on the new target", content(`"x":"y"`))
-		if n := e.app.readRec.Children(); n != 1 {
+		if n := e.app.readRec.Watches(); n != 1 {
 			t.Fatalf("children = %d, want 1", n)
 		}
 		if err := e.readS.Delete(ctx, "read1"); err != nil {
@@ -348,7 +348,7 @@ func TestIntegrationApplier(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "child stopped and status deleted", func() bool {
 			_, err := e.specs.ReadDesireStatus().Get(ctx, "read1")
-			return IsNotFoundError(err) && e.app.readRec.Children() == 0
+			return IsNotFoundError(err) && e.app.readRec.Watches() == 0
 		})
 	})
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
@@ -62,8 +63,12 @@ type Options struct {
 	RESTConfig *rest.Config
 	// Kube performs the cluster operations; default DynamicKube over DynamicClient.
 	Kube KubeClient
-	// DynamicClient serves ReadDesire informers and the default Kube.
+	// DynamicClient serves the default Kube and ReadDesires' GETs.
 	DynamicClient dynamic.Interface
+	// MetadataClient lists and watches ReadDesire targets as metadata only (one watch per
+	// resource and namespace). Default: built from RESTConfig; without either, the
+	// DynamicClient's full objects are watched and reduced to metadata on arrival.
+	MetadataClient metadata.Interface
 	// RESTMapper maps kinds and resources; reset when a kind is not found so CRDs installed
 	// later work. Default: a deferred discovery mapper over RESTConfig.
 	RESTMapper meta.ResettableRESTMapper
@@ -166,8 +171,8 @@ func (o *Options) complete() error {
 	if o.RESTConfig != nil {
 		cfg := rest.CopyConfig(o.RESTConfig)
 		cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
-		// No gzip: every ReadDesire holds a watch, and a compressed watch costs a ~45 KB
-		// inflater here (and a deflater in the apiserver) for small events on a near network.
+		// No gzip: each watch (one per resource and namespace ReadDesires target) would cost a
+		// ~45 KB inflater here and a deflater in the apiserver, for small events on a near network.
 		cfg.DisableCompression = true
 		o.RESTConfig = cfg
 		if o.DynamicClient == nil {
@@ -176,6 +181,13 @@ func (o *Options) complete() error {
 				return fmt.Errorf("%w: dynamic client: %w", ErrInvalidOptions, err)
 			}
 			o.DynamicClient = dc
+		}
+		if o.MetadataClient == nil {
+			mc, err := metadata.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("%w: metadata client: %w", ErrInvalidOptions, err)
+			}
+			o.MetadataClient = mc
 		}
 		if o.RESTMapper == nil {
 			disc, err := discovery.NewDiscoveryClientForConfig(cfg)

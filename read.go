@@ -10,52 +10,54 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/metadata"
 )
 
 // RedactedValue replaces redacted Secret data values: base64 of "REDACTED".
 var RedactedValue = base64.StdEncoding.EncodeToString([]byte("REDACTED"))
 
-// ReadReconciler mirrors each ReadDesire's target into its status. It manages one child
-// informer per ReadDesire: a single-object watch (field selector metadata.name) in the target
-// namespace, restarted when the target changes and stopped when the ReadDesire is deleted.
+// ReadReconciler mirrors each ReadDesire's target into its status. Targets are watched through
+// shared metadata-only informers, one per resource and namespace (one per resource when
+// cluster-scoped), started with the first ReadDesire that needs one and stopped with the last;
+// when a target's resourceVersion changes, the object is fetched once with a GET. A thousand
+// ReadDesires in one namespace thus hold one watch, not a thousand.
 type ReadReconciler struct {
-	Dynamic   dynamic.Interface
+	// Dynamic GETs targets, and lists and watches them when Metadata is nil.
+	Dynamic dynamic.Interface
+	// Metadata lists and watches targets as PartialObjectMetadata. Optional: without it the
+	// dynamic client's full objects are reduced to their metadata on arrival.
+	Metadata  metadata.Interface
 	Mapper    meta.ResettableRESTMapper
 	Redaction SecretRedaction
-	// Enqueue is called with the ReadDesire's ID on every event of its child informer.
+	// Enqueue is called with a ReadDesire's ID whenever its target is added, changed or deleted.
 	Enqueue func(id string)
-	// SyncTimeout bounds how long a child may stay unsynced without an error before it is
-	// reported as KubeAPIError. Default 30 s.
+	// SyncTimeout bounds how long a watch may stay unsynced without an error before its
+	// ReadDesires report KubeAPIError. Default 30 s.
 	SyncTimeout time.Duration
-	// ctx bounds every child; set by Run.
+	// ctx bounds every watch; set by Run.
 	ctx context.Context
 
-	mu       sync.Mutex
-	children map[string]*readChild
-}
-
-type readChild struct {
-	target   TargetItem
-	store    cache.Store      // the target object, when it exists
-	informer cache.Controller // runs the watch that fills store
-	cancel   context.CancelFunc
-	started  time.Time
-	done     chan struct{}
-
 	mu      sync.Mutex
-	lastErr error
+	watches map[watchKey]*metaWatch
+	reads   map[string]*readState // by ReadDesire ID
 }
 
-func (c *readChild) setErr(err error) { c.mu.Lock(); c.lastErr = err; c.mu.Unlock() }
-func (c *readChild) err() error       { c.mu.Lock(); defer c.mu.Unlock(); return c.lastErr }
+// readState is what the reconciler keeps per ReadDesire: its target, the watch it is
+// registered with, and the last fetched content, valid while the watched resourceVersion
+// stays metaRV. Only the reconcile of that ReadDesire (serialized by the workqueue) uses it.
+type readState struct {
+	target TargetItem
+	watch  *metaWatch
+	metaRV string // the watched resourceVersion the content was fetched for; "" = none
+	objRV  string // the fetched object's own resourceVersion
+	raw    []byte // the fetched object as status content
+}
 
 // Reconcile implements Reconciler.
 func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
@@ -81,9 +83,10 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 		SetOutcome(d, false, true, ReasonKubeAPIError, "discovery failed: "+err.Error())
 		return Result{Requeue: RequeueRateLimited}
 	}
-	child := r.child(d.DocumentID, t)
-	if !child.informer.HasSynced() {
-		if err := child.err(); err != nil {
+	st := r.register(d.DocumentID, t)
+	w := st.watch
+	if !w.informer.HasSynced() {
+		if err := w.err(); err != nil {
 			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("watching %s: %v", t, err))
 			return Result{Requeue: RequeueRateLimited}
 		}
@@ -91,8 +94,8 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 		if timeout <= 0 {
 			timeout = 30 * time.Second
 		}
-		if time.Since(child.started) > timeout {
-			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("watching %s: not synced after %s", t, time.Since(child.started).Round(time.Second)))
+		if time.Since(w.started) > timeout {
+			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("watching %s: not synced after %s", t, time.Since(w.started).Round(time.Second)))
 			return Result{Requeue: RequeueRateLimited}
 		}
 		return Result{Requeue: RequeueAfter, After: 200 * time.Millisecond}
@@ -101,24 +104,37 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 	if t.Namespace != "" {
 		key = t.Namespace + "/" + t.Name
 	}
-	obj, exists, err := child.store.GetByKey(key)
-	if err != nil || !exists {
+	obj, exists, err := w.store.GetByKey(key)
+	stamp, ok := obj.(*objectStamp)
+	if err != nil || !exists || !ok {
+		st.metaRV, st.objRV, st.raw = "", "", nil
 		d.Status.KubeContent = nil
 		SetOutcome(d, true, false, ReasonNotFound, fmt.Sprintf("%s does not exist", t))
 		return Result{}
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("unexpected cached type %T", obj))
-		return Result{}
+	if rv := stamp.resourceVersion; st.raw == nil || st.metaRV != rv {
+		u, err := r.Dynamic.Resource(t.GVR()).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			// Deleted since the watch saw it; its delete event reconciles again.
+			st.metaRV, st.objRV, st.raw = "", "", nil
+			d.Status.KubeContent = nil
+			SetOutcome(d, true, false, ReasonNotFound, fmt.Sprintf("%s does not exist", t))
+			return Result{}
+		case err != nil:
+			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("getting %s: %v", t, err))
+			return Result{Requeue: RequeueRateLimited}
+		}
+		raw, err := r.content(u, t)
+		if err != nil {
+			SetOutcome(d, false, true, ReasonKubeAPIError, err.Error())
+			return Result{}
+		}
+		st.metaRV, st.objRV, st.raw = rv, u.GetResourceVersion(), raw
 	}
-	raw, err := r.content(u, t)
-	if err != nil {
-		SetOutcome(d, false, true, ReasonKubeAPIError, err.Error())
-		return Result{}
-	}
+	raw := st.raw
 	d.Status.KubeContent = &runtime.RawExtension{Raw: raw}
-	SetOutcome(d, true, false, ReasonNoErrors, fmt.Sprintf("%s mirrored at resourceVersion %s", t, u.GetResourceVersion()))
+	SetOutcome(d, true, false, ReasonNoErrors, fmt.Sprintf("%s mirrored at resourceVersion %s", t, st.objRV))
 	if item, err := EncodeItem(d); err == nil {
 		if size := ItemSize(item); size > MaxItemSize {
 			d.Status.KubeContent = nil
@@ -131,8 +147,8 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 }
 
 // content returns the live object as compact JSON: managedFields stripped, Secret data redacted.
+// u is the reconciler's own copy (a GET's result) and is modified.
 func (r *ReadReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]byte, error) {
-	u = u.DeepCopy()
 	u.SetManagedFields(nil)
 	if t.Group == "" && t.Resource == "secrets" && !r.Redaction.Disabled {
 		for _, field := range []string{"data", "stringData"} {
@@ -154,96 +170,91 @@ func (r *ReadReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]
 	return json.Marshal(u.Object)
 }
 
-// child returns the running child informer for id, (re)starting it when the target changed.
-func (r *ReadReconciler) child(id string, t TargetItem) *readChild {
+// register records that ReadDesire id reads t and returns its state, registered with the
+// shared watch of t's resource and namespace (started when none runs). A changed target
+// moves the ReadDesire to the new watch and drops the fetched content.
+func (r *ReadReconciler) register(id string, t TargetItem) *readState {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.children[id]; ok {
-		if c.target == t {
-			return c
-		}
-		c.cancel()
+	old, ok := r.reads[id]
+	if ok && old.target == t {
+		r.mu.Unlock()
+		return old
 	}
-	if r.children == nil {
-		r.children = map[string]*readChild{}
+	if r.reads == nil {
+		r.reads, r.watches = map[string]*readState{}, map[watchKey]*metaWatch{}
 	}
-	ctx := r.ctx
-	if ctx == nil {
-		ctx = context.Background()
+	k := watchKey{gvr: t.GVR(), namespace: t.Namespace}
+	w, found := r.watches[k]
+	if !found {
+		w = r.startWatch(k)
+		r.watches[k] = w
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c := &readChild{target: t, cancel: cancel, started: time.Now(), done: make(chan struct{})}
-	// A plain informer (store + controller), not a SharedIndexInformer: nothing shares it, and
-	// the shared one's event distribution costs two more goroutines and a 1024-slot buffer per
-	// ReadDesire. List and watch errors are recorded for the status.
-	res := r.Dynamic.Resource(t.GVR()).Namespace(t.Namespace)
-	selector := fields.OneTermEqualSelector("metadata.name", t.Name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			l, err := res.List(ctx, o)
-			if err != nil {
-				c.setErr(err)
-			}
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			w, err := res.Watch(ctx, o)
-			if err != nil {
-				c.setErr(err)
-			}
-			return w, err
-		},
+	if w.names[t.Name] == nil {
+		w.names[t.Name] = map[string]struct{}{}
 	}
-	enqueue := func(any) {
-		c.setErr(nil)
-		if r.Enqueue != nil {
-			r.Enqueue(id)
-		}
+	w.names[t.Name][id] = struct{}{}
+	// Unregistered after registering: a target renamed within one namespace keeps its watch.
+	var stop *metaWatch
+	if ok {
+		stop = r.unregisterLocked(id, old)
 	}
-	c.store, c.informer = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, r.Dynamic),
-		ObjectType:    &unstructured.Unstructured{},
-		Handler: cache.ResourceEventHandlerFuncs{AddFunc: enqueue,
-			UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue},
-	})
-	go func() {
-		defer close(c.done)
-		c.informer.RunWithContext(ctx)
-	}()
-	r.children[id] = c
-	return c
+	st := &readState{target: t, watch: w}
+	r.reads[id] = st
+	r.mu.Unlock()
+	stopWatch(stop)
+	return st
 }
 
-// Forget implements Forgetter: it stops and discards id's child informer.
+// unregisterLocked removes id's registration st from its watch and returns the watch when
+// id was its last reader: the caller stops it after releasing r.mu (its handlers take r.mu).
+func (r *ReadReconciler) unregisterLocked(id string, st *readState) *metaWatch {
+	w := st.watch
+	delete(w.names[st.target.Name], id)
+	if len(w.names[st.target.Name]) == 0 {
+		delete(w.names, st.target.Name)
+	}
+	if len(w.names) > 0 {
+		return nil
+	}
+	delete(r.watches, w.key)
+	return w
+}
+
+func stopWatch(w *metaWatch) {
+	if w != nil {
+		w.cancel()
+		<-w.done
+	}
+}
+
+// Forget implements Forgetter: it drops id's state and stops its watch if no other
+// ReadDesire uses it.
 func (r *ReadReconciler) Forget(id string) {
 	r.mu.Lock()
-	c, ok := r.children[id]
-	delete(r.children, id)
-	r.mu.Unlock()
-	if ok {
-		c.cancel()
-		<-c.done
+	var stop *metaWatch
+	if st, ok := r.reads[id]; ok {
+		delete(r.reads, id)
+		stop = r.unregisterLocked(id, st)
 	}
+	r.mu.Unlock()
+	stopWatch(stop)
 }
 
-// Children returns how many child informers run (one watch each on the apiserver).
-func (r *ReadReconciler) Children() int {
+// Watches returns how many shared watches run, i.e. how many watches this reconciler holds
+// on the apiserver: one per resource and namespace that some ReadDesire targets.
+func (r *ReadReconciler) Watches() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.children)
+	return len(r.watches)
 }
 
-// stopAll stops every child and waits for them.
+// stopAll stops every watch and drops every ReadDesire's state.
 func (r *ReadReconciler) stopAll() {
 	r.mu.Lock()
-	ids := make([]string, 0, len(r.children))
-	for id := range r.children {
-		ids = append(ids, id)
-	}
+	ws := r.watches
+	r.watches, r.reads = nil, nil
 	r.mu.Unlock()
-	for _, id := range ids {
-		r.Forget(id)
+	for _, w := range ws {
+		stopWatch(w)
 	}
 }
