@@ -42,7 +42,7 @@ type Reconciler[T Desire] interface {
 }
 
 // Forgetter is implemented by reconcilers that hold state per desire (the ReadDesire
-// children): Forget is called when the spec document is deleted.
+// registrations with shared watches): Forget is called when the spec document is deleted.
 type Forgetter interface {
 	Forget(id string)
 }

@@ -339,14 +339,14 @@ func TestIntegrationApplier(t *testing.T) {
 		if _, err := e.readS.Replace(ctx, rd); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "child restarted on the new target", content(`"x":"y"`))
+		waitFor(t, 5*time.Second, "mirror follows the new target", content(`"x":"y"`))
 		if n := e.app.readRec.Watches(); n != 1 {
-			t.Fatalf("children = %d, want 1", n)
+			t.Fatalf("watches = %d, want 1 (both targets in one namespace)", n)
 		}
 		if err := e.readS.Delete(ctx, "read1"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "child stopped and status deleted", func() bool {
+		waitFor(t, 5*time.Second, "watch stopped and status deleted", func() bool {
 			_, err := e.specs.ReadDesireStatus().Get(ctx, "read1")
 			return IsNotFoundError(err) && e.app.readRec.Watches() == 0
 		})

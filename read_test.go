@@ -100,7 +100,7 @@ func TestReadController(t *testing.T) {
 				for {
 					res, got := h.sync(t, d)
 					st = got
-					if res.Requeue != RequeueAfter || time.Now().After(deadline) { // RequeueAfter: child not synced yet
+					if res.Requeue != RequeueAfter || time.Now().After(deadline) { // RequeueAfter: watch not synced yet
 						break
 					}
 					time.Sleep(10 * time.Millisecond)
