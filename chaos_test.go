@@ -170,6 +170,21 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	})
 	waitFor(t, 20*time.Second, "leading", e.app.Leading)
+	// A ReadDesire mirrors a ConfigMap through the shared watch; the watch must come back.
+	e.createConfigMap("mirrored", map[string]string{"v": "before"})
+	rd := &ReadDesire{}
+	rd.DocumentID, rd.Spec.ManagementCluster = "read-mirrored", "mc01"
+	rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "mirrored"}
+	if _, err := e.readS.Create(context.Background(), rd); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := func(want string) func() bool {
+		return func() bool {
+			st, err := e.specs.ReadDesireStatus().Get(context.Background(), "read-mirrored")
+			return err == nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent.Raw), want)
+		}
+	}
+	waitFor(t, 20*time.Second, "ConfigMap mirrored", mirrored(`"v":"before"`))
 	stop := make(chan struct{})
 	wrote := writer(t, e, 20, stop)
 	time.Sleep(5 * time.Second)
@@ -199,6 +214,11 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		return false
 	})
+	patch := []byte(`{"data":{"v":"after"}}`)
+	if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Patch(context.Background(), "mirrored", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "a change after the restart mirrored", mirrored(`"v":"after"`))
 	t.Logf("kube-apiserver down 15 s: stopped reconciling %s after it went down (renew deadline 3 s); leading again %s after it was ready; all %d desires Successful %s after it was ready",
 		lostAfter.Round(100*time.Millisecond), leadAgain.Round(100*time.Millisecond), n, caughtUp.Round(100*time.Millisecond))
 	if lostAfter == 0 {
