@@ -104,23 +104,23 @@ func (r *ReadReconciler) Reconcile(ctx context.Context, d *ReadDesire) Result {
 	if t.Namespace != "" {
 		key = t.Namespace + "/" + t.Name
 	}
-	obj, exists, err := w.store.GetByKey(key)
-	stamp, ok := obj.(*objectStamp)
-	if err != nil || !exists || !ok {
+	notFound := func() Result {
 		st.metaRV, st.objRV, st.raw = "", "", nil
 		d.Status.KubeContent = nil
 		SetOutcome(d, true, false, ReasonNotFound, fmt.Sprintf("%s does not exist", t))
 		return Result{}
+	}
+	obj, exists, err := w.store.GetByKey(key)
+	stamp, ok := obj.(*objectStamp)
+	if err != nil || !exists || !ok {
+		return notFound()
 	}
 	if rv := stamp.resourceVersion; st.raw == nil || st.metaRV != rv {
 		u, err := r.Dynamic.Resource(t.GVR()).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			// Deleted since the watch saw it; its delete event reconciles again.
-			st.metaRV, st.objRV, st.raw = "", "", nil
-			d.Status.KubeContent = nil
-			SetOutcome(d, true, false, ReasonNotFound, fmt.Sprintf("%s does not exist", t))
-			return Result{}
+			return notFound()
 		case err != nil:
 			SetOutcome(d, false, true, ReasonKubeAPIError, fmt.Sprintf("getting %s: %v", t, err))
 			return Result{Requeue: RequeueRateLimited}
