@@ -234,6 +234,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, er
 	// verdict of ours, and a reconcile that reaches none must not be mistaken for one below.
 	d.StatusCommon().Conditions, d.StatusCommon().ObservedDesireUpdateTime = nil, nil
 	var res Result
+	if f, ok := c.reconciler.(Forgetter); ok && (d.Meta().Invalid != "" || d.Common().ManagementCluster != c.cluster) {
+		f.Forget(id) // not ours to carry out (any more): drop what the reconciler holds for it
+	}
 	switch {
 	case d.Meta().Invalid != "":
 		SetOutcome(d, false, false, ReasonPreCheckFailed, "the spec document cannot be decoded: "+d.Meta().Invalid)

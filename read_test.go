@@ -251,6 +251,42 @@ func TestReadSharedWatches(t *testing.T) {
 	}
 }
 
+// TestReadForgottenWhenNotOurs: a ReadDesire moved to another management cluster, or whose
+// document no longer decodes, gives up its registration and the watch it alone used.
+func TestReadForgottenWhenNotOurs(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(d *ReadDesire)
+	}{
+		{"another management cluster", func(d *ReadDesire) { d.Spec.ManagementCluster = "elsewhere" }},
+		{"undecodable document", func(d *ReadDesire) { d.Invalid = "spec: not an object" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rec := &ReadReconciler{Dynamic: dyn, Mapper: newMapper(), ctx: ctx}
+			h := newHarness[*ReadDesire](KindReadDesire, rec)
+			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+			h.sync(t, d)
+			if n := rec.Watches(); n != 1 {
+				t.Fatalf("watches = %d after the first reconcile, want 1", n)
+			}
+			d = d.DeepCopyObject().(*ReadDesire)
+			d.Version = 2
+			tc.mutate(d)
+			_, st := h.sync(t, d)
+			if n := rec.Watches(); n != 0 {
+				t.Fatalf("watches = %d, want 0", n)
+			}
+			if c := condition(st, ConditionSuccessful); c.Reason != ReasonPreCheckFailed {
+				t.Fatalf("Successful = %s/%s, want PreCheckFailed", c.Status, c.Reason)
+			}
+		})
+	}
+}
+
 // TestReadFetchesOncePerChange: the object is fetched when its resourceVersion changes, not
 // on every reconcile (resyncs of an unchanged object cost no request).
 func TestReadFetchesOncePerChange(t *testing.T) {
@@ -317,6 +353,7 @@ func TestStamper(t *testing.T) {
 		{"partial object metadata", pom, &objectStamp{namespace: "ns1", name: "a", resourceVersion: "7"}, "ns1/a"},
 		{"full object (dynamic fallback)", u, &objectStamp{namespace: "ns1", name: "b", resourceVersion: "8"}, "ns1/b"},
 		{"tombstone passes through", tomb, tomb, "ns1/c"},
+		{"tombstone without an object", cache.DeletedFinalStateUnknown{Key: "ns1/d"}, cache.DeletedFinalStateUnknown{Key: "ns1/d"}, "ns1/d"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

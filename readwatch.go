@@ -91,18 +91,17 @@ func (r *ReadReconciler) startWatch(k watchKey) *metaWatch {
 		if r.Enqueue == nil {
 			return
 		}
-		m, err := meta.Accessor(obj)
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj) // a tombstone's own key
 		if err != nil {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				m, err = meta.Accessor(t.Obj)
-			}
-			if err != nil {
-				return
-			}
+			return
+		}
+		_, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return
 		}
 		r.mu.Lock()
-		ids := make([]string, 0, len(w.names[m.GetName()]))
-		for id := range w.names[m.GetName()] {
+		ids := make([]string, 0, len(w.names[name]))
+		for id := range w.names[name] {
 			ids = append(ids, id)
 		}
 		r.mu.Unlock()
