@@ -133,16 +133,7 @@ func TestChaosDynamoDBRestart(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	close(stop)
 	n := wrote()
-	var caughtUp time.Duration
-	waitFor(t, 3*time.Minute, fmt.Sprintf("all %d desires Successful", n), func() bool {
-		ok, _ := successfulCount(t, e.specs.ApplyDesireStatus(), 1)
-		if ok == n {
-			caughtUp = time.Since(up)
-			return true
-		}
-		time.Sleep(500 * time.Millisecond)
-		return false
-	})
+	caughtUp := waitAllSuccessful(t, e, n, up)
 	for i := 0; i < n; i++ {
 		if _, err := e.getConfigMap(fmt.Sprintf("cm-%04d", i)); err != nil {
 			t.Errorf("cm-%04d: %v", i, err)
@@ -172,12 +163,7 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 	waitFor(t, 20*time.Second, "leading", e.app.Leading)
 	// A ReadDesire mirrors a ConfigMap through the shared watch; the watch must come back.
 	e.createConfigMap("mirrored", map[string]string{"v": "before"})
-	rd := &ReadDesire{}
-	rd.DocumentID, rd.Spec.ManagementCluster = "read-mirrored", "mc01"
-	rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "mirrored"}
-	if _, err := e.readS.Create(context.Background(), rd); err != nil {
-		t.Fatal(err)
-	}
+	e.createRead("read-mirrored", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "mirrored"})
 	mirrored := func(want string) func() bool {
 		return func() bool {
 			st, err := e.specs.ReadDesireStatus().Get(context.Background(), "read-mirrored")
@@ -204,16 +190,7 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	close(stop)
 	n := wrote()
-	var caughtUp time.Duration
-	waitFor(t, 3*time.Minute, fmt.Sprintf("all %d desires Successful", n), func() bool {
-		ok, _ := successfulCount(t, e.specs.ApplyDesireStatus(), 1)
-		if ok == n {
-			caughtUp = time.Since(up)
-			return true
-		}
-		time.Sleep(500 * time.Millisecond)
-		return false
-	})
+	caughtUp := waitAllSuccessful(t, e, n, up)
 	patch := []byte(`{"data":{"v":"after"}}`)
 	if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Patch(context.Background(), "mirrored", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -532,4 +509,21 @@ func TestChaosLeaderFailover(t *testing.T) {
 	if n := twoLeaders.Load(); n > 0 {
 		t.Errorf("two processes reported kube_applier_leader=1 at once in %d samples", n)
 	}
+}
+
+// waitAllSuccessful waits until n ApplyDesire statuses are Successful at version 1 and returns
+// how long that took since since.
+func waitAllSuccessful(t *testing.T, e *e2e, n int, since time.Time) time.Duration {
+	t.Helper()
+	var took time.Duration
+	waitFor(t, 3*time.Minute, fmt.Sprintf("all %d desires Successful", n), func() bool {
+		ok, _ := successfulCount(t, e.specs.ApplyDesireStatus(), 1)
+		if ok == n {
+			took = time.Since(since)
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+		return false
+	})
+	return took
 }

@@ -140,6 +140,18 @@ func (e *e2e) createConfigMap(name string, data map[string]string, finalizers ..
 	}
 }
 
+// createRead writes a ReadDesire of target, for management cluster mc01, into the specs table.
+func (e *e2e) createRead(id string, target TargetItem) *ReadDesire {
+	e.t.Helper()
+	rd := &ReadDesire{}
+	rd.DocumentID, rd.Spec.ManagementCluster, rd.Spec.TargetItem = id, "mc01", target
+	created, err := e.readS.Create(context.Background(), rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created
+}
+
 func (e *e2e) getConfigMap(name string) (*unstructured.Unstructured, error) {
 	return e.dyn.Resource(cmGVR).Namespace(e.ns).Get(context.Background(), name, metav1.GetOptions{})
 }
@@ -304,14 +316,7 @@ func TestIntegrationApplier(t *testing.T) {
 		e.t = t
 		e.createConfigMap("watched", map[string]string{"status": "1", "name": "2", "data": "3"})
 		e.createConfigMap("other", map[string]string{"x": "y"})
-		rd := &ReadDesire{}
-		rd.DocumentID = "read1"
-		rd.Spec.ManagementCluster = "mc01"
-		rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "watched"}
-		rd, err := e.readS.Create(ctx, rd)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rd := e.createRead("read1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "watched"})
 		content := func(want string) func() bool {
 			return func() bool {
 				st, err := e.specs.ReadDesireStatus().Get(ctx, "read1")
@@ -356,13 +361,7 @@ func TestIntegrationApplier(t *testing.T) {
 	t.Run("read desire of an oversize object", func(t *testing.T) {
 		e.t = t
 		e.createConfigMap("big", map[string]string{"blob": strings.Repeat("x", 600000)})
-		rd := &ReadDesire{}
-		rd.DocumentID = "readbig"
-		rd.Spec.ManagementCluster = "mc01"
-		rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "big"}
-		if _, err := e.readS.Create(ctx, rd); err != nil {
-			t.Fatal(err)
-		}
+		e.createRead("readbig", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "big"})
 		st := waitCondition(e, e.specs.ReadDesireStatus(), "readbig", 1, metav1.ConditionFalse, ReasonContentTooLarge, 10*time.Second)
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "409600") || st.Status.KubeContent != nil {
 			t.Fatalf("message: %s", msg)
@@ -389,13 +388,7 @@ func TestIntegrationApplier(t *testing.T) {
 		if _, err := e.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(e.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rd := &ReadDesire{}
-		rd.DocumentID = "readsecret"
-		rd.Spec.ManagementCluster = "mc01"
-		rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "secrets", Namespace: e.ns, Name: "s1"}
-		if _, err := e.readS.Create(ctx, rd); err != nil {
-			t.Fatal(err)
-		}
+		e.createRead("readsecret", TargetItem{Version: "v1", Resource: "secrets", Namespace: e.ns, Name: "s1"})
 		st := waitCondition(e, e.specs.ReadDesireStatus(), "readsecret", 1, metav1.ConditionTrue, ReasonNoErrors, 10*time.Second)
 		var obj map[string]any
 		_ = json.Unmarshal(st.Status.KubeContent.Raw, &obj)
@@ -407,13 +400,7 @@ func TestIntegrationApplier(t *testing.T) {
 
 	t.Run("read desire of an unknown resource", func(t *testing.T) {
 		e.t = t
-		rd := &ReadDesire{}
-		rd.DocumentID = "readunknown"
-		rd.Spec.ManagementCluster = "mc01"
-		rd.Spec.TargetItem = TargetItem{Group: "nope.example.com", Version: "v1", Resource: "gizmos", Namespace: e.ns, Name: "g"}
-		if _, err := e.readS.Create(ctx, rd); err != nil {
-			t.Fatal(err)
-		}
+		e.createRead("readunknown", TargetItem{Group: "nope.example.com", Version: "v1", Resource: "gizmos", Namespace: e.ns, Name: "g"})
 		st := waitCondition(e, e.specs.ReadDesireStatus(), "readunknown", 1, metav1.ConditionFalse, ReasonPreCheckFailed, 10*time.Second)
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "not served") {
 			t.Fatalf("message: %s", msg)

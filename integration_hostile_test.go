@@ -255,13 +255,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 	if _, err := e.deleteS.Create(ctx, deleteDesire("del-terminating", TargetItem{Version: "v1", Resource: "configmaps", Namespace: doomedNS, Name: "in-doomed"})); err != nil {
 		t.Fatal(err)
 	}
-	rd := &ReadDesire{}
-	rd.DocumentID = "read-secret"
-	rd.Spec.ManagementCluster = "mc01"
-	rd.Spec.TargetItem = TargetItem{Version: "v1", Resource: "secrets", Namespace: ns, Name: "hostile-secret"}
-	if _, err := e.readS.Create(ctx, rd); err != nil {
-		t.Fatal(err)
-	}
+	e.createRead("read-secret", TargetItem{Version: "v1", Resource: "secrets", Namespace: ns, Name: "hostile-secret"})
 
 	for id, c := range cases {
 		gen := int64(1)

@@ -142,13 +142,7 @@ func TestIntegrationRBAC(t *testing.T) {
 		t.Fatalf("cluster-admin: %v", err)
 	}
 	// A ReadDesire of a resource outside the role: the watch is forbidden.
-	rd := &ReadDesire{}
-	rd.DocumentID = "read-crole"
-	rd.Spec.ManagementCluster = "mc01"
-	rd.Spec.TargetItem = TargetItem{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "cluster-admin"}
-	if _, err := e.readS.Create(ctx, rd); err != nil {
-		t.Fatal(err)
-	}
+	e.createRead("read-crole", TargetItem{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "cluster-admin"})
 	rst := waitCondition(e, e.specs.ReadDesireStatus(), "read-crole", 1, metav1.ConditionFalse, ReasonKubeAPIError, 40*time.Second)
 	if msg := condition(rst, ConditionSuccessful).Message; !strings.Contains(msg, "forbidden") || rst.Status.KubeContent != nil {
 		t.Errorf("read cluster-admin: %q (content %v), want forbidden and no content", msg, rst.Status.KubeContent != nil)
