@@ -33,6 +33,10 @@ const (
 	ReasonContentTooLarge = "ContentTooLarge"
 	// ReasonNotFound: a ReadDesire's target does not exist.
 	ReasonNotFound = "NotFound"
+	// ReasonKindNotServed: the cluster does not serve the desire's kind or resource yet (a CRD
+	// not applied or not established). Not Degraded; retried with back-off and at once when a
+	// CRD is applied: it heals by itself, unlike PreCheckFailed.
+	ReasonKindNotServed = "KindNotServed"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
