@@ -32,7 +32,8 @@ type Applier struct {
 	apply     *controller[*ApplyDesire]
 	delete    *controller[*DeleteDesire]
 	read      *controller[*ReadDesire]
-	readRec   *ReadReconciler
+	readRec   *readReconciler
+	watches   *targetWatches
 	leading   atomic.Bool
 	running   atomic.Bool
 }
@@ -49,21 +50,15 @@ func New(opts Options) (*Applier, error) {
 	}
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.informers = NewKubeApplierInformers(opts.DynamoDB, opts.Streams, opts.TablePrefix, opts.ManagementCluster, opts.Stream)
+	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
+	a.readRec = newReadReconciler(opts.Kube, opts.RESTMapper, opts.SecretRedaction, a.watches, 0)
 
-	applyRec := &ApplyReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper, FieldManager: opts.FieldManager}
-	a.apply = newController(KindApplyDesire, &a.opts, a.informers.ApplyDesires, a.db.ApplyDesireStatus(), applyRec, opts.ApplyResync, a.metrics)
-	applyRec.OnKindsChanged = func() {
-		for _, id := range applyRec.WaitingForKind() {
-			a.apply.q().Add(id)
-			// Discovery may serve the new kind only once the CRD is Established.
-			a.apply.q().AddAfter(id, 2*time.Second)
-		}
-	}
-	delRec := &DeleteReconciler{Kube: opts.Kube, Mapper: opts.RESTMapper}
-	a.delete = newController(KindDeleteDesire, &a.opts, a.informers.DeleteDesires, a.db.DeleteDesireStatus(), delRec, opts.DeleteResync, a.metrics)
-	a.readRec = &ReadReconciler{Dynamic: opts.DynamicClient, Metadata: opts.MetadataClient, Mapper: opts.RESTMapper, Redaction: opts.SecretRedaction}
-	a.read = newController(KindReadDesire, &a.opts, a.informers.ReadDesires, a.db.ReadDesireStatus(), a.readRec, opts.ReadResync, a.metrics)
-	a.readRec.Enqueue = func(id string) { a.read.q().Add(id) }
+	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireStatus(),
+		NewApplyReconciler(opts.Kube, opts.RESTMapper, opts.FieldManager), nil, opts.ApplyResync))
+	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireStatus(),
+		NewDeleteReconciler(opts.Kube, opts.RESTMapper), nil, opts.DeleteResync))
+	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireStatus(),
+		Reconciler[*ReadDesire](a.readRec), a.readRec.Forget, opts.ReadResync))
 
 	if _, err := a.informers.ApplyDesires.Informer.AddEventHandler(a.apply.handler()); err != nil {
 		return nil, err
@@ -75,6 +70,32 @@ func New(opts Options) (*Applier, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
+	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, statusCRUD: status,
+		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
+		maxRetryDelay: a.opts.MaxRetryDelay, workers: a.opts.Workers,
+		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
+}
+
+// targetChanged routes a target watch's event to the controller of the desire interested.
+func (a *Applier) targetChanged(ref desireRef) {
+	switch ref.kind {
+	case KindApplyDesire:
+		a.apply.enqueue(ref.id)
+	case KindDeleteDesire:
+		a.delete.enqueue(ref.id)
+	case KindReadDesire:
+		a.read.enqueue(ref.id)
+	}
+}
+
+// kindsChanged wakes the desires of every kind that waited for a kind to be served.
+func (a *Applier) kindsChanged() {
+	a.apply.wakeWaitingForKind()
+	a.delete.wakeWaitingForKind()
+	a.read.wakeWaitingForKind()
 }
 
 // Informers returns the desire informers, e.g. to add handlers of your own before Run.
@@ -102,8 +123,6 @@ func (a *Applier) Run(ctx context.Context) error {
 	infCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	a.informers.Start(infCtx)
-	a.readRec.ctx = infCtx
-	defer a.readRec.stopAll()
 
 	if !a.opts.LeaderElection {
 		a.lead(ctx)
@@ -133,9 +152,11 @@ func (a *Applier) lead(ctx context.Context) {
 	a.leading.Store(true)
 	a.metrics.leader.Set(1)
 	defer func() { a.leading.Store(false); a.metrics.leader.Set(0) }()
-	// ReadDesire watches belong to a term: a standby holds none, and a ReadDesire deleted
-	// while another replica led leaves nothing behind here.
-	defer a.readRec.stopAll()
+	// Target watches belong to a term: a standby holds none, and a desire deleted while
+	// another replica led leaves nothing behind here.
+	a.watches.begin(ctx)
+	defer a.watches.end()
+	defer a.readRec.endTerm()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster)
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context){a.apply.run, a.delete.run, a.read.run} {

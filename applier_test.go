@@ -2,9 +2,10 @@ package kubeapplier
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
-	"k8s.io/client-go/rest"
+	"github.com/go-logr/logr"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -149,23 +151,26 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
-	o := &Options{ManagementCluster: "mc01", Workers: 1, MaxRetryDelay: time.Second, clock: fixedClock}
-	inf := &DesireInformer[T]{Lister: indexerLister[T]{idx}}
-	c := newController(kind, o, inf, st, r, time.Minute, newMetrics(nil, fixedClock))
-	return &harness[T]{c: c, db: db, status: st, cache: idx}
+	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
+		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
+		log: logr.Discard(), metrics: newMetrics(nil, fixedClock), now: fixedClock}
+	if f, ok := r.(interface{ Forget(string) }); ok {
+		cfg.forget = f.Forget
+	}
+	return &harness[T]{c: newController(cfg), db: db, status: st, cache: idx}
 }
 
-func (h *harness[T]) sync(t *testing.T, d T) (Result, T) {
+func (h *harness[T]) sync(t *testing.T, d T) (Verdict, T) {
 	t.Helper()
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := h.c.sync(context.Background(), d.Meta().DocumentID)
+	res, err := h.c.sync(context.Background(), d.Meta().DocumentID)
 	if err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	st, err := h.status.Get(context.Background(), d.Meta().DocumentID)
-	if IsNotFoundError(err) && res.Requeue == RequeueAfter {
+	if IsNotFoundError(err) && res.IsPending() {
 		var none T
 		return res, none // no verdict yet (a ReadDesire's watch syncing): nothing was written
 	}
@@ -203,7 +208,7 @@ func TestApplyController(t *testing.T) {
 		wantReason  string
 		wantMsg     string
 		wantDegr    metav1.ConditionStatus
-		wantRequeue Requeue
+		wantRequeue lookAgain
 		wantApplied bool
 	}{
 		{name: "configmap applied", desire: applyDesire("a", cmJSON("c1")), wantStatus: "True", wantReason: ReasonNoErrors,
@@ -220,22 +225,22 @@ func TestApplyController(t *testing.T) {
 		}(), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "cannot be decoded: spec_kubeContent is not valid JSON", wantDegr: "False"},
 		{name: "invalid JSON", desire: applyDesire("a", "{x"), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "not a JSON object", wantDegr: "False"},
 		{name: "unknown kind", desire: applyDesire("a", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`),
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kind example.com/v1, Kind=Widget is not known to the cluster", wantDegr: "False", wantRequeue: RequeueRateLimited},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "kind example.com/v1, Kind=Widget is not known to the cluster", wantDegr: "False", wantRequeue: lookBackoff},
 		{name: "namespaced kind without namespace", desire: applyDesire("a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "Deployment is namespaced (deployments) but kubeContent has no namespace", wantDegr: "False"},
 		{name: "cluster-scoped kind with namespace", desire: applyDesire("a", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"r","namespace":"x"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `ClusterRole is cluster-scoped (clusterroles) but kubeContent sets namespace "x"`, wantDegr: "False"},
 		{name: "apiserver 500 is transient", desire: applyDesire("a", cmJSON("c1")), applyErr: apierrors.NewInternalError(errors.New("etcd down")),
-			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "etcd down", wantDegr: "True", wantRequeue: RequeueRateLimited},
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "etcd down", wantDegr: "True", wantRequeue: lookBackoff},
 		{name: "apiserver 422 is permanent", desire: applyDesire("a", cmJSON("c1")),
 			applyErr:   apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "c1", nil),
-			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "is invalid", wantDegr: "False", wantRequeue: RequeuePeriodic},
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "is invalid", wantDegr: "False", wantRequeue: lookPeriodic},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
 			kube.errs["apply"] = tc.applyErr
-			h := newHarness[*ApplyDesire](KindApplyDesire, &ApplyReconciler{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
+			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
 			res, st := h.sync(t, tc.desire)
 			succ, degr := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
@@ -244,8 +249,8 @@ func TestApplyController(t *testing.T) {
 			if degr.Status != tc.wantDegr || succ.ObservedGeneration != 3 || degr.ObservedGeneration != 3 {
 				t.Fatalf("Degraded = %s (gen %d/%d), want %s at gen 3", degr.Status, succ.ObservedGeneration, degr.ObservedGeneration, tc.wantDegr)
 			}
-			if res.Requeue != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.Requeue, tc.wantRequeue)
+			if res.again != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
 			}
 			applied := len(kube.objects) == 1
 			if applied != tc.wantApplied {
@@ -267,12 +272,11 @@ func TestApplyController(t *testing.T) {
 func TestApplyCRDBeforeCR(t *testing.T) {
 	kube := newFakeKube()
 	mapper := newMapper()
-	rec := &ApplyReconciler{Kube: kube, Mapper: mapper, FieldManager: "fm"}
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 	woken := 0
-	rec.OnKindsChanged = func() { woken += len(rec.WaitingForKind()) }
-	h := newHarness[*ApplyDesire](KindApplyDesire, rec)
+	h.c.kindsChanged = func() { h.c.waitingKind.Range(func(any, any) bool { woken++; return true }) }
 	widget := applyDesire("w", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`)
-	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Reason != ReasonPreCheckFailed {
+	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Reason != ReasonKindNotServed {
 		t.Fatalf("widget before CRD: %+v", st.Status.Conditions)
 	}
 	mapper.pending = append(mapper.pending, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
@@ -286,12 +290,15 @@ func TestApplyCRDBeforeCR(t *testing.T) {
 	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
 		t.Fatalf("widget after CRD: %+v", st.Status.Conditions)
 	}
+	if _, waiting := h.c.waitingKind.Load("w"); waiting {
+		t.Fatal("widget still waiting for its kind after it was applied")
+	}
 }
 
 func TestStatusWriter(t *testing.T) {
 	ctx := context.Background()
 	kube := newFakeKube()
-	h := newHarness[*ApplyDesire](KindApplyDesire, &ApplyReconciler{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
 	d := applyDesire("a", cmJSON("c1"))
 	_, first := h.sync(t, d)
 
@@ -309,7 +316,7 @@ func TestStatusWriter(t *testing.T) {
 		old := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // would fail scope
 		old.Version = 4
 		h.cache.Update(old)
-		if _, _, err := h.c.sync(ctx, "a"); err != nil {
+		if _, err := h.c.sync(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := h.status.Get(ctx, "a")
@@ -336,7 +343,7 @@ func TestStatusWriter(t *testing.T) {
 	})
 	t.Run("deleted spec deletes status", func(t *testing.T) {
 		h.cache.Delete(d)
-		if _, _, err := h.c.sync(ctx, "a"); err != nil {
+		if _, err := h.c.sync(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
@@ -363,20 +370,20 @@ func TestDeleteController(t *testing.T) {
 		wantStatus  metav1.ConditionStatus
 		wantReason  string
 		wantMsg     string
-		wantRequeue Requeue
+		wantRequeue lookAgain
 		wantGone    bool
 	}{
 		{name: "not found", target: cm, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "deleted", target: cm, exists: true, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "held by finalizer", target: cm, exists: true, finalizers: []string{"example.com/hold"}, wantStatus: "False",
-			wantReason: ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: RequeueAfter},
+			wantReason: ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: lookSoon},
 		{name: "kind not served", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
 			wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "things.gone.example.com/v1 is not served", wantGone: true},
 		{name: "missing name", target: TargetItem{Version: "v1", Resource: "configmaps"}, wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "missing name"},
 		{name: "namespaced without namespace", target: TargetItem{Version: "v1", Resource: "configmaps", Name: "c1"},
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "namespaced"},
 		{name: "apiserver down", target: cm, getErr: apierrors.NewServiceUnavailable("down"), wantStatus: "False",
-			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: RequeueRateLimited},
+			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: lookBackoff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,14 +398,14 @@ func TestDeleteController(t *testing.T) {
 				o.SetFinalizers(tc.finalizers)
 				kube.Apply(context.Background(), cmGVR, o, "setup")
 			}
-			h := newHarness[*DeleteDesire](KindDeleteDesire, &DeleteReconciler{Kube: kube, Mapper: newMapper()})
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
 				t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
 			}
-			if res.Requeue != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.Requeue, tc.wantRequeue)
+			if res.again != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
 			}
 			if gone := len(kube.objects) == 0; tc.exists && gone != tc.wantGone {
 				t.Fatalf("gone = %v, want %v", gone, tc.wantGone)
@@ -416,7 +423,7 @@ func TestDeleteFinalizerThenGone(t *testing.T) {
 	o.SetNamespace("default")
 	o.SetFinalizers([]string{"example.com/hold"})
 	kube.Apply(context.Background(), cmGVR, o, "setup")
-	h := newHarness[*DeleteDesire](KindDeleteDesire, &DeleteReconciler{Kube: kube, Mapper: newMapper()})
+	h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
 	d := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
 	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Reason != ReasonWaitingForDeletion {
 		t.Fatalf("first: %+v", st.Status.Conditions)

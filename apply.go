@@ -4,93 +4,66 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// ApplyReconciler server-side applies an ApplyDesire's kubeContent.
-type ApplyReconciler struct {
-	Kube         KubeClient
-	Mapper       meta.ResettableRESTMapper
-	FieldManager string
-	// OnKindsChanged is called after a CustomResourceDefinition was applied, so desires waiting
-	// for an unknown kind are retried at once.
-	OnKindsChanged func()
+// applyReconciler server-side applies an ApplyDesire's kubeContent with force, as the field
+// manager: the applier takes ownership of fields another manager held (the seed's rule).
+type applyReconciler struct {
+	kube         KubeClient
+	mapper       meta.ResettableRESTMapper
+	fieldManager string
+}
 
-	mu          sync.Mutex
-	waitingKind map[string]struct{} // desires whose kind was unknown
+// NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
+// kubeContent, map its kind through mapper (reset once when unknown), server-side apply with
+// force as fieldManager. Its verdicts: Applied; Refused(PreCheckFailed) for a bad manifest;
+// NotYet(KindNotServed) for a kind the cluster does not serve yet; Refused(KubeAPIError) for
+// an apiserver refusal (4xx); Transient(KubeAPIError) for 5xx, 429, timeouts and conflicts.
+func NewApplyReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, fieldManager string) Reconciler[*ApplyDesire] {
+	return &applyReconciler{kube: kube, mapper: mapper, fieldManager: fieldManager}
 }
 
 // Reconcile implements Reconciler.
-func (r *ApplyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Result {
+func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict {
 	obj, err := ParseKubeContent(d.Spec.KubeContent)
 	if err != nil {
-		SetOutcome(d, false, false, ReasonPreCheckFailed, err.Error())
-		return Result{}
+		return Refused(ReasonPreCheckFailed, err.Error())
 	}
 	gvk := obj.GroupVersionKind()
-	mapping, err := mapKind(r.Mapper, gvk)
-	if errors.Is(err, ErrKindNotServed) {
-		r.markWaiting(d.DocumentID, true)
+	mapping, err := mapKind(r.mapper, gvk)
+	switch {
+	case errors.Is(err, ErrKindNotServed):
 		// Likely a CRD not applied yet: retried with back-off, and at once when a CRD is applied.
-		SetOutcome(d, false, false, ReasonPreCheckFailed, err.Error())
-		return Result{Requeue: RequeueRateLimited}
-	}
-	r.markWaiting(d.DocumentID, false)
-	if err != nil {
-		SetOutcome(d, false, true, ReasonKubeAPIError, "discovery failed: "+err.Error())
-		return Result{Requeue: RequeueRateLimited}
+		return NotYet(ReasonKindNotServed, err.Error())
+	case err != nil:
+		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
 	}
 	if err := checkScope(mapping, obj.GetNamespace(), "kubeContent"); err != nil {
-		SetOutcome(d, false, false, ReasonPreCheckFailed, err.Error())
-		return Result{}
+		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	live, err := r.Kube.Apply(ctx, mapping.Resource, obj, r.FieldManager)
+	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
+	live, err := r.kube.Apply(ctx, mapping.Resource, obj, r.fieldManager)
 	if err != nil {
-		transient := isTransient(err)
-		SetOutcome(d, false, transient, ReasonKubeAPIError, fmt.Sprintf("server-side apply of %s %s failed: %v", gvk.Kind, objectRef(obj.GetNamespace(), obj.GetName()), err))
-		if transient {
-			return Result{Requeue: RequeueRateLimited}
-		}
-		return Result{}
+		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
-	d.Status.AppliedResourceGeneration = live.GetGeneration()
-	SetOutcome(d, true, false, ReasonNoErrors, fmt.Sprintf("applied %s %s", gvk.Kind, objectRef(obj.GetNamespace(), obj.GetName())))
-	if gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
-		r.Mapper.Reset()
-		if r.OnKindsChanged != nil {
-			r.OnKindsChanged()
-		}
+	v := Applied(live.GetGeneration(), "applied "+ref)
+	if isCRD(gvk) {
+		// The new kind's desires (and this mapper's callers) must see it at once.
+		r.mapper.Reset()
+		v.kindsChanged = true
 	}
-	return Result{}
+	return v
 }
 
-// Forget implements Forgetter.
-func (r *ApplyReconciler) Forget(id string) { r.markWaiting(id, false) }
-
-func (r *ApplyReconciler) markWaiting(id string, waiting bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.waitingKind == nil {
-		r.waitingKind = map[string]struct{}{}
+// kubeFailure is the verdict of a failed kube call: Transient when retrying may help,
+// Refused when only a spec change can.
+func kubeFailure(err error) Verdict {
+	if isTransient(err) {
+		return Transient(ReasonKubeAPIError, err)
 	}
-	if waiting {
-		r.waitingKind[id] = struct{}{}
-	} else {
-		delete(r.waitingKind, id)
-	}
-}
-
-// WaitingForKind returns the desires whose kind the cluster did not know at their last reconcile.
-func (r *ApplyReconciler) WaitingForKind() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.waitingKind))
-	for id := range r.waitingKind {
-		out = append(out, id)
-	}
-	return out
+	return Refused(ReasonKubeAPIError, err.Error())
 }
 
 func objectRef(ns, name string) string {

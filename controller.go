@@ -9,93 +9,72 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
-// Requeue is a reconcile's typed requeue intent.
-type Requeue int
+// DefaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
+// delay of its own (a DeleteDesire waiting for finalizers) is reconciled again.
+const DefaultRecheck = 5 * time.Second
 
-const (
-	// RequeuePeriodic: done; look again after the controller's resync period.
-	RequeuePeriodic Requeue = iota
-	// RequeueRateLimited: a transient failure; retry with the workqueue's rate limiter.
-	RequeueRateLimited
-	// RequeueAfter: look again after Result.After (e.g. waiting for finalizers).
-	RequeueAfter
-	// requeueNever: the desire is gone.
-	requeueNever Requeue = -1
-)
-
-// Result is what a Reconciler asks of the workqueue.
-type Result struct {
-	Requeue Requeue
-	After   time.Duration
-}
-
-// Reconciler carries out one desire. It fills desire's status (conditions via SetOutcome and
-// kind-specific fields) and returns when to look again; the controller writes the status.
-// desire is a private copy.
-type Reconciler[T Desire] interface {
-	Reconcile(ctx context.Context, desire T) Result
-}
-
-// Forgetter is implemented by reconcilers that hold state per desire (the ReadDesire
-// registrations with shared watches): Forget is called when the spec document is deleted.
-type Forgetter interface {
-	Forget(id string)
-}
-
-// outcome is the verdict of a reconcile, turned into the Successful and Degraded conditions.
-type outcome struct {
-	successful bool
-	degraded   bool // the applier failed to do its job (transient errors)
-	reason     string
-	message    string
-}
-
-// SetOutcome sets desire's Successful (and Degraded) conditions: successful with reason and
-// message; degraded when the failure is the applier's (transient), not the desire's.
-func SetOutcome(desire Desire, successful, degraded bool, reason, message string) {
-	setConditions(desire, outcome{successful: successful, degraded: degraded, reason: reason, message: message})
-}
-
-// controller runs one desire type: informer events -> workqueue -> reconcile -> status write.
+// controller runs one desire type: informer events -> workqueue -> reconcile -> verdict ->
+// status write. It alone turns a verdict into conditions, status fields and a requeue.
 type controller[T Desire] struct {
-	kind          DesireKind
-	cluster       string
-	informer      *DesireInformer[T]
-	queue         atomic.Pointer[workqueue.TypedRateLimitingInterface[string]] // new for each leadership term
-	reconciler    Reconciler[T]
-	status        *statusWriter[T]
-	statusCRUD    ResourceCRUD[T]
-	resync        time.Duration
-	maxRetryDelay time.Duration
-	workers       int
-	log           logr.Logger
-	metrics       *metrics
+	controllerConfig[T]
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]] // new for each leadership term
 	// fresh holds the desires that arrived as new items from the stream (not from a List)
 	// while leading: their status almost surely does not exist yet, so it is created without
 	// reading it first. Cleared at each leadership term.
 	fresh sync.Map
+	// waitingKind holds the desires whose last verdict was KindNotServed: a CRD being applied
+	// wakes them at once.
+	waitingKind sync.Map
 }
 
-func newController[T Desire](kind DesireKind, o *Options, inf *DesireInformer[T], crud ResourceCRUD[T], r Reconciler[T], resync time.Duration, m *metrics) *controller[T] {
-	c := &controller[T]{kind: kind, cluster: o.ManagementCluster, informer: inf, reconciler: r,
-		status: &statusWriter[T]{crud: crud, now: o.clock}, statusCRUD: crud, resync: resync,
-		workers: o.Workers, maxRetryDelay: o.MaxRetryDelay, log: o.Log.WithValues("kind", kind), metrics: m}
+// controllerConfig is what a controller is built from.
+type controllerConfig[T Desire] struct {
+	kind       DesireKind
+	cluster    string // the management cluster served
+	lister     DesireLister[T]
+	statusCRUD ResourceCRUD[T]
+	reconciler Reconciler[T]
+	// forget drops what the default reconciler holds for a desire (watch registrations,
+	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
+	forget func(id string)
+	// kindsChanged is called after a verdict that applied a CustomResourceDefinition.
+	kindsChanged  func()
+	resync        time.Duration // lookPeriodic
+	recheck       time.Duration // lookSoon without a delay of its own
+	maxRetryDelay time.Duration
+	workers       int
+	log           logr.Logger
+	metrics       *metrics
+	now           func() time.Time
+}
+
+func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
+	if cfg.recheck <= 0 {
+		cfg.recheck = DefaultRecheck
+	}
+	c := &controller[T]{controllerConfig: cfg}
 	c.newQueue()
 	c.q().ShutDown() // until the first leadership term
 	return c
 }
 
+func (c *controller[T]) status() *statusWriter[T] {
+	return &statusWriter[T]{crud: c.statusCRUD, now: c.now}
+}
+
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
-// MaxRetryDelay) under an overall 50 retries/s bucket.
+// maxRetryDelay) under an overall bucket of 50 retries/s (burst 300), so a mass failure
+// cannot turn into a retry storm.
 func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] {
 	rl := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, c.maxRetryDelay),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket(50, 300)},
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
 	)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
 		Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
@@ -115,7 +94,7 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 			if d, ok := obj.(T); ok && !isInInitialList && !c.q().ShuttingDown() {
 				c.fresh.Store(d.Meta().DocumentID, struct{}{})
 			}
-			c.enqueue(obj)
+			c.enqueueObject(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(T)
@@ -123,13 +102,13 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 			if ok1 && ok2 && o.Meta().UpdateTime.Equal(n.Meta().UpdateTime) && o.Meta().Version == n.Meta().Version && o.Meta().Invalid == n.Meta().Invalid {
 				return
 			}
-			c.enqueue(newObj)
+			c.enqueueObject(newObj)
 		},
-		DeleteFunc: func(obj any) { c.enqueue(obj) },
+		DeleteFunc: func(obj any) { c.enqueueObject(obj) },
 	}
 }
 
-func (c *controller[T]) enqueue(obj any) {
+func (c *controller[T]) enqueueObject(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		c.log.Error(err, "cannot key desire")
@@ -138,10 +117,24 @@ func (c *controller[T]) enqueue(obj any) {
 	c.q().Add(key)
 }
 
+// enqueue puts a desire on the current term's queue (a target watch saw its object change).
+func (c *controller[T]) enqueue(id string) { c.q().Add(id) }
+
+// wakeWaitingForKind re-queues, at once and again 2 s later, every desire whose kind was not
+// served: discovery may serve a new kind only once its CRD is Established.
+func (c *controller[T]) wakeWaitingForKind() {
+	q := c.q()
+	c.waitingKind.Range(func(id, _ any) bool {
+		q.Add(id.(string))
+		q.AddAfter(id.(string), 2*time.Second)
+		return true
+	})
+}
+
 // enqueueAll puts every cached desire on the queue (new leader) and every status document
 // without a spec (deleted while no applier ran), so its status is removed.
 func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
-	for _, d := range c.informer.Lister.List() {
+	for _, d := range c.lister.List() {
 		q.Add(d.Meta().DocumentID)
 	}
 	statuses, err := c.statusCRUD.List(ctx)
@@ -149,7 +142,7 @@ func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLim
 		c.log.Error(err, "listing status documents for garbage collection")
 	}
 	for _, s := range statuses {
-		if _, err := c.informer.Lister.Get(s.Meta().DocumentID); IsNotFoundError(err) {
+		if _, err := c.lister.Get(s.Meta().DocumentID); IsNotFoundError(err) {
 			q.Add(s.Meta().DocumentID)
 		}
 	}
@@ -162,18 +155,15 @@ func (c *controller[T]) run(ctx context.Context) {
 	stopped := make(chan struct{})
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); close(stopped) }()
 	c.enqueueAll(ctx, q)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i := 0; i < c.workers; i++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			for c.processNext(ctx, q) {
 			}
-		}()
+		})
 	}
-	defer func() { <-stopped }()
-	for i := 0; i < c.workers; i++ {
-		<-done
-	}
+	wg.Wait()
+	<-stopped
 }
 
 func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
@@ -191,86 +181,111 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 	// Writes in flight finish even while shutting down: a status is never half-done work.
 	wctx := context.WithoutCancel(ctx)
 	start := time.Now()
-	res, reason, err := c.sync(wctx, id)
-	c.metrics.observeReconcile(c.kind, reason, err, time.Since(start))
+	v, err := c.sync(wctx, id)
+	c.metrics.observeReconcile(c.kind, v.reason, err, time.Since(start))
 	if err != nil {
 		c.log.Error(err, "reconcile failed", "desire", id)
-		res = Result{Requeue: RequeueRateLimited}
+		v.again = lookBackoff
 	}
-	switch {
-	case ctx.Err() != nil:
-	case res.Requeue == RequeueRateLimited:
-		q.AddRateLimited(id)
-	case res.Requeue == RequeueAfter:
-		q.Forget(id)
-		q.AddAfter(id, res.After)
-	case res.Requeue == RequeuePeriodic && c.resync > 0:
-		q.Forget(id)
-		q.AddAfter(id, wait.Jitter(c.resync, 0.1))
-	default:
-		q.Forget(id)
+	if ctx.Err() == nil {
+		c.requeue(q, id, v)
 	}
 	return true
 }
 
-// sync reconciles one desire and writes its status; a deleted spec deletes its status.
-func (c *controller[T]) sync(ctx context.Context, id string) (Result, string, error) {
-	d, err := c.informer.Lister.Get(id)
+// requeue turns a verdict's intent into the workqueue's terms.
+func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], id string, v Verdict) {
+	switch v.again {
+	case lookBackoff:
+		q.AddRateLimited(id)
+	case lookSoon:
+		q.Forget(id)
+		after := v.after
+		if after <= 0 {
+			after = c.recheck
+		}
+		q.AddAfter(id, after)
+	case lookPeriodic:
+		q.Forget(id)
+		if c.resync > 0 {
+			q.AddAfter(id, wait.Jitter(c.resync, 0.1))
+		}
+	default: // lookNever: the spec is gone
+		q.Forget(id)
+	}
+}
+
+// sync reconciles one desire and writes its status; a deleted spec deletes its status. The
+// returned verdict is the one written (Reason "" when nothing was).
+func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
+	d, err := c.lister.Get(id)
 	_, fresh := c.fresh.LoadAndDelete(id)
 	if IsNotFoundError(err) {
-		if f, ok := c.reconciler.(Forgetter); ok {
-			f.Forget(id)
-		}
-		if err := c.statusCRUD.Delete(ctx, id); err != nil && !IsNotFoundError(err) {
-			return Result{}, "StatusDeleteFailed", err
-		}
-		return Result{Requeue: requeueNever}, "SpecDeleted", nil
+		return c.specDeleted(ctx, id)
 	}
 	if err != nil {
-		return Result{}, "CacheError", err
+		return Verdict{reason: "CacheError"}, err
 	}
 	d = d.DeepCopyObject().(T)
-	// The verdict starts empty: a spec document's own status (if a backend stored one) is no
-	// verdict of ours, and a reconcile that reaches none must not be mistaken for one below.
-	d.StatusCommon().Conditions, d.StatusCommon().ObservedDesireUpdateTime = nil, nil
-	var res Result
-	if f, ok := c.reconciler.(Forgetter); ok && (d.Meta().Invalid != "" || d.Common().ManagementCluster != c.cluster) {
-		f.Forget(id) // not ours to carry out (any more): drop what the reconciler holds for it
+	// A spec document's own status (if a backend stored one) is no verdict of ours.
+	d.resetStatus()
+	v := c.verdict(ctx, d)
+	if v.reason == ReasonKindNotServed {
+		c.waitingKind.Store(id, struct{}{})
+	} else {
+		c.waitingKind.Delete(id)
 	}
-	switch {
-	case d.Meta().Invalid != "":
-		SetOutcome(d, false, false, ReasonPreCheckFailed, "the spec document cannot be decoded: "+d.Meta().Invalid)
-	case d.Common().ManagementCluster != c.cluster:
-		SetOutcome(d, false, false, ReasonPreCheckFailed, fmt.Sprintf(
-			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
-	default:
-		res = c.reconciler.Reconcile(ctx, d)
-		if d.StatusCommon().ObservedDesireUpdateTime == nil {
-			// No verdict yet (a ReadDesire whose watch has not synced): writing now would
-			// replace the current status with one that lacks the object and the observed
-			// spec time, and a second write would put them back once the watch syncs.
-			return res, "Pending", nil
-		}
+	if v.kindsChanged && c.kindsChanged != nil {
+		c.kindsChanged()
 	}
-	reason := successfulReason(d)
-	result, err := c.status.write(ctx, d, fresh)
+	if !v.decided {
+		// No verdict yet (a ReadDesire whose watch has not synced): writing now would
+		// replace the current status with one that lacks the object and the observed spec
+		// time, and a second write would put them back once the watch syncs.
+		v.reason = "Pending"
+		return v, nil
+	}
+	result, written, err := c.status().write(ctx, d, v, fresh)
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
 	if err != nil {
 		if errors.Is(err, ErrItemTooLarge) {
-			// Permanent until the object or spec changes: retrying would only repeat it.
+			// Cannot happen for a verdict shrink could reduce; logged, not retried.
 			c.log.Error(err, "status does not fit in a DynamoDB item", "desire", id)
-			return Result{}, "StatusTooLarge", nil
+			return Verdict{reason: "StatusTooLarge"}, nil
 		}
-		return Result{Requeue: RequeueRateLimited}, "StatusWriteFailed", err
+		return Verdict{reason: "StatusWriteFailed", again: lookBackoff}, err
 	}
-	return res, reason, nil
+	return written, nil
 }
 
-func successfulReason(d Desire) string {
-	for _, c := range d.StatusCommon().Conditions {
-		if c.Type == ConditionSuccessful {
-			return c.Reason
-		}
+// verdict is the reconcile of d, or the controller's own refusal of a desire that is not
+// ours to carry out (undecodable, another management cluster).
+func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
+	id := d.Meta().DocumentID
+	switch {
+	case d.Meta().Invalid != "":
+		c.forgetDesire(id)
+		return Refused(ReasonPreCheckFailed, "the spec document cannot be decoded: "+d.Meta().Invalid)
+	case d.Common().ManagementCluster != c.cluster:
+		c.forgetDesire(id) // not ours (any more): drop what the reconciler holds for it
+		return Refused(ReasonPreCheckFailed, fmt.Sprintf(
+			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	}
-	return ""
+	return c.reconciler.Reconcile(ctx, d)
+}
+
+// specDeleted removes the status of a deleted spec and forgets the desire.
+func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, error) {
+	c.forgetDesire(id)
+	c.waitingKind.Delete(id)
+	if err := c.statusCRUD.Delete(ctx, id); err != nil && !IsNotFoundError(err) {
+		return Verdict{reason: "StatusDeleteFailed", again: lookBackoff}, err
+	}
+	return Verdict{reason: "SpecDeleted", again: lookNever}, nil
+}
+
+func (c *controller[T]) forgetDesire(id string) {
+	if c.forget != nil {
+		c.forget(id)
+	}
 }

@@ -9,22 +9,22 @@ import (
 // (not from a List) gets its status created with one conditional PutItem and no GetItem; a
 // leftover status of the same ID makes that create fail and the usual read-then-write path run.
 func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
-	h := newHarness[*ApplyDesire](KindApplyDesire, &ApplyReconciler{Kube: newFakeKube(), Mapper: newMapper(), FieldManager: "fm"})
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	h.c.newQueue() // leading: adds are recorded
 	d := applyDesire("a", cmJSON("c1"))
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
 	h.c.handler().OnAdd(d, false)
-	if _, reason, err := h.c.sync(context.Background(), "a"); err != nil || reason != ReasonNoErrors {
-		t.Fatalf("sync: %q %v", reason, err)
+	if v, err := h.c.sync(context.Background(), "a"); err != nil || v.Reason() != ReasonNoErrors {
+		t.Fatalf("sync: %v %v", v, err)
 	}
 	if h.db.Calls("GetItem") != 0 || h.db.Calls("PutItem") != 1 {
 		t.Fatalf("calls = %v, want one PutItem and no GetItem", h.db.CallCounts())
 	}
 
 	// The same desire again, not fresh: read first, nothing changed, no write.
-	if _, _, err := h.c.sync(context.Background(), "a"); err != nil {
+	if _, err := h.c.sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	if h.db.Calls("GetItem") != 1 || h.db.Calls("PutItem") != 1 {
@@ -39,7 +39,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.c.handler().OnAdd(d2, false)
-	if _, _, err := h.c.sync(context.Background(), "a"); err != nil {
+	if _, err := h.c.sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	st, err := h.status.Get(context.Background(), "a")
@@ -64,9 +64,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 // pendingReconciler reaches no verdict, like a ReadDesire whose watch has not synced.
 type pendingReconciler struct{}
 
-func (pendingReconciler) Reconcile(context.Context, *ReadDesire) Result {
-	return Result{Requeue: RequeueAfter, After: 1}
-}
+func (pendingReconciler) Reconcile(context.Context, *ReadDesire) Verdict { return Pending(1) }
 
 // TestNoVerdictNoStatusWrite: a reconcile that sets no outcome writes nothing, so a restart
 // does not replace current statuses with empty ones while the watches sync.
@@ -76,9 +74,9 @@ func TestNoVerdictNoStatusWrite(t *testing.T) {
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	res, reason, err := h.c.sync(context.Background(), "r")
-	if err != nil || reason != "Pending" || res.Requeue != RequeueAfter {
-		t.Fatalf("sync = %+v %q %v", res, reason, err)
+	v, err := h.c.sync(context.Background(), "r")
+	if err != nil || v.Reason() != "Pending" || v.again != lookSoon {
+		t.Fatalf("sync = %v %v", v, err)
 	}
 	if h.db.Calls("PutItem") != 0 || h.db.Calls("GetItem") != 0 {
 		t.Fatalf("calls = %v, want none", h.db.CallCounts())

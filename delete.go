@@ -5,66 +5,57 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// DeleteReconciler deletes a DeleteDesire's target and reports success only once it is gone.
-type DeleteReconciler struct {
-	Kube   KubeClient
-	Mapper meta.ResettableRESTMapper
-	// WaitRecheck is how soon an object held by finalizers is looked at again. Default 5 s.
-	WaitRecheck time.Duration
+// deleteReconciler deletes a DeleteDesire's target and reports success only once it is gone.
+type deleteReconciler struct {
+	kube   KubeClient
+	mapper meta.ResettableRESTMapper
+}
+
+// NewDeleteReconciler returns the default DeleteDesire reconciler: delete the target with
+// Background propagation and a UID precondition, then GET it again. Its verdicts: Gone when
+// the GET answers NotFound (or the resource type is not served); WaitingForDeletion while a
+// deletionTimestamp and finalizers remain; Refused(PreCheckFailed) for an invalid target;
+// Refused/Transient(KubeAPIError) for apiserver errors as for ApplyDesires.
+func NewDeleteReconciler(kube KubeClient, mapper meta.ResettableRESTMapper) Reconciler[*DeleteDesire] {
+	return &deleteReconciler{kube: kube, mapper: mapper}
 }
 
 // Reconcile implements Reconciler.
-func (r *DeleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Result {
+func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdict {
 	t := d.Spec.TargetItem
 	if err := validateTarget(t); err != nil {
-		SetOutcome(d, false, false, ReasonPreCheckFailed, err.Error())
-		return Result{}
+		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	mapping, err := mapResource(r.Mapper, t.GVR())
-	if errors.Is(err, ErrKindNotServed) {
-		SetOutcome(d, true, false, ReasonNoErrors, err.Error()+": nothing to delete")
-		return Result{}
-	}
-	if err != nil {
-		SetOutcome(d, false, true, ReasonKubeAPIError, "discovery failed: "+err.Error())
-		return Result{Requeue: RequeueRateLimited}
+	mapping, err := mapResource(r.mapper, t.GVR())
+	switch {
+	case errors.Is(err, ErrKindNotServed):
+		return Gone(err.Error() + ": nothing to delete")
+	case err != nil:
+		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
 	}
 	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
-		SetOutcome(d, false, false, ReasonPreCheckFailed, err.Error())
-		return Result{}
+		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	obj, err := r.Kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+	obj, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
-		err = r.Kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
+		err = r.kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
 		if err == nil || apierrors.IsNotFound(err) {
-			obj, err = r.Kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+			obj, err = r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		SetOutcome(d, true, false, ReasonNoErrors, fmt.Sprintf("%s is gone", t))
-		return Result{}
+		return Gone(fmt.Sprintf("%s is gone", t))
 	case err != nil:
-		transient := isTransient(err)
-		SetOutcome(d, false, transient, ReasonKubeAPIError, fmt.Sprintf("deleting %s: %v", t, err))
-		if transient {
-			return Result{Requeue: RequeueRateLimited}
-		}
-		return Result{}
+		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	SetOutcome(d, false, false, ReasonWaitingForDeletion, waitingMessage(t, obj))
-	after := r.WaitRecheck
-	if after <= 0 {
-		after = 5 * time.Second
-	}
-	return Result{Requeue: RequeueAfter, After: after}
+	return WaitingForDeletion(waitingMessage(t, obj))
 }
 
 func waitingMessage(t TargetItem, obj *unstructured.Unstructured) string {

@@ -31,7 +31,7 @@ type hostileCase struct {
 	wantReason  string
 	wantMsg     string
 	wantDegr    metav1.ConditionStatus
-	wantRequeue Requeue
+	wantRequeue lookAgain
 	wantApplied bool
 	check       func(t *testing.T, live *unstructured.Unstructured)
 }
@@ -87,7 +87,7 @@ func hostileCases() []hostileCase {
 		{name: "invalid apiVersion", mutate: setContent(`{"apiVersion":"a/b/c","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `apiVersion "a/b/c" is invalid`},
 		{name: "unknown kind", mutate: setContent(`{"apiVersion":"nope.example.com/v1","kind":"Gizmo","metadata":{"name":"g","namespace":"default"}}`),
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "Kind=Gizmo is not known to the cluster", wantRequeue: RequeueRateLimited},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "Kind=Gizmo is not known to the cluster", wantRequeue: lookBackoff},
 		{name: "kind List", mutate: setContent(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}]}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is a List: one ApplyDesire holds one object"},
 		{name: "kind ConfigMapList", mutate: setContent(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"name":"x"},"items":[]}`),
@@ -206,7 +206,7 @@ func TestHostileApplyDesires(t *testing.T) {
 			if tc.applyErr != nil {
 				errs["imm"] = tc.applyErr
 			}
-			h := newHarness[*ApplyDesire](KindApplyDesire, &ApplyReconciler{Kube: kubeErrByName{kube, errs}, Mapper: hostileMapper(), FieldManager: "fm"})
+			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kubeErrByName{kube, errs}, hostileMapper(), "fm"))
 			res, st := h.sync(t, d)
 			succ, degr := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
@@ -219,8 +219,8 @@ func TestHostileApplyDesires(t *testing.T) {
 			if degr.Status != wantDegr || succ.ObservedGeneration != d.Version {
 				t.Fatalf("Degraded = %s, observedGeneration %d; want %s at %d", degr.Status, succ.ObservedGeneration, wantDegr, d.Version)
 			}
-			if res.Requeue != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.Requeue, tc.wantRequeue)
+			if res.again != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
 			}
 			if applied := len(kube.objects) == 1; applied != tc.wantApplied {
 				t.Fatalf("applied = %v, want %v (calls %v)", applied, tc.wantApplied, kube.calls)
@@ -262,15 +262,16 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	cdb := &countingDB{DynamoDBAPI: h.db, gets: map[string]int{}}
 	st := NewTable[*ApplyDesire](cdb, "status")
 	st.clock = fixedClock
-	o := &Options{ManagementCluster: "mc01", Workers: 4, MaxRetryDelay: time.Second, clock: fixedClock}
 	errs := map[string]error{}
 	for _, tc := range hostileCases() {
 		if tc.applyErr != nil {
 			errs["imm"] = tc.applyErr
 		}
 	}
-	rec := &ApplyReconciler{Kube: kubeErrByName{kube, errs}, Mapper: hostileMapper(), FieldManager: "fm"}
-	c := newController(KindApplyDesire, o, h.c.informer, st, Reconciler[*ApplyDesire](rec), time.Hour, newMetrics(nil, fixedClock))
+	rec := NewApplyReconciler(kubeErrByName{kube, errs}, hostileMapper(), "fm")
+	cfg := h.c.controllerConfig
+	cfg.statusCRUD, cfg.reconciler, cfg.workers, cfg.resync = st, rec, 4, time.Hour
+	c := newController(cfg)
 	want := map[string]hostileCase{}
 	for i, tc := range hostileCases() {
 		id := fmt.Sprintf("bad-%02d", i)
@@ -304,7 +305,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 		}
 		n := cdb.gets[id] - 1 // the final Get above
 		switch {
-		case tc.wantRequeue == RequeueRateLimited:
+		case tc.wantRequeue == lookBackoff:
 			// 200 ms doubling, capped at 1 s: about 5 tries in 3 s; a hot loop would be hundreds.
 			if n < 2 || n > 8 {
 				t.Errorf("%s (%s): %d reconciles in %s, want 2..8 (exponential back-off)", id, tc.name, n, window)
@@ -330,11 +331,11 @@ func TestHostileDeleteAndReadTargets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
-			h := newHarness[*DeleteDesire](KindDeleteDesire, &DeleteReconciler{Kube: kube, Mapper: newMapper()})
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
-			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || res.Requeue != RequeuePeriodic || len(kube.calls) != 0 {
-				t.Fatalf("Successful = %s %q, requeue %v, calls %v; want PreCheckFailed %q, no call", succ.Reason, succ.Message, res.Requeue, kube.calls, tc.wantMsg)
+			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || res.again != lookPeriodic || len(kube.calls) != 0 {
+				t.Fatalf("Successful = %s %q, requeue %v, calls %v; want PreCheckFailed %q, no call", succ.Reason, succ.Message, res.again, kube.calls, tc.wantMsg)
 			}
 		})
 	}

@@ -345,7 +345,7 @@ func TestIntegrationApplier(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 5*time.Second, "mirror follows the new target", content(`"x":"y"`))
-		if n := e.app.readRec.Watches(); n != 1 {
+		if n := e.app.watches.count(); n != 1 {
 			t.Fatalf("watches = %d, want 1 (both targets in one namespace)", n)
 		}
 		if err := e.readS.Delete(ctx, "read1"); err != nil {
@@ -353,7 +353,7 @@ func TestIntegrationApplier(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "watch stopped and status deleted", func() bool {
 			_, err := e.specs.ReadDesireStatus().Get(ctx, "read1")
-			return IsNotFoundError(err) && e.app.readRec.Watches() == 0
+			return IsNotFoundError(err) && e.app.watches.count() == 0
 		})
 	})
 

@@ -24,24 +24,18 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// countingReconciler counts reconciles per desire; it forwards Forget.
+// countingReconciler counts reconciles per desire.
 type countingReconciler[T Desire] struct {
 	inner Reconciler[T]
 	mu    sync.Mutex
 	n     map[string]int
 }
 
-func (c *countingReconciler[T]) Reconcile(ctx context.Context, d T) Result {
+func (c *countingReconciler[T]) Reconcile(ctx context.Context, d T) Verdict {
 	c.mu.Lock()
 	c.n[d.Meta().DocumentID]++
 	c.mu.Unlock()
 	return c.inner.Reconcile(ctx, d)
-}
-
-func (c *countingReconciler[T]) Forget(id string) {
-	if f, ok := c.inner.(Forgetter); ok {
-		f.Forget(id)
-	}
 }
 
 func (c *countingReconciler[T]) count(id string) int {

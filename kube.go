@@ -224,3 +224,8 @@ func (m *throttledMapper) Reset() {
 	m.last = time.Now()
 	m.ResettableRESTMapper.Reset()
 }
+
+// isCRD reports whether gvk is a CustomResourceDefinition: applying one may serve a new kind.
+func isCRD(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}

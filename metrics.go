@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -111,6 +110,3 @@ func (p wqProvider) NewLongestRunningProcessorSecondsMetric(n string) workqueue.
 func (p wqProvider) NewRetriesMetric(n string) workqueue.CounterMetric {
 	return p.m.wqRetries.WithLabelValues(n)
 }
-
-// newBucket is the overall retry limiter: qps retries per second with a burst.
-func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(qps), burst) }

@@ -2,13 +2,17 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // statusWriteAttempts bounds the optimistic-concurrency retries of one status write.
@@ -24,27 +28,31 @@ const (
 	statusStale     statusWriteResult = "stale" // a newer spec version is already recorded
 )
 
-// setConditions sets Successful and Degraded on d's status, observed at d's spec Version.
-func setConditions(d Desire, o outcome) {
-	s := d.StatusCommon()
-	gen := d.Meta().Version
+// Conditions returns the Successful and Degraded conditions the controller writes for v,
+// observed at spec version observedGeneration, with lastTransitionTime now (whole seconds,
+// as metav1.Time serializes them). Messages are cut to metav1.Condition's 32,768-byte limit.
+// Pending has none.
+func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Condition {
+	if !v.decided {
+		return nil
+	}
+	// Whole seconds: the stored item's size (which ContentTooLarge reports) must not vary
+	// with the clock's nanoseconds.
+	t := metav1.NewTime(now.UTC().Truncate(time.Second))
 	succ := metav1.ConditionFalse
-	if o.successful {
+	if v.successful {
 		succ = metav1.ConditionTrue
 	}
-	// Whole seconds, as metav1.Time serializes them: the stored item's size (which a
-	// ReadDesire's ContentTooLarge message reports) must not vary with the clock's nanoseconds.
-	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionSuccessful, Status: succ,
-		Reason: o.reason, Message: truncate(o.message), ObservedGeneration: gen, LastTransitionTime: now})
 	deg, degReason, degMsg := metav1.ConditionFalse, ReasonNoErrors, "the applier is working normally"
-	if o.degraded {
-		deg, degReason, degMsg = metav1.ConditionTrue, o.reason, truncate(o.message)
+	if v.degraded {
+		deg, degReason, degMsg = metav1.ConditionTrue, v.reason, truncate(v.message)
 	}
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionDegraded, Status: deg,
-		Reason: degReason, Message: degMsg, ObservedGeneration: gen, LastTransitionTime: now})
-	t := d.Meta().UpdateTime
-	s.ObservedDesireUpdateTime = &t
+	return []metav1.Condition{
+		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: truncate(v.message),
+			ObservedGeneration: observedGeneration, LastTransitionTime: t},
+		{Type: ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
+			ObservedGeneration: observedGeneration, LastTransitionTime: t},
+	}
 }
 
 // truncate keeps messages within metav1.Condition's 32,768-byte limit.
@@ -56,22 +64,38 @@ func truncate(s string) string {
 	return strings.ToValidUTF8(s[:limit-3], "") + "..."
 }
 
-// statusWriter keeps a status table in step with computed statuses, with optimistic
-// concurrency: re-read and retry on conflict, never overwrite a status that records a newer
-// spec version, and skip the write when nothing changed.
+// statusWriter keeps a status table in step with verdicts, with optimistic concurrency:
+// re-read and retry on conflict, never overwrite a status that records a newer spec version,
+// and skip the write when nothing changed.
 type statusWriter[T Desire] struct {
 	crud ResourceCRUD[T]
 	now  func() time.Time
 }
 
-// write stores computed (a spec desire whose status was filled by a reconcile). createFirst
-// (a desire just created in the specs table) tries a conditional create before reading the
-// current status: one request instead of two when, as almost always, there is none yet.
-func (w *statusWriter[T]) write(ctx context.Context, computed T, createFirst bool) (statusWriteResult, error) {
-	id := computed.Meta().DocumentID
+// write stores the status of spec under verdict v. createFirst (a desire just created in the
+// specs table) tries a conditional create before reading the current status: one request
+// instead of two when, as almost always, there is none yet. A status that would not fit in a
+// DynamoDB item is written smaller (see shrink); the verdict actually written is returned.
+func (w *statusWriter[T]) write(ctx context.Context, spec T, v Verdict, createFirst bool) (statusWriteResult, Verdict, error) {
+	for {
+		res, err := w.put(ctx, spec, v, createFirst)
+		var big *ItemTooLargeError
+		if !errors.As(err, &big) {
+			return res, v, err
+		}
+		smaller, ok := shrink(spec, v, big.Size)
+		if !ok {
+			return "", v, err
+		}
+		v = smaller
+	}
+}
+
+func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirst bool) (statusWriteResult, error) {
+	id := spec.Meta().DocumentID
 	if createFirst {
 		var none T
-		_, err := w.crud.Create(ctx, statusDocument(computed, none, false, w.now()))
+		_, err := w.crud.Create(ctx, statusDocument(spec, v, none, false, w.now()))
 		if err == nil {
 			return statusCreated, nil
 		}
@@ -85,10 +109,10 @@ func (w *statusWriter[T]) write(ctx context.Context, computed T, createFirst boo
 		if err != nil && !IsNotFoundError(err) {
 			return "", err
 		}
-		if found && newerSpec(cur.StatusCommon(), computed.Meta()) {
+		if found && newerSpec(cur.StatusCommon(), spec.Meta()) {
 			return statusStale, nil
 		}
-		next := statusDocument(computed, cur, found, w.now())
+		next := statusDocument(spec, v, cur, found, w.now())
 		if found && sameStatus(cur, next) {
 			return statusUnchanged, nil
 		}
@@ -121,30 +145,115 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) bool {
 	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
 }
 
-// statusDocument is what the status table stores for computed: the status document's own
-// metadata (for optimistic concurrency), the spec without kubeContent, and the status, whose
-// conditions keep their lastTransitionTime when unchanged.
-func statusDocument[T Desire](computed, cur T, found bool, now time.Time) T {
-	next := computed.DeepCopyObject().(T)
-	if attr, raw := next.content(); raw != nil && attr == attrSpecKubeContent {
-		*raw = nil
+// statusDocument is what the status table stores for spec under verdict v: the status
+// document's own metadata (for optimistic concurrency), the spec's small fields (not
+// kubeContent, nothing of the spec document's own status), and the status: conditions that
+// keep their lastTransitionTime when unchanged, the spec updateTime answered, and the kind's
+// fields (see carriedOver).
+func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Time) T {
+	next := newDesire[T]()
+	if !v.stripSpec {
+		next = spec.DeepCopyObject().(T)
+		next.resetStatus()
+		if attr, raw := next.content(); attr == attrSpecKubeContent {
+			*raw = nil // the status document does not repeat the manifest
+		}
 	}
-	*next.Meta() = DynamoDBMetadata{DocumentID: computed.Meta().DocumentID}
+	*next.Meta() = DynamoDBMetadata{DocumentID: spec.Meta().DocumentID}
 	var conds []metav1.Condition
 	if found {
 		*next.Meta() = *cur.Meta()
-		conds = cur.StatusCommon().DeepCopyConditions()
+		conds = cur.StatusCommon().deepCopy().Conditions
+		v = v.carriedOver(cur)
 	}
-	for _, c := range computed.StatusCommon().Conditions {
-		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+	for _, c := range v.Conditions(spec.Meta().Version, now) {
 		meta.SetStatusCondition(&conds, c)
 	}
-	next.StatusCommon().Conditions = conds
+	s := next.StatusCommon()
+	s.Conditions = conds
+	t := spec.Meta().UpdateTime
+	s.ObservedDesireUpdateTime = &t
+	switch n := any(next).(type) {
+	case *ApplyDesire:
+		if v.applied != nil {
+			n.Status.AppliedResourceGeneration = v.applied.generation
+		}
+	case *ReadDesire:
+		if v.mirrored && v.content != nil {
+			n.Status.KubeContent = &runtime.RawExtension{Raw: v.content}
+		}
+	}
 	return next
 }
 
-// DeepCopyConditions returns a copy of the conditions.
-func (s *CommonStatus) DeepCopyConditions() []metav1.Condition { return s.deepCopy().Conditions }
+// carriedOver returns v with what the current status cur still truly says and v did not
+// observe: an ApplyDesire keeps the generation of its last apply through failed reconciles
+// (the object is still what was applied); a ReadDesire keeps its content only through
+// Transient verdicts, saying so, and any other verdict that saw no object clears it (a
+// status never shows what was not observed).
+func (v Verdict) carriedOver(cur Desire) Verdict {
+	switch c := cur.(type) {
+	case *ApplyDesire:
+		if v.applied == nil {
+			v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration}
+		}
+	case *ReadDesire:
+		if !v.mirrored && v.degraded && c.Status.KubeContent != nil {
+			v.mirrored, v.content = true, c.Status.KubeContent.Raw
+			v.message += "; status.kubeContent is the object as last read"
+		}
+	}
+	return v
+}
+
+// shrink returns a verdict whose status fits in a DynamoDB item when v's status would be size
+// bytes: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
+// otherwise the spec's fields are not repeated and the desire is refused (PreCheckFailed,
+// naming the oversize fields). false when nothing more can be dropped.
+func shrink[T Desire](spec T, v Verdict, size int) (Verdict, bool) {
+	if r, ok := any(spec).(*ReadDesire); ok && v.mirrored && v.content != nil {
+		out := Refused(ReasonContentTooLarge, fmt.Sprintf(
+			"%s is %d bytes as JSON; with the status the item would be %d bytes, over DynamoDB's item limit of %d bytes",
+			r.Spec.TargetItem, len(v.content), size, MaxItemSize))
+		out.mirrored = true
+		return out, true
+	}
+	if v.stripSpec {
+		return v, false
+	}
+	out := Refused(ReasonPreCheckFailed, fmt.Sprintf(
+		"the status document would be %d bytes, over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
+		size, MaxItemSize, largeSpecFields(spec)))
+	out.stripSpec = true
+	return out, true
+}
+
+// largeSpecFields lists the spec's attributes by encoded size, largest first, for messages.
+func largeSpecFields(d Desire) string {
+	item, err := EncodeItem(d)
+	if err != nil {
+		return err.Error()
+	}
+	type field struct {
+		name string
+		size int
+	}
+	var fields []field
+	if spec, ok := item[attrSpec].(*types.AttributeValueMemberM); ok {
+		for k, v := range spec.Value {
+			fields = append(fields, field{"spec." + k, valueSize(v)})
+		}
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].size > fields[j].size })
+	var parts []string
+	for i, f := range fields {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d bytes", f.name, f.size))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // sameStatus compares what a reader sees: the encoded status and kubeContent attributes.
 func sameStatus[T Desire](a, b T) bool {

@@ -174,6 +174,8 @@ type Desire interface {
 	StatusCommon() *CommonStatus
 	// Kind returns the desire kind: "ApplyDesire", "DeleteDesire" or "ReadDesire".
 	Kind() DesireKind
+	// resetStatus clears the status: a spec document's own status is no verdict of ours.
+	resetStatus()
 	// content returns the attribute name and field of the object stored as JSON outside the
 	// codec, or "" and nil.
 	content() (attr string, raw **runtime.RawExtension)
@@ -213,6 +215,10 @@ func (d *DeleteDesire) content() (string, **runtime.RawExtension) { return "", n
 func (d *ReadDesire) content() (string, **runtime.RawExtension) {
 	return attrStatusKubeContent, &d.Status.KubeContent
 }
+
+func (d *ApplyDesire) resetStatus()  { d.Status = ApplyDesireStatus{} }
+func (d *DeleteDesire) resetStatus() { d.Status = DeleteDesireStatus{} }
+func (d *ReadDesire) resetStatus()   { d.Status = ReadDesireStatus{} }
 
 // GetObjectKind implements runtime.Object; desires carry no GVK.
 func (d *ApplyDesire) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -191,6 +192,29 @@ type outcome struct {
 	content    string // ReadDesire status.kubeContent (JSON)
 }
 
+// set writes o into d's status as the applier would: Successful and Degraded observed at d's
+// spec version.
+func (o outcome) set(d kubeapplier.Desire) {
+	status := func(b bool) metav1.ConditionStatus {
+		if b {
+			return metav1.ConditionTrue
+		}
+		return metav1.ConditionFalse
+	}
+	deg, degReason := status(o.degraded), kubeapplier.ReasonNoErrors
+	if o.degraded {
+		degReason = o.reason
+	}
+	gen := d.Meta().Version
+	s := d.StatusCommon()
+	s.Conditions = []metav1.Condition{
+		{Type: kubeapplier.ConditionSuccessful, Status: status(o.successful), Reason: o.reason, Message: o.message, ObservedGeneration: gen},
+		{Type: kubeapplier.ConditionDegraded, Status: deg, Reason: degReason, ObservedGeneration: gen},
+	}
+	t := d.Meta().UpdateTime
+	s.ObservedDesireUpdateTime = &t
+}
+
 var okOutcome = outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "done"}
 
 // writeStatus writes the status document of id as the applier would, observed at version.
@@ -210,7 +234,7 @@ func (h *harness) writeStatus(kind kubeapplier.DesireKind, id string, version in
 		d = rd
 	}
 	*d.Meta() = kubeapplier.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: testStart, UpdateTime: testStart}
-	kubeapplier.SetOutcome(d, o.successful, o.degraded, o.reason, o.message)
+	o.set(d)
 	d.Meta().Version = 1 // the status document's own version
 	putRaw(h.db, tableName(kubeapplier.StatusTable, kind), d)
 }

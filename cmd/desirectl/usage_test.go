@@ -101,7 +101,7 @@ func TestEvaluate(t *testing.T) {
 	status := func(version int64, o outcome) kubeapplier.Desire {
 		d := &kubeapplier.ApplyDesire{}
 		d.Version = version
-		kubeapplier.SetOutcome(d, o.successful, o.degraded, o.reason, o.message)
+		o.set(d)
 		return d
 	}
 	for _, tc := range []struct {

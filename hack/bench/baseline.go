@@ -98,7 +98,7 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 				d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
 				d.Spec.KubeContent = nil
 				d.Status.AppliedResourceGeneration = live.GetGeneration()
-				kubeapplier.SetOutcome(d, true, false, kubeapplier.ReasonNoErrors, "applied ConfigMap "+b.ns+"/"+name)
+				d.Status.Conditions = kubeapplier.Applied(live.GetGeneration(), "applied ConfigMap "+b.ns+"/"+name).Conditions(d.Version, time.Now())
 				item, err := kubeapplier.EncodeItem(d)
 				if err != nil {
 					errc <- err
@@ -192,7 +192,7 @@ type pollResult struct {
 
 type pollLoop struct {
 	b       *bench
-	rec     *kubeapplier.ApplyReconciler
+	rec     kubeapplier.Reconciler[*kubeapplier.ApplyDesire]
 	ddb     *dynamodb.Client
 	table   string
 	status  *kubeapplier.Table[*kubeapplier.ApplyDesire]
@@ -260,7 +260,7 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	period := b.cfg.pollPeriod / time.Duration(k)
 	res.ScaledPeriod, res.ScaledItems = period.String(), m
 	loop := &pollLoop{b: b, ddb: ddb, table: specsTable, m: m, period: period, kc: &kc, dc: &dc,
-		rec:     &kubeapplier.ApplyReconciler{Kube: kubeapplier.DynamicKube{Client: dyn}, Mapper: mapper, FieldManager: kubeapplier.DefaultFieldManager},
+		rec:     kubeapplier.NewApplyReconciler(kubeapplier.DynamicKube{Client: dyn}, mapper, kubeapplier.DefaultFieldManager),
 		status:  kubeapplier.NewTable[*kubeapplier.ApplyDesire](ddb, b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire)),
 		applied: map[string][]appliedAt{}}
 	b.logf("poll baseline: real loop at 1/%d scale: period %s, %d items, %g qps, %d changes", k, period, m, b.cfg.pollQPS, b.cfg.pollSamples)
@@ -498,8 +498,9 @@ func (l *pollLoop) setErr(err error) {
 
 func (l *pollLoop) applyOne(ctx context.Context, d *kubeapplier.ApplyDesire) error {
 	d = d.DeepCopy()
-	l.rec.Reconcile(ctx, d)
+	v := l.rec.Reconcile(ctx, d)
 	next := d.DeepCopy()
+	next.Status.Conditions = v.Conditions(d.Version, time.Now())
 	next.Spec.KubeContent = nil
 	cur, err := l.status.Get(ctx, d.DocumentID)
 	switch {
