@@ -401,7 +401,7 @@ func TestIntegrationApplier(t *testing.T) {
 	t.Run("read desire of an unknown resource", func(t *testing.T) {
 		e.t = t
 		e.createRead("readunknown", TargetItem{Group: "nope.example.com", Version: "v1", Resource: "gizmos", Namespace: e.ns, Name: "g"})
-		st := waitCondition(e, e.specs.ReadDesireStatus(), "readunknown", 1, metav1.ConditionFalse, ReasonPreCheckFailed, 10*time.Second)
+		st := waitCondition(e, e.specs.ReadDesireStatus(), "readunknown", 1, metav1.ConditionFalse, ReasonKindNotServed, 10*time.Second)
 		if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "not served") {
 			t.Fatalf("message: %s", msg)
 		}

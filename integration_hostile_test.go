@@ -212,7 +212,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 	add("no-kind", fmt.Sprintf(`{"apiVersion":"v1","metadata":{"name":"x","namespace":%q}}`, ns), pre("missing kind"))
 	add("no-name", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":%q}}`, ns), pre("missing metadata.name"))
 	add("unknown-kind", fmt.Sprintf(`{"apiVersion":"nope.example.com/v1","kind":"Gizmo","metadata":{"name":"g","namespace":%q}}`, ns),
-		want{status: "False", reason: ReasonPreCheckFailed, msg: "not known to the cluster", transient: true})
+		want{status: "False", reason: ReasonKindNotServed, msg: "not known to the cluster", transient: true})
 	add("list-kind", `{"apiVersion":"v1","kind":"List","items":[]}`, pre("one ApplyDesire holds one object"))
 	add("generate-name", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"g-","namespace":%q}}`, ns), pre("generateName"))
 	add("wrong-scope", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"x","namespace":"default"}}`, pre("cluster-scoped"))

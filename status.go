@@ -83,7 +83,7 @@ func (w *statusWriter[T]) write(ctx context.Context, spec T, v Verdict, createFi
 		if !errors.As(err, &big) {
 			return res, v, err
 		}
-		smaller, ok := shrink(spec, v, big.Size)
+		smaller, ok := shrink(spec, v)
 		if !ok {
 			return "", v, err
 		}
@@ -206,15 +206,16 @@ func (v Verdict) carriedOver(cur Desire) Verdict {
 	return v
 }
 
-// shrink returns a verdict whose status fits in a DynamoDB item when v's status would be size
-// bytes: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
+// shrink returns a verdict whose status fits in a DynamoDB item when v's status does not: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
 // otherwise the spec's fields are not repeated and the desire is refused (PreCheckFailed,
 // naming the oversize fields). false when nothing more can be dropped.
-func shrink[T Desire](spec T, v Verdict, size int) (Verdict, bool) {
+func shrink[T Desire](spec T, v Verdict) (Verdict, bool) {
 	if r, ok := any(spec).(*ReadDesire); ok && v.mirrored && v.content != nil {
+		// No item size in the message: the document's own timestamps vary its size by a few
+		// bytes between writes, which would rewrite an unchanged status on every resync.
 		out := Refused(ReasonContentTooLarge, fmt.Sprintf(
-			"%s is %d bytes as JSON; with the status the item would be %d bytes, over DynamoDB's item limit of %d bytes",
-			r.Spec.TargetItem, len(v.content), size, MaxItemSize))
+			"%s is %d bytes as JSON; with the status the item would be over DynamoDB's item limit of %d bytes",
+			r.Spec.TargetItem, len(v.content), MaxItemSize))
 		out.mirrored = true
 		return out, true
 	}
@@ -222,8 +223,8 @@ func shrink[T Desire](spec T, v Verdict, size int) (Verdict, bool) {
 		return v, false
 	}
 	out := Refused(ReasonPreCheckFailed, fmt.Sprintf(
-		"the status document would be %d bytes, over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
-		size, MaxItemSize, largeSpecFields(spec)))
+		"the status document would be over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
+		MaxItemSize, largeSpecFields(spec)))
 	out.stripSpec = true
 	return out, true
 }
