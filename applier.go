@@ -10,17 +10,11 @@ package kubeapplier
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -164,91 +158,4 @@ func (a *Applier) lead(ctx context.Context) {
 		go func() { defer wg.Done(); run(ctx) }()
 	}
 	wg.Wait()
-}
-
-func (a *Applier) runWithLeaderElection(ctx context.Context) error {
-	client, err := a.opts.leaderClient()
-	if err != nil {
-		return fmt.Errorf("leader election client: %w", err)
-	}
-	id := a.opts.Identity
-	if id == "" {
-		host, _ := os.Hostname()
-		id = host + "_" + uuid.NewString()[:8]
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: a.opts.LeaseNamespace, Name: a.opts.LeaseName},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	var term sync.WaitGroup
-	defer term.Wait()
-	for ctx.Err() == nil {
-		// term counts this campaign's leadership term before le.Run starts it in a goroutine
-		// of its own, so no Wait can miss it; a campaign that never led releases it below.
-		term.Add(1)
-		var (
-			termMu            sync.Mutex
-			termStarted, over bool
-		)
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
-			LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
-			Callbacks: leaderelection.LeaderCallbacks{
-				// le.Run does not wait for this callback: term does, so a term's in-flight
-				// status writes finish before the next campaign or before Run returns.
-				// Reconciling stops when the lease is lost (lctx) or on shutdown (ctx).
-				OnStartedLeading: func(lctx context.Context) {
-					termMu.Lock()
-					if over { // le.Run already returned: the lease is gone
-						termMu.Unlock()
-						return
-					}
-					termStarted = true
-					termMu.Unlock()
-					defer term.Done()
-					wctx, cancel := context.WithCancel(lctx)
-					defer cancel()
-					defer context.AfterFunc(ctx, cancel)()
-					a.lead(wctx)
-				},
-				OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", id) },
-			},
-		})
-		if err != nil {
-			term.Done()
-			return fmt.Errorf("leader election: %w", err)
-		}
-		// On shutdown, keep renewing the lease until the term's in-flight reconciles have
-		// finished, and only then release it (ReleaseOnCancel): releasing at once would let
-		// a standby start reconciling while this process still applies and writes statuses.
-		leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopRelease := context.AfterFunc(ctx, func() {
-			termMu.Lock()
-			started := termStarted
-			over = over || !started // a term not started by now must not start
-			termMu.Unlock()
-			if started {
-				term.Wait()
-			}
-			leCancel()
-		})
-		// Run returns when the lease is lost (OnStartedLeading's ctx is cancelled first) or,
-		// on shutdown, after the lease was released.
-		le.Run(leCtx)
-		termMu.Lock()
-		over = true
-		if !termStarted {
-			term.Done()
-		}
-		termMu.Unlock()
-		stopRelease()
-		leCancel()
-		term.Wait()
-		select {
-		case <-ctx.Done():
-		case <-time.After(a.opts.RetryPeriod):
-		}
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package kubeapplier
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -29,10 +30,6 @@ const (
 // MaxItemSize is DynamoDB's item size limit: 400 KB = 409,600 bytes, attribute names included
 // (DynamoDB developer guide, "Service, account, and table quotas").
 const MaxItemSize = 400 * 1024
-
-// ErrInvalidItem is wrapped by decode errors: a DynamoDB item that is not a valid desire
-// (missing documentID, attributes of the wrong type, kubeContent that is not JSON).
-var ErrInvalidItem = errors.New("invalid desire item")
 
 // conditionItem is metav1.Condition as stored in DynamoDB; metav1.Time has no codec of its own.
 type conditionItem struct {
@@ -208,4 +205,65 @@ func parseVersion(item map[string]types.AttributeValue) int64 {
 		return v
 	}
 	return 0
+}
+
+// decodeLenient decodes item; a bad item becomes a desire holding only its metadata and the
+// reason in Invalid. Only an item without a documentID is dropped (it has no key to report on).
+func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logger) (T, bool) {
+	d := newDesire[T]()
+	err := DecodeItem(item, d)
+	if err == nil {
+		return d, true
+	}
+	if _, ok := item[attrDocumentID].(*types.AttributeValueMemberS); !ok {
+		log.Error(err, "dropping item without documentID")
+		return d, false
+	}
+	d = newDesire[T]()
+	m := d.Meta()
+	m.DocumentID, m.Version, m.Invalid = idOf(item), parseVersion(item), err.Error()
+	if s, ok := item["updateTime"].(*types.AttributeValueMemberS); ok {
+		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
+	}
+	return d, true
+}
+
+// fromStreamItem converts a Streams image to the DynamoDB types the codec reads; the two SDK
+// packages declare identical but distinct AttributeValue streamtypes.
+func fromStreamItem(in map[string]streamtypes.AttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(in))
+	for k, v := range in {
+		out[k] = fromStreamAV(v)
+	}
+	return out
+}
+
+func fromStreamAV(v streamtypes.AttributeValue) types.AttributeValue {
+	switch v := v.(type) {
+	case *streamtypes.AttributeValueMemberS:
+		return &types.AttributeValueMemberS{Value: v.Value}
+	case *streamtypes.AttributeValueMemberN:
+		return &types.AttributeValueMemberN{Value: v.Value}
+	case *streamtypes.AttributeValueMemberB:
+		return &types.AttributeValueMemberB{Value: v.Value}
+	case *streamtypes.AttributeValueMemberBOOL:
+		return &types.AttributeValueMemberBOOL{Value: v.Value}
+	case *streamtypes.AttributeValueMemberNULL:
+		return &types.AttributeValueMemberNULL{Value: v.Value}
+	case *streamtypes.AttributeValueMemberSS:
+		return &types.AttributeValueMemberSS{Value: v.Value}
+	case *streamtypes.AttributeValueMemberNS:
+		return &types.AttributeValueMemberNS{Value: v.Value}
+	case *streamtypes.AttributeValueMemberBS:
+		return &types.AttributeValueMemberBS{Value: v.Value}
+	case *streamtypes.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = fromStreamAV(e)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case *streamtypes.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: fromStreamItem(v.Value)}
+	}
+	return &types.AttributeValueMemberNULL{Value: true}
 }

@@ -13,43 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Sentinel errors of the DynamoDB layer. Test with errors.Is or the Is*Error helpers; the AWS
-// error stays reachable with errors.As.
-var (
-	// ErrNotFound: no item with that documentID.
-	ErrNotFound = errors.New("desire not found")
-	// ErrAlreadyExists: Create found an item with that documentID.
-	ErrAlreadyExists = errors.New("desire already exists")
-	// ErrPreconditionFailed: Replace was given a Version that is no longer the stored one.
-	ErrPreconditionFailed = errors.New("desire version precondition failed")
-	// ErrItemTooLarge: the encoded item exceeds MaxItemSize; see ItemTooLargeError.
-	ErrItemTooLarge = errors.New("desire item too large")
-)
-
-// ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit.
-type ItemTooLargeError struct {
-	Table      string
-	DocumentID string
-	Size       int // bytes, as DynamoDB counts them
-	Limit      int // bytes
-}
-
-func (e *ItemTooLargeError) Error() string {
-	return fmt.Sprintf("item %s for table %s is %d bytes, over DynamoDB's item limit of %d bytes", e.DocumentID, e.Table, e.Size, e.Limit)
-}
-
-// Is makes errors.Is(err, ErrItemTooLarge) true.
-func (e *ItemTooLargeError) Is(target error) bool { return target == ErrItemTooLarge }
-
-// IsNotFoundError reports whether err wraps ErrNotFound.
-func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// IsAlreadyExistsError reports whether err wraps ErrAlreadyExists.
-func IsAlreadyExistsError(err error) bool { return errors.Is(err, ErrAlreadyExists) }
-
-// IsPreconditionFailedError reports whether err wraps ErrPreconditionFailed.
-func IsPreconditionFailedError(err error) bool { return errors.Is(err, ErrPreconditionFailed) }
-
 // DynamoDBAPI is the part of *dynamodb.Client the CRUD layer uses, so a fake can stand in.
 type DynamoDBAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
@@ -136,30 +99,40 @@ func (t *Table[T]) Get(ctx context.Context, id string) (T, error) {
 // joined error next to the good ones, so one bad document cannot hide the others.
 func (t *Table[T]) List(ctx context.Context) ([]T, error) {
 	var (
-		out  []T
-		bad  []error
-		last map[string]types.AttributeValue
+		out []T
+		bad []error
 	)
+	err := scanItems(ctx, t.api, t.name, func(item map[string]types.AttributeValue) {
+		d := newDesire[T]()
+		if err := DecodeItem(item, d); err != nil {
+			bad = append(bad, err)
+			return
+		}
+		out = append(out, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, errors.Join(bad...)
+}
+
+// scanItems pages a consistent Scan of table, calling each for every item. An empty page with
+// a LastEvaluatedKey is not the end (DynamoDB may return one).
+func scanItems(ctx context.Context, db DynamoDBAPI, table string, each func(map[string]types.AttributeValue)) error {
+	var last map[string]types.AttributeValue
 	for {
-		page, err := t.api.Scan(ctx, &dynamodb.ScanInput{TableName: &t.name, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
+		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", t.name, err)
+			return fmt.Errorf("scan %s: %w", table, err)
 		}
 		for _, item := range page.Items {
-			d := newDesire[T]()
-			if err := DecodeItem(item, d); err != nil {
-				bad = append(bad, err)
-				continue
-			}
-			out = append(out, d)
+			each(item)
 		}
-		// An empty page with a LastEvaluatedKey is not the end.
 		if len(page.LastEvaluatedKey) == 0 {
-			break
+			return nil
 		}
 		last = page.LastEvaluatedKey
 	}
-	return out, errors.Join(bad...)
 }
 
 // Create implements ResourceCRUD.

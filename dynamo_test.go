@@ -2,161 +2,13 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-var testTime = time.Date(2026, 11, 29, 8, 30, 15, 123456789, time.UTC)
-
-func fixedClock() time.Time { return testTime }
-
-func cmJSON(name string) string {
-	return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"default"},"data":{"status":"s","name":"n","data":"d"}}`, name)
-}
-
-func sampleApply(id string) *ApplyDesire {
-	d := &ApplyDesire{}
-	d.DocumentID = id
-	d.Spec.ManagementCluster, d.Spec.ClusterID = "mc01", "hc-1"
-	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(cmJSON("c1"))}
-	return d
-}
-
-func TestCodecRoundTrip(t *testing.T) {
-	ltt := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	observed := testTime
-	cases := []struct {
-		name string
-		in   Desire
-	}{
-		{"apply with content and conditions", func() Desire {
-			d := sampleApply("a1")
-			d.Version, d.CreateTime, d.UpdateTime = 7, testTime, testTime.Add(time.Millisecond)
-			d.Status.AppliedResourceGeneration = 3
-			d.Status.ObservedDesireUpdateTime = &observed
-			d.Status.Conditions = []metav1.Condition{{Type: ConditionSuccessful, Status: metav1.ConditionTrue, Reason: ReasonNoErrors,
-				Message: "ok", ObservedGeneration: 7, LastTransitionTime: ltt}}
-			return d
-		}()},
-		{"apply without content", func() Desire { d := sampleApply("a2"); d.Spec.KubeContent = nil; return d }()},
-		{"delete cluster-scoped target", &DeleteDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "d1", Version: 1},
-			Spec: DeleteDesireSpec{CommonSpec: CommonSpec{ManagementCluster: "mc01"},
-				TargetItem: TargetItem{Version: "v1", Resource: "namespaces", Name: "ns1"}}}},
-		{"read with status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r1"},
-			Spec:   ReadDesireSpec{TargetItem: TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}},
-			Status: ReadDesireStatus{KubeContent: &runtime.RawExtension{Raw: []byte(cmJSON("x"))}}}},
-		{"read without status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r2"}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			item, err := EncodeItem(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, attr := range []string{attrSpecKubeContent, attrStatusKubeContent} {
-				if s, ok := item[attr].(*types.AttributeValueMemberS); ok && (s.Value == "null" || s.Value == "") {
-					t.Fatalf("%s stored as %q, want absent", attr, s.Value)
-				}
-			}
-			out := tc.in.DeepCopyObject().(Desire)
-			out = newLike(out)
-			if err := DecodeItem(item, out); err != nil {
-				t.Fatal(err)
-			}
-			a, _ := json.Marshal(tc.in)
-			b, _ := json.Marshal(out)
-			if string(a) != string(b) {
-				t.Fatalf("round trip differs:\n in=%s\nout=%s", a, b)
-			}
-			if !out.Meta().UpdateTime.Equal(tc.in.Meta().UpdateTime) || out.Meta().UpdateTime.Nanosecond() != tc.in.Meta().UpdateTime.Nanosecond() {
-				t.Fatalf("updateTime %v != %v", out.Meta().UpdateTime, tc.in.Meta().UpdateTime)
-			}
-		})
-	}
-}
-
-func newLike(d Desire) Desire {
-	switch d.(type) {
-	case *ApplyDesire:
-		return &ApplyDesire{}
-	case *DeleteDesire:
-		return &DeleteDesire{}
-	}
-	return &ReadDesire{}
-}
-
-// The layout backends rely on (../shared README "Item layout").
-func TestItemLayout(t *testing.T) {
-	d := sampleApply("a1")
-	d.Status.Conditions = []metav1.Condition{{Type: ConditionSuccessful, Status: metav1.ConditionTrue, Reason: ReasonNoErrors, ObservedGeneration: 2}}
-	item, err := EncodeItem(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := item["documentID"].(*types.AttributeValueMemberS); !ok {
-		t.Fatal("documentID is not S")
-	}
-	if _, ok := item["version"].(*types.AttributeValueMemberN); !ok {
-		t.Fatal("version is not N")
-	}
-	spec := item["spec"].(*types.AttributeValueMemberM).Value
-	if spec["managementCluster"].(*types.AttributeValueMemberS).Value != "mc01" || spec["clusterID"].(*types.AttributeValueMemberS).Value != "hc-1" {
-		t.Fatalf("spec = %#v", spec)
-	}
-	if _, ok := spec["kubeContent"]; ok {
-		t.Fatal("kubeContent stored inside spec")
-	}
-	cond := item["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value[0].(*types.AttributeValueMemberM).Value
-	for _, k := range []string{"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"} {
-		if _, ok := cond[k]; !ok {
-			t.Errorf("condition lacks %q: %#v", k, cond)
-		}
-	}
-	if got := item["spec_kubeContent"].(*types.AttributeValueMemberS).Value; got != cmJSON("c1") {
-		t.Fatalf("spec_kubeContent = %s", got)
-	}
-}
-
-func TestDecodeInvalidItems(t *testing.T) {
-	good, _ := EncodeItem(sampleApply("a1"))
-	cases := []struct {
-		name   string
-		mutate func(map[string]types.AttributeValue)
-		want   string
-	}{
-		{"no documentID", func(i map[string]types.AttributeValue) { delete(i, "documentID") }, `"documentID" missing`},
-		{"version of wrong type", func(i map[string]types.AttributeValue) { i["version"] = &types.AttributeValueMemberS{Value: "x"} }, "a1"},
-		{"spec of wrong type", func(i map[string]types.AttributeValue) { i["spec"] = &types.AttributeValueMemberS{Value: "x"} }, "a1"},
-		{"kubeContent not JSON", func(i map[string]types.AttributeValue) {
-			i["spec_kubeContent"] = &types.AttributeValueMemberS{Value: "{nope"}
-		}, "not valid JSON"},
-		{"kubeContent of wrong type", func(i map[string]types.AttributeValue) {
-			i["spec_kubeContent"] = &types.AttributeValueMemberN{Value: "1"}
-		}, "not a string"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			item := map[string]types.AttributeValue{}
-			for k, v := range good {
-				item[k] = v
-			}
-			tc.mutate(item)
-			err := DecodeItem(item, &ApplyDesire{})
-			if !errors.Is(err, ErrInvalidItem) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalidItem containing %q", err, tc.want)
-			}
-		})
-	}
-}
 
 func TestTableCRUD(t *testing.T) {
 	ctx := context.Background()
@@ -242,33 +94,5 @@ func TestTableNames(t *testing.T) {
 	}
 	if got := TableName("t1-", "mc01", StatusTable, KindReadDesire); got != "t1-mc-mc01-status-readdesires" {
 		t.Fatal(got)
-	}
-}
-
-func TestDesireIDVectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/desireid_vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Namespace string `json:"namespace"`
-		Vectors   []struct {
-			TaskKey string     `json:"taskKey"`
-			Target  TargetItem `json:"target"`
-			ID      string     `json:"id"`
-		} `json:"vectors"`
-	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	if file.Namespace != DesireIDNamespace.String() || len(file.Vectors) < 5 {
-		t.Fatalf("vectors file: namespace %s, %d vectors", file.Namespace, len(file.Vectors))
-	}
-	for _, v := range file.Vectors {
-		t.Run(v.TaskKey+"/"+v.Target.Name, func(t *testing.T) {
-			if got := DesireID(v.TaskKey, v.Target); got != v.ID {
-				t.Fatalf("DesireID = %s, want %s (python uuid5)", got, v.ID)
-			}
-		})
 	}
 }

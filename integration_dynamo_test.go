@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/cache"
 )
 
 func TestIntegrationDynamoCRUD(t *testing.T) {
@@ -120,47 +119,6 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 	_ = json.Unmarshal(got.Status.KubeContent.Raw, &b)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("kubeContent differs: %s", got.Status.KubeContent.Raw)
-	}
-}
-
-// recorder records informer events as "type id version".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) add(typ string, obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	a := obj.(*ApplyDesire)
-	r.mu.Lock()
-	r.events = append(r.events, fmt.Sprintf("%s %s %d", typ, a.DocumentID, a.Version))
-	r.mu.Unlock()
-}
-
-func (r *recorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.add("add", o) },
-		UpdateFunc: func(_, n any) { r.add("update", n) },
-		DeleteFunc: func(o any) { r.add("delete", o) },
-	}
-}
-
-func (r *recorder) snapshot() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.events...)
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,7 +1,6 @@
 package kubeapplier
 
 import (
-	"errors"
 	"fmt"
 	"time"
 	"unicode"
@@ -20,9 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
-
-// ErrInvalidOptions is wrapped by every error New returns for bad Options.
-var ErrInvalidOptions = errors.New("invalid options")
 
 // Defaults of Options.
 const (
@@ -121,10 +117,24 @@ type SecretRedaction struct {
 	Disabled bool
 }
 
+// complete validates o and fills every default; errors wrap ErrInvalidOptions.
 func (o *Options) complete() error {
 	if o.ManagementCluster == "" {
 		return fmt.Errorf("%w: ManagementCluster is required", ErrInvalidOptions)
 	}
+	if err := o.completeFieldManager(); err != nil {
+		return err
+	}
+	o.setDefaults()
+	if err := o.completeDynamoDB(); err != nil {
+		return err
+	}
+	return o.completeKube()
+}
+
+// completeFieldManager checks the field manager against the Kubernetes API rule: at most 128
+// printable characters.
+func (o *Options) completeFieldManager() error {
 	if o.FieldManager == "" {
 		o.FieldManager = DefaultFieldManager
 	}
@@ -136,6 +146,10 @@ func (o *Options) complete() error {
 			return fmt.Errorf("%w: FieldManager %q has a non-printable character", ErrInvalidOptions, o.FieldManager)
 		}
 	}
+	return nil
+}
+
+func (o *Options) setDefaults() {
 	setDefault(&o.Workers, DefaultWorkers)
 	setDefault(&o.KubeQPS, DefaultKubeQPS)
 	setDefault(&o.KubeBurst, DefaultKubeBurst)
@@ -155,46 +169,32 @@ func (o *Options) complete() error {
 		o.Stream.Log = o.Log
 	}
 	o.Stream = o.Stream.withDefaults()
+}
 
-	if o.DynamoDB == nil || o.Streams == nil {
-		if o.AWSConfig == nil {
-			return fmt.Errorf("%w: set AWSConfig, or both DynamoDB and Streams", ErrInvalidOptions)
-		}
-		db := dynamodb.NewFromConfig(*o.AWSConfig)
-		if o.DynamoDB == nil {
-			o.DynamoDB = db
-		}
-		if o.Streams == nil {
-			o.Streams = AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(*o.AWSConfig)}
-		}
+// completeDynamoDB builds the DynamoDB and Streams clients from AWSConfig when not given.
+func (o *Options) completeDynamoDB() error {
+	if o.DynamoDB != nil && o.Streams != nil {
+		return nil
 	}
+	if o.AWSConfig == nil {
+		return fmt.Errorf("%w: set AWSConfig, or both DynamoDB and Streams", ErrInvalidOptions)
+	}
+	db := dynamodb.NewFromConfig(*o.AWSConfig)
+	if o.DynamoDB == nil {
+		o.DynamoDB = db
+	}
+	if o.Streams == nil {
+		o.Streams = AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(*o.AWSConfig)}
+	}
+	return nil
+}
+
+// completeKube builds the cluster clients from RESTConfig when not given, and wraps the REST
+// mapper so discovery resets are throttled.
+func (o *Options) completeKube() error {
 	if o.RESTConfig != nil {
-		cfg := rest.CopyConfig(o.RESTConfig)
-		cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
-		// No gzip: each watch (one per resource and namespace ReadDesires target) would cost a
-		// ~45 KB inflater here and a deflater in the apiserver, for small events on a near network.
-		cfg.DisableCompression = true
-		o.RESTConfig = cfg
-		if o.DynamicClient == nil {
-			dc, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("%w: dynamic client: %w", ErrInvalidOptions, err)
-			}
-			o.DynamicClient = dc
-		}
-		if o.MetadataClient == nil {
-			mc, err := metadata.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("%w: metadata client: %w", ErrInvalidOptions, err)
-			}
-			o.MetadataClient = mc
-		}
-		if o.RESTMapper == nil {
-			disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
-			}
-			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		if err := o.clientsFromRESTConfig(); err != nil {
+			return err
 		}
 	}
 	if o.RESTMapper != nil {
@@ -208,6 +208,39 @@ func (o *Options) complete() error {
 	}
 	if o.LeaderElection && o.RESTConfig == nil {
 		return fmt.Errorf("%w: LeaderElection needs RESTConfig", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// clientsFromRESTConfig builds the dynamic, metadata and discovery clients that are not set,
+// with KubeQPS/KubeBurst and without response compression.
+func (o *Options) clientsFromRESTConfig() error {
+	cfg := rest.CopyConfig(o.RESTConfig)
+	cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
+	// No gzip: each target watch would cost a ~45 KB inflater here and a deflater in the
+	// apiserver, for small events on a near network.
+	cfg.DisableCompression = true
+	o.RESTConfig = cfg
+	if o.DynamicClient == nil {
+		dc, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("%w: dynamic client: %w", ErrInvalidOptions, err)
+		}
+		o.DynamicClient = dc
+	}
+	if o.MetadataClient == nil {
+		mc, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("%w: metadata client: %w", ErrInvalidOptions, err)
+		}
+		o.MetadataClient = mc
+	}
+	if o.RESTMapper == nil {
+		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
+		}
+		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	}
 	return nil
 }

@@ -12,30 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
-
-func unstructuredObj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
-	for k, v := range fields {
-		u.Object[k] = v
-	}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone"}})
-	return u
-}
-
-func readDesire(id string, t TargetItem) *ReadDesire {
-	d := &ReadDesire{}
-	d.DocumentID, d.Version = id, 1
-	d.Spec.ManagementCluster, d.Spec.TargetItem = "mc01", t
-	return d
-}
 
 func TestReadController(t *testing.T) {
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -138,16 +118,6 @@ func TestReadController(t *testing.T) {
 	}
 }
 
-func countVerb(actions []k8stesting.Action, verb string) int {
-	n := 0
-	for _, a := range actions {
-		if a.GetVerb() == verb {
-			n++
-		}
-	}
-	return n
-}
-
 // partialMetadata is what the apiserver's metadata endpoint returns for objs.
 func partialMetadata(objs ...*unstructured.Unstructured) []runtime.Object {
 	out := make([]runtime.Object, 0, len(objs))
@@ -157,11 +127,6 @@ func partialMetadata(objs ...*unstructured.Unstructured) []runtime.Object {
 		out = append(out, m)
 	}
 	return out
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // TestReadForgottenWhenNotOurs: a ReadDesire moved to another management cluster, or whose
@@ -244,15 +209,4 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 		_, st = h.sync(t, d)
 		return condition(st, ConditionSuccessful).Reason == ReasonNotFound && st.Status.KubeContent == nil
 	})
-}
-
-// newTestReadReconciler returns a ReadDesire reconciler over fake clients whose watches live
-// until the test ends; notify (optional) receives the watches' events.
-func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(desireRef)) *readReconciler {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := newTargetWatches(dyn, md, notify)
-	w.begin(ctx)
-	t.Cleanup(func() { cancel(); w.end() })
-	return newReadReconciler(DynamicKube{Client: dyn}, mapper, redaction, w, 0)
 }

@@ -23,10 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
-// view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
-var ErrStreamNotConfigured = errors.New("specs table stream not configured")
-
 // StreamsAPI is what the stream informers need of DynamoDB and DynamoDB Streams, so a fake can
 // drive them. AWSStreams adapts the two SDK clients.
 type StreamsAPI interface {
@@ -131,9 +127,6 @@ func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error
 	return *out.Table.LatestStreamArn, nil
 }
 
-// ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
-var ErrTableNotFound = errors.New("table not found")
-
 func describeTableError(table string, err error) error {
 	var missing *ddbtypes.ResourceNotFoundException
 	if errors.As(err, &missing) {
@@ -216,49 +209,16 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	return &desireList[T]{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}, nil
 }
 
-// scanAll pages a consistent Scan. Items that do not decode are kept as desires marked Invalid
-// so the controllers report them instead of dropping them.
+// scanAll Scans the table. Items that do not decode are kept as desires marked Invalid so
+// the controllers report them instead of dropping them.
 func scanAll[T Desire](ctx context.Context, db DynamoDBAPI, table string, log logr.Logger) ([]T, error) {
-	var (
-		out  []T
-		last map[string]ddbtypes.AttributeValue
-	)
-	for {
-		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", table, err)
+	var out []T
+	err := scanItems(ctx, db, table, func(item map[string]ddbtypes.AttributeValue) {
+		if d, ok := decodeLenient[T](item, log); ok {
+			out = append(out, d)
 		}
-		for _, item := range page.Items {
-			if d, ok := decodeLenient[T](item, log); ok {
-				out = append(out, d)
-			}
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		last = page.LastEvaluatedKey
-	}
-}
-
-// decodeLenient decodes item; a bad item becomes a desire holding only its metadata and the
-// reason in Invalid. Only an item without a documentID is dropped (it has no key to report on).
-func decodeLenient[T Desire](item map[string]ddbtypes.AttributeValue, log logr.Logger) (T, bool) {
-	d := newDesire[T]()
-	err := DecodeItem(item, d)
-	if err == nil {
-		return d, true
-	}
-	if _, ok := item[attrDocumentID].(*ddbtypes.AttributeValueMemberS); !ok {
-		log.Error(err, "dropping item without documentID")
-		return d, false
-	}
-	d = newDesire[T]()
-	m := d.Meta()
-	m.DocumentID, m.Version, m.Invalid = idOf(item), parseVersion(item), err.Error()
-	if s, ok := item["updateTime"].(*ddbtypes.AttributeValueMemberS); ok {
-		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
-	}
-	return d, true
+	})
+	return out, err
 }
 
 func (lw *streamListWatch[T]) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -552,46 +512,6 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	case <-ctx.Done():
 		return context.Canceled
 	}
-}
-
-// fromStreamItem converts a Streams image to the DynamoDB types the codec reads; the two SDK
-// packages declare identical but distinct AttributeValue types.
-func fromStreamItem(in map[string]types.AttributeValue) map[string]ddbtypes.AttributeValue {
-	out := make(map[string]ddbtypes.AttributeValue, len(in))
-	for k, v := range in {
-		out[k] = fromStreamAV(v)
-	}
-	return out
-}
-
-func fromStreamAV(v types.AttributeValue) ddbtypes.AttributeValue {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return &ddbtypes.AttributeValueMemberS{Value: v.Value}
-	case *types.AttributeValueMemberN:
-		return &ddbtypes.AttributeValueMemberN{Value: v.Value}
-	case *types.AttributeValueMemberB:
-		return &ddbtypes.AttributeValueMemberB{Value: v.Value}
-	case *types.AttributeValueMemberBOOL:
-		return &ddbtypes.AttributeValueMemberBOOL{Value: v.Value}
-	case *types.AttributeValueMemberNULL:
-		return &ddbtypes.AttributeValueMemberNULL{Value: v.Value}
-	case *types.AttributeValueMemberSS:
-		return &ddbtypes.AttributeValueMemberSS{Value: v.Value}
-	case *types.AttributeValueMemberNS:
-		return &ddbtypes.AttributeValueMemberNS{Value: v.Value}
-	case *types.AttributeValueMemberBS:
-		return &ddbtypes.AttributeValueMemberBS{Value: v.Value}
-	case *types.AttributeValueMemberL:
-		l := make([]ddbtypes.AttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			l[i] = fromStreamAV(e)
-		}
-		return &ddbtypes.AttributeValueMemberL{Value: l}
-	case *types.AttributeValueMemberM:
-		return &ddbtypes.AttributeValueMemberM{Value: fromStreamItem(v.Value)}
-	}
-	return &ddbtypes.AttributeValueMemberNULL{Value: true}
 }
 
 // desireList is the runtime.Object a List returns to the reflector.

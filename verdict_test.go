@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestVerdictTable pins the verdict contract: each constructor's Successful and Degraded
@@ -75,78 +74,3 @@ func TestVerdictTable(t *testing.T) {
 		t.Fatalf("message of %d bytes not cut to metav1.Condition's limit", len(long))
 	}
 }
-
-// TestStatusCarriesOverWhatIsStillTrue: a verdict that observed nothing keeps what the last
-// status truly says (the applied generation; a ReadDesire's content through transient
-// errors only) and never more.
-func TestStatusCarriesOverWhatIsStillTrue(t *testing.T) {
-	now := testTime
-	appliedBefore := applyDesire("a", cmJSON("c1"))
-	appliedBefore.Status.AppliedResourceGeneration = 5
-	readBefore := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"})
-	readBefore.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
-	cases := []struct {
-		name        string
-		doc         func() Desire
-		wantGen     int64
-		wantContent bool
-		wantMsg     string
-	}{
-		{"apply refused keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), appliedBefore, true, now)
-		}, 5, false, "field is immutable"},
-		{"apply transient keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), appliedBefore, true, now)
-		}, 5, false, "timeout"},
-		{"apply applied records the new generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), appliedBefore, true, now)
-		}, 6, false, "applied"},
-		{"read transient keeps the content and says so", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), readBefore, true, now)
-		}, 0, true, "GET failed; status.kubeContent is the object as last read"},
-		{"read refused clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), readBefore, true, now)
-		}, 0, false, "bad target"},
-		{"read not served clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), readBefore, true, now)
-		}, 0, false, "gone"},
-		{"read absent clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), readBefore, true, now)
-		}, 0, false, "does not exist"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			doc := tc.doc()
-			if c := condition(doc, ConditionSuccessful); c.Message != tc.wantMsg {
-				t.Errorf("message = %q, want %q", c.Message, tc.wantMsg)
-			}
-			switch d := doc.(type) {
-			case *ApplyDesire:
-				if d.Status.AppliedResourceGeneration != tc.wantGen {
-					t.Errorf("appliedResourceGeneration = %d, want %d", d.Status.AppliedResourceGeneration, tc.wantGen)
-				}
-				if d.Spec.KubeContent != nil {
-					t.Error("status document repeats kubeContent")
-				}
-			case *ReadDesire:
-				if (d.Status.KubeContent != nil) != tc.wantContent {
-					t.Errorf("kubeContent kept = %v, want %v", d.Status.KubeContent != nil, tc.wantContent)
-				}
-			}
-		})
-	}
-}
-
-// TestSpecStatusDoesNotLeak: a spec document's own status map (some backends write one) never
-// reaches the status the applier writes.
-func TestSpecStatusDoesNotLeak(t *testing.T) {
-	spec := applyDesire("a", cmJSON("c1"))
-	spec.Status.AppliedResourceGeneration = 99
-	spec.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
-	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), nil, false, testTime)
-	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
-		t.Fatalf("spec status leaked: %+v", doc.Status)
-	}
-}
-
-func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

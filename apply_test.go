@@ -1,0 +1,107 @@
+package kubeapplier
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestApplyController(t *testing.T) {
+	cases := []struct {
+		name        string
+		desire      *ApplyDesire
+		applyErr    error
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMsg     string
+		wantDegr    metav1.ConditionStatus
+		wantRequeue lookAgain
+		wantApplied bool
+	}{
+		{name: "configmap applied", desire: applyDesire("a", cmJSON("c1")), wantStatus: "True", wantReason: ReasonNoErrors,
+			wantMsg: "applied ConfigMap default/c1", wantDegr: "False", wantApplied: true},
+		{name: "wrong management cluster", desire: func() *ApplyDesire {
+			d := applyDesire("a", cmJSON("c1"))
+			d.Spec.ManagementCluster = "mc02"
+			return d
+		}(), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `spec.managementCluster is "mc02" but this applier serves "mc01"`, wantDegr: "False"},
+		{name: "invalid item", desire: func() *ApplyDesire {
+			d := applyDesire("a", "")
+			d.Invalid = "spec_kubeContent is not valid JSON"
+			return d
+		}(), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "cannot be decoded: spec_kubeContent is not valid JSON", wantDegr: "False"},
+		{name: "invalid JSON", desire: applyDesire("a", "{x"), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "not a JSON object", wantDegr: "False"},
+		{name: "unknown kind", desire: applyDesire("a", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`),
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "kind example.com/v1, Kind=Widget is not known to the cluster", wantDegr: "False", wantRequeue: lookBackoff},
+		{name: "namespaced kind without namespace", desire: applyDesire("a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}`),
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "Deployment is namespaced (deployments) but kubeContent has no namespace", wantDegr: "False"},
+		{name: "cluster-scoped kind with namespace", desire: applyDesire("a", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"r","namespace":"x"}}`),
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `ClusterRole is cluster-scoped (clusterroles) but kubeContent sets namespace "x"`, wantDegr: "False"},
+		{name: "apiserver 500 is transient", desire: applyDesire("a", cmJSON("c1")), applyErr: apierrors.NewInternalError(errors.New("etcd down")),
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "etcd down", wantDegr: "True", wantRequeue: lookBackoff},
+		{name: "apiserver 422 is permanent", desire: applyDesire("a", cmJSON("c1")),
+			applyErr:   apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "c1", nil),
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "is invalid", wantDegr: "False", wantRequeue: lookPeriodic},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := newFakeKube()
+			kube.errs["apply"] = tc.applyErr
+			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
+			res, st := h.sync(t, tc.desire)
+			succ, degr := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
+			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
+				t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
+			}
+			if degr.Status != tc.wantDegr || succ.ObservedGeneration != 3 || degr.ObservedGeneration != 3 {
+				t.Fatalf("Degraded = %s (gen %d/%d), want %s at gen 3", degr.Status, succ.ObservedGeneration, degr.ObservedGeneration, tc.wantDegr)
+			}
+			if res.again != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
+			}
+			applied := len(kube.objects) == 1
+			if applied != tc.wantApplied {
+				t.Fatalf("applied = %v, want %v (calls %v)", applied, tc.wantApplied, kube.calls)
+			}
+			if tc.wantApplied && (st.Status.AppliedResourceGeneration != 1 || kube.calls[0] != "apply c1 fm") {
+				t.Fatalf("appliedResourceGeneration = %d, calls %v", st.Status.AppliedResourceGeneration, kube.calls)
+			}
+			if st.Spec.KubeContent != nil {
+				t.Fatal("status document copies kubeContent")
+			}
+			if st.Status.ObservedDesireUpdateTime == nil || !st.Status.ObservedDesireUpdateTime.Equal(testTime) {
+				t.Fatalf("observedDesireUpdateTime = %v", st.Status.ObservedDesireUpdateTime)
+			}
+		})
+	}
+}
+
+func TestApplyCRDBeforeCR(t *testing.T) {
+	kube := newFakeKube()
+	mapper := newMapper()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
+	woken := 0
+	h.c.kindsChanged = func() { h.c.waitingKind.Range(func(any, any) bool { woken++; return true }) }
+	widget := applyDesire("w", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`)
+	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Reason != ReasonKindNotServed {
+		t.Fatalf("widget before CRD: %+v", st.Status.Conditions)
+	}
+	mapper.pending = append(mapper.pending, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	crd := applyDesire("crd", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"}}`)
+	if _, st := h.sync(t, crd); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+		t.Fatalf("crd: %+v", st.Status.Conditions)
+	}
+	if woken != 1 {
+		t.Fatalf("desires woken after the CRD = %d, want 1", woken)
+	}
+	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+		t.Fatalf("widget after CRD: %+v", st.Status.Conditions)
+	}
+	if _, waiting := h.c.waitingKind.Load("w"); waiting {
+		t.Fatal("widget still waiting for its kind after it was applied")
+	}
+}

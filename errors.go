@@ -1,0 +1,66 @@
+package kubeapplier
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the DynamoDB layer. Test with errors.Is or the Is*Error helpers; the AWS
+// error stays reachable with errors.As.
+var (
+	// ErrNotFound: no item with that documentID.
+	ErrNotFound = errors.New("desire not found")
+	// ErrAlreadyExists: Create found an item with that documentID.
+	ErrAlreadyExists = errors.New("desire already exists")
+	// ErrPreconditionFailed: Replace was given a Version that is no longer the stored one.
+	ErrPreconditionFailed = errors.New("desire version precondition failed")
+	// ErrItemTooLarge: the encoded item exceeds MaxItemSize; see ItemTooLargeError.
+	ErrItemTooLarge = errors.New("desire item too large")
+)
+
+// ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit.
+type ItemTooLargeError struct {
+	Table      string
+	DocumentID string
+	Size       int // bytes, as DynamoDB counts them
+	Limit      int // bytes
+}
+
+func (e *ItemTooLargeError) Error() string {
+	return fmt.Sprintf("item %s for table %s is %d bytes, over DynamoDB's item limit of %d bytes", e.DocumentID, e.Table, e.Size, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrItemTooLarge) true.
+func (e *ItemTooLargeError) Is(target error) bool { return target == ErrItemTooLarge }
+
+// IsNotFoundError reports whether err wraps ErrNotFound.
+func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsAlreadyExistsError reports whether err wraps ErrAlreadyExists.
+func IsAlreadyExistsError(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+// IsPreconditionFailedError reports whether err wraps ErrPreconditionFailed.
+func IsPreconditionFailedError(err error) bool { return errors.Is(err, ErrPreconditionFailed) }
+
+// ErrInvalidItem is wrapped by decode errors: a DynamoDB item that is not a valid desire
+// (missing documentID, attributes of the wrong type, kubeContent that is not JSON).
+var ErrInvalidItem = errors.New("invalid desire item")
+
+// ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
+// view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
+var ErrStreamNotConfigured = errors.New("specs table stream not configured")
+
+// ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
+var ErrTableNotFound = errors.New("table not found")
+
+// ErrInvalidOptions is wrapped by every error New returns for bad Options.
+var ErrInvalidOptions = errors.New("invalid options")
+
+// PreCheckError is a desire refused before any API call; Message says why in words a person
+// can act on. It is permanent until the spec changes.
+type PreCheckError struct{ Message string }
+
+func (e *PreCheckError) Error() string { return e.Message }
+
+// ErrKindNotServed: the cluster's discovery does not know the kind or resource (yet).
+var ErrKindNotServed = errors.New("resource type not served by the cluster")

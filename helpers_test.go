@@ -1,0 +1,313 @@
+package kubeapplier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	k8stesting "k8s.io/client-go/testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured,
+// errors injected per verb.
+type fakeKube struct {
+	mu      sync.Mutex
+	objects map[string]*unstructured.Unstructured
+	errs    map[string]error // verb -> error
+	calls   []string
+	gen     int64
+}
+
+// fakeMaxRequestBytes is kube-apiserver's request body limit (MaxRequestBodyBytes, 3 MiB).
+const fakeMaxRequestBytes = 3 * 1024 * 1024
+
+func newFakeKube() *fakeKube {
+	return &fakeKube{objects: map[string]*unstructured.Unstructured{}, errs: map[string]error{}}
+}
+
+func objKey(gvr schema.GroupVersionResource, ns, name string) string {
+	return gvr.String() + "|" + ns + "/" + name
+}
+
+func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "apply "+obj.GetName()+" "+fm)
+	if err := k.errs["apply"]; err != nil {
+		return nil, err
+	}
+	// Like kube-apiserver: request bodies over 3 MiB are refused with 413.
+	if body, _ := obj.MarshalJSON(); len(body) > fakeMaxRequestBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", fakeMaxRequestBytes))
+	}
+	key := objKey(gvr, obj.GetNamespace(), obj.GetName())
+	if old, ok := k.objects[key]; ok {
+		cmp := old.DeepCopy()
+		cmp.SetGeneration(0)
+		cmp.SetUID("")
+		if equality.Semantic.DeepEqual(cmp.Object, obj.Object) { // a no-op apply keeps the generation
+			return old.DeepCopy(), nil
+		}
+	}
+	k.gen++
+	live := obj.DeepCopy()
+	live.SetGeneration(k.gen)
+	live.SetUID(types.UID(fmt.Sprintf("uid-%d", k.gen)))
+	k.objects[objKey(gvr, obj.GetNamespace(), obj.GetName())] = live
+	return live.DeepCopy(), nil
+}
+
+func (k *fakeKube) Get(_ context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "get "+name)
+	if err := k.errs["get"]; err != nil {
+		return nil, err
+	}
+	o, ok := k.objects[objKey(gvr, ns, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return o.DeepCopy(), nil
+}
+
+func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "delete "+name)
+	if err := k.errs["delete"]; err != nil {
+		return err
+	}
+	key := objKey(gvr, ns, name)
+	o, ok := k.objects[key]
+	if !ok {
+		return apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	if o.GetUID() != uid {
+		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("uid precondition failed"))
+	}
+	if len(o.GetFinalizers()) > 0 {
+		now := metav1.Now()
+		o.SetDeletionTimestamp(&now)
+		return nil
+	}
+	delete(k.objects, key)
+	return nil
+}
+
+// resettingMapper counts Resets; kinds added to pending appear after the next Reset.
+type resettingMapper struct {
+	*meta.DefaultRESTMapper
+	resets  int
+	pending []schema.GroupVersionKind
+}
+
+func (m *resettingMapper) Reset() {
+	m.resets++
+	for _, gvk := range m.pending {
+		m.Add(gvk, meta.RESTScopeNamespace)
+	}
+	m.pending = nil
+}
+
+func newMapper() *resettingMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
+	m.Add(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, meta.RESTScopeRoot)
+	return &resettingMapper{DefaultRESTMapper: m}
+}
+
+var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// harness runs one controller's sync against fakes: the desire is put in the informer cache,
+// the status goes to an in-memory table.
+type harness[T Desire] struct {
+	c      *controller[T]
+	db     *memDB
+	status *Table[T]
+	cache  cache.Indexer
+}
+
+func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
+	db := newMemDB()
+	st := NewTable[T](db, "status")
+	st.clock = fixedClock
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
+	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
+		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
+		log: logr.Discard(), metrics: newMetrics(nil, fixedClock), now: fixedClock}
+	if f, ok := r.(interface{ Forget(string) }); ok {
+		cfg.forget = f.Forget
+	}
+	return &harness[T]{c: newController(cfg), db: db, status: st, cache: idx}
+}
+
+func (h *harness[T]) sync(t *testing.T, d T) (Verdict, T) {
+	t.Helper()
+	if err := h.cache.Add(d); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.c.sync(context.Background(), d.Meta().DocumentID)
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	st, err := h.status.Get(context.Background(), d.Meta().DocumentID)
+	if IsNotFoundError(err) && res.IsPending() {
+		var none T
+		return res, none // no verdict yet (a ReadDesire's watch syncing): nothing was written
+	}
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	return res, st
+}
+
+func condition(d Desire, typ string) metav1.Condition {
+	for _, c := range d.StatusCommon().Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func applyDesire(id, content string) *ApplyDesire {
+	d := &ApplyDesire{}
+	d.DocumentID, d.Version, d.UpdateTime = id, 3, testTime
+	d.Spec.ManagementCluster = "mc01"
+	if content != "" {
+		d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(content)}
+	}
+	return d
+}
+
+func deleteDesire(id string, target TargetItem) *DeleteDesire {
+	d := &DeleteDesire{}
+	d.DocumentID, d.Version = id, 1
+	d.Spec.ManagementCluster, d.Spec.TargetItem = "mc01", target
+	return d
+}
+
+var testTime = time.Date(2026, 11, 29, 8, 30, 15, 123456789, time.UTC)
+
+func fixedClock() time.Time { return testTime }
+
+func cmJSON(name string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"default"},"data":{"status":"s","name":"n","data":"d"}}`, name)
+}
+
+func sampleApply(id string) *ApplyDesire {
+	d := &ApplyDesire{}
+	d.DocumentID = id
+	d.Spec.ManagementCluster, d.Spec.ClusterID = "mc01", "hc-1"
+	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(cmJSON("c1"))}
+	return d
+}
+
+func unstructuredObj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone"}})
+	return u
+}
+
+func readDesire(id string, t TargetItem) *ReadDesire {
+	d := &ReadDesire{}
+	d.DocumentID, d.Version = id, 1
+	d.Spec.ManagementCluster, d.Spec.TargetItem = "mc01", t
+	return d
+}
+
+func countVerb(actions []k8stesting.Action, verb string) int {
+	n := 0
+	for _, a := range actions {
+		if a.GetVerb() == verb {
+			n++
+		}
+	}
+	return n
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// newTestReadReconciler returns a ReadDesire reconciler over fake clients whose watches live
+// until the test ends; notify (optional) receives the watches' events.
+func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(desireRef)) *readReconciler {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := newTargetWatches(dyn, md, notify)
+	w.begin(ctx)
+	t.Cleanup(func() { cancel(); w.end() })
+	return newReadReconciler(DynamicKube{Client: dyn}, mapper, redaction, w, 0)
+}
+
+func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+// recorder records informer events as "type id version".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(typ string, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	a := obj.(*ApplyDesire)
+	r.mu.Lock()
+	r.events = append(r.events, fmt.Sprintf("%s %s %d", typ, a.DocumentID, a.Version))
+	r.mu.Unlock()
+}
+
+func (r *recorder) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.add("add", o) },
+		UpdateFunc: func(_, n any) { r.add("update", n) },
+		DeleteFunc: func(o any) { r.add("delete", o) },
+	}
+}
+
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,40 @@
+package kubeapplier
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+func TestOptionsValidation(t *testing.T) {
+	cases := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no cluster", Options{}, "ManagementCluster is required"},
+		{"long field manager", Options{ManagementCluster: "mc", FieldManager: strings.Repeat("x", 129)}, "at most 128"},
+		{"non-printable field manager", Options{ManagementCluster: "mc", FieldManager: "a\tb"}, "non-printable"},
+		{"no dynamodb", Options{ManagementCluster: "mc"}, "set AWSConfig"},
+		{"no cluster access", Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}}, "set RESTConfig"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.opts)
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidOptions containing %q", err, tc.want)
+			}
+		})
+	}
+	o := Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, Kube: newFakeKube(), RESTMapper: newMapper(), DynamicClient: nil}
+	if err := o.complete(); err == nil {
+		t.Fatal("no dynamic client accepted")
+	}
+	// A RESTConfig builds every client, the metadata client for ReadDesire watches included.
+	o = Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	if err := o.complete(); err != nil || o.MetadataClient == nil || o.DynamicClient == nil || o.RESTMapper == nil {
+		t.Fatalf("complete() = %v; metadata %v, dynamic %v, mapper %v", err, o.MetadataClient != nil, o.DynamicClient != nil, o.RESTMapper != nil)
+	}
+}

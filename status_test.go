@@ -1,0 +1,196 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestStatusWriter(t *testing.T) {
+	ctx := context.Background()
+	kube := newFakeKube()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
+	d := applyDesire("a", cmJSON("c1"))
+	_, first := h.sync(t, d)
+
+	t.Run("unchanged status is not rewritten", func(t *testing.T) {
+		puts := h.db.Calls("PutItem")
+		_, st := h.sync(t, d)
+		if h.db.Calls("PutItem") != puts || st.Version != first.Version {
+			t.Fatalf("PutItem calls %d -> %d, version %d -> %d", puts, h.db.Calls("PutItem"), first.Version, st.Version)
+		}
+	})
+	t.Run("older spec version never overwrites a newer one", func(t *testing.T) {
+		newer := applyDesire("a", cmJSON("c1"))
+		newer.Version = 5
+		_, st := h.sync(t, newer)
+		old := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // would fail scope
+		old.Version = 4
+		h.cache.Update(old)
+		if _, err := h.c.sync(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := h.status.Get(ctx, "a")
+		if got.Version != st.Version || condition(got, ConditionSuccessful).ObservedGeneration != 5 {
+			t.Fatalf("status overwritten by stale spec: %+v", got.Status.Conditions)
+		}
+	})
+	t.Run("conflict is retried", func(t *testing.T) {
+		h.db.FailNext("PutItem", &typesConditionalCheckFailed)
+		changed := applyDesire("a", cmJSON("c1"))
+		changed.Version = 6
+		_, st := h.sync(t, changed)
+		if condition(st, ConditionSuccessful).ObservedGeneration != 6 {
+			t.Fatalf("after conflict: %+v", st.Status.Conditions)
+		}
+	})
+	t.Run("a re-created spec (version 1 again, later updateTime) replaces the old incarnation's status", func(t *testing.T) {
+		again := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // fails the scope check
+		again.Version, again.UpdateTime = 1, testTime.Add(time.Hour)
+		_, st := h.sync(t, again)
+		if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 1 || c.Reason != ReasonPreCheckFailed {
+			t.Fatalf("status kept from the old incarnation: %+v", st.Status.Conditions)
+		}
+	})
+	t.Run("deleted spec deletes status", func(t *testing.T) {
+		h.cache.Delete(d)
+		if _, err := h.c.sync(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
+			t.Fatalf("status after spec delete: %v", err)
+		}
+	})
+}
+
+// TestFreshDesireStatusCreatedWithoutRead: a desire that arrives from the stream as a new item
+// (not from a List) gets its status created with one conditional PutItem and no GetItem; a
+// leftover status of the same ID makes that create fail and the usual read-then-write path run.
+func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	h.c.newQueue() // leading: adds are recorded
+	d := applyDesire("a", cmJSON("c1"))
+	if err := h.cache.Add(d); err != nil {
+		t.Fatal(err)
+	}
+	h.c.handler().OnAdd(d, false)
+	if v, err := h.c.sync(context.Background(), "a"); err != nil || v.Reason() != ReasonNoErrors {
+		t.Fatalf("sync: %v %v", v, err)
+	}
+	if h.db.Calls("GetItem") != 0 || h.db.Calls("PutItem") != 1 {
+		t.Fatalf("calls = %v, want one PutItem and no GetItem", h.db.CallCounts())
+	}
+
+	// The same desire again, not fresh: read first, nothing changed, no write.
+	if _, err := h.c.sync(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if h.db.Calls("GetItem") != 1 || h.db.Calls("PutItem") != 1 {
+		t.Fatalf("calls = %v, want one GetItem and still one PutItem", h.db.CallCounts())
+	}
+
+	// Fresh again (deleted and re-created in the specs table before its status went away),
+	// with a newer version: the create fails, the status is read and replaced.
+	d2 := applyDesire("a", cmJSON("c1"))
+	d2.Version = 4
+	if err := h.cache.Update(d2); err != nil {
+		t.Fatal(err)
+	}
+	h.c.handler().OnAdd(d2, false)
+	if _, err := h.c.sync(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.status.Get(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 4 {
+		t.Fatalf("status observed generation %d, want 4", c.ObservedGeneration)
+	}
+
+	// Adds from the initial List and adds while not leading are not fresh.
+	h.c.handler().OnAdd(applyDesire("b", cmJSON("c2")), true)
+	h.c.q().ShutDown()
+	h.c.handler().OnAdd(applyDesire("c", cmJSON("c3")), false)
+	for _, id := range []string{"b", "c"} {
+		if _, ok := h.c.fresh.Load(id); ok {
+			t.Fatalf("%s recorded as fresh", id)
+		}
+	}
+}
+
+// TestStatusCarriesOverWhatIsStillTrue: a verdict that observed nothing keeps what the last
+// status truly says (the applied generation; a ReadDesire's content through transient
+// errors only) and never more.
+func TestStatusCarriesOverWhatIsStillTrue(t *testing.T) {
+	now := testTime
+	appliedBefore := applyDesire("a", cmJSON("c1"))
+	appliedBefore.Status.AppliedResourceGeneration = 5
+	readBefore := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"})
+	readBefore.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
+	cases := []struct {
+		name        string
+		doc         func() Desire
+		wantGen     int64
+		wantContent bool
+		wantMsg     string
+	}{
+		{"apply refused keeps the applied generation", func() Desire {
+			return statusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), appliedBefore, true, now)
+		}, 5, false, "field is immutable"},
+		{"apply transient keeps the applied generation", func() Desire {
+			return statusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), appliedBefore, true, now)
+		}, 5, false, "timeout"},
+		{"apply applied records the new generation", func() Desire {
+			return statusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), appliedBefore, true, now)
+		}, 6, false, "applied"},
+		{"read transient keeps the content and says so", func() Desire {
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), readBefore, true, now)
+		}, 0, true, "GET failed; status.kubeContent is the object as last read"},
+		{"read refused clears the content", func() Desire {
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), readBefore, true, now)
+		}, 0, false, "bad target"},
+		{"read not served clears the content", func() Desire {
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), readBefore, true, now)
+		}, 0, false, "gone"},
+		{"read absent clears the content", func() Desire {
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), readBefore, true, now)
+		}, 0, false, "does not exist"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc()
+			if c := condition(doc, ConditionSuccessful); c.Message != tc.wantMsg {
+				t.Errorf("message = %q, want %q", c.Message, tc.wantMsg)
+			}
+			switch d := doc.(type) {
+			case *ApplyDesire:
+				if d.Status.AppliedResourceGeneration != tc.wantGen {
+					t.Errorf("appliedResourceGeneration = %d, want %d", d.Status.AppliedResourceGeneration, tc.wantGen)
+				}
+				if d.Spec.KubeContent != nil {
+					t.Error("status document repeats kubeContent")
+				}
+			case *ReadDesire:
+				if (d.Status.KubeContent != nil) != tc.wantContent {
+					t.Errorf("kubeContent kept = %v, want %v", d.Status.KubeContent != nil, tc.wantContent)
+				}
+			}
+		})
+	}
+}
+
+// TestSpecStatusDoesNotLeak: a spec document's own status map (some backends write one) never
+// reaches the status the applier writes.
+func TestSpecStatusDoesNotLeak(t *testing.T) {
+	spec := applyDesire("a", cmJSON("c1"))
+	spec.Status.AppliedResourceGeneration = 99
+	spec.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
+	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), nil, false, testTime)
+	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
+		t.Fatalf("spec status leaked: %+v", doc.Status)
+	}
+}
