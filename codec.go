@@ -225,6 +225,9 @@ func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logg
 	if s, ok := item["updateTime"].(*types.AttributeValueMemberS); ok {
 		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
 	}
+	if s, ok := item["createTime"].(*types.AttributeValueMemberS); ok {
+		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
+	}
 	return d, true
 }
 

@@ -135,12 +135,17 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 	return "", fmt.Errorf("status of %s: %w after %d attempts", id, ErrPreconditionFailed, statusWriteAttempts)
 }
 
-// newerSpec reports whether a stored status answers a newer spec than spec. Desire IDs are
-// deterministic, so a spec deleted and created again restarts at version 1: a status that
-// observed a higher version of an older incarnation (an older updateTime) is not newer.
+// newerSpec reports whether a stored status answers a newer spec than spec: a higher version
+// of the same incarnation. A status of another incarnation (the documentID was deleted and
+// put again, restarting at version 1) is never newer: the spec in the informer's cache is the
+// newest the stream delivered, whatever the backend clocks say. Statuses written before
+// incarnations were recorded fall back to comparing updateTime.
 func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) bool {
 	if s.ObservedSpecVersion() <= spec.Version {
 		return false
+	}
+	if s.ObservedDesireCreateTime != nil {
+		return s.ObservedDesireCreateTime.Equal(spec.CreateTime)
 	}
 	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
 }
@@ -171,8 +176,8 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 	}
 	s := next.StatusCommon()
 	s.Conditions = conds
-	t := spec.Meta().UpdateTime
-	s.ObservedDesireUpdateTime = &t
+	updated, created := spec.Meta().UpdateTime, spec.Meta().CreateTime
+	s.ObservedDesireUpdateTime, s.ObservedDesireCreateTime = &updated, &created
 	switch n := any(next).(type) {
 	case *ApplyDesire:
 		if v.applied != nil {

@@ -47,12 +47,25 @@ func TestStatusWriter(t *testing.T) {
 			t.Fatalf("after conflict: %+v", st.Status.Conditions)
 		}
 	})
-	t.Run("a re-created spec (version 1 again, later updateTime) replaces the old incarnation's status", func(t *testing.T) {
+	t.Run("a re-created spec (version 1 again, an earlier updateTime: clocks skew) replaces the old incarnation's status", func(t *testing.T) {
 		again := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // fails the scope check
-		again.Version, again.UpdateTime = 1, testTime.Add(time.Hour)
+		again.Version, again.CreateTime, again.UpdateTime = 1, testTime.Add(-time.Hour), testTime.Add(-time.Hour)
 		_, st := h.sync(t, again)
 		if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 1 || c.Reason != ReasonPreCheckFailed {
 			t.Fatalf("status kept from the old incarnation: %+v", st.Status.Conditions)
+		}
+		if !st.Status.ObservedDesireCreateTime.Equal(again.CreateTime) {
+			t.Fatalf("observedDesireCreateTime = %v, want the new incarnation's %v", st.Status.ObservedDesireCreateTime, again.CreateTime)
+		}
+		// The same incarnation at a lower version is still stale.
+		older := again.DeepCopy()
+		older.Version = 0
+		h.cache.Update(older)
+		if _, err := h.c.sync(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := h.status.Get(ctx, "a"); condition(got, ConditionSuccessful).ObservedGeneration != 1 {
+			t.Fatalf("a lower version of the same incarnation overwrote the status: %+v", got.Status.Conditions)
 		}
 	})
 	t.Run("deleted spec deletes status", func(t *testing.T) {

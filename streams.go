@@ -93,10 +93,40 @@ type streamListWatch[T Desire] struct {
 	starts map[string]*streamStart // by the List's resourceVersion
 }
 
-// streamStart is where a Watch begins: the stream and every shard known when List began.
+// streamStart is where a Watch begins: the stream, every shard known when List began, and
+// the incarnation and version of every desire the List returned.
 type streamStart struct {
 	arn    string
 	shards map[string]*shardState
+	latest map[string]desireStamp // by documentID
+}
+
+// desireStamp is the newest state of one desire a watch has delivered: its incarnation (the
+// spec document's createTime), its version, or that it was deleted.
+type desireStamp struct {
+	created time.Time
+	version int64
+	deleted bool
+}
+
+func stampOf(m *DynamoDBMetadata, deleted bool) desireStamp {
+	return desireStamp{created: m.CreateTime, version: m.Version, deleted: deleted}
+}
+
+// replayed reports whether an event for desire m is older than what was delivered last: a
+// record of another incarnation while one is known (records of a deleted and re-created spec
+// arrive REMOVE first, so another incarnation can only be an earlier one replayed), or of the
+// same incarnation with a lower version. Records replayed after a relist (positions are taken
+// before the Scan) or read again from a child shard are dropped this way, so an old spec is
+// never applied over a newer one and an old REMOVE never deletes a re-created spec.
+func (s desireStamp) replayed(m *DynamoDBMetadata) bool {
+	if s.deleted {
+		return false
+	}
+	if !s.created.Equal(m.CreateTime) {
+		return true
+	}
+	return m.Version < s.version
 }
 
 type shardState struct {
@@ -184,7 +214,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	if err != nil {
 		return nil, err
 	}
-	start := &streamStart{arn: arn, shards: map[string]*shardState{}}
+	start := &streamStart{arn: arn, shards: map[string]*shardState{}, latest: map[string]desireStamp{}}
 	for _, s := range shards {
 		if s.ShardId == nil {
 			continue // no shard to read without an ID
@@ -211,6 +241,9 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	items, err := scanAll[T](ctx, lw.db, lw.table, lw.opts.Log)
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range items {
+		start.latest[d.Meta().DocumentID] = stampOf(d.Meta(), false)
 	}
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
@@ -563,6 +596,13 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	if !ok {
 		return nil
 	}
+	m := d.Meta()
+	if last, known := w.start.latest[m.DocumentID]; known && last.replayed(m) && hasIncarnation(img) && (m.Invalid == "" || m.Version > 0) {
+		w.lw.opts.Log.V(1).Info("dropping a replayed stream record", "table", w.lw.table, "desire", m.DocumentID,
+			"event", string(r.EventName), "version", m.Version, "latestVersion", last.version)
+		return nil
+	}
+	w.start.latest[m.DocumentID] = stampOf(m, ev.Type == watch.Deleted)
 	ev.Object = d
 	select {
 	case w.result <- ev:
@@ -572,6 +612,14 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	case <-ctx.Done():
 		return context.Canceled
 	}
+}
+
+// hasIncarnation reports whether a record's image says which incarnation it belongs to: a
+// REMOVE with Keys only does not, and is never taken for a replay (nor is an undecodable
+// item without a version: it must be reported).
+func hasIncarnation(img map[string]types.AttributeValue) bool {
+	_, ok := img["createTime"]
+	return ok
 }
 
 // desireList is the runtime.Object a List returns to the reflector.

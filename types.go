@@ -97,6 +97,10 @@ type CommonStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" dynamodbav:"-"`
 	// ObservedDesireUpdateTime is the spec document's UpdateTime this status answers.
 	ObservedDesireUpdateTime *time.Time `json:"observedDesireUpdateTime,omitempty" dynamodbav:"observedDesireUpdateTime,omitempty"`
+	// ObservedDesireCreateTime is the spec document's CreateTime this status answers: it tells
+	// incarnations of one documentID apart (a spec deleted and put again restarts at version 1,
+	// and its updateTime may be earlier than the old one's when backend clocks skew).
+	ObservedDesireCreateTime *time.Time `json:"observedDesireCreateTime,omitempty" dynamodbav:"observedDesireCreateTime,omitempty"`
 }
 
 // ApplyDesireSpec asks for a server-side apply (force) of KubeContent.
@@ -288,6 +292,10 @@ func (s CommonStatus) deepCopy() CommonStatus {
 	if s.ObservedDesireUpdateTime != nil {
 		t := *s.ObservedDesireUpdateTime
 		out.ObservedDesireUpdateTime = &t
+	}
+	if s.ObservedDesireCreateTime != nil {
+		t := *s.ObservedDesireCreateTime
+		out.ObservedDesireCreateTime = &t
 	}
 	return out
 }
