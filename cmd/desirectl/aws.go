@@ -15,8 +15,8 @@ import (
 // and endpoint of the settings when set.
 func newDynamoDBClient(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI, error) {
 	var opts []func(*config.LoadOptions) error
-	if s.awsRegion != "" {
-		opts = append(opts, config.WithRegion(s.awsRegion))
+	if s.AWSRegion != "" {
+		opts = append(opts, config.WithRegion(s.AWSRegion))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -26,8 +26,8 @@ func newDynamoDBClient(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI
 		return nil, usageErrorf("no AWS region: set --aws-region, the context's aws-region, or AWS_REGION")
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if s.endpointURL != "" {
-			o.BaseEndpoint = aws.String(s.endpointURL)
+		if s.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
 	}), nil
 }

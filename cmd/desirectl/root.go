@@ -47,13 +47,3 @@ func (a *app) newRootCommand() *cobra.Command {
 	)
 	return root
 }
-
-// usageArgs wraps a cobra argument validator so its errors are usage errors (exit 2).
-func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return usageErrorf("%v; see '%s --help'", err, cmd.CommandPath())
-		}
-		return nil
-	}
-}
