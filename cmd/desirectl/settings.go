@@ -72,7 +72,7 @@ func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.context, flagContext, "", "context to use instead of the current one")
 	registerContextFlags(fs, &g.overrides, " (overrides the context)")
 	fs.StringVar(&g.kubeconfig, flagKubeconfig, "", "kubeconfig of the target cluster, used only for discovery of resource names (default $KUBECONFIG)")
-	fs.IntVarP(&g.verbosity, flagVerbosity, flagVerbosity, 0, "log verbosity of the libraries (client-go): 4 debug, 6 requests; errors are always shown")
+	fs.IntVarP(&g.verbosity, flagVerbosity, flagVerbosity, 0, "log verbosity of the libraries (client-go, AWS SDK), as kube-applier-aws logs: 4 debug, 6 requests; errors always show")
 }
 
 // settings are the effective values: the context overlaid with the global flags. Name is the
