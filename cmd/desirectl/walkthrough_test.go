@@ -17,25 +17,29 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
-// walkthroughMarker precedes the README's fenced block of desirectl commands that
-// TestREADMEWalkthrough runs as written.
-const walkthroughMarker = "<!-- walkthrough -->"
+// The README's walkthrough: the fenced block after setupMarker (start the stack, load its
+// environment, install the binaries), then the one after walkthroughMarker (desirectl and the
+// applier). TestREADMEWalkthrough runs them as written, but for the setup's make lines.
+const (
+	setupMarker       = "<!-- walkthrough-setup -->"
+	walkthroughMarker = "<!-- walkthrough -->"
+)
 
-// walkthroughCommands returns the commands of the fenced block after walkthroughMarker, one
-// per command line: a line ending in a backslash is joined with the next, as bash reads it.
-func walkthroughCommands(readme string) ([]string, error) {
-	_, rest, ok := strings.Cut(readme, walkthroughMarker)
+// blockCommands returns the commands of the fenced block after marker, one per command line:
+// a line ending in a backslash is joined with the next, as bash reads it.
+func blockCommands(readme, marker string) ([]string, error) {
+	_, rest, ok := strings.Cut(readme, marker)
 	if !ok {
-		return nil, fmt.Errorf("no %s in the README", walkthroughMarker)
+		return nil, fmt.Errorf("no %s in the README", marker)
 	}
 	rest = strings.TrimLeft(rest, " \n")
 	if !strings.HasPrefix(rest, "```") {
-		return nil, fmt.Errorf("%s is not followed by a fenced block", walkthroughMarker)
+		return nil, fmt.Errorf("%s is not followed by a fenced block", marker)
 	}
 	_, rest, _ = strings.Cut(rest, "\n")
 	block, _, ok := strings.Cut(rest, "\n```")
 	if !ok {
-		return nil, errors.New("the walkthrough block does not end")
+		return nil, fmt.Errorf("the block after %s does not end", marker)
 	}
 	var cmds []string
 	cur := ""
@@ -51,9 +55,18 @@ func walkthroughCommands(readme string) ([]string, error) {
 		cur = ""
 	}
 	if cur != "" {
-		return nil, errors.New("the walkthrough block ends in a backslash")
+		return nil, fmt.Errorf("the block after %s ends in a backslash", marker)
 	}
 	return cmds, nil
+}
+
+// walkthroughCommands returns the setup's commands and the walkthrough's.
+func walkthroughCommands(readme string) (setup, walk []string, err error) {
+	if setup, err = blockCommands(readme, setupMarker); err != nil {
+		return nil, nil, err
+	}
+	walk, err = blockCommands(readme, walkthroughMarker)
+	return setup, walk, err
 }
 
 func readREADME(t *testing.T) string {
@@ -65,15 +78,16 @@ func readREADME(t *testing.T) string {
 	return string(data)
 }
 
-// The walkthrough holds what a newcomer needs, in order: the tables, an applier for them, and
-// desirectl's commands; TestREADMEWalkthrough runs it.
+// The walkthrough holds what a newcomer needs, in order: the stack and its environment, the
+// binaries on PATH, the tables, an applier for them, and desirectl's commands.
 func TestWalkthroughInREADME(t *testing.T) {
-	cmds, err := walkthroughCommands(readREADME(t))
+	setup, walk, err := walkthroughCommands(readREADME(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := []string{"desirectl config set-context", "desirectl tables create", "kube-applier-aws ",
-		"desirectl apply ", "desirectl wait "}
+	order := []string{"make up", `eval "$(make -s env)"`, `make install && export PATH="$PWD/bin:$PATH"`,
+		"desirectl config set-context", "desirectl tables create", "kube-applier-aws ", "desirectl apply ", "desirectl wait "}
+	cmds := append(setup, walk...)
 	next := 0
 	for _, c := range cmds {
 		if next < len(order) && strings.HasPrefix(c, order[next]) {
@@ -139,14 +153,15 @@ func wantContains(out, s string) error {
 	return nil
 }
 
-// TestREADMEWalkthrough runs the README's desirectl walkthrough as written, line by line in
-// one bash (as pasted into a terminal) from the repo root, against the local stack: both
-// binaries built into a temporary bin directory first on PATH, the environment `make -s env`
-// exports (with a fresh DynamoDB Local database), and the applier started by the walkthrough
-// itself. Every command must exit 0, print nothing on stderr (no SDK noise, no guessed
-// resource names) and print what its kind of command prints.
+// TestREADMEWalkthrough runs the README's walkthrough as written, line by line in one bash
+// (as pasted into a terminal) from the repo root, against the local stack: the setup's lines
+// but for `make` (the stack runs; both binaries are built into a temporary bin directory first
+// on PATH instead of bin/), so the environment is what `make -s env` exports, with a fresh
+// DynamoDB Local database; then the walkthrough, which starts the applier itself. Every command
+// must exit 0, print nothing on stderr (no SDK noise, no guessed resource names) and print what
+// its kind of command prints.
 func TestREADMEWalkthrough(t *testing.T) {
-	cmds, err := walkthroughCommands(readREADME(t))
+	setup, walk, err := walkthroughCommands(readREADME(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,22 +185,31 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	// The shell's environment as after `eval "$(make -s env)"` and `export PATH=...bin:$PATH`,
-	// with a fresh access key (DynamoDB Local keeps one database per key) and desirectl's
-	// config and the applier's log in the test's directory.
+	// A fresh terminal's environment with the binaries first on PATH; `make -s env` finds the
+	// running stack through KAA_STACK_DIR (its kubeconfig lives there). Then a fresh access
+	// key (DynamoDB Local keeps one database per key); desirectl's config and the applier's log
+	// go to the test's directory.
 	env := []string{
 		"PATH=" + bin + string(filepath.ListSeparator) + os.Getenv("PATH"),
-		testenv.EnvDynamoDBEndpoint + "=" + endpoint, testenv.EnvKubeconfig + "=" + kubeconfig, "KUBECONFIG=" + kubeconfig,
-		"AWS_REGION=us-east-1", fmt.Sprintf("AWS_ACCESS_KEY_ID=walkthrough%d", rand.Int64()), "AWS_SECRET_ACCESS_KEY=local",
-		configEnv + "=" + filepath.Join(tmp, "desirectl.yaml"), "TMPDIR=" + tmp,
+		"KAA_STACK_DIR=" + filepath.Dir(kubeconfig), configEnv + "=" + filepath.Join(tmp, "desirectl.yaml"), "TMPDIR=" + tmp,
 	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "AWS_") && !strings.HasPrefix(name, "KAA_") && name != "PATH" &&
-			name != "KUBECONFIG" && name != configEnv && name != "TMPDIR" {
+		switch {
+		case strings.HasPrefix(name, "AWS_"), strings.HasPrefix(name, "KAA_"), strings.HasPrefix(name, "MAKE"),
+			name == "MFLAGS", name == "PATH", name == "KUBECONFIG", name == configEnv, name == "TMPDIR":
+		default:
 			env = append(env, kv)
 		}
 	}
+	var cmds []string
+	for _, c := range setup {
+		if !strings.HasPrefix(c, "make ") {
+			cmds = append(cmds, c)
+		}
+	}
+	cmds = append(cmds, fmt.Sprintf("export AWS_ACCESS_KEY_ID=walkthrough%d  # test only: a database of its own", rand.Int64()))
+	cmds = append(cmds, walk...)
 
 	// One bash runs the commands in turn, each with its output in files, and stops at the
 	// first that fails. A command may leave a job in the background (the applier): at the end
