@@ -47,11 +47,11 @@ func New(opts Options) (*Applier, error) {
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.readRec = newReadReconciler(opts.Kube, opts.RESTMapper, opts.SecretRedaction, a.watches, 0)
 
-	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireStatus(),
+	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(),
 		NewApplyReconciler(opts.Kube, opts.RESTMapper, opts.FieldManager), nil, opts.ApplyResync))
-	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireStatus(),
+	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(),
 		NewDeleteReconciler(opts.Kube, opts.RESTMapper), nil, opts.DeleteResync))
-	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireStatus(),
+	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(),
 		Reconciler[*ReadDesire](a.readRec), a.readRec.Forget, opts.ReadResync))
 
 	if _, err := a.informers.ApplyDesires.Informer.AddEventHandler(a.apply.handler()); err != nil {
@@ -66,10 +66,10 @@ func New(opts Options) (*Applier, error) {
 	return a, nil
 }
 
-func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
-	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, statusCRUD: status,
+func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
+	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
 		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
-		maxRetryDelay: a.opts.MaxRetryDelay, workers: a.opts.Workers,
+		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers,
 		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
 }
 
@@ -119,7 +119,7 @@ func (a *Applier) Run(ctx context.Context) error {
 	a.informers.Start(infCtx)
 
 	if !a.opts.LeaderElection {
-		a.lead(ctx)
+		a.lead(ctx, term{callTimeout: a.opts.CallTimeout})
 		return nil
 	}
 	return a.runWithLeaderElection(ctx)
@@ -138,8 +138,8 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// lead reconciles until ctx ends.
-func (a *Applier) lead(ctx context.Context) {
+// lead reconciles during leadership term t until ctx ends.
+func (a *Applier) lead(ctx context.Context, t term) {
 	if err := a.informers.WaitForSync(ctx); err != nil {
 		return
 	}
@@ -151,11 +151,10 @@ func (a *Applier) lead(ctx context.Context) {
 	a.watches.begin(ctx)
 	defer a.watches.end()
 	defer a.readRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster)
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number)
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context){a.apply.run, a.delete.run, a.read.run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(ctx) }()
+	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
+		wg.Go(func() { run(ctx, t) })
 	}
 	wg.Wait()
 }

@@ -25,6 +25,8 @@ const (
 	attrConditions        = "conditions"
 	attrSpecKubeContent   = "spec_kubeContent"
 	attrStatusKubeContent = "status_kubeContent"
+	// attrApplierTerm is the leadership term of the applier that wrote a status (fencing).
+	attrApplierTerm = "applierTerm"
 )
 
 // MaxItemSize is DynamoDB's item size limit: 400 KB = 409,600 bytes, attribute names included

@@ -35,6 +35,10 @@ const (
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultLeaseName      = "kube-applier-aws"
 	DefaultLeaseNamespace = "kube-system"
+	// DefaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
+	DefaultCallTimeout = 10 * time.Second
+	// DefaultReconcileTimeout bounds one reconcile with its status write.
+	DefaultReconcileTimeout = 30 * time.Second
 )
 
 // Options configures an Applier. Only ManagementCluster, a way to reach DynamoDB (AWSConfig
@@ -84,6 +88,13 @@ type Options struct {
 	ApplyResync, DeleteResync, ReadResync time.Duration
 	// MaxRetryDelay caps the per-desire exponential back-off after transient errors. Default 30 s.
 	MaxRetryDelay time.Duration
+	// CallTimeout bounds every single call to DynamoDB, DynamoDB Streams and the kube-apiserver
+	// (long-running watches excepted): the clients in these Options are wrapped with it.
+	// Default 10 s.
+	CallTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile, its status write included. A shutdown or a lost
+	// lease waits at most this long for reconciles in flight. Default 30 s.
+	ReconcileTimeout time.Duration
 	// Stream tunes the DynamoDB Streams poller (poll interval 250 ms, discovery 10 s).
 	Stream StreamOptions
 
@@ -129,7 +140,13 @@ func (o *Options) complete() error {
 	if err := o.completeDynamoDB(); err != nil {
 		return err
 	}
-	return o.completeKube()
+	if err := o.completeKube(); err != nil {
+		return err
+	}
+	o.DynamoDB = deadlineDynamoDB{api: o.DynamoDB, timeout: o.CallTimeout}
+	o.Streams = deadlineStreams{api: o.Streams, timeout: o.CallTimeout}
+	o.Kube = deadlineKube{kube: o.Kube, timeout: o.CallTimeout}
+	return nil
 }
 
 // completeFieldManager checks the field manager against the Kubernetes API rule: at most 128
@@ -157,6 +174,8 @@ func (o *Options) setDefaults() {
 	setDefault(&o.DeleteResync, DefaultDeleteResync)
 	setDefault(&o.ReadResync, DefaultReadResync)
 	setDefault(&o.MaxRetryDelay, DefaultMaxRetryDelay)
+	setDefault(&o.CallTimeout, DefaultCallTimeout)
+	setDefault(&o.ReconcileTimeout, DefaultReconcileTimeout)
 	setDefault(&o.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&o.RenewDeadline, DefaultRenewDeadline)
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)

@@ -256,7 +256,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 // the controllers report them instead of dropping them.
 func scanAll[T Desire](ctx context.Context, db DynamoDBAPI, table string, log logr.Logger) ([]T, error) {
 	var out []T
-	err := scanItems(ctx, db, table, func(item map[string]ddbtypes.AttributeValue) {
+	err := scanItems(ctx, db, dynamodb.ScanInput{TableName: &table}, func(item map[string]ddbtypes.AttributeValue) {
 		if d, ok := decodeLenient[T](item, log); ok {
 			out = append(out, d)
 		}
