@@ -24,7 +24,7 @@ const DefaultRecheck = 5 * time.Second
 type controller[T Desire] struct {
 	controllerConfig[T]
 	queue  atomic.Pointer[workqueue.TypedRateLimitingInterface[string]] // new for each leadership term
-	writer atomic.Pointer[statusWriter[T]]                             // fenced by the current term
+	writer atomic.Pointer[statusWriter[T]]                              // fenced by the current term
 	// fresh holds the desires that arrived as new items from the stream (not from a List)
 	// while leading: their status almost surely does not exist yet, so it is created without
 	// reading it first. Cleared at each leadership term.
