@@ -45,12 +45,12 @@ func New(opts Options) (*Applier, error) {
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.informers = NewKubeApplierInformers(opts.DynamoDB, opts.Streams, opts.TablePrefix, opts.ManagementCluster, opts.Stream)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
-	a.readRec = newReadReconciler(opts.Kube, opts.RESTMapper, opts.SecretRedaction, a.watches, 0)
+	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.RESTMapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 
 	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(),
 		NewApplyReconciler(opts.Kube, opts.RESTMapper, opts.FieldManager), nil, opts.ApplyResync))
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(),
-		NewDeleteReconciler(opts.Kube, opts.RESTMapper), nil, opts.DeleteResync))
+		NewDeleteReconciler(opts.Kube, opts.RESTMapper, opts.Discovery), nil, opts.DeleteResync))
 	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(),
 		Reconciler[*ReadDesire](a.readRec), a.readRec.Forget, opts.ReadResync))
 

@@ -45,6 +45,12 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	}
 	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
 	live, err := r.kube.Apply(ctx, mapping.Resource, obj, r.fieldManager)
+	if resourceNotServed(err) {
+		// The kind went away (its CRD deleted) since discovery said otherwise: refresh it, and
+		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
+		r.mapper.Reset()
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
+	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/discovery"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+
 	k8stesting "k8s.io/client-go/testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,7 +269,7 @@ func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Inte
 	w := newTargetWatches(dyn, md, notify)
 	w.begin(ctx)
 	t.Cleanup(func() { cancel(); w.end() })
-	return newReadReconciler(DynamicKube{Client: dyn}, mapper, redaction, w, 0)
+	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
 }
 
 func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
@@ -310,4 +313,35 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// testDiscovery serves the API groups newMapper knows (core, apps, rbac, apiextensions);
+// with failing set, discovery of one group fails (an unavailable aggregated API), so nothing
+// can be proven not served.
+type testDiscovery struct {
+	*discoveryfake.FakeDiscovery
+	failing bool
+}
+
+func newTestDiscovery(failing bool) *testDiscovery {
+	res := func(gv string, names ...string) *metav1.APIResourceList {
+		l := &metav1.APIResourceList{GroupVersion: gv}
+		for _, n := range names {
+			l.APIResources = append(l.APIResources, metav1.APIResource{Name: n})
+		}
+		return l
+	}
+	fd := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{
+		res("v1", "configmaps", "namespaces", "secrets"), res("apps/v1", "deployments"),
+		res("rbac.authorization.k8s.io/v1", "clusterroles"), res("apiextensions.k8s.io/v1", "customresourcedefinitions"),
+	}}}
+	return &testDiscovery{FakeDiscovery: fd, failing: failing}
+}
+
+func (d *testDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := d.FakeDiscovery.ServerGroupsAndResources()
+	if d.failing && err == nil {
+		err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
+	}
+	return groups, lists, err
 }

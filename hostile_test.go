@@ -331,7 +331,7 @@ func TestHostileDeleteAndReadTargets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
-			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
 			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || res.again != lookPeriodic || len(kube.calls) != 0 {

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,4 +65,27 @@ func isTransient(err error) bool {
 		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
 	}
 	return true
+}
+
+// objectNotFound reports whether err is the apiserver's NotFound for the object name itself,
+// not for its resource type (a 404 for a resource the apiserver no longer serves, e.g. a
+// deleted CRD, names no object) nor for its namespace.
+func objectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name && d.Kind != "namespaces"
+}
+
+// resourceNotServed reports whether err is a 404 for the resource type itself (its CRD was
+// deleted, or discovery is stale): not for an object, and not for a missing namespace.
+func resourceNotServed(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || (d.Name == "" && d.Kind != "namespaces")
 }

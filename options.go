@@ -72,6 +72,11 @@ type Options struct {
 	// RESTMapper maps kinds and resources; reset when a kind is not found so CRDs installed
 	// later work. Default: a deferred discovery mapper over RESTConfig.
 	RESTMapper meta.ResettableRESTMapper
+	// Discovery proves that a resource type is not served (discovery complete, no API group
+	// failed), which lets a DeleteDesire of such a type report success. Default: the cached
+	// discovery client of the default RESTMapper, or one built from RESTConfig. Without it
+	// (no RESTConfig) such DeleteDesires wait as KindNotServed.
+	Discovery discovery.DiscoveryInterface
 	// KubeQPS and KubeBurst are client-go's client-side rate limit, in requests per second and
 	// requests. Defaults 200 and 400 (client-go's own 5/10 cannot keep up with 10k desires).
 	KubeQPS   float32
@@ -254,12 +259,19 @@ func (o *Options) clientsFromRESTConfig() error {
 		}
 		o.MetadataClient = mc
 	}
-	if o.RESTMapper == nil {
-		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if o.RESTMapper == nil || o.Discovery == nil {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 		if err != nil {
 			return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
 		}
-		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		// One cache for both: a mapper reset invalidates what proves "not served" too.
+		cached := memory.NewMemCacheClient(dc)
+		if o.RESTMapper == nil {
+			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
+		}
+		if o.Discovery == nil {
+			o.Discovery = cached
+		}
 	}
 	return nil
 }

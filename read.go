@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -28,7 +25,7 @@ const DefaultWatchSyncTimeout = 30 * time.Second
 // watch, not a thousand, and resyncs of unchanged objects cost no request.
 type readReconciler struct {
 	kube        KubeClient
-	mapper      meta.ResettableRESTMapper
+	targets     *targetResolver
 	redaction   SecretRedaction
 	watches     *targetWatches
 	syncTimeout time.Duration
@@ -47,11 +44,11 @@ type fetchedObject struct {
 	raw       []byte // the object as status content
 }
 
-func newReadReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
+func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
 	if syncTimeout <= 0 {
 		syncTimeout = DefaultWatchSyncTimeout
 	}
-	return &readReconciler{kube: kube, mapper: mapper, redaction: redaction, watches: watches,
+	return &readReconciler{kube: kube, targets: targets, redaction: redaction, watches: watches,
 		syncTimeout: syncTimeout, fetched: map[string]*fetchedObject{}}
 }
 
@@ -60,12 +57,22 @@ func newReadReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, redact
 // for a resource the cluster does not serve; Transient(KubeAPIError) when the watch or the
 // GET fails.
 func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
-	t := d.Spec.TargetItem
-	if v, ok := r.resolve(t); !ok {
+	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
+	switch res {
+	case targetVerdict:
 		r.Forget(d.DocumentID)
 		return v
+	case targetNotServed:
+		r.Forget(d.DocumentID)
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(rt.GVR())))
 	}
+	t := rt.TargetItem
 	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t)
+	if err := w.err(); err != nil {
+		// A watch that fails, before or after it synced (forbidden after an RBAC change, a
+		// resource no longer served), is reported: its store may be stale.
+		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
+	}
 	if !w.synced() {
 		return r.unsynced(w, t)
 	}
@@ -76,41 +83,22 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 	}
 	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.resourceVersion)
 	switch {
-	case apierrors.IsNotFound(err):
+	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.
 		r.drop(d.DocumentID)
 		return Absent(fmt.Sprintf("%s does not exist", t))
+	case resourceNotServed(err):
+		r.targets.mapper.Reset()
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(t.GVR()), err))
 	case err != nil:
 		return Transient(ReasonKubeAPIError, err)
 	}
 	return Mirrored(obj.raw, fmt.Sprintf("%s mirrored at resourceVersion %s", t, obj.objectRV))
 }
 
-// resolve checks a target before any watch: its fields, its resource (served or not) and
-// its scope. It returns the verdict and false when the target cannot be watched.
-func (r *readReconciler) resolve(t TargetItem) (Verdict, bool) {
-	if err := validateTarget(t); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error()), false
-	}
-	mapping, err := mapResource(r.mapper, t.GVR())
-	switch {
-	case errors.Is(err, ErrKindNotServed):
-		return NotYet(ReasonKindNotServed, err.Error()), false
-	case err != nil:
-		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err)), false
-	}
-	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error()), false
-	}
-	return Verdict{}, true
-}
-
-// unsynced is the verdict while a target's watch has not completed its first list: the
-// watch's error, a timeout, or Pending (nothing written yet).
+// unsynced is the verdict while a target's watch has not completed its first list: a
+// timeout, or Pending (nothing written yet).
 func (r *readReconciler) unsynced(w *metaWatch, t TargetItem) Verdict {
-	if err := w.err(); err != nil {
-		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
-	}
 	if waited := time.Since(w.started); waited > r.syncTimeout {
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
 	}
