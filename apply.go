@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // applyReconciler server-side applies an ApplyDesire's kubeContent with force, as the field
@@ -31,6 +32,16 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
+	v := r.apply(ctx, obj)
+	if isSecret(obj) {
+		// The apiserver quotes offending values in its errors.
+		v.message = newSecretScrubber(obj).scrub(v.message)
+	}
+	return v
+}
+
+// apply maps and applies one parsed object.
+func (r *applyReconciler) apply(ctx context.Context, obj *unstructured.Unstructured) Verdict {
 	gvk := obj.GroupVersionKind()
 	mapping, err := mapKind(r.mapper, gvk)
 	switch {

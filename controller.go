@@ -32,6 +32,8 @@ type controller[T Desire] struct {
 	// waitingKind holds the desires whose last verdict was KindNotServed: a CRD being applied
 	// wakes them at once.
 	waitingKind sync.Map
+	// streaks tells a desire that keeps failing the same way from an applier that fails.
+	streaks failureStreaks
 }
 
 // controllerConfig is what a controller is built from.
@@ -263,7 +265,7 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyObject().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
-	v := c.verdict(ctx, d)
+	v := c.streaks.judge(d.Meta(), c.verdict(ctx, d), c.now())
 	if v.reason == ReasonKindNotServed {
 		c.waitingKind.Store(id, struct{}{})
 	} else {
@@ -340,7 +342,71 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 }
 
 func (c *controller[T]) forgetDesire(id string) {
+	c.streaks.forget(id)
 	if c.forget != nil {
 		c.forget(id)
 	}
+}
+
+// sameFailureLimit is how many times one spec version may fail the same way, while other
+// desires succeed, before the failure is taken for the desire's and no longer for the
+// applier's.
+const sameFailureLimit = 5
+
+// failureStreaks records, per desire, the run of identical transient failures of one spec
+// version, and when any desire last succeeded. A 500 from the apiserver is usually the
+// cluster's trouble, but some bad manifests get one too; repeated for the same spec version,
+// with the same message, while other desires are carried out, it is the desire's: Degraded
+// would blame the applier and back-off retries would go on for ever.
+type failureStreaks struct {
+	mu          sync.Mutex
+	byID        map[string]*failureStreak
+	lastSuccess time.Time
+}
+
+type failureStreak struct {
+	created time.Time // the spec's incarnation
+	version int64
+	message string
+	count   int
+	since   time.Time
+}
+
+// judge returns v, or, once the same spec version has failed the same way sameFailureLimit
+// times and some desire succeeded since the first of them, v as a refusal (not Degraded,
+// retried only on a spec change or the periodic resync).
+func (f *failureStreaks) judge(m *DynamoDBMetadata, v Verdict, now time.Time) Verdict {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v.successful {
+		f.lastSuccess = now
+		delete(f.byID, m.DocumentID)
+		return v
+	}
+	if !v.degraded || v.reason != ReasonKubeAPIError {
+		delete(f.byID, m.DocumentID)
+		return v
+	}
+	if f.byID == nil {
+		f.byID = map[string]*failureStreak{}
+	}
+	s := f.byID[m.DocumentID]
+	if s == nil || s.version != m.Version || !s.created.Equal(m.CreateTime) || s.message != v.message {
+		s = &failureStreak{created: m.CreateTime, version: m.Version, message: v.message, since: now}
+		f.byID[m.DocumentID] = s
+	}
+	s.count++
+	if s.count < sameFailureLimit || !f.lastSuccess.After(s.since) {
+		return v
+	}
+	out := Refused(v.reason, fmt.Sprintf("%s (failed the same way %d times for spec version %d while other desires succeeded: "+
+		"taken for a problem of the desire, retried when the spec changes or at the periodic resync)", v.message, s.count, m.Version))
+	out.applied = v.applied
+	return out
+}
+
+func (f *failureStreaks) forget(id string) {
+	f.mu.Lock()
+	delete(f.byID, id)
+	f.mu.Unlock()
 }

@@ -345,3 +345,9 @@ func (d *testDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 	}
 	return groups, lists, err
 }
+
+// withSecrets adds the Secret kind to a test mapper.
+func withSecrets(m *resettingMapper) *resettingMapper {
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	return m
+}

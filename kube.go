@@ -57,9 +57,7 @@ func isTransient(err error) bool {
 	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
 		return false
-	case strings.Contains(err.Error(), "failed to create typed patch object"):
-		// The manifest does not match the schema (e.g. a number where a string belongs); the
-		// apiserver answers 500 for it, but only a spec change can fix it.
+	case badManifest(err):
 		return false
 	case apierrors.IsForbidden(err):
 		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
@@ -88,4 +86,24 @@ func resourceNotServed(err error) bool {
 	}
 	d := status.Status().Details
 	return d == nil || (d.Name == "" && d.Kind != "namespaces")
+}
+
+// badManifestMessages are what kube-apiserver says, with a 500, about a manifest it cannot
+// decode or match to the schema (a number where a string belongs, invalid base64 in a Secret's
+// data): only a spec change can fix those.
+var badManifestMessages = []string{
+	"failed to create typed patch object",
+	"failed to convert new object",
+	"unable to convert unstructured object",
+	"error decoding from json",
+}
+
+// badManifest reports whether err is the apiserver refusing a manifest it cannot decode.
+func badManifest(err error) bool {
+	for _, m := range badManifestMessages {
+		if strings.Contains(err.Error(), m) {
+			return true
+		}
+	}
+	return false
 }

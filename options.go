@@ -125,14 +125,6 @@ type Options struct {
 	clock func() time.Time
 }
 
-// SecretRedaction says which Secret data keys a ReadDesire may copy into the status.
-type SecretRedaction struct {
-	// AllowKeys are data keys copied as they are.
-	AllowKeys []string
-	// Disabled copies every value (explicit opt-out).
-	Disabled bool
-}
-
 // complete validates o and fills every default; errors wrap ErrInvalidOptions.
 func (o *Options) complete() error {
 	if o.ManagementCluster == "" {

@@ -2,18 +2,13 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// RedactedValue replaces redacted Secret data values: base64 of "REDACTED".
-var RedactedValue = base64.StdEncoding.EncodeToString([]byte("REDACTED"))
 
 // DefaultWatchSyncTimeout bounds how long a target watch may stay unsynced without an error
 // before the desires it serves report KubeAPIError.
@@ -139,22 +134,8 @@ func (r *readReconciler) drop(id string) {
 // u is the reconciler's own copy (a GET's result) and is modified.
 func (r *readReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]byte, error) {
 	u.SetManagedFields(nil)
-	if t.Group == "" && t.Resource == "secrets" && !r.redaction.Disabled {
-		for _, field := range []string{"data", "stringData"} {
-			data, ok := u.Object[field].(map[string]any)
-			if !ok {
-				continue
-			}
-			for k := range data {
-				if !slices.Contains(r.redaction.AllowKeys, k) {
-					data[k] = RedactedValue
-				}
-			}
-		}
-		// The last-applied annotation would reveal the values again.
-		anns := u.GetAnnotations()
-		delete(anns, "kubectl.kubernetes.io/last-applied-configuration")
-		u.SetAnnotations(anns)
+	if t.Group == "" && t.Resource == "secrets" {
+		r.redaction.redact(u)
 	}
 	return json.Marshal(u.Object)
 }
