@@ -15,7 +15,10 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
@@ -630,6 +633,11 @@ func TestCheckStreams(t *testing.T) {
 		wantIn:  []string{name(KindReadDesire)},
 		notConf: true,
 	}, {
+		name:    "stream disabled by UpdateTable on the apply table",
+		setup:   func(f *memDB) { f.DisableStream(name(KindApplyDesire)) },
+		wantIn:  []string{name(KindApplyDesire), "no stream"},
+		notConf: true,
+	}, {
 		name:    "KEYS_ONLY on the apply table",
 		setup:   func(f *memDB) { f.AddTable(name(KindApplyDesire), ddbtypes.StreamViewTypeKeysOnly, stShard0) },
 		wantIn:  []string{name(KindApplyDesire), "KEYS_ONLY"},
@@ -761,4 +769,107 @@ func TestStreamInformerStreamReplacedRelists(t *testing.T) {
 	// The new watch reads the new stream.
 	f.Put(stTable, "shard-new", stItem(t, "doc-d", 2))
 	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1, "doc-d": 2})
+}
+
+// 10. The whole applier (informers, controllers, status writes) runs on the one fake: the
+// backend's specs writes go through PutItem and DeleteItem, their stream records reach the
+// controllers without a relist, and the statuses land in the status tables.
+func TestStreamApplierEndToEndOnFake(t *testing.T) {
+	const prefix, cluster = "t-", "mc01"
+	db := newMemDB()
+	for _, k := range DesireKinds {
+		db.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, "")
+		db.AddTable(TableName(prefix, cluster, StatusTable, k), "", "")
+	}
+	kube := newFakeKube()
+	a, err := New(Options{ManagementCluster: cluster, TablePrefix: prefix, DynamoDB: db, Streams: db,
+		Kube: kube, RESTMapper: newMapper(), DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+		Workers: 2, Stream: streamTestOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return within 10s of its context's end")
+		}
+	}()
+	streamWaitFor(t, 10*time.Second, "the applier to lead", a.Leading, nil)
+
+	applyTable := TableName(prefix, cluster, SpecsTable, KindApplyDesire)
+	applySpecs := NewTable[*ApplyDesire](db, applyTable)
+	deleteSpecs := NewTable[*DeleteDesire](db, TableName(prefix, cluster, SpecsTable, KindDeleteDesire))
+	status := NewKubeApplierDBClient(db, prefix, cluster)
+	cmKey := objKey(cmGVR, "default", "e2e")
+	live := func() *unstructured.Unstructured {
+		kube.mu.Lock()
+		defer kube.mu.Unlock()
+		return kube.objects[cmKey]
+	}
+	successfulAt := func(d Desire, err error, version int64) bool {
+		if err != nil {
+			return false
+		}
+		c := condition(d, ConditionSuccessful)
+		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
+	}
+	waitApplied := func(version int64, greeting string) {
+		t.Helper()
+		streamWaitFor(t, 10*time.Second, fmt.Sprintf("ApplyDesire status Successful for version %d", version), func() bool {
+			st, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+			o := live()
+			return successfulAt(st, err, version) && o != nil && fmt.Sprint(o.Object["data"]) == "map[greeting:"+greeting+"]"
+		}, func() string {
+			st, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+			return fmt.Sprintf("%+v %v", st, err)
+		})
+	}
+
+	created, err := applySpecs.Create(ctx, applyDesire("ad-1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"hello"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(1, "hello")
+	created.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"bye"}}`)}
+	if _, err := applySpecs.Replace(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(2, "bye")
+
+	if _, err := deleteSpecs.Create(ctx, deleteDesire("dd-1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "e2e"})); err != nil {
+		t.Fatal(err)
+	}
+	streamWaitFor(t, 10*time.Second, "the DeleteDesire carried out", func() bool {
+		st, err := status.DeleteDesireStatus().Get(ctx, "dd-1")
+		return successfulAt(st, err, 1) && live() == nil
+	}, nil)
+
+	if err := applySpecs.Delete(ctx, "ad-1"); err != nil {
+		t.Fatal(err)
+	}
+	streamWaitFor(t, 10*time.Second, "the ApplyDesire status removed with its spec", func() bool {
+		_, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+		return IsNotFoundError(err)
+	}, nil)
+
+	var events []string
+	for _, r := range db.Records(db.StreamARN(applyTable), "shard-0") {
+		events = append(events, string(r.EventName))
+	}
+	if want := []string{"INSERT", "MODIFY", "REMOVE"}; !reflect.DeepEqual(events, want) {
+		t.Errorf("ApplyDesire specs stream records = %v, want %v", events, want)
+	}
+	for _, k := range DesireKinds {
+		if n := db.Calls("Scan:" + TableName(prefix, cluster, SpecsTable, k)); n != 1 {
+			t.Errorf("%s specs Scans = %d, want 1: every change came through the stream", k, n)
+		}
+	}
 }
