@@ -163,29 +163,36 @@ func (d *DB) writeLocked(t *table, shardID, id string, newItem item) string {
 
 var condRe = regexp.MustCompile(`^(attribute_not_exists|attribute_exists) \((#\w+)\)$|^\(?(#\w+)\)? = \(?(:\w+)\)?$`)
 
+// condition is a write's ConditionExpression with its names and values.
+type condition struct {
+	expr   *string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
 // holds evaluates the condition shapes kubeapplier.Table builds against the current item.
-func holds(cond *string, names map[string]string, values map[string]types.AttributeValue, cur item) (bool, error) {
-	if cond == nil {
+func (c condition) holds(cur item) (bool, error) {
+	if c.expr == nil {
 		return true, nil
 	}
-	m := condRe.FindStringSubmatch(strings.TrimSpace(*cond))
+	m := condRe.FindStringSubmatch(strings.TrimSpace(*c.expr))
 	if m == nil {
-		return false, fmt.Errorf("dynamofake: unsupported condition %q", *cond)
+		return false, fmt.Errorf("dynamofake: unsupported condition %q", *c.expr)
 	}
 	switch m[1] {
 	case "attribute_not_exists":
-		_, ok := cur[names[m[2]]]
+		_, ok := cur[c.names[m[2]]]
 		return !ok, nil
 	case "attribute_exists":
-		_, ok := cur[names[m[2]]]
+		_, ok := cur[c.names[m[2]]]
 		return ok, nil
 	}
-	return reflect.DeepEqual(cur[names[m[3]]], values[m[4]]), nil
+	return reflect.DeepEqual(cur[c.names[m[3]]], c.values[m[4]]), nil
 }
 
-// checkCondition returns ConditionalCheckFailedException when cond does not hold on cur.
-func checkCondition(cond *string, names map[string]string, values map[string]types.AttributeValue, cur item) error {
-	ok, err := holds(cond, names, values, cur)
+// check returns ConditionalCheckFailedException when the condition does not hold on cur.
+func (c condition) check(cur item) error {
+	ok, err := c.holds(cur)
 	if err != nil {
 		return err
 	}
@@ -215,38 +222,38 @@ func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*
 	if hook := d.BeforePut; hook != nil {
 		hook(in)
 	}
-	if err := d.lockFor(ctx); err != nil {
+	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues}
+	if err := d.conditionalWrite(ctx, "PutItem", aws.ToString(in.TableName), keyOf(in.Item), c, in.Item); err != nil {
 		return nil, err
 	}
-	defer d.mu.Unlock()
-	t, err := d.enterTableLocked("PutItem", aws.ToString(in.TableName), true)
-	if err != nil {
-		return nil, err
-	}
-	id := keyOf(in.Item)
-	if err := checkCondition(in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, t.items[id]); err != nil {
-		return nil, err
-	}
-	d.writeLocked(t, "", id, in.Item)
 	return &dynamodb.PutItemOutput{}, nil
 }
 
 // DeleteItem implements kubeapplier.DynamoDBAPI; deleting an item appends a stream record.
 func (d *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := d.lockFor(ctx); err != nil {
+	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues}
+	if err := d.conditionalWrite(ctx, "DeleteItem", aws.ToString(in.TableName), keyOf(in.Key), c, nil); err != nil {
 		return nil, err
+	}
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+// conditionalWrite is the API write op: it stores newItem under id (nil deletes) when the
+// condition holds on the current item.
+func (d *DB) conditionalWrite(ctx context.Context, op, name, id string, c condition, newItem item) error {
+	if err := d.lockFor(ctx); err != nil {
+		return err
 	}
 	defer d.mu.Unlock()
-	t, err := d.enterTableLocked("DeleteItem", aws.ToString(in.TableName), true)
+	t, err := d.enterTableLocked(op, name, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	id := keyOf(in.Key)
-	if err := checkCondition(in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, t.items[id]); err != nil {
-		return nil, err
+	if err := c.check(t.items[id]); err != nil {
+		return err
 	}
-	d.writeLocked(t, "", id, nil)
-	return &dynamodb.DeleteItemOutput{}, nil
+	d.writeLocked(t, "", id, newItem)
+	return nil
 }
 
 // emptyMark prefixes the LastEvaluatedKey of an injected empty page.
