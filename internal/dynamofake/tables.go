@@ -58,7 +58,10 @@ func (d *DB) DropTable(table string) {
 func (d *DB) Item(table, id string) map[string]types.AttributeValue {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.tableLocked(table).items[id]
+	if t := d.tables[table]; t != nil {
+		return t.items[id]
+	}
+	return nil
 }
 
 // PutRaw stores item as it is: no condition, no call counted, no stream record.
@@ -97,7 +100,10 @@ func (d *DB) Remove(table, shard, id string) string {
 func (d *DB) StreamARN(table string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.tableLocked(table).arn
+	if t := d.tables[table]; t != nil {
+		return t.arn
+	}
+	return ""
 }
 
 // --- internals --------------------------------------------------------------------------------
@@ -112,8 +118,8 @@ func (d *DB) tableLocked(name string) *table {
 	return t
 }
 
-// enterTableLocked starts an API call on a table. Item calls (create) make a missing table;
-// DescribeTable does not.
+// enterTableLocked starts an API call on a table. Item calls (create) make a table nobody made
+// yet, DescribeTable does not; a table hidden by SetMissing is not found by either.
 func (d *DB) enterTableLocked(op, name string, create bool) (*table, error) {
 	if err := d.enterLocked(op, name); err != nil {
 		return nil, err
