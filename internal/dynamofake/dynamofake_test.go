@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -119,9 +118,38 @@ func TestConditions(t *testing.T) {
 	if err := del("a"); err != nil || db.Item(tbl, "a") != nil {
 		t.Fatalf("delete: err %v, item left %v", err, db.Item(tbl, "a"))
 	}
-	odd := cond(t, expression.Name("version").GreaterThan(expression.Value(1)))
-	if err := putIf(db, doc("c", "1"), &odd); err == nil || !strings.Contains(err.Error(), "unsupported condition") {
-		t.Fatalf("unsupported condition: err = %v", err)
+	// The fence kubeapplier.Table.Fenced adds: version AND (no term OR term <= mine), with the
+	// current item returned on failure (ALL_OLD).
+	fenced := func(version, term int) expression.Expression {
+		tn := expression.Name("applierTerm")
+		return cond(t, expression.Name("version").Equal(expression.Value(version)).
+			And(expression.Or(expression.AttributeNotExists(tn), tn.LessThanEqual(expression.Value(term)))))
+	}
+	putFenced := func(it map[string]types.AttributeValue, e expression.Expression) error {
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tbl), Item: it, ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		return err
+	}
+	withTerm := func(it map[string]types.AttributeValue, term string) map[string]types.AttributeValue {
+		it["applierTerm"] = &types.AttributeValueMemberN{Value: term}
+		return it
+	}
+	db.PutRaw(tbl, withTerm(doc("f", "1"), "3"))
+	err := putFenced(withTerm(doc("f", "2"), "2"), fenced(1, 2))
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || !reflect.DeepEqual(ccf.Item["applierTerm"], &types.AttributeValueMemberN{Value: "3"}) {
+		t.Fatalf("older term: err = %v, want ConditionalCheckFailedException with the stored item", err)
+	}
+	if err := putFenced(withTerm(doc("f", "2"), "10"), fenced(1, 10)); err != nil {
+		t.Fatalf("newer term (10 > 3 as numbers, not strings): %v", err)
+	}
+	if err := putFenced(doc("g", "2"), fenced(1, 1)); !isCCF(err) {
+		t.Fatalf("fence on a missing item: err = %v", err)
+	}
+	bad := "version >>= :x"
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tbl), Item: doc("h", "1"), ConditionExpression: &bad}); err == nil || isCCF(err) {
+		t.Fatalf("malformed condition: err = %v, want a parse error", err)
 	}
 }
 

@@ -2,9 +2,7 @@ package dynamofake
 
 import (
 	"context"
-	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -167,43 +165,31 @@ func (d *DB) writeLocked(t *table, shardID, id string, newItem item) string {
 	return d.appendLocked(sh, writeRecord(s.view, op, keys, old, newItem))
 }
 
-var condRe = regexp.MustCompile(`^(attribute_not_exists|attribute_exists) \((#\w+)\)$|^\(?(#\w+)\)? = \(?(:\w+)\)?$`)
-
-// condition is a write's ConditionExpression with its names and values.
+// condition is a write's ConditionExpression with its names and values, and whether a failed
+// check returns the current item (ReturnValuesOnConditionCheckFailure=ALL_OLD).
 type condition struct {
 	expr   *string
 	names  map[string]string
 	values map[string]types.AttributeValue
+	allOld bool
 }
 
-// holds evaluates the condition shapes kubeapplier.Table builds against the current item.
-func (c condition) holds(cur item) (bool, error) {
-	if c.expr == nil {
-		return true, nil
-	}
-	m := condRe.FindStringSubmatch(strings.TrimSpace(*c.expr))
-	if m == nil {
-		return false, fmt.Errorf("dynamofake: unsupported condition %q", *c.expr)
-	}
-	switch m[1] {
-	case "attribute_not_exists":
-		_, ok := cur[c.names[m[2]]]
-		return !ok, nil
-	case "attribute_exists":
-		_, ok := cur[c.names[m[2]]]
-		return ok, nil
-	}
-	return reflect.DeepEqual(cur[c.names[m[3]]], c.values[m[4]]), nil
-}
-
-// check returns ConditionalCheckFailedException when the condition does not hold on cur.
+// check returns ConditionalCheckFailedException (carrying cur when asked, as DynamoDB does)
+// when the condition does not hold on cur.
 func (c condition) check(cur item) error {
-	ok, err := c.holds(cur)
+	if c.expr == nil {
+		return nil
+	}
+	ok, err := evalCondition(*c.expr, c.names, c.values, cur)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		e := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		if c.allOld {
+			e.Item = cur
+		}
+		return e
 	}
 	return nil
 }
@@ -228,7 +214,8 @@ func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*
 	if hook := d.BeforePut; hook != nil {
 		hook(in)
 	}
-	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues}
+	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues,
+		in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld}
 	if err := d.conditionalWrite(ctx, "PutItem", aws.ToString(in.TableName), keyOf(in.Item), c, in.Item); err != nil {
 		return nil, err
 	}
@@ -237,7 +224,8 @@ func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*
 
 // DeleteItem implements kubeapplier.DynamoDBAPI; deleting an item appends a stream record.
 func (d *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues}
+	c := condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues,
+		in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld}
 	if err := d.conditionalWrite(ctx, "DeleteItem", aws.ToString(in.TableName), keyOf(in.Key), c, nil); err != nil {
 		return nil, err
 	}
