@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -275,43 +276,80 @@ func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Inte
 func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
 
 // recorder records informer events as "type id version".
+// recorder records an informer's handler calls on ApplyDesires.
 type recorder struct {
 	mu     sync.Mutex
-	events []string
+	events []stEvent
 }
 
-func (r *recorder) add(typ string, obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+// stEvent is one informer handler call: Type is add, update or delete; Initial is
+// isInInitialList of an add.
+type stEvent struct {
+	Type    string
+	ID      string
+	Version int64
+	Initial bool
+}
+
+func (e stEvent) String() string {
+	s := fmt.Sprintf("%s %s v%d", e.Type, e.ID, e.Version)
+	if e.Initial {
+		s += " (initial list)"
 	}
-	a := obj.(*ApplyDesire)
+	return s
+}
+
+func (r *recorder) add(typ string, obj any, initial bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	d := obj.(*ApplyDesire)
 	r.mu.Lock()
-	r.events = append(r.events, fmt.Sprintf("%s %s %d", typ, a.DocumentID, a.Version))
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
 }
 
 func (r *recorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.add("add", o) },
-		UpdateFunc: func(_, n any) { r.add("update", n) },
-		DeleteFunc: func(o any) { r.add("delete", o) },
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { r.add("add", obj, initial) },
+		UpdateFunc: func(_, obj any) { r.add("update", obj, false) },
+		DeleteFunc: func(obj any) { r.add("delete", obj, false) },
 	}
 }
 
-func (r *recorder) snapshot() []string {
+func (r *recorder) get() []stEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.events...)
+	return append([]stEvent(nil), r.events...)
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitEvents waits until the recorder holds as many events as want, then compares them exactly.
+// Callers end want with the newest write so that a replayed or misordered record would show.
+func (r *recorder) waitEvents(t *testing.T, want []stEvent) {
+	t.Helper()
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d handler events", len(want)),
+		func() bool { return len(r.get()) >= len(want) }, func() string { return fmt.Sprint(r.get()) })
+	if got := r.get(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("handler events:\n got %v\nwant %v", got, want)
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes; detail, when given, describes the
+// state in the failure message.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			msg := ""
+			for _, d := range detail {
+				if d != nil {
+					msg += ": " + d()
+				}
+			}
+			t.Fatalf("timed out after %v waiting for %s%s", timeout, what, msg)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
@@ -58,83 +57,10 @@ func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.Attribut
 	return item
 }
 
-// stEvent is one informer handler call: Type is add, update or delete; Initial is
-// isInInitialList of an add.
-type stEvent struct {
-	Type    string
-	ID      string
-	Version int64
-	Initial bool
-}
-
-func (e stEvent) String() string {
-	s := fmt.Sprintf("%s %s v%d", e.Type, e.ID, e.Version)
-	if e.Initial {
-		s += " (initial list)"
-	}
-	return s
-}
-
-type stRecorder struct {
-	mu     sync.Mutex
-	events []stEvent
-}
-
-func (r *stRecorder) add(typ string, obj any, initial bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	d := obj.(*ApplyDesire)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
-}
-
-func (r *stRecorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { r.add("add", obj, initial) },
-		UpdateFunc: func(_, obj any) { r.add("update", obj, false) },
-		DeleteFunc: func(obj any) { r.add("delete", obj, false) },
-	}
-}
-
-func (r *stRecorder) get() []stEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stEvent(nil), r.events...)
-}
-
-// waitEvents waits until the recorder holds as many events as want, then compares them exactly.
-// Callers end want with the newest write so that a replayed or misordered record would show.
-func (r *stRecorder) waitEvents(t *testing.T, want []stEvent) {
-	t.Helper()
-	streamWaitFor(t, 10*time.Second, fmt.Sprintf("%d handler events", len(want)),
-		func() bool { return len(r.get()) >= len(want) }, func() string { return fmt.Sprint(r.get()) })
-	if got := r.get(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("handler events:\n got %v\nwant %v", got, want)
-	}
-}
-
-// streamWaitFor polls cond until it holds or the timeout passes; detail describes the state.
-func streamWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			msg := ""
-			if detail != nil {
-				msg = ": " + detail()
-			}
-			t.Fatalf("timed out after %v waiting for %s%s", timeout, what, msg)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 type stInformer struct {
 	f   *memDB
 	inf *DesireInformer[*ApplyDesire]
-	rec *stRecorder
+	rec *recorder
 }
 
 // startStreamInformer runs an ApplyDesire informer on stTable until the test ends, and waits
@@ -142,7 +68,7 @@ type stInformer struct {
 func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 	t.Helper()
 	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, streamTestOpts().withDefaults())
-	rec := &stRecorder{}
+	rec := &recorder{}
 	if _, err := inf.Informer.AddEventHandler(rec.handler()); err != nil {
 		t.Fatalf("AddEventHandler: %v", err)
 	}
@@ -160,7 +86,7 @@ func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 			t.Errorf("informer did not stop within 10s of its context's end")
 		}
 	})
-	streamWaitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
+	waitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
 	return &stInformer{f: f, inf: inf, rec: rec}
 }
 
@@ -175,7 +101,7 @@ func (h *stInformer) store() map[string]int64 {
 
 func (h *stInformer) waitStore(t *testing.T, want map[string]int64) {
 	t.Helper()
-	streamWaitFor(t, 10*time.Second, fmt.Sprintf("store %v", want),
+	waitFor(t, 10*time.Second, fmt.Sprintf("store %v", want),
 		func() bool { return reflect.DeepEqual(h.store(), want) }, func() string { return fmt.Sprint("store is ", h.store()) })
 }
 
@@ -238,9 +164,9 @@ func TestStreamInformerShardLineage(t *testing.T) {
 
 	// Let discovery find the child, then let the poller go round a few more times while the
 	// parent still withholds its records.
-	streamWaitFor(t, 10*time.Second, "discovery of shard-1", func() bool { return f.Described(arn, "shard-1") > 0 }, nil)
+	waitFor(t, 10*time.Second, "discovery of shard-1", func() bool { return f.Described(arn, "shard-1") > 0 }, nil)
 	n := f.GetRecordsOn("shard-0")
-	streamWaitFor(t, 10*time.Second, "3 more reads of shard-0", func() bool { return f.GetRecordsOn("shard-0") >= n+3 }, nil)
+	waitFor(t, 10*time.Second, "3 more reads of shard-0", func() bool { return f.GetRecordsOn("shard-0") >= n+3 }, nil)
 	if got := f.GetRecordsOn("shard-1"); got != 0 {
 		t.Fatalf("shard-1 read %d times before its parent was drained", got)
 	}
@@ -353,7 +279,7 @@ func TestStreamInformerExpiredBeforeAnyRecordRelists(t *testing.T) {
 	f.FailNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
 	f.Hold(arn, stShard0, false)
 
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 	h.waitStore(t, map[string]int64{"doc-a": 1})
 	for _, c := range f.IteratorCalls() {
 		if c.Type != streamtypes.ShardIteratorTypeLatest {
@@ -410,7 +336,7 @@ func TestStreamInformerTrimmedDataRelists(t *testing.T) {
 			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
 
 			tc.lose(t, f, arn)
-			streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
+			waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1})
 
 			if tc.wantIter != nil {
@@ -715,18 +641,18 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 	if err := infs.WaitForSync(syncCtx); err != nil {
 		t.Fatal(err)
 	}
-	streamWaitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
+	waitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
 		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
 	f.Put(infs.ApplyDesires.Table(), stShard0, stItem(t, "doc-a", 1))
-	streamWaitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
+	waitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
 		_, err := infs.ApplyDesires.Lister.Get("doc-a")
 		return err == nil
 	}, nil)
 
 	// A relist replaces a poller: the watch it ends must stop its goroutine.
 	f.ReplaceStream(infs.ApplyDesires.Table(), "shard-new")
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 4 }, nil)
-	streamWaitFor(t, 10*time.Second, "3 stream pollers after the relist", func() bool { return stStreamPollers() == before+3 },
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 4 }, nil)
+	waitFor(t, 10*time.Second, "3 stream pollers after the relist", func() bool { return stStreamPollers() == before+3 },
 		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
 
 	cancel()
@@ -751,7 +677,7 @@ func TestStreamInformerStreamReplacedRelists(t *testing.T) {
 
 	arn2 := f.ReplaceStream(stTable, "shard-new")
 	f.Put(stTable, "shard-new", stItem(t, "doc-c", 1))
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1})
 
 	var arns []string
@@ -802,7 +728,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 			t.Errorf("Run did not return within 10s of its context's end")
 		}
 	}()
-	streamWaitFor(t, 10*time.Second, "the applier to lead", a.Leading, nil)
+	waitFor(t, 10*time.Second, "the applier to lead", a.Leading, nil)
 
 	applyTable := TableName(prefix, cluster, SpecsTable, KindApplyDesire)
 	applySpecs := NewTable[*ApplyDesire](db, applyTable)
@@ -823,7 +749,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 	}
 	waitApplied := func(version int64, greeting string) {
 		t.Helper()
-		streamWaitFor(t, 10*time.Second, fmt.Sprintf("ApplyDesire status Successful for version %d", version), func() bool {
+		waitFor(t, 10*time.Second, fmt.Sprintf("ApplyDesire status Successful for version %d", version), func() bool {
 			st, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
 			o := live()
 			return successfulAt(st, err, version) && o != nil && fmt.Sprint(o.Object["data"]) == "map[greeting:"+greeting+"]"
@@ -847,7 +773,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 	if _, err := deleteSpecs.Create(ctx, deleteDesire("dd-1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "e2e"})); err != nil {
 		t.Fatal(err)
 	}
-	streamWaitFor(t, 10*time.Second, "the DeleteDesire carried out", func() bool {
+	waitFor(t, 10*time.Second, "the DeleteDesire carried out", func() bool {
 		st, err := status.DeleteDesireStatus().Get(ctx, "dd-1")
 		return successfulAt(st, err, 1) && live() == nil
 	}, nil)
@@ -855,7 +781,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 	if err := applySpecs.Delete(ctx, "ad-1"); err != nil {
 		t.Fatal(err)
 	}
-	streamWaitFor(t, 10*time.Second, "the ApplyDesire status removed with its spec", func() bool {
+	waitFor(t, 10*time.Second, "the ApplyDesire status removed with its spec", func() bool {
 		_, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
 		return IsNotFoundError(err)
 	}, nil)
@@ -871,5 +797,135 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 		if n := db.Calls("Scan:" + TableName(prefix, cluster, SpecsTable, k)); n != 1 {
 			t.Errorf("%s specs Scans = %d, want 1: every change came through the stream", k, n)
 		}
+	}
+}
+
+// TestStreamInformerDropsReplays: records delivered again (after a relist, or read again from
+// a child shard) that are older than what the watch delivered never reach the handlers: a lower
+// version of the same incarnation is dropped, and so is every record of an earlier incarnation
+// once a spec was deleted and created again, so its old REMOVE never deletes the new one.
+func TestStreamInformerDropsReplays(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	h := startStreamInformer(t, f)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 2))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+	h.waitStore(t, map[string]int64{"doc-a": 3})
+	f.ReplayFrom(arn, stShard0, 1) // versions 2 and 3 again
+	// The same documentID deleted and created again: a new incarnation (createTime later).
+	f.Remove(stTable, stShard0, "doc-a")
+	again := stDesire("doc-a", 1)
+	again.CreateTime = stTime.Add(time.Hour)
+	item, err := EncodeItem(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Put(stTable, stShard0, item)
+	// The old incarnation's records, its REMOVE included, replayed after the re-creation.
+	f.ReplayFrom(arn, stShard0, 0)
+	f.Put(stTable, stShard0, stItem(t, "doc-z", 1)) // the newest write ends the expected events
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 2},
+		{Type: "update", ID: "doc-a", Version: 3},
+		{Type: "update", ID: "doc-a", Version: 3}, // the replayed version 3: equal, not older
+		{Type: "delete", ID: "doc-a", Version: 3},
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 1}, // the re-creation's INSERT replayed: same incarnation
+		{Type: "add", ID: "doc-z", Version: 1},
+	})
+	got, err := h.inf.Lister.Get("doc-a")
+	if err != nil || !got.CreateTime.Equal(again.CreateTime) {
+		t.Fatalf("cached doc-a = %+v, %v; want the new incarnation", got, err)
+	}
+}
+
+// TestStreamInformerFindsChildrenAtOnce: when a shard closes, its children are looked for at
+// once, not at the next discovery interval (an hour here), so a shard rollover does not
+// delay changes even while other shards stay readable.
+func TestStreamInformerFindsChildrenAtOnce(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	f.AddShard(arn, "shard-other", "") // another open shard: something stays readable
+	opts := streamTestOpts()
+	opts.DiscoveryInterval = time.Hour
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.Informer.RunWithContext(ctx)
+	waitFor(t, 10*time.Second, "sync", inf.Informer.HasSynced)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.AddShard(arn, "shard-1", stShard0)
+	f.CloseShard(arn, stShard0)
+	f.Put(stTable, "shard-1", stItem(t, "doc-b", 1))
+	start := time.Now()
+	waitFor(t, 10*time.Second, "the child shard's record", func() bool { _, err := inf.Lister.Get("doc-b"); return err == nil })
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the child shard's record took %v: children are not looked for at once", took)
+	}
+}
+
+// TestStreamRecordsWithoutOptionalFields: records and answers without optional fields (no
+// dynamodb part, no sequence number, no creation time, an empty answer) never crash the
+// poller; the records that can be read are delivered.
+func TestStreamRecordsWithoutOptionalFields(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	opts := streamTestOpts()
+	var lags atomic.Int64
+	opts.ObserveLag = func(DesireKind, time.Duration) { lags.Add(1) }
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.Informer.RunWithContext(ctx)
+	waitFor(t, 10*time.Second, "sync", inf.Informer.HasSynced)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	// A batch whose last record has no dynamodb part (the lag was read from it once).
+	f.AppendRecordRaw(arn, stShard0, streamtypes.Record{EventName: streamtypes.OperationTypeModify})
+	f.AppendRecordRaw(arn, stShard0, streamtypes.Record{EventName: streamtypes.OperationTypeInsert,
+		Dynamodb: &streamtypes.StreamRecord{Keys: map[string]streamtypes.AttributeValue{"documentID": &streamtypes.AttributeValueMemberS{Value: "x"}}}})
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
+	waitFor(t, 10*time.Second, "doc-b", func() bool { _, err := inf.Lister.Get("doc-b"); return err == nil })
+	if lags.Load() == 0 {
+		t.Fatal("no lag observed from records that carry a creation time")
+	}
+}
+
+// TestDiscoverySchedule: discovery runs every interval while shards are readable, at once
+// after a shard closed, and backs off from the poll interval to the interval while nothing is
+// readable (no DescribeTable/DescribeStream four times a second for ever).
+func TestDiscoverySchedule(t *testing.T) {
+	t0 := time.Now()
+	d := newDiscoverySchedule(250*time.Millisecond, 10*time.Second)
+	d.next = t0.Add(10 * time.Second)
+	if d.due(t0.Add(time.Second), true) {
+		t.Fatal("discovery before the interval with readable shards")
+	}
+	if !d.due(t0.Add(10*time.Second), true) || d.due(t0.Add(11*time.Second), true) {
+		t.Fatal("discovery not once per interval")
+	}
+	d.now()
+	if !d.due(t0.Add(11*time.Second), true) {
+		t.Fatal("no discovery at once after a shard closed")
+	}
+	// Nothing readable: due at once, then after 250 ms, 500 ms, 1 s, ... capped at 10 s.
+	now := t0.Add(12 * time.Second)
+	var gaps []time.Duration
+	last := now
+	for i := 0; i < 40 && len(gaps) < 8; i++ {
+		if d.due(now, false) {
+			gaps = append(gaps, now.Sub(last))
+			last = now
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	for i := 2; i < len(gaps); i++ {
+		if gaps[i] < gaps[i-1] {
+			t.Fatalf("gaps between discoveries shrink: %v", gaps)
+		}
+	}
+	if len(gaps) < 3 || gaps[len(gaps)-1] <= 250*time.Millisecond {
+		t.Fatalf("gaps %v: want a back-off from the poll interval", gaps)
 	}
 }

@@ -154,6 +154,19 @@ func (d *DB) AppendRecord(arn, shard string, op streamtypes.OperationType, keys,
 	return d.appendLocked(d.shardLocked(arn, shard), record(s.view, op, keys, oldImage, newImage))
 }
 
+// AppendRecordRaw appends r to the (open) shard exactly as given, without a sequence number
+// or creation time of the fake's own: a malformed record (no dynamodb part, no sequence
+// number) as a consumer must tolerate.
+func (d *DB) AppendRecordRaw(arn, shard string, r streamtypes.Record) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sh := d.shardLocked(arn, shard)
+	if sh.endSeq != "" {
+		panic("dynamofake: append to closed shard " + sh.id)
+	}
+	sh.records = append(sh.records, r)
+}
+
 // ReplayFrom appends to the shard (open) copies of its records from index n on (0 is its
 // first record; trimmed ones count), as a consumer sees records delivered again: the same
 // EventID, event name, keys and images, with new sequence numbers and creation times. It
