@@ -49,6 +49,7 @@ func New(opts Options) (*Applier, error) {
 
 	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(),
 		NewApplyReconciler(opts.Kube, opts.RESTMapper, opts.FieldManager), nil, opts.ApplyResync))
+	a.apply.conflicts = objectConflicts{indexer: a.informers.ApplyDesires.Informer.GetIndexer(), cluster: opts.ManagementCluster}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(),
 		NewDeleteReconciler(opts.Kube, opts.RESTMapper, opts.Discovery), nil, opts.DeleteResync))
 	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(),

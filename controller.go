@@ -48,7 +48,14 @@ type controllerConfig[T Desire] struct {
 	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
 	forget func(id string)
 	// kindsChanged is called after a verdict that applied a CustomResourceDefinition.
-	kindsChanged  func()
+	kindsChanged func()
+	// conflicts, for ApplyDesires, refuses a desire whose object another desire keeps (or
+	// returns the note for the keeper's message), and others lists the desires sharing an
+	// object; nil for other kinds.
+	conflicts interface {
+		check(d Desire) (refusal Verdict, refused bool, note string)
+		others(obj any) []string
+	}
 	resync        time.Duration // lookPeriodic
 	recheck       time.Duration // lookSoon without a delay of its own
 	maxRetryDelay time.Duration
@@ -110,6 +117,7 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 				c.fresh.Store(d.Meta().DocumentID, struct{}{})
 			}
 			c.enqueueObject(obj)
+			c.enqueueRivals(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(T)
@@ -118,8 +126,24 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 				return
 			}
 			c.enqueueObject(newObj)
+			c.enqueueRivals(oldObj)
+			c.enqueueRivals(newObj)
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(obj) },
+		DeleteFunc: func(obj any) {
+			c.enqueueObject(obj)
+			c.enqueueRivals(obj)
+		},
+	}
+}
+
+// enqueueRivals queues the desires that share obj's object: a change to one of them may
+// change which keeps it.
+func (c *controller[T]) enqueueRivals(obj any) {
+	if c.conflicts == nil {
+		return
+	}
+	for _, id := range c.conflicts.others(obj) {
+		c.q().Add(id)
 	}
 }
 
@@ -312,7 +336,18 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		return Refused(ReasonPreCheckFailed, fmt.Sprintf(
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	}
-	return c.reconciler.Reconcile(ctx, d)
+	if c.conflicts == nil {
+		return c.reconciler.Reconcile(ctx, d)
+	}
+	refusal, refused, note := c.conflicts.check(d)
+	if refused {
+		return refusal
+	}
+	v := c.reconciler.Reconcile(ctx, d)
+	if v.decided && note != "" {
+		v.message += note
+	}
+	return v
 }
 
 // specDeleted removes the status of a spec the cache no longer holds, once a consistent read

@@ -157,12 +157,15 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)
 	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
 		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
 		log: logr.Discard(), metrics: newMetrics(nil, fixedClock), now: fixedClock}
 	if f, ok := r.(interface{ Forget(string) }); ok {
 		cfg.forget = f.Forget
+	}
+	if kind == KindApplyDesire {
+		cfg.conflicts = objectConflicts{indexer: idx, cluster: "mc01"}
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: idx}
 }

@@ -37,6 +37,10 @@ const (
 	// not applied or not established). Not Degraded; retried with back-off and at once when a
 	// CRD is applied: it heals by itself, unlike PreCheckFailed.
 	ReasonKindNotServed = "KindNotServed"
+	// ReasonTargetConflict: another ApplyDesire of this management cluster, created earlier,
+	// targets the same object and keeps it; this one is not applied (see README "Two desires,
+	// one object"). It heals when either desire is deleted or retargeted.
+	ReasonTargetConflict = "TargetConflict"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
