@@ -71,7 +71,7 @@ func TestObjectKey(t *testing.T) {
 		cmJSON("a"): "/ConfigMap/default/a",
 		`{"apiVersion":"apps/v1beta1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`: "apps/Deployment/n/w",
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`:      "apps/Deployment/n/w",
-		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`:                           "/Namespace//n",
+		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`:                            "/Namespace//n",
 		`{"kind":"ConfigMap"}`: "",
 		`not json`:             "",
 	}
