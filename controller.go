@@ -238,7 +238,7 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 	}
 	// Writes in flight finish even while shutting down (a status is never half-done work),
 	// within the reconcile's deadline: a hung call cannot hold the term or a shutdown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.reconcileTime)
+	wctx, cancel := context.WithTimeout(withTerm(context.WithoutCancel(ctx), c.writer.Load().term), c.reconcileTime)
 	defer cancel()
 	start := time.Now()
 	v, err := c.sync(wctx, id)

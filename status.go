@@ -85,6 +85,22 @@ type term struct {
 	callTimeout time.Duration
 }
 
+// termKey carries the term of a reconcile in its context, so every cluster mutation it makes
+// can check that the term is still valid (see deadlineKube).
+type termKey struct{}
+
+// withTerm returns ctx carrying t.
+func withTerm(ctx context.Context, t term) context.Context { return context.WithValue(ctx, termKey{}, t) }
+
+// termValid returns ErrFenced when ctx carries a term that may be over: a leader that may have
+// lost its lease does not change the cluster any more than it writes a status.
+func termValid(ctx context.Context) error {
+	if t, ok := ctx.Value(termKey{}).(term); ok && t.valid != nil && !t.valid() {
+		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, ErrFenced)
+	}
+	return nil
+}
+
 // unelected is the term of an Applier without leader election.
 var unelected = term{callTimeout: DefaultCallTimeout}
 
