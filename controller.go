@@ -87,7 +87,7 @@ func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 	if f, ok := crud.(interface{ Fenced(int64) ResourceCRUD[T] }); ok && t.number > 0 {
 		crud = f.Fenced(t.number)
 	}
-	return &statusWriter[T]{crud: crud, now: c.now, term: t}
+	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs}
 }
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to

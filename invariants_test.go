@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -16,11 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
@@ -108,6 +112,8 @@ type world struct {
 	inst   [2]*instance
 	term   int64 // the newest term granted
 	clock  atomic.Int64
+	// termStart is how many records each shard held when the newest term listed the tables.
+	termStart map[string]int
 
 	mu       sync.Mutex
 	incs     map[string][]incarnation // desire ID -> its incarnations, in creation order
@@ -121,7 +127,35 @@ type instance struct {
 	lead   context.CancelFunc // ends its current term
 	done   chan struct{}      // closed when its current term's lead returned
 	valid  atomic.Bool        // its lease is still valid, as it can tell
+	cut    atomic.Bool        // cut off from the apiserver (DynamoDB still reachable)
 	number int64
+}
+
+// cutKube is an instance's view of the cluster: every call fails while it is cut off.
+type cutKube struct {
+	KubeClient
+	cut *atomic.Bool
+}
+
+func (k cutKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	if k.cut.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Apply(ctx, gvr, obj, fm)
+}
+
+func (k cutKube) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	if k.cut.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Get(ctx, gvr, ns, name)
+}
+
+func (k cutKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+	if k.cut.Load() {
+		return errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Delete(ctx, gvr, ns, name, uid)
 }
 
 type incarnation struct {
@@ -171,7 +205,7 @@ func newWorld(t *testing.T, seed int64) *world {
 	for i := range w.inst {
 		w.inst[i] = &instance{}
 	}
-	w.grant(0, false)
+	w.grant(0, clean)
 	return w
 }
 
@@ -192,9 +226,9 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 // newApplier builds one term's applier over the world's fakes. A term starts from a fresh
 // List of the specs tables (a consistent Scan after the lease was won), as a new leader does:
 // its cache is never older than what the previous term acted on.
-func (w *world) newApplier() *Applier {
+func (w *world) newApplier(in *instance) *Applier {
 	opts := Options{ManagementCluster: "mc01", DynamoDB: w.db, Streams: w.db,
-		Kube: w.kube, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
+		Kube: cutKube{KubeClient: w.kube, cut: &in.cut}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(),
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
@@ -206,25 +240,51 @@ func (w *world) newApplier() *Applier {
 	return a
 }
 
-// grant gives the lease to instance i with a new term. Unless partitioned, the previous
-// leader's term ends first and its in-flight work drains, as when client-go steps down; a
-// partitioned leader only learns that its lease may be gone (its status writes and cluster
-// changes are refused from then on) and keeps running.
-func (w *world) grant(i int, partitioned bool) {
-	for _, in := range w.inst {
-		in.valid.Store(false)
-		if !partitioned {
+// handover says how the lease changes hands.
+type handover int
+
+const (
+	// clean: the old leader's term ends and its in-flight work drains first, as when
+	// client-go steps down.
+	clean handover = iota
+	// partitioned: the old leader learns that its lease may be gone (its status writes and
+	// cluster changes are refused from then on) and keeps running.
+	partitioned
+	// cutOff: the old leader lost the apiserver but not DynamoDB, and has not noticed that its
+	// lease is gone (its renew deadline has not passed): it keeps reconciling, every kube call
+	// fails, and only DynamoDB's fence stops its status writes.
+	cutOff
+)
+
+// grant gives the lease to instance i with a new term, the old leader going as h says.
+func (w *world) grant(i int, h handover) {
+	for j, in := range w.inst {
+		switch {
+		case h == cutOff && j != i && in.lead != nil:
+			in.cut.Store(true)
+		case h == partitioned:
+			in.valid.Store(false)
+		default:
+			in.valid.Store(false)
 			in.endTerm()
 		}
 	}
 	in := w.inst[i]
-	in.endTerm() // a partitioned instance that leads again starts a new term
+	in.endTerm() // an instance that leads again starts a new term
+	in.cut.Store(false)
 	w.term++
 	in.number = w.term
+	w.termStart = map[string]int{}
+	for _, tbl := range []string{invApplyTable, invDeleteTable} {
+		arn := w.db.StreamARN(tbl)
+		for _, sh := range w.db.OpenShards(arn) {
+			w.termStart[sh] = len(w.db.Records(arn, sh))
+		}
+	}
 	in.valid.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
-	a := w.newApplier()
+	a := w.newApplier(in)
 	a.informers.Start(ctx)
 	t := term{number: w.term, valid: in.valid.Load, callTimeout: time.Second}
 	go func() {
@@ -340,14 +400,16 @@ func (w *world) randomStep() {
 	case r < 44:
 		w.recreate(ctx)
 	case r < 52:
+		// Records the current term's watch has read, delivered again (duplicated, late): a
+		// watch sees its own history again, never records older than its List.
 		arn := w.db.StreamARN(invApplyTable)
 		if w.rng.Intn(2) == 0 {
 			arn = w.db.StreamARN(invDeleteTable)
 		}
 		shard := w.openShard(arn)
-		n := len(w.db.Records(arn, shard))
-		if n > 0 {
-			from := w.rng.Intn(n)
+		n, seen := len(w.db.Records(arn, shard)), w.termStart[shard]
+		if n > seen {
+			from := seen + w.rng.Intn(n-seen)
 			w.step("replay %s records %d.. of %s", shard, from, arn[len(arn)-20:])
 			w.db.ReplayFrom(arn, shard, from)
 		}
@@ -394,20 +456,34 @@ func (w *world) randomStep() {
 	case r < 84:
 		w.step("discovery reset")
 		w.mapper.Reset()
-	case r < 92:
+	case r < 90:
 		i := w.leader()
 		w.step("lease handed over from instance %d to %d (term %d)", i, 1-i, w.term+1)
-		w.grant(1-i, false)
-	default:
+		w.grant(1-i, clean)
+	case r < 94:
 		i := w.leader()
 		w.step("instance %d partitioned: instance %d leads (term %d) while it runs on", i, 1-i, w.term+1)
-		w.grant(1-i, true)
+		w.grant(1-i, partitioned)
+	case r < 97:
+		i := w.leader()
+		w.step("instance %d cut off from the apiserver unaware: instance %d leads (term %d)", i, 1-i, w.term+1)
+		w.grant(1-i, cutOff)
+	default:
+		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
+		// that exists: the cache drops the spec, but its status must stay.
+		if id := w.existingSpec(); id != "" && id[0] == 'a' {
+			w.step("stray REMOVE without an image for %s", id)
+			arn := w.db.StreamARN(invApplyTable)
+			w.db.AppendRecord(arn, w.openShard(arn), streamtypes.OperationTypeRemove,
+				map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: id}}, nil, nil)
+		}
 	}
 }
 
+// leader is the instance of the newest term.
 func (w *world) leader() int {
 	for i, in := range w.inst {
-		if in.valid.Load() {
+		if in.number == w.term {
 			return i
 		}
 	}
@@ -618,7 +694,7 @@ func (w *world) check() {
 			}
 			// I2
 			if lastInc := w.incarnationIndex(id, last.created); last.version > 0 && (inc < lastInc || inc == lastInc && s.version < last.version) {
-				w.report("I2: status %s went back from incarnation %d version %d to incarnation %d version %d", id, lastInc, last.version, inc, s.version)
+				w.report("I2: status %s went back from incarnation %d version %d to incarnation %d version %d; its writes: %s", id, lastInc, last.version, inc, s.version, w.describeWrites(id, writes))
 				return
 			}
 			written, ok := w.incs[id][inc].versions[s.version]
@@ -645,23 +721,39 @@ func (w *world) check() {
 			last = s
 		}
 	}
-	// I4
+	// I4: per object, the (incarnation, version) of each desire's applied content only grows.
 	for name, evs := range w.objects {
-		applied := map[string]int64{} // desire ID|incarnation -> newest version applied
+		type applied struct{ inc, version int64 }
+		newest := map[string]applied{} // desire ID -> newest applied
 		for _, ev := range evs {
 			if !ev.applied || ev.marker == "" {
 				continue
 			}
 			parts := strings.Split(ev.marker, "/")
+			nanos, _ := strconv.ParseInt(parts[1], 10, 64)
 			v, _ := strconv.ParseInt(parts[2], 10, 64)
-			k := parts[0] + "|" + parts[1]
-			if v < applied[k] {
-				w.report("I4: %s received version %d of %s after version %d", name, v, parts[0], applied[k])
+			got := applied{int64(w.incarnationIndex(parts[0], time.Unix(0, nanos))), v}
+			last, seen := newest[parts[0]]
+			if seen && (got.inc < last.inc || got.inc == last.inc && got.version < last.version) {
+				w.report("I4: %s received incarnation %d version %d of %s after incarnation %d version %d", name, got.inc, got.version, parts[0], last.inc, last.version)
 				return
 			}
-			applied[k] = v
+			newest[parts[0]] = got
 		}
 	}
+}
+
+// describeWrites lists a status's writes for failure messages.
+func (w *world) describeWrites(id string, writes []statusWrite) string {
+	var out []string
+	for _, s := range writes {
+		if s.deleted {
+			out = append(out, fmt.Sprintf("t%d deleted", s.at))
+			continue
+		}
+		out = append(out, fmt.Sprintf("t%d term %d inc %d v%d %s", s.at, s.term, w.incarnationIndex(id, s.created), s.version, s.reason))
+	}
+	return strings.Join(out, "; ")
 }
 
 func (w *world) incarnationIndex(id string, created time.Time) int {
@@ -705,7 +797,7 @@ func (w *world) quiesce() {
 	for _, verb := range []string{"apply", "get", "delete"} {
 		w.kube.setErr(verb, nil)
 	}
-	w.grant(w.leader(), false) // one leader, every other term ended
+	w.grant(w.leader(), clean) // one leader, every other term ended
 	deadline := time.Now().Add(10 * time.Second)
 	var why string
 	for time.Now().Before(deadline) {
