@@ -163,6 +163,10 @@ type incarnation struct {
 	versions map[int64]int64  // spec version -> logical time written
 	target   map[int64]string // a DeleteDesire's target object, by version
 	deleted  bool
+	// deletedAt is the logical time just before the spec was deleted; 0 while it exists.
+	deletedAt int64
+	// landed is the logical time just after the incarnation's create returned.
+	landed int64
 }
 
 type objectEvent struct {
@@ -560,7 +564,7 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	}
 	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
 	w.mu.Lock()
-	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}})
+	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, landed: w.tick()})
 	w.mu.Unlock()
 }
 
@@ -575,7 +579,7 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 		stored, err = w.dspecs.Create(ctx, d)
 		if err == nil {
 			w.mu.Lock()
-			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}})
+			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick()})
 			w.mu.Unlock()
 		}
 	} else if err == nil {
@@ -613,6 +617,7 @@ func (w *world) removeSpec(ctx context.Context) {
 		return
 	}
 	var err error
+	at := w.tick()
 	if id[0] == 'a' {
 		err = w.specs.Delete(ctx, id)
 	} else {
@@ -624,6 +629,7 @@ func (w *world) removeSpec(ctx context.Context) {
 	w.step("spec %s deleted", id)
 	w.mu.Lock()
 	w.incs[id][len(w.incs[id])-1].deleted = true
+	w.incs[id][len(w.incs[id])-1].deletedAt = at
 	w.mu.Unlock()
 }
 
@@ -634,11 +640,13 @@ func (w *world) recreate(ctx context.Context) {
 	if id == "" || id[0] != 'a' {
 		return
 	}
+	at := w.tick()
 	if err := w.specs.Delete(ctx, id); err != nil {
 		w.t.Fatalf("seed %d: delete spec: %v", w.seed, err)
 	}
 	w.mu.Lock()
 	w.incs[id][len(w.incs[id])-1].deleted = true
+	w.incs[id][len(w.incs[id])-1].deletedAt = at
 	w.mu.Unlock()
 	now := time.Now()
 	if w.rng.Intn(2) == 0 {
@@ -679,8 +687,17 @@ func (w *world) check() {
 		var last statusWrite
 		for i, s := range writes {
 			if s.deleted {
-				last = statusWrite{}
+				// I6, all along: a status goes only when its spec went.
+				if !w.specAbsentBetween(id, last.at, s.at) {
+					w.report("I6: status %s deleted at t%d while its spec existed since t%d; its writes: %s; its specs: %s", id, s.at, last.at, w.describeWrites(id, writes), w.describeSpecs(id))
+					return
+				}
+				last = statusWrite{at: s.at}
 				continue
+			}
+			if s.term == 0 {
+				w.report("I5: status %s written without a leadership term", id)
+				return
 			}
 			inc := w.incarnationIndex(id, s.created)
 			if inc < 0 {
@@ -741,6 +758,41 @@ func (w *world) check() {
 			newest[parts[0]] = got
 		}
 	}
+}
+
+// specAbsentBetween reports whether desire id had no live spec at some moment in (from, to]:
+// an incarnation was deleted by then and the next one (if any) was not created before from.
+func (w *world) specAbsentBetween(id string, from, to int64) bool {
+	incs := w.incs[id]
+	for k, inc := range incs {
+		if !inc.deleted || inc.deletedAt > to {
+			continue
+		}
+		if k+1 == len(incs) || incs[k+1].landed > from {
+			return true
+		}
+	}
+	return false
+}
+
+// createdAt is the logical time of the incarnation's first version.
+func (inc incarnation) createdAt() int64 {
+	first := int64(-1)
+	for _, at := range inc.versions {
+		if first < 0 || at < first {
+			first = at
+		}
+	}
+	return first
+}
+
+// describeSpecs lists a desire's incarnations for failure messages.
+func (w *world) describeSpecs(id string) string {
+	var out []string
+	for k, inc := range w.incs[id] {
+		out = append(out, fmt.Sprintf("inc %d created t%d deleted %v t%d", k, inc.createdAt(), inc.deleted, inc.deletedAt))
+	}
+	return strings.Join(out, "; ")
 }
 
 // describeWrites lists a status's writes for failure messages.
