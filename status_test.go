@@ -231,3 +231,71 @@ func TestOversizeSpecFieldsGiveAShortStatus(t *testing.T) {
 		t.Fatalf("status item is %d bytes, want a short one", size)
 	}
 }
+
+// TestStatusWriterStopsWhenTheTermMayBeOver: once the lease may have passed to another process
+// (the term is no longer valid), no status read or write is even attempted.
+func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
+	db := newMemDB()
+	valid := true
+	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status").Fenced(3), now: fixedClock,
+		term: term{number: 3, valid: func() bool { return valid }, callTimeout: time.Second}}
+	ctx := context.Background()
+	if _, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
+		t.Fatal(err)
+	}
+	valid = false
+	calls := db.CallCounts()
+	_, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("cut off")), false)
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("write after the term ended: %v, want ErrFenced", err)
+	}
+	if err := w.delete(ctx, "a"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("delete after the term ended: %v, want ErrFenced", err)
+	}
+	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
+		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
+	}
+	if err := termValid(withTerm(ctx, w.term)); !errors.Is(err, ErrFenced) {
+		t.Fatalf("termValid = %v, want ErrFenced for cluster changes too", err)
+	}
+}
+
+// TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent: a status written for a newer
+// incarnation (by a process whose cache was ahead) is not replaced by an older incarnation
+// still in this process's cache; the specs table (a consistent read) says which is current.
+func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	specs := NewTable[*ApplyDesire](db, "specs")
+	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status"), now: fixedClock, term: unelected, specs: specs}
+	older := applyDesire("a", cmJSON("c1"))
+	older.Version, older.CreateTime = 1, testTime
+	newer := applyDesire("a", cmJSON("c1"))
+	newer.Version, newer.CreateTime = 1, testTime.Add(-time.Hour) // created later, with a clock behind
+	specs.clock = func() time.Time { return newer.CreateTime }
+	if _, err := specs.Create(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := w.write(ctx, newer, Applied(2, "newer"), false); err != nil || res != statusCreated {
+		t.Fatalf("newer incarnation: %v %v", res, err)
+	}
+	if res, _, err := w.write(ctx, older, Applied(1, "older"), false); err != nil || res != statusStale {
+		t.Fatalf("older incarnation over the newer one's status: %v %v, want stale", res, err)
+	}
+	st, _ := w.crud.Get(ctx, "a")
+	if !st.Status.ObservedDesireCreateTime.Equal(newer.CreateTime) {
+		t.Fatalf("status answers %v, want the current incarnation %v", st.Status.ObservedDesireCreateTime, newer.CreateTime)
+	}
+	// Once the table holds the older one's incarnation (the newer was deleted and the older is
+	// what the cache and the table agree on), it replaces the status.
+	if err := specs.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	specs.clock = func() time.Time { return older.CreateTime }
+	if _, err := specs.Create(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := w.write(ctx, older, Applied(1, "older"), false); err != nil || res != statusReplaced {
+		t.Fatalf("current incarnation: %v %v, want replaced", res, err)
+	}
+}
