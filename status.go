@@ -93,7 +93,9 @@ type term struct {
 type termKey struct{}
 
 // withTerm returns ctx carrying t.
-func withTerm(ctx context.Context, t term) context.Context { return context.WithValue(ctx, termKey{}, t) }
+func withTerm(ctx context.Context, t term) context.Context {
+	return context.WithValue(ctx, termKey{}, t)
+}
 
 // termValid returns ErrFenced when ctx carries a term that may be over: a leader that may have
 // lost its lease does not change the cluster any more than it writes a status.
