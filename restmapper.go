@@ -66,6 +66,19 @@ func (m *throttledMapper) Reset() {
 	m.ResettableRESTMapper.Reset()
 }
 
+// resettable returns m as a meta.ResettableRESTMapper; a mapper without Reset gets one that
+// does nothing (such a mapper finds new kinds on its own, or not at all).
+func resettable(m meta.RESTMapper) meta.ResettableRESTMapper {
+	if r, ok := m.(meta.ResettableRESTMapper); ok {
+		return r
+	}
+	return noReset{m}
+}
+
+type noReset struct{ meta.RESTMapper }
+
+func (noReset) Reset() {}
+
 // isCRD reports whether gvk is a CustomResourceDefinition: applying one may serve a new kind.
 func isCRD(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
