@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 STACK := hack/local-stack.sh
 
-.PHONY: up down env status test test-unit lint demo bench chaos
+.PHONY: up down env status install test test-unit lint demo bench chaos
 
 up:
 	@$(STACK) up
@@ -11,11 +11,18 @@ up:
 down:
 	@$(STACK) down
 
+# Prints the exports of the running stack, KUBECONFIG included: eval "$(make -s env)".
 env:
 	@$(STACK) env
 
 status:
 	@$(STACK) status
+
+# Builds kube-applier-aws and desirectl into bin/; put them on PATH with
+#   export PATH="$PWD/bin:$PATH"
+install:
+	@mkdir -p bin
+	go build -o bin/ ./cmd/kube-applier-aws ./cmd/desirectl
 
 # KAA_INTEGRATION=1 makes a missing stack a failure instead of a skip.
 test:

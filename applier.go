@@ -60,25 +60,26 @@ func New(opts Options) (*Applier, error) {
 	a := &Applier{opts: opts, metrics: m}
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
-	a.readRec = newReadReconciler(opts.Kube, opts.mapper, opts.SecretRedaction, a.watches, 0)
+	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, NewApplyReconciler(opts.Kube, opts.mapper, opts.FieldManager))
-	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, NewDeleteReconciler(opts.Kube, opts.mapper))
+	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, NewDeleteReconciler(opts.Kube, opts.mapper, opts.Discovery))
 	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
 	a.apply = newController(controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
-		a.db.ApplyDesireStatus(), applyR, nil, opts.ApplyResync))
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, nil, opts.ApplyResync))
+	a.apply.conflicts = termConflicts{a}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
-		a.db.DeleteDesireStatus(), deleteR, nil, opts.DeleteResync))
+		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, nil, opts.DeleteResync))
 	// The default reconciler's cleanup runs even when a wrapper replaces it.
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
-		a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
+		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -109,10 +110,20 @@ type termLister[T Desire] struct {
 func (l termLister[T]) Get(id string) (T, error) { return l.pick(l.a.informers.Load()).Get(id) }
 func (l termLister[T]) List() []T                { return l.pick(l.a.informers.Load()).List() }
 
-func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
-	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, statusCRUD: status,
+// termConflicts is the ApplyDesire controller's objectConflicts over the current term's index.
+type termConflicts struct{ a *Applier }
+
+func (c termConflicts) current() objectConflicts {
+	return objectConflicts{indexer: c.a.informers.Load().ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster}
+}
+
+func (c termConflicts) check(d Desire) (Verdict, bool, string) { return c.current().check(d) }
+func (c termConflicts) others(obj any) []string                { return c.current().others(obj) }
+
+func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
+	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
 		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
-		maxRetryDelay: a.opts.MaxRetryDelay, workers: a.opts.Workers,
+		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers,
 		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
 }
 
@@ -166,7 +177,7 @@ func (a *Applier) Run(ctx context.Context) error {
 		return err
 	}
 	if !a.opts.LeaderElection {
-		a.lead(ctx)
+		a.lead(ctx, term{callTimeout: a.opts.CallTimeout})
 		return nil
 	}
 	a.setPhase(phaseStandby)
@@ -191,11 +202,11 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// lead runs one leadership term until ctx ends: it starts the term's desire informers (stream
+// lead runs leadership term t until ctx ends: it starts the term's desire informers (stream
 // positions, then a Scan of each specs table), waits for them to sync, and reconciles. When
 // it returns, the controllers have drained, the informers have stopped and a fresh set is
 // ready for the next term.
-func (a *Applier) lead(ctx context.Context) {
+func (a *Applier) lead(ctx context.Context, t term) {
 	start := time.Now()
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
@@ -227,11 +238,10 @@ func (a *Applier) lead(ctx context.Context) {
 	a.watches.begin(ctx)
 	defer a.watches.end()
 	defer a.readRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "synced", synced.Round(time.Millisecond).String())
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String())
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context){a.apply.run, a.delete.run, a.read.run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(ctx) }()
+	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
+		wg.Go(func() { run(ctx, t) })
 	}
 	wg.Wait()
 }

@@ -70,8 +70,8 @@ func TestLeadershipTermsRunFreshInformers(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.snapshot(); len(got) != 1 || got[0] != "add d1 3" {
-		t.Fatalf("a handler of term 1's informer saw %v, want only term 1's [add d1 3]", got)
+	if got := rec.get(); len(got) != 1 || got[0].String() != "add d1 v3 (initial list)" {
+		t.Fatalf("a handler of term 1's informer saw %v, want only term 1's [add d1 v3 (initial list)]", got)
 	}
 	// The controllers' delaying workqueues keep a goroutine after ShutDownWithDrain
 	// (controller.go's concern, not the informers'): ignored here.

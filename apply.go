@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // applyReconciler server-side applies an ApplyDesire's kubeContent with force, as the field
@@ -31,6 +32,16 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
+	v := r.apply(ctx, obj)
+	if isSecret(obj) {
+		// The apiserver quotes offending values in its errors.
+		v.message = newSecretScrubber(obj).scrub(v.message)
+	}
+	return v
+}
+
+// apply maps and applies one parsed object.
+func (r *applyReconciler) apply(ctx context.Context, obj *unstructured.Unstructured) Verdict {
 	gvk := obj.GroupVersionKind()
 	mapping, err := mapKind(r.mapper, gvk)
 	switch {
@@ -45,6 +56,12 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	}
 	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
 	live, err := r.kube.Apply(ctx, mapping.Resource, obj, r.fieldManager)
+	if resourceNotServed(err) {
+		// The kind went away (its CRD deleted) since discovery said otherwise: refresh it, and
+		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
+		r.mapper.Reset()
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
+	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}

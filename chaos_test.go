@@ -483,7 +483,7 @@ func TestChaosLeaderFailover(t *testing.T) {
 	}
 	t.Logf("SIGTERM with %d/1000 done: a exited in %s (code 0), Lease holder right after %q, b leading %s after the signal",
 		doneAtTerm, aExit.Round(10*time.Millisecond), holder, bLeads.Round(10*time.Millisecond))
-	if m := regexp.MustCompile(`identity=(\S+)`).FindSubmatch(logA); m == nil || holder == string(m[1]) {
+	if m := regexp.MustCompile(`identity="?([^"\s]+)"?`).FindSubmatch(logA); m == nil || holder == string(m[1]) {
 		t.Errorf("lease holder %q after a stopped (a's identity %q): not released", holder, m)
 	}
 	a2 := start("a2")

@@ -25,6 +25,8 @@ const (
 	attrConditions        = "conditions"
 	attrSpecKubeContent   = "spec_kubeContent"
 	attrStatusKubeContent = "status_kubeContent"
+	// attrApplierTerm is the leadership term of the applier that wrote a status (fencing).
+	attrApplierTerm = "applierTerm"
 )
 
 // MaxItemSize is DynamoDB's item size limit: 400 KB = 409,600 bytes, attribute names included
@@ -224,6 +226,9 @@ func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logg
 	m.DocumentID, m.Version, m.Invalid = idOf(item), parseVersion(item), err.Error()
 	if s, ok := item["updateTime"].(*types.AttributeValueMemberS); ok {
 		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
+	}
+	if s, ok := item["createTime"].(*types.AttributeValueMemberS); ok {
+		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
 	}
 	return d, true
 }

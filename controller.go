@@ -23,7 +23,8 @@ const DefaultRecheck = 5 * time.Second
 // status write. It alone turns a verdict into conditions, status fields and a requeue.
 type controller[T Desire] struct {
 	controllerConfig[T]
-	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]] // new for each leadership term
+	queue  atomic.Pointer[workqueue.TypedRateLimitingInterface[string]] // new for each leadership term
+	writer atomic.Pointer[statusWriter[T]]                              // fenced by the current term
 	// fresh holds the desires that arrived as new items from the stream (not from a List)
 	// while leading: their status almost surely does not exist yet, so it is created without
 	// reading it first. Cleared at each leadership term.
@@ -31,6 +32,8 @@ type controller[T Desire] struct {
 	// waitingKind holds the desires whose last verdict was KindNotServed: a CRD being applied
 	// wakes them at once.
 	waitingKind sync.Map
+	// streaks tells a desire that keeps failing the same way from an applier that fails.
+	streaks failureStreaks
 }
 
 // controllerConfig is what a controller is built from.
@@ -38,16 +41,25 @@ type controllerConfig[T Desire] struct {
 	kind       DesireKind
 	cluster    string // the management cluster served
 	lister     DesireLister[T]
+	specs      SpecReader[T] // consistent reads: is a spec really gone?
 	statusCRUD ResourceCRUD[T]
 	reconciler Reconciler[T]
 	// forget drops what the default reconciler holds for a desire (watch registrations,
 	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
 	forget func(id string)
 	// kindsChanged is called after a verdict that applied a CustomResourceDefinition.
-	kindsChanged  func()
+	kindsChanged func()
+	// conflicts, for ApplyDesires, refuses a desire whose object another desire keeps (or
+	// returns the note for the keeper's message), and others lists the desires sharing an
+	// object; nil for other kinds.
+	conflicts interface {
+		check(d Desire) (refusal Verdict, refused bool, note string)
+		others(obj any) []string
+	}
 	resync        time.Duration // lookPeriodic
 	recheck       time.Duration // lookSoon without a delay of its own
 	maxRetryDelay time.Duration
+	reconcileTime time.Duration // bounds one reconcile with its status write
 	workers       int
 	log           logr.Logger
 	metrics       *metrics
@@ -58,14 +70,24 @@ func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
 	if cfg.recheck <= 0 {
 		cfg.recheck = DefaultRecheck
 	}
+	if cfg.reconcileTime <= 0 {
+		cfg.reconcileTime = DefaultReconcileTimeout
+	}
 	c := &controller[T]{controllerConfig: cfg}
 	c.newQueue()
 	c.q().ShutDown() // until the first leadership term
+	c.writer.Store(c.newWriter(unelected))
 	return c
 }
 
-func (c *controller[T]) status() *statusWriter[T] {
-	return &statusWriter[T]{crud: c.statusCRUD, now: c.now}
+// newWriter returns the status writer of term t: its table client stamps and fences every
+// write with t's number (when the table supports it), and it writes only while t is valid.
+func (c *controller[T]) newWriter(t term) *statusWriter[T] {
+	crud := c.statusCRUD
+	if f, ok := crud.(interface{ Fenced(int64) ResourceCRUD[T] }); ok && t.number > 0 {
+		crud = f.Fenced(t.number)
+	}
+	return &statusWriter[T]{crud: crud, now: c.now, term: t}
 }
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
@@ -95,6 +117,7 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 				c.fresh.Store(d.Meta().DocumentID, struct{}{})
 			}
 			c.enqueueObject(obj)
+			c.enqueueRivals(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(T)
@@ -103,8 +126,24 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 				return
 			}
 			c.enqueueObject(newObj)
+			c.enqueueRivals(oldObj)
+			c.enqueueRivals(newObj)
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(obj) },
+		DeleteFunc: func(obj any) {
+			c.enqueueObject(obj)
+			c.enqueueRivals(obj)
+		},
+	}
+}
+
+// enqueueRivals queues the desires that share obj's object: a change to one of them may
+// change which keeps it.
+func (c *controller[T]) enqueueRivals(obj any) {
+	if c.conflicts == nil {
+		return
+	}
+	for _, id := range c.conflicts.others(obj) {
+		c.q().Add(id)
 	}
 }
 
@@ -131,26 +170,45 @@ func (c *controller[T]) wakeWaitingForKind() {
 	})
 }
 
-// enqueueAll puts every cached desire on the queue (new leader) and every status document
-// without a spec (deleted while no applier ran), so its status is removed.
+// enqueueAll puts every cached desire on the queue (new leader), then sweeps for status
+// documents without a spec (deleted while no applier ran) so their statuses are removed.
 func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	for _, d := range c.lister.List() {
 		q.Add(d.Meta().DocumentID)
 	}
-	statuses, err := c.statusCRUD.List(ctx)
-	if err != nil {
-		c.log.Error(err, "listing status documents for garbage collection")
-	}
-	for _, s := range statuses {
-		if _, err := c.lister.Get(s.Meta().DocumentID); IsNotFoundError(err) {
-			q.Add(s.Meta().DocumentID)
+	go c.sweepOrphans(ctx, q)
+}
+
+// sweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
+// queues every status whose spec is not cached; sync deletes it once a consistent read of the
+// specs table confirms the spec is gone. A failed listing is retried with back-off until it
+// succeeds or the term ends; undecodable status items are keys like any other.
+func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: c.maxRetryDelay}
+	for ctx.Err() == nil {
+		ids, err := c.statusCRUD.ListIDs(ctx)
+		if err == nil {
+			for _, id := range ids {
+				if _, err := c.lister.Get(id); IsNotFoundError(err) {
+					q.Add(id)
+				}
+			}
+			return
+		}
+		delay := backoff.Step()
+		c.log.Error(err, "listing status documents for garbage collection; retrying", "after", delay)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
 		}
 	}
 }
 
-// run processes the queue with c.workers goroutines until ctx ends, then drains in-flight work.
-func (c *controller[T]) run(ctx context.Context) {
+// run processes the queue with c.workers goroutines during term t, until ctx ends, then
+// drains in-flight work.
+func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
+	c.writer.Store(c.newWriter(t))
 	c.fresh.Clear() // a new term reads every status before writing it
 	stopped := make(chan struct{})
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); close(stopped) }()
@@ -178,8 +236,10 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 		q.Forget(id)
 		return true
 	}
-	// Writes in flight finish even while shutting down: a status is never half-done work.
-	wctx := context.WithoutCancel(ctx)
+	// Writes in flight finish even while shutting down (a status is never half-done work),
+	// within the reconcile's deadline: a hung call cannot hold the term or a shutdown.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.reconcileTime)
+	defer cancel()
 	start := time.Now()
 	v, err := c.sync(wctx, id)
 	c.metrics.observeReconcile(c.kind, v.reason, err, time.Since(start))
@@ -229,7 +289,7 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyObject().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
-	v := c.verdict(ctx, d)
+	v := c.streaks.judge(d.Meta(), c.verdict(ctx, d), c.now())
 	if v.reason == ReasonKindNotServed {
 		c.waitingKind.Store(id, struct{}{})
 	} else {
@@ -245,8 +305,13 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 		v.reason = "Pending"
 		return v, nil
 	}
-	result, written, err := c.status().write(ctx, d, v, fresh)
+	result, written, err := c.writer.Load().write(ctx, d, v, fresh)
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
+	if errors.Is(err, ErrFenced) {
+		// Another term owns this status now: this one must not retry it.
+		c.log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
+		return Verdict{reason: "Fenced", again: lookNever}, nil
+	}
 	if err != nil {
 		if errors.Is(err, ErrItemTooLarge) {
 			// Cannot happen for a verdict shrink could reduce; logged, not retried.
@@ -271,21 +336,112 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		return Refused(ReasonPreCheckFailed, fmt.Sprintf(
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	}
-	return c.reconciler.Reconcile(ctx, d)
+	if c.conflicts == nil {
+		return c.reconciler.Reconcile(ctx, d)
+	}
+	refusal, refused, note := c.conflicts.check(d)
+	if refused {
+		return refusal
+	}
+	v := c.reconciler.Reconcile(ctx, d)
+	if v.decided && note != "" {
+		v.message += note
+	}
+	return v
 }
 
-// specDeleted removes the status of a deleted spec and forgets the desire.
+// specDeleted removes the status of a spec the cache no longer holds, once a consistent read
+// of the specs table confirms it is gone: a lagging cache (or a replayed REMOVE) never deletes
+// the status of a spec that exists.
 func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, error) {
+	if c.specs != nil {
+		_, err := c.specs.Get(ctx, id)
+		switch {
+		case err == nil || errors.Is(err, ErrInvalidItem):
+			// The spec exists; the stream will bring it. Look again soon in case it does not.
+			return Verdict{reason: "SpecNotCached", again: lookSoon, after: time.Second}, nil
+		case !IsNotFoundError(err):
+			return Verdict{reason: "SpecReadFailed", again: lookBackoff}, err
+		}
+	}
 	c.forgetDesire(id)
 	c.waitingKind.Delete(id)
-	if err := c.statusCRUD.Delete(ctx, id); err != nil && !IsNotFoundError(err) {
+	err := c.writer.Load().delete(ctx, id)
+	switch {
+	case errors.Is(err, ErrFenced):
+		return Verdict{reason: "Fenced", again: lookNever}, nil
+	case err != nil && !IsNotFoundError(err):
 		return Verdict{reason: "StatusDeleteFailed", again: lookBackoff}, err
 	}
 	return Verdict{reason: "SpecDeleted", again: lookNever}, nil
 }
 
 func (c *controller[T]) forgetDesire(id string) {
+	c.streaks.forget(id)
 	if c.forget != nil {
 		c.forget(id)
 	}
+}
+
+// sameFailureLimit is how many times one spec version may fail the same way, while other
+// desires succeed, before the failure is taken for the desire's and no longer for the
+// applier's.
+const sameFailureLimit = 5
+
+// failureStreaks records, per desire, the run of identical transient failures of one spec
+// version, and when any desire last succeeded. A 500 from the apiserver is usually the
+// cluster's trouble, but some bad manifests get one too; repeated for the same spec version,
+// with the same message, while other desires are carried out, it is the desire's: Degraded
+// would blame the applier and back-off retries would go on for ever.
+type failureStreaks struct {
+	mu          sync.Mutex
+	byID        map[string]*failureStreak
+	lastSuccess time.Time
+}
+
+type failureStreak struct {
+	created time.Time // the spec's incarnation
+	version int64
+	message string
+	count   int
+	since   time.Time
+}
+
+// judge returns v, or, once the same spec version has failed the same way sameFailureLimit
+// times and some desire succeeded since the first of them, v as a refusal (not Degraded,
+// retried only on a spec change or the periodic resync).
+func (f *failureStreaks) judge(m *DynamoDBMetadata, v Verdict, now time.Time) Verdict {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v.successful {
+		f.lastSuccess = now
+		delete(f.byID, m.DocumentID)
+		return v
+	}
+	if !v.degraded || v.reason != ReasonKubeAPIError {
+		delete(f.byID, m.DocumentID)
+		return v
+	}
+	if f.byID == nil {
+		f.byID = map[string]*failureStreak{}
+	}
+	s := f.byID[m.DocumentID]
+	if s == nil || s.version != m.Version || !s.created.Equal(m.CreateTime) || s.message != v.message {
+		s = &failureStreak{created: m.CreateTime, version: m.Version, message: v.message, since: now}
+		f.byID[m.DocumentID] = s
+	}
+	s.count++
+	if s.count < sameFailureLimit || !f.lastSuccess.After(s.since) {
+		return v
+	}
+	out := Refused(v.reason, fmt.Sprintf("%s (failed the same way %d times for spec version %d while other desires succeeded: "+
+		"taken for a problem of the desire, retried when the spec changes or at the periodic resync)", v.message, s.count, m.Version))
+	out.applied = v.applied
+	return out
+}
+
+func (f *failureStreaks) forget(id string) {
+	f.mu.Lock()
+	delete(f.byID, id)
+	f.mu.Unlock()
 }

@@ -2,7 +2,13 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // pendingReconciler reaches no verdict, like a ReadDesire whose watch has not synced.
@@ -24,5 +30,207 @@ func TestNoVerdictNoStatusWrite(t *testing.T) {
 	}
 	if h.db.Calls("PutItem") != 0 || h.db.Calls("GetItem") != 0 {
 		t.Fatalf("calls = %v, want none", h.db.CallCounts())
+	}
+}
+
+// TestSameFailureRepeatedIsTheDesires: a 500 that repeats for one spec version with the same
+// message while other desires succeed is refused (not Degraded, no back-off retries) after
+// sameFailureLimit tries; the same failure with no success anywhere (the cluster is down)
+// stays the applier's; a new spec version or another message starts over.
+func TestSameFailureRepeatedIsTheDesires(t *testing.T) {
+	t0 := testTime
+	m := &DynamoDBMetadata{DocumentID: "a", Version: 3, CreateTime: t0}
+	fail := Transient(ReasonKubeAPIError, errors.New("500: decoding failed"))
+	var f failureStreaks
+	for i := 1; i <= sameFailureLimit+2; i++ {
+		if v := f.judge(m, fail, t0.Add(time.Duration(i)*time.Second)); !v.Degraded() {
+			t.Fatalf("try %d with no success anywhere: %v, want still Degraded", i, v)
+		}
+	}
+	f.judge(&DynamoDBMetadata{DocumentID: "other"}, Applied(1, "ok"), t0.Add(10*time.Second))
+	var v Verdict
+	for i := 0; i < sameFailureLimit; i++ {
+		v = f.judge(m, fail, t0.Add(time.Duration(11+i)*time.Second))
+	}
+	if v.Degraded() || v.Reason() != ReasonKubeAPIError || v.again != lookPeriodic || !strings.Contains(v.Message(), "taken for a problem of the desire") {
+		t.Fatalf("after %d identical failures while others succeed: %v (again %v)", sameFailureLimit, v, v.again)
+	}
+	m2 := *m
+	m2.Version = 4
+	if v := f.judge(&m2, fail, t0.Add(20*time.Second)); !v.Degraded() {
+		t.Fatalf("a new spec version starts over: %v", v)
+	}
+	if v := f.judge(&m2, Transient(ReasonKubeAPIError, errors.New("another")), t0.Add(21*time.Second)); !v.Degraded() {
+		t.Fatalf("another message starts over: %v", v)
+	}
+	if v := f.judge(m, NotYet(ReasonKindNotServed, "x"), t0); v.Reason() != ReasonKindNotServed {
+		t.Fatalf("other verdicts pass through: %v", v)
+	}
+}
+
+// TestRequeueFollowsTheVerdict: each verdict's intent becomes the matching workqueue call.
+func TestRequeueFollowsTheVerdict(t *testing.T) {
+	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
+	h.c.resync, h.c.recheck = time.Hour, 3*time.Second
+	cases := []struct {
+		name      string
+		v         Verdict
+		wantLimit bool          // AddRateLimited: the retry count grows
+		wantAfter time.Duration // AddAfter
+	}{
+		{"periodic", Applied(1, "ok"), false, time.Hour},
+		{"back-off", Transient(ReasonKubeAPIError, errors.New("x")), true, 0},
+		{"soon, default recheck", WaitingForDeletion("held"), false, 3 * time.Second},
+		{"soon, own delay", Pending(time.Second), false, time.Second},
+		{"never", Verdict{again: lookNever}, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &recordingQueue{}
+			h.c.requeue(q, "a", tc.v)
+			if (q.limited > 0) != tc.wantLimit {
+				t.Fatalf("rate-limited adds = %d, want %v", q.limited, tc.wantLimit)
+			}
+			if tc.wantAfter > 0 {
+				// the periodic resync is jittered by up to 10%
+				if q.after < tc.wantAfter || q.after > tc.wantAfter+tc.wantAfter/10 {
+					t.Fatalf("AddAfter(%v), want %v", q.after, tc.wantAfter)
+				}
+			} else if q.after != 0 {
+				t.Fatalf("AddAfter(%v), want none", q.after)
+			}
+			if !tc.wantLimit && q.forgets == 0 {
+				t.Fatal("the retry count was not reset")
+			}
+		})
+	}
+}
+
+// recordingQueue records what requeue asks of a workqueue.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	limited, forgets int
+	after            time.Duration
+}
+
+func (q *recordingQueue) AddRateLimited(string)              { q.limited++ }
+func (q *recordingQueue) Forget(string)                      { q.forgets++ }
+func (q *recordingQueue) AddAfter(_ string, d time.Duration) { q.after = d }
+
+// TestHandlerQueuesChangesOnly: the informer handler queues adds, deletes and updates whose
+// updateTime, version or decodability changed, and nothing for a relist's unchanged desire;
+// adds that arrive from the stream while leading are fresh (their status is created first).
+func TestHandlerQueuesChangesOnly(t *testing.T) {
+	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
+	q := h.c.newQueue()
+	defer q.ShutDown()
+	d := applyDesire("a", cmJSON("c1"))
+	same := d.DeepCopy()
+	newer := d.DeepCopy()
+	newer.Version++
+	touched := d.DeepCopy()
+	touched.UpdateTime = touched.UpdateTime.Add(time.Second)
+	broken := d.DeepCopy()
+	broken.Invalid = "bad"
+	handler := h.c.handler()
+	cases := []struct {
+		name  string
+		event func()
+		want  int
+	}{
+		{"unchanged update (relist)", func() { handler.OnUpdate(d, same) }, 0},
+		{"new version", func() { handler.OnUpdate(d, newer) }, 1},
+		{"new updateTime", func() { handler.OnUpdate(d, touched) }, 1},
+		{"became undecodable", func() { handler.OnUpdate(d, broken) }, 1},
+		{"add from the initial list", func() { handler.OnAdd(d, true) }, 1},
+		{"delete", func() { handler.OnDelete(d) }, 1},
+		{"delete tombstone", func() { handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "a", Obj: d}) }, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.event()
+			if n := q.Len(); n != tc.want {
+				t.Fatalf("queued %d, want %d", n, tc.want)
+			}
+			for q.Len() > 0 {
+				k, _ := q.Get()
+				q.Done(k)
+				q.Forget(k)
+			}
+		})
+	}
+	if _, fresh := h.c.fresh.Load("a"); fresh {
+		t.Fatal("an add from the initial list was taken for a new desire")
+	}
+	handler.OnAdd(applyDesire("b", cmJSON("c2")), false)
+	if _, fresh := h.c.fresh.Load("b"); !fresh {
+		t.Fatal("an add from the stream while leading is not fresh")
+	}
+}
+
+// TestSpecDeletedOnlyWhenConfirmed: a desire missing from the cache has its status deleted
+// only after a consistent read of the specs table finds no spec; a spec that exists (the
+// cache lags, or an old REMOVE was replayed) keeps its status, and a failed read retries.
+func TestSpecDeletedOnlyWhenConfirmed(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	specs := NewTable[*ApplyDesire](h.db, "specs")
+	h.c.specs = specs
+	h.sync(t, applyDesire("a", cmJSON("c1")))
+	if _, err := specs.Create(ctx, applyDesire("a", cmJSON("c1"))); err != nil {
+		t.Fatal(err)
+	}
+	h.cache.Delete(applyDesire("a", ""))
+	v, err := h.c.sync(ctx, "a")
+	if err != nil || v.again != lookSoon {
+		t.Fatalf("spec still in the table: %v %v, want a look soon", v, err)
+	}
+	if _, err := h.status.Get(ctx, "a"); err != nil {
+		t.Fatalf("status deleted while its spec exists: %v", err)
+	}
+	h.db.FailNext("GetItem", errors.New("throttled"))
+	if _, err := h.c.sync(ctx, "a"); err == nil {
+		t.Fatal("a failed consistent read did not fail the sync")
+	}
+	if _, err := h.status.Get(ctx, "a"); err != nil {
+		t.Fatalf("status deleted after a failed read: %v", err)
+	}
+	if err := specs.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.c.sync(ctx, "a"); err != nil || v.again != lookNever {
+		t.Fatalf("confirmed gone: %v %v", v, err)
+	}
+	if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
+		t.Fatalf("status of a confirmed-gone spec: %v", err)
+	}
+}
+
+// TestOrphanSweepRetries: the sweep of statuses without a spec reads keys only (a projected
+// Scan), retries a failed listing, and queues exactly the orphans.
+func TestOrphanSweepRetries(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
+	h.c.maxRetryDelay = 10 * time.Millisecond
+	for _, id := range []string{"kept", "orphan"} {
+		if _, err := h.status.Create(ctx, applyDesire(id, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = h.cache.Add(applyDesire("kept", cmJSON("c1")))
+	h.db.FailNext("Scan", errors.New("throttled"), errors.New("throttled"))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	sweepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h.c.sweepOrphans(sweepCtx, q)
+	if q.Len() != 1 {
+		t.Fatalf("queued %d, want the one orphan", q.Len())
+	}
+	if id, _ := q.Get(); id != "orphan" {
+		t.Fatalf("queued %q, want orphan", id)
+	}
+	if n := h.db.Calls("Scan"); n != 3 {
+		t.Fatalf("Scan calls = %d, want 2 failures and 1 success", n)
 	}
 }

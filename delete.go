@@ -2,56 +2,63 @@ package kubeapplier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 )
 
 // deleteReconciler deletes a DeleteDesire's target and reports success only once it is gone.
 type deleteReconciler struct {
-	kube   KubeClient
-	mapper meta.ResettableRESTMapper
+	kube    KubeClient
+	targets *targetResolver
 }
 
-// NewDeleteReconciler returns the default DeleteDesire reconciler: delete the target with
-// Background propagation and a UID precondition, then GET it again. Its verdicts: Gone when
-// the GET answers NotFound (or the resource type is not served); WaitingForDeletion while a
-// deletionTimestamp and finalizers remain; Refused(PreCheckFailed) for an invalid target;
+// NewDeleteReconciler returns the default DeleteDesire reconciler: resolve the target to its
+// canonical resource through mapper, delete it with Background propagation and a UID
+// precondition, then GET it again. Its verdicts: Gone only when that GET answers NotFound for
+// the object, or when disc proves the resource type is served at no version (disc nil: never
+// proven, such a target waits as KindNotServed); WaitingForDeletion while a deletionTimestamp
+// and finalizers remain; Refused(PreCheckFailed) for an invalid or non-canonical target;
 // Refused/Transient(KubeAPIError) for apiserver errors as for ApplyDesires.
-func NewDeleteReconciler(kube KubeClient, mapper meta.ResettableRESTMapper) Reconciler[*DeleteDesire] {
-	return &deleteReconciler{kube: kube, mapper: mapper}
+func NewDeleteReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, disc discovery.DiscoveryInterface) Reconciler[*DeleteDesire] {
+	return &deleteReconciler{kube: kube, targets: newTargetResolver(mapper, disc)}
+}
+
+func newTargetResolver(mapper meta.ResettableRESTMapper, disc discovery.DiscoveryInterface) *targetResolver {
+	r := &targetResolver{mapper: mapper}
+	if disc != nil {
+		r.groups = discoveryGroups(disc)
+	}
+	return r
 }
 
 // Reconcile implements Reconciler.
 func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdict {
-	t := d.Spec.TargetItem
-	if err := validateTarget(t); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error())
+	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
+	switch res {
+	case targetVerdict:
+		return v
+	case targetNotServed:
+		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(rt.GVR())))
 	}
-	mapping, err := mapResource(r.mapper, t.GVR())
-	switch {
-	case errors.Is(err, ErrKindNotServed):
-		return Gone(err.Error() + ": nothing to delete")
-	case err != nil:
-		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
-	}
-	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error())
-	}
+	t := rt.TargetItem
 	obj, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
 		err = r.kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
-		if err == nil || apierrors.IsNotFound(err) {
+		if err == nil || objectNotFound(err, t.Name) {
 			obj, err = r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 		}
 	}
 	switch {
-	case apierrors.IsNotFound(err):
+	case objectNotFound(err, t.Name):
 		return Gone(fmt.Sprintf("%s is gone", t))
+	case resourceNotServed(err):
+		// The resource type went away (a CRD deleted) since discovery said otherwise.
+		r.targets.mapper.Reset()
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("deleting %s: the apiserver no longer serves %s: %v", t, gvrString(t.GVR()), err))
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,8 @@ func TestDeleteController(t *testing.T) {
 		wantMsg     string
 		wantRequeue lookAgain
 		wantGone    bool
+		// failingDiscovery: an API group fails discovery; noDiscovery: no discovery client.
+		failingDiscovery, noDiscovery bool
 	}{
 		{name: "not found", target: cm, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "deleted", target: cm, exists: true, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
@@ -36,6 +39,27 @@ func TestDeleteController(t *testing.T) {
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "namespaced"},
 		{name: "apiserver down", target: cm, getErr: apierrors.NewServiceUnavailable("down"), wantStatus: "False",
 			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: lookBackoff},
+		// Target identity: every spelling the mapper accepts but the apiserver does not serve
+		// is refused naming the canonical one, never called gone.
+		{name: "singular resource", target: TargetItem{Version: "v1", Resource: "configmap", Namespace: "default", Name: "c1"}, exists: true,
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `did you mean configmaps/v1 (group "", version "v1", resource "configmaps")?`},
+		{name: "capitalised resource", target: TargetItem{Version: "v1", Resource: "ConfigMaps", Namespace: "default", Name: "c1"}, exists: true,
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean configmaps/v1"},
+		{name: "group-less resource of a named group", target: TargetItem{Version: "v1", Resource: "deployments", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean deployments.apps/v1"},
+		{name: "group prefix", target: TargetItem{Group: "rbac", Version: "v1", Resource: "clusterroles", Name: "r"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean clusterroles.rbac.authorization.k8s.io/v1"},
+		{name: "version not served while another is", target: TargetItem{Group: "apps", Version: "v1beta1", Resource: "deployments", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "deployments.apps is not served at version v1beta1 but at v1: the object may well exist"},
+		{name: "typo in a served built-in group", target: TargetItem{Version: "v1", Resource: "configmapz", Namespace: "default", Name: "c1"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `serves API group "core" but no resource "configmapz" in it (a typo?)`},
+		{name: "unknown resource while discovery is incomplete", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
+			failingDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: lookBackoff},
+		{name: "unknown resource without discovery", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
+			noDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "no discovery client to prove it", wantRequeue: lookBackoff},
+		{name: "resource type gone since discovery (404 without a name)", target: cm,
+			getErr:     apierrors.NewGenericServerResponse(404, "get", cmGVR.GroupResource(), "", "the server could not find the requested resource", 0, false),
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "the apiserver no longer serves configmaps/v1", wantRequeue: lookBackoff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +74,11 @@ func TestDeleteController(t *testing.T) {
 				o.SetFinalizers(tc.finalizers)
 				kube.Apply(context.Background(), cmGVR, o, "setup")
 			}
-			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
+			var disc discovery.DiscoveryInterface = newTestDiscovery(tc.failingDiscovery)
+			if tc.noDiscovery {
+				disc = nil
+			}
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), disc))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
@@ -58,6 +86,9 @@ func TestDeleteController(t *testing.T) {
 			}
 			if res.again != tc.wantRequeue {
 				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
+			}
+			if tc.wantStatus == metav1.ConditionFalse && tc.exists && len(kube.objects) == 0 {
+				t.Fatal("the object was deleted although the desire was refused")
 			}
 			if gone := len(kube.objects) == 0; tc.exists && gone != tc.wantGone {
 				t.Fatalf("gone = %v, want %v", gone, tc.wantGone)
@@ -75,7 +106,7 @@ func TestDeleteFinalizerThenGone(t *testing.T) {
 	o.SetNamespace("default")
 	o.SetFinalizers([]string{"example.com/hold"})
 	kube.Apply(context.Background(), cmGVR, o, "setup")
-	h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
+	h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
 	d := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
 	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Reason != ReasonWaitingForDeletion {
 		t.Fatalf("first: %+v", st.Status.Conditions)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,8 @@ type ResourceCRUD[T Desire] interface {
 	Replace(ctx context.Context, d T) (T, error)
 	// Delete removes the item; ErrNotFound when there is none.
 	Delete(ctx context.Context, id string) error
+	// ListIDs returns the documentID of every item (a paged Scan that reads keys only).
+	ListIDs(ctx context.Context) ([]string, error)
 }
 
 // Table is the DynamoDB implementation of ResourceCRUD for one table.
@@ -64,6 +67,10 @@ type Table[T Desire] struct {
 	api   DynamoDBAPI
 	name  string
 	clock func() time.Time
+	// term, when fenced, is the leadership term stamped on every write (attribute
+	// applierTerm); a write over an item of a newer term is refused by DynamoDB.
+	term   int64
+	fenced bool
 }
 
 // NewTable returns the CRUD client of one table.
@@ -73,6 +80,41 @@ func NewTable[T Desire](api DynamoDBAPI, tableName string) *Table[T] {
 
 // Name returns the table name.
 func (t *Table[T]) Name() string { return t.name }
+
+// Fenced returns a client of the same table whose writes belong to leadership term term (a
+// number that only grows, see Options.LeaderElection): each written item carries it in the
+// attribute applierTerm, and Replace and Delete are conditional on the stored item's term
+// being at most term, so DynamoDB itself refuses a write of an older term over one of a newer
+// term (ErrFenced), even for the same spec version.
+func (t *Table[T]) Fenced(term int64) ResourceCRUD[T] {
+	c := *t
+	c.term, c.fenced = term, true
+	return &c
+}
+
+// fence returns cond, and when t is fenced, cond AND the stored item's term is not newer.
+func (t *Table[T]) fence(cond expression.ConditionBuilder) expression.ConditionBuilder {
+	if !t.fenced {
+		return cond
+	}
+	term := expression.Name(attrApplierTerm)
+	return cond.And(expression.Or(expression.AttributeNotExists(term), term.LessThanEqual(expression.Value(t.term))))
+}
+
+// fencedOut reports whether a failed conditional write was refused because the stored item
+// (returned with ReturnValuesOnConditionCheckFailure=ALL_OLD) belongs to a newer term.
+func (t *Table[T]) fencedOut(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !t.fenced || !errors.As(err, &ccf) {
+		return false
+	}
+	n, ok := ccf.Item[attrApplierTerm].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	stored, perr := strconv.ParseInt(n.Value, 10, 64)
+	return perr == nil && stored > t.term
+}
 
 func (t *Table[T]) key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: id}}
@@ -102,7 +144,7 @@ func (t *Table[T]) List(ctx context.Context) ([]T, error) {
 		out []T
 		bad []error
 	)
-	err := scanItems(ctx, t.api, t.name, func(item map[string]types.AttributeValue) {
+	err := scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
 		d := newDesire[T]()
 		if err := DecodeItem(item, d); err != nil {
 			bad = append(bad, err)
@@ -116,14 +158,31 @@ func (t *Table[T]) List(ctx context.Context) ([]T, error) {
 	return out, errors.Join(bad...)
 }
 
-// scanItems pages a consistent Scan of table, calling each for every item. An empty page with
-// a LastEvaluatedKey is not the end (DynamoDB may return one).
-func scanItems(ctx context.Context, db DynamoDBAPI, table string, each func(map[string]types.AttributeValue)) error {
-	var last map[string]types.AttributeValue
+// ListIDs implements ResourceCRUD: a Scan projected on documentID, so a table of 400 KB items
+// costs kilobytes to list.
+func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
+	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build projection: %w", err)
+	}
+	var ids []string
+	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
+		ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
+		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok {
+			ids = append(ids, id.Value)
+		}
+	})
+	return ids, err
+}
+
+// scanItems pages a consistent Scan (in names the table and any projection), calling each for
+// every item. An empty page with a LastEvaluatedKey is not the end (DynamoDB may return one).
+func scanItems(ctx context.Context, db DynamoDBAPI, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
+	in.ConsistentRead = aws.Bool(true)
 	for {
-		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)})
+		page, err := db.Scan(ctx, &in)
 		if err != nil {
-			return fmt.Errorf("scan %s: %w", table, err)
+			return fmt.Errorf("scan %s: %w", aws.ToString(in.TableName), err)
 		}
 		for _, item := range page.Items {
 			each(item)
@@ -131,7 +190,7 @@ func scanItems(ctx context.Context, db DynamoDBAPI, table string, each func(map[
 		if len(page.LastEvaluatedKey) == 0 {
 			return nil
 		}
-		last = page.LastEvaluatedKey
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 }
 
@@ -160,8 +219,11 @@ func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
 	expected := m.Version
 	m.Version++
 	m.UpdateTime = t.clock().UTC().Round(0)
-	cond := expression.Name(attrVersion).Equal(expression.Value(expected))
+	cond := t.fence(expression.Name(attrVersion).Equal(expression.Value(expected)))
 	if err := t.put(ctx, d, cond); err != nil {
+		if t.fencedOut(err) {
+			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, ErrFenced, err)
+		}
 		if isConditionalCheckFailed(err) {
 			return zero, fmt.Errorf("replace %s in %s at version %d: %w: %w", m.DocumentID, t.name, expected, ErrPreconditionFailed, err)
 		}
@@ -175,6 +237,9 @@ func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilde
 	if err != nil {
 		return err
 	}
+	if t.fenced {
+		item[attrApplierTerm] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.term, 10)}
+	}
 	if size := ItemSize(item); size > MaxItemSize {
 		return &ItemTooLargeError{Table: t.name, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
 	}
@@ -183,7 +248,8 @@ func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilde
 		return fmt.Errorf("build condition: %w", err)
 	}
 	_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &t.name, Item: item,
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	if err != nil {
 		return fmt.Errorf("put %s into %s: %w", d.Meta().DocumentID, t.name, err)
 	}
@@ -192,13 +258,17 @@ func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilde
 
 // Delete implements ResourceCRUD.
 func (t *Table[T]) Delete(ctx context.Context, id string) error {
-	expr, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrDocumentID))).Build()
+	expr, err := expression.NewBuilder().WithCondition(t.fence(expression.AttributeExists(expression.Name(attrDocumentID)))).Build()
 	if err != nil {
 		return fmt.Errorf("build condition: %w", err)
 	}
 	_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &t.name, Key: t.key(id),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names()})
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	if err != nil {
+		if t.fencedOut(err) {
+			return fmt.Errorf("delete %s from %s: %w: %w", id, t.name, ErrFenced, err)
+		}
 		if isConditionalCheckFailed(err) {
 			return fmt.Errorf("delete %s from %s: %w", id, t.name, ErrNotFound)
 		}

@@ -55,6 +55,7 @@ func (a *Applier) leaseLock() (*resourcelock.LeaseLock, error) {
 // returns only once the term's in-flight reconciles and status writes have finished.
 func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) error {
 	term := newLeaseTerm()
+	var le *leaderelection.LeaderElector
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
 		LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
@@ -69,7 +70,12 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 				wctx, cancel := context.WithCancel(lctx)
 				defer cancel()
 				defer context.AfterFunc(ctx, cancel)()
-				a.lead(wctx)
+				t, err := a.termOf(wctx, lock, le)
+				if err != nil {
+					a.opts.Log.Error(err, "reading the lease at the start of a term; giving it up")
+					return
+				}
+				a.lead(wctx, t)
 			},
 			OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", lock.Identity()) },
 		},
@@ -94,6 +100,36 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	stopRelease()
 	term.wait()
 	return nil
+}
+
+// termOf returns the term just won: its number is the Lease's spec.leaseTransitions, which
+// client-go increments at every change of holder, so it only grows; a write is valid while a
+// write started now still lands before the lease could expire (the renew deadline's slack
+// before the lease duration, see writeMargin).
+func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector) (term, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return term{}, fmt.Errorf("get lease %s/%s: %w", a.opts.LeaseNamespace, a.opts.LeaseName, err)
+	}
+	if rec.HolderIdentity != lock.Identity() {
+		return term{}, fmt.Errorf("lease %s/%s is held by %q, not %q", a.opts.LeaseNamespace, a.opts.LeaseName, rec.HolderIdentity, lock.Identity())
+	}
+	margin := a.writeMargin()
+	return term{
+		// +1: a term is never 0, the number of an Applier without election.
+		number:      int64(rec.LeaderTransitions) + 1,
+		valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil },
+		callTimeout: margin,
+	}, nil
+}
+
+// writeMargin is how long before the lease could expire the leader stops starting status
+// writes, and the deadline of each: the slack between the renew deadline (after which
+// client-go steps down) and the lease duration (after which a standby may take over).
+func (a *Applier) writeMargin() time.Duration {
+	return min(max(a.opts.LeaseDuration-a.opts.RenewDeadline, 500*time.Millisecond), a.opts.CallTimeout)
 }
 
 // leaseTerm is the leadership term of one campaign: it starts at most once, never after the

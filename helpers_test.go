@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/discovery"
+	discoveryfake "k8s.io/client-go/discovery/fake"
 
 	k8stesting "k8s.io/client-go/testing"
 
@@ -153,12 +157,15 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)
 	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
 		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
 		log: logr.Discard(), metrics: newMetrics(nil, fixedClock), now: fixedClock}
 	if f, ok := r.(interface{ Forget(string) }); ok {
 		cfg.forget = f.Forget
+	}
+	if kind == KindApplyDesire {
+		cfg.conflicts = objectConflicts{indexer: idx, cluster: "mc01"}
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: idx}
 }
@@ -266,48 +273,122 @@ func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Inte
 	w := newTargetWatches(dyn, md, notify)
 	w.begin(ctx)
 	t.Cleanup(func() { cancel(); w.end() })
-	return newReadReconciler(DynamicKube{Client: dyn}, mapper, redaction, w, 0)
+	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
 }
 
 func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
 
 // recorder records informer events as "type id version".
+// recorder records an informer's handler calls on ApplyDesires.
 type recorder struct {
 	mu     sync.Mutex
-	events []string
+	events []stEvent
 }
 
-func (r *recorder) add(typ string, obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+// stEvent is one informer handler call: Type is add, update or delete; Initial is
+// isInInitialList of an add.
+type stEvent struct {
+	Type    string
+	ID      string
+	Version int64
+	Initial bool
+}
+
+func (e stEvent) String() string {
+	s := fmt.Sprintf("%s %s v%d", e.Type, e.ID, e.Version)
+	if e.Initial {
+		s += " (initial list)"
 	}
-	a := obj.(*ApplyDesire)
+	return s
+}
+
+func (r *recorder) add(typ string, obj any, initial bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	d := obj.(*ApplyDesire)
 	r.mu.Lock()
-	r.events = append(r.events, fmt.Sprintf("%s %s %d", typ, a.DocumentID, a.Version))
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
 }
 
 func (r *recorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.add("add", o) },
-		UpdateFunc: func(_, n any) { r.add("update", n) },
-		DeleteFunc: func(o any) { r.add("delete", o) },
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { r.add("add", obj, initial) },
+		UpdateFunc: func(_, obj any) { r.add("update", obj, false) },
+		DeleteFunc: func(obj any) { r.add("delete", obj, false) },
 	}
 }
 
-func (r *recorder) snapshot() []string {
+func (r *recorder) get() []stEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.events...)
+	return append([]stEvent(nil), r.events...)
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitEvents waits until the recorder holds as many events as want, then compares them exactly.
+// Callers end want with the newest write so that a replayed or misordered record would show.
+func (r *recorder) waitEvents(t *testing.T, want []stEvent) {
+	t.Helper()
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d handler events", len(want)),
+		func() bool { return len(r.get()) >= len(want) }, func() string { return fmt.Sprint(r.get()) })
+	if got := r.get(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("handler events:\n got %v\nwant %v", got, want)
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes; detail, when given, describes the
+// state in the failure message.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			msg := ""
+			for _, d := range detail {
+				if d != nil {
+					msg += ": " + d()
+				}
+			}
+			t.Fatalf("timed out after %v waiting for %s%s", timeout, what, msg)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// testDiscovery serves the API groups newMapper knows (core, apps, rbac, apiextensions);
+// with failing set, discovery of one group fails (an unavailable aggregated API), so nothing
+// can be proven not served.
+type testDiscovery struct {
+	*discoveryfake.FakeDiscovery
+	failing bool
+}
+
+func newTestDiscovery(failing bool) *testDiscovery {
+	res := func(gv string, names ...string) *metav1.APIResourceList {
+		l := &metav1.APIResourceList{GroupVersion: gv}
+		for _, n := range names {
+			l.APIResources = append(l.APIResources, metav1.APIResource{Name: n})
+		}
+		return l
+	}
+	fd := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{
+		res("v1", "configmaps", "namespaces", "secrets"), res("apps/v1", "deployments"),
+		res("rbac.authorization.k8s.io/v1", "clusterroles"), res("apiextensions.k8s.io/v1", "customresourcedefinitions"),
+	}}}
+	return &testDiscovery{FakeDiscovery: fd, failing: failing}
+}
+
+func (d *testDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := d.FakeDiscovery.ServerGroupsAndResources()
+	if d.failing && err == nil {
+		err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
+	}
+	return groups, lists, err
+}
+
+// withSecrets adds the Secret kind to a test mapper.
+func withSecrets(m *resettingMapper) *resettingMapper {
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	return m
 }

@@ -293,7 +293,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	const window = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	c.run(ctx)
+	c.run(ctx, unelected)
 	for id, tc := range want {
 		got, err := st.Get(context.Background(), id)
 		if err != nil {
@@ -331,7 +331,7 @@ func TestHostileDeleteAndReadTargets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
-			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper()))
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
 			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || res.again != lookPeriodic || len(kube.calls) != 0 {

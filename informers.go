@@ -55,7 +55,7 @@ func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table strin
 	lw := &streamListWatch[T]{kind: kind, table: table, db: db, api: streams, opts: opts}
 	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
-		newDesire[T](), cache.SharedIndexInformerOptions{ObjectDescription: table})
+		newDesire[T](), cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: targetIndexers})
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
 }
 

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,12 +57,53 @@ func isTransient(err error) bool {
 	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
 		return false
-	case strings.Contains(err.Error(), "failed to create typed patch object"):
-		// The manifest does not match the schema (e.g. a number where a string belongs); the
-		// apiserver answers 500 for it, but only a spec change can fix it.
+	case badManifest(err):
 		return false
 	case apierrors.IsForbidden(err):
 		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
 	}
 	return true
+}
+
+// objectNotFound reports whether err is the apiserver's NotFound for the object name itself,
+// not for its resource type (a 404 for a resource the apiserver no longer serves, e.g. a
+// deleted CRD, names no object) nor for its namespace.
+func objectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name && d.Kind != "namespaces"
+}
+
+// resourceNotServed reports whether err is a 404 for the resource type itself (its CRD was
+// deleted, or discovery is stale): not for an object, and not for a missing namespace.
+func resourceNotServed(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || (d.Name == "" && d.Kind != "namespaces")
+}
+
+// badManifestMessages are what kube-apiserver says, with a 500, about a manifest it cannot
+// decode or match to the schema (a number where a string belongs, invalid base64 in a Secret's
+// data): only a spec change can fix those.
+var badManifestMessages = []string{
+	"failed to create typed patch object",
+	"failed to convert new object",
+	"unable to convert unstructured object",
+	"error decoding from json",
+}
+
+// badManifest reports whether err is the apiserver refusing a manifest it cannot decode.
+func badManifest(err error) bool {
+	for _, m := range badManifestMessages {
+		if strings.Contains(err.Error(), m) {
+			return true
+		}
+	}
+	return false
 }

@@ -38,6 +38,10 @@ const (
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultLeaseName      = "kube-applier-aws"
 	DefaultLeaseNamespace = "kube-system"
+	// DefaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
+	DefaultCallTimeout = 10 * time.Second
+	// DefaultReconcileTimeout bounds one reconcile with its status write.
+	DefaultReconcileTimeout = 30 * time.Second
 )
 
 // Options configures an Applier. Only ManagementCluster and a way to reach the cluster
@@ -83,8 +87,14 @@ type Options struct {
 	// RESTMapper maps kinds and resources. A meta.ResettableRESTMapper is reset (at most once a
 	// second) when a kind is not found, so CRDs installed later work; any other mapper, e.g. a
 	// controller-runtime manager's GetRESTMapper() (which reloads discovery on a miss itself),
-	// is used as it is. Default: a deferred discovery mapper over RESTConfig.
+	// is used as it is, and a reset then refreshes only the default Discovery's cache.
+	// Default: a deferred discovery mapper over RESTConfig.
 	RESTMapper meta.RESTMapper
+	// Discovery proves that a resource type is not served (discovery complete, no API group
+	// failed), which lets a DeleteDesire of such a type report success. Default: the cached
+	// discovery client of the default RESTMapper, or one built from RESTConfig. Without it
+	// (no RESTConfig) such DeleteDesires wait as KindNotServed.
+	Discovery discovery.DiscoveryInterface
 	// KubeQPS and KubeBurst are client-go's client-side rate limit, in requests per second and
 	// requests. Defaults 200 and 400 (client-go's own 5/10 cannot keep up with 10k desires).
 	KubeQPS   float32
@@ -101,6 +111,13 @@ type Options struct {
 	ApplyResync, DeleteResync, ReadResync time.Duration
 	// MaxRetryDelay caps the per-desire exponential back-off after transient errors. Default 30 s.
 	MaxRetryDelay time.Duration
+	// CallTimeout bounds every single call to DynamoDB, DynamoDB Streams and the kube-apiserver
+	// (long-running watches excepted): the clients in these Options are wrapped with it.
+	// Default 10 s.
+	CallTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile, its status write included. A shutdown or a lost
+	// lease waits at most this long for reconciles in flight. Default 30 s.
+	ReconcileTimeout time.Duration
 	// Stream tunes the DynamoDB Streams poller (poll interval 250 ms, discovery 10 s).
 	Stream StreamOptions
 	// Reconcilers wraps the default reconciler of each desire kind (nil: the default alone).
@@ -141,14 +158,8 @@ type Options struct {
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
 	httpClient *http.Client                // the clients' HTTP client (counted), with RESTConfig
 	kubeProbe  func(context.Context) error // GET /readyz of the apiserver, with RESTConfig
-}
-
-// SecretRedaction says which Secret data keys a ReadDesire may copy into the status.
-type SecretRedaction struct {
-	// AllowKeys are data keys copied as they are.
-	AllowKeys []string
-	// Disabled copies every value (explicit opt-out).
-	Disabled bool
+	// discoveryReset invalidates the default Discovery's cache (nil with Discovery given).
+	discoveryReset func()
 }
 
 // complete validates o and fills every default; errors wrap ErrInvalidOptions.
@@ -165,7 +176,13 @@ func (o *Options) complete() error {
 	if err := o.completeDynamoDB(); err != nil {
 		return err
 	}
-	return o.completeKube()
+	if err := o.completeKube(); err != nil {
+		return err
+	}
+	o.DynamoDB = deadlineDynamoDB{api: o.DynamoDB, timeout: o.CallTimeout}
+	o.Streams = deadlineStreams{api: o.Streams, timeout: o.CallTimeout}
+	o.Kube = deadlineKube{kube: o.Kube, timeout: o.CallTimeout}
+	return nil
 }
 
 // completeFieldManager checks the field manager against the Kubernetes API rule: at most 128
@@ -193,6 +210,8 @@ func (o *Options) setDefaults() {
 	setDefault(&o.DeleteResync, DefaultDeleteResync)
 	setDefault(&o.ReadResync, DefaultReadResync)
 	setDefault(&o.MaxRetryDelay, DefaultMaxRetryDelay)
+	setDefault(&o.CallTimeout, DefaultCallTimeout)
+	setDefault(&o.ReconcileTimeout, DefaultReconcileTimeout)
 	setDefault(&o.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&o.RenewDeadline, DefaultRenewDeadline)
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)
@@ -263,7 +282,7 @@ func (o *Options) completeKube() error {
 		}
 	}
 	if o.RESTMapper != nil {
-		o.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper)}
+		o.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper, o.discoveryReset)}
 	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}
@@ -312,15 +331,22 @@ func (o *Options) clientsFromRESTConfig() error {
 		}
 		o.MetadataClient = mc
 	}
-	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
 	}
-	if o.RESTMapper == nil {
-		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	if o.Discovery == nil {
+		// One cache for both: a mapper reset invalidates what proves "not served" too.
+		cached := memory.NewMemCacheClient(dc)
+		o.Discovery, o.discoveryReset = cached, cached.Invalidate
+		if o.RESTMapper == nil {
+			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
+		}
+	} else if o.RESTMapper == nil {
+		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	}
 	o.kubeProbe = func(ctx context.Context) error {
-		return disc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}
 	return nil
 }

@@ -2,21 +2,13 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// RedactedValue replaces redacted Secret data values: base64 of "REDACTED".
-var RedactedValue = base64.StdEncoding.EncodeToString([]byte("REDACTED"))
 
 // DefaultWatchSyncTimeout bounds how long a target watch may stay unsynced without an error
 // before the desires it serves report KubeAPIError.
@@ -28,7 +20,7 @@ const DefaultWatchSyncTimeout = 30 * time.Second
 // watch, not a thousand, and resyncs of unchanged objects cost no request.
 type readReconciler struct {
 	kube        KubeClient
-	mapper      meta.ResettableRESTMapper
+	targets     *targetResolver
 	redaction   SecretRedaction
 	watches     *targetWatches
 	syncTimeout time.Duration
@@ -47,11 +39,11 @@ type fetchedObject struct {
 	raw       []byte // the object as status content
 }
 
-func newReadReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
+func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
 	if syncTimeout <= 0 {
 		syncTimeout = DefaultWatchSyncTimeout
 	}
-	return &readReconciler{kube: kube, mapper: mapper, redaction: redaction, watches: watches,
+	return &readReconciler{kube: kube, targets: targets, redaction: redaction, watches: watches,
 		syncTimeout: syncTimeout, fetched: map[string]*fetchedObject{}}
 }
 
@@ -60,12 +52,22 @@ func newReadReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, redact
 // for a resource the cluster does not serve; Transient(KubeAPIError) when the watch or the
 // GET fails.
 func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
-	t := d.Spec.TargetItem
-	if v, ok := r.resolve(t); !ok {
+	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
+	switch res {
+	case targetVerdict:
 		r.Forget(d.DocumentID)
 		return v
+	case targetNotServed:
+		r.Forget(d.DocumentID)
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(rt.GVR())))
 	}
+	t := rt.TargetItem
 	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t)
+	if err := w.err(); err != nil {
+		// A watch that fails, before or after it synced (forbidden after an RBAC change, a
+		// resource no longer served), is reported: its store may be stale.
+		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
+	}
 	if !w.synced() {
 		return r.unsynced(w, t)
 	}
@@ -76,41 +78,22 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 	}
 	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.resourceVersion)
 	switch {
-	case apierrors.IsNotFound(err):
+	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.
 		r.drop(d.DocumentID)
 		return Absent(fmt.Sprintf("%s does not exist", t))
+	case resourceNotServed(err):
+		r.targets.mapper.Reset()
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(t.GVR()), err))
 	case err != nil:
 		return Transient(ReasonKubeAPIError, err)
 	}
 	return Mirrored(obj.raw, fmt.Sprintf("%s mirrored at resourceVersion %s", t, obj.objectRV))
 }
 
-// resolve checks a target before any watch: its fields, its resource (served or not) and
-// its scope. It returns the verdict and false when the target cannot be watched.
-func (r *readReconciler) resolve(t TargetItem) (Verdict, bool) {
-	if err := validateTarget(t); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error()), false
-	}
-	mapping, err := mapResource(r.mapper, t.GVR())
-	switch {
-	case errors.Is(err, ErrKindNotServed):
-		return NotYet(ReasonKindNotServed, err.Error()), false
-	case err != nil:
-		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err)), false
-	}
-	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error()), false
-	}
-	return Verdict{}, true
-}
-
-// unsynced is the verdict while a target's watch has not completed its first list: the
-// watch's error, a timeout, or Pending (nothing written yet).
+// unsynced is the verdict while a target's watch has not completed its first list: a
+// timeout, or Pending (nothing written yet).
 func (r *readReconciler) unsynced(w *metaWatch, t TargetItem) Verdict {
-	if err := w.err(); err != nil {
-		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
-	}
 	if waited := time.Since(w.started); waited > r.syncTimeout {
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
 	}
@@ -151,22 +134,8 @@ func (r *readReconciler) drop(id string) {
 // u is the reconciler's own copy (a GET's result) and is modified.
 func (r *readReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]byte, error) {
 	u.SetManagedFields(nil)
-	if t.Group == "" && t.Resource == "secrets" && !r.redaction.Disabled {
-		for _, field := range []string{"data", "stringData"} {
-			data, ok := u.Object[field].(map[string]any)
-			if !ok {
-				continue
-			}
-			for k := range data {
-				if !slices.Contains(r.redaction.AllowKeys, k) {
-					data[k] = RedactedValue
-				}
-			}
-		}
-		// The last-applied annotation would reveal the values again.
-		anns := u.GetAnnotations()
-		delete(anns, "kubectl.kubernetes.io/last-applied-configuration")
-		u.SetAnnotations(anns)
+	if t.Group == "" && t.Resource == "secrets" {
+		r.redaction.redact(u)
 	}
 	return json.Marshal(u.Object)
 }

@@ -3,18 +3,23 @@ package kubeapplier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestReadController(t *testing.T) {
@@ -208,5 +213,72 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 	waitFor(t, 5*time.Second, "NotFound after delete", func() bool {
 		_, st = h.sync(t, d)
 		return condition(st, ConditionSuccessful).Reason == ReasonNotFound && st.Status.KubeContent == nil
+	})
+}
+
+// TestReadWatchFailureReported: a shared watch that starts failing after it synced (e.g.
+// forbidden after an RBAC change) is reported on its ReadDesire as KubeAPIError, keeping the
+// content as last read and saying so, instead of rewriting Successful=True from a stale store;
+// once the watch works again the ReadDesire is Successful again. Both transitions notify it.
+func TestReadWatchFailureReported(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
+		unstructuredObj("v1", "ConfigMap", "default", "a", map[string]any{"data": map[string]any{"k": "1"}}))
+	var (
+		mu       sync.Mutex
+		failing  bool
+		watchers []*watch.FakeWatcher
+		notified int
+	)
+	dyn.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return true, nil, apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC changed"))
+		}
+		w := watch.NewFake()
+		watchers = append(watchers, w)
+		return true, w, nil
+	})
+	dyn.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return true, nil, apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC changed"))
+		}
+		return false, nil, nil
+	})
+	rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, func(desireRef) { mu.Lock(); notified++; mu.Unlock() })
+	h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
+	d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+	var st *ReadDesire
+	waitFor(t, 5*time.Second, "mirrored", func() bool {
+		_, st = h.sync(t, d)
+		return st != nil && condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+	})
+	mu.Lock()
+	failing, before := true, notified
+	for _, w := range watchers {
+		w.Stop() // the watch ends; the reflector's next list and watch are refused
+	}
+	mu.Unlock()
+	waitFor(t, 5*time.Second, "the failing watch notifies its ReadDesire", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return notified > before
+	})
+	_, st = h.sync(t, d)
+	succ, deg := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
+	if succ.Status != metav1.ConditionFalse || succ.Reason != ReasonKubeAPIError || !strings.Contains(succ.Message, "RBAC changed") || deg.Status != metav1.ConditionTrue {
+		t.Fatalf("after the watch failed: Successful %s/%s %q, Degraded %s", succ.Status, succ.Reason, succ.Message, deg.Status)
+	}
+	if st.Status.KubeContent == nil || !strings.Contains(succ.Message, "as last read") {
+		t.Fatalf("content kept %v, message %q: the last content must be kept and flagged", st.Status.KubeContent != nil, succ.Message)
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	waitFor(t, 10*time.Second, "Successful again once the watch works", func() bool {
+		_, st = h.sync(t, d)
+		return condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
 	})
 }

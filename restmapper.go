@@ -1,12 +1,15 @@
 package kubeapplier
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
 // mapKind resolves a GVK through the RESTMapper, resetting the mapper once when the kind is
@@ -51,8 +54,9 @@ func gvrString(gvr schema.GroupVersionResource) string {
 // an unknown kind would otherwise refetch the cluster's whole discovery on every try.
 type throttledMapper struct {
 	meta.ResettableRESTMapper
-	mu   sync.Mutex
-	last time.Time
+	mu      sync.Mutex
+	last    time.Time
+	skipped bool // a reset was asked for and not done since the last one
 }
 
 // Reset implements meta.ResettableRESTMapper.
@@ -60,26 +64,208 @@ func (m *throttledMapper) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if time.Since(m.last) < time.Second {
+		m.skipped = true
 		return
 	}
-	m.last = time.Now()
+	m.last, m.skipped = time.Now(), false
 	m.ResettableRESTMapper.Reset()
 }
 
-// resettable returns m as a meta.ResettableRESTMapper; a mapper without Reset gets one that
-// does nothing (such a mapper finds new kinds on its own, or not at all).
-func resettable(m meta.RESTMapper) meta.ResettableRESTMapper {
+// resettable returns m as a meta.ResettableRESTMapper. A mapper without Reset finds new kinds
+// on its own (or not at all); its Reset only calls also (nil: nothing), e.g. to invalidate a
+// discovery cache beside it.
+func resettable(m meta.RESTMapper, also func()) meta.ResettableRESTMapper {
 	if r, ok := m.(meta.ResettableRESTMapper); ok {
 		return r
 	}
-	return noReset{m}
+	return plainMapper{RESTMapper: m, reset: also}
 }
 
-type noReset struct{ meta.RESTMapper }
+type plainMapper struct {
+	meta.RESTMapper
+	reset func()
+}
 
-func (noReset) Reset() {}
+func (m plainMapper) Reset() {
+	if m.reset != nil {
+		m.reset()
+	}
+}
 
 // isCRD reports whether gvk is a CustomResourceDefinition: applying one may serve a new kind.
 func isCRD(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}
+
+// stale reports whether a reset was asked for and skipped since the last one that ran: what
+// the mapper says may be older than the cluster.
+func (m *throttledMapper) stale() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.skipped
+}
+
+// servedGroups proves what the cluster does not serve: it returns the API groups discovery
+// lists, or an error when discovery is incomplete (an API group failed, e.g. an unavailable
+// aggregated API), in which case nothing may be called "not served".
+type servedGroups func() (map[string]bool, error)
+
+// discoveryGroups returns the servedGroups of a discovery client (the mapper's own cached
+// client, so it costs no request between resets).
+func discoveryGroups(d discovery.DiscoveryInterface) servedGroups {
+	return func() (map[string]bool, error) {
+		groups, _, err := d.ServerGroupsAndResources()
+		if err != nil {
+			return nil, fmt.Errorf("discovery is incomplete: %w", err)
+		}
+		out := make(map[string]bool, len(groups))
+		for _, g := range groups {
+			out[g.Name] = true
+		}
+		return out, nil
+	}
+}
+
+// resolvedTarget is a Delete or Read target resolved once: every check and every call uses
+// its canonical resource, never the spelling of the spec.
+type resolvedTarget struct {
+	TargetItem // canonical: Group, Version and Resource as discovery serves them
+	kind       string
+}
+
+// targetResolution says what resolving a target found.
+type targetResolution int
+
+const (
+	targetResolved  targetResolution = iota
+	targetNotServed                  // proven: discovery is complete and serves the group/resource at no version
+	targetVerdict                    // the returned verdict says why the target cannot be used
+)
+
+// targetResolver resolves Delete and Read targets through the REST mapper.
+type targetResolver struct {
+	mapper meta.ResettableRESTMapper
+	// groups proves "not served"; nil: nothing is ever proven not served, and an unknown
+	// resource waits (KindNotServed) instead of being called gone.
+	groups servedGroups
+}
+
+// resolve checks t's fields and resolves its resource. A spelling the mapper accepts but that
+// is not canonical (singular, capitalised, group-less, a group prefix) is refused naming the
+// canonical form: acting on it would call the apiserver with a resource it does not serve,
+// and a 404 must never read as "gone". A version not served while another version of the
+// same resource is, is refused naming the served ones (the object may well exist). A
+// resource unknown in a served built-in group is a typo. A resource type the cluster is
+// proven not to serve is targetNotServed; one it may not serve yet is NotYet(KindNotServed).
+func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
+	if err := validateTarget(t); err != nil {
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
+	}
+	gvr := t.GVR()
+	canon, err := r.mapper.ResourceFor(gvr)
+	if meta.IsNoMatchError(err) {
+		r.mapper.Reset()
+		canon, err = r.mapper.ResourceFor(gvr)
+	}
+	switch {
+	case meta.IsNoMatchError(err):
+		return r.unknown(t)
+	case err != nil:
+		return resolvedTarget{}, r.mapperFailure(err), targetVerdict
+	case canon != gvr:
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+			"targetItem names %s, which is not how the cluster serves it: did you mean %s (group %q, version %q, resource %q)?",
+			gvrString(gvr), gvrString(canon), canon.Group, canon.Version, canon.Resource)), targetVerdict
+	}
+	gvk, err := r.mapper.KindFor(canon)
+	if err != nil {
+		return resolvedTarget{}, r.mapperFailure(err), targetVerdict
+	}
+	mapping, err := mapKind(r.mapper, gvk)
+	if err != nil {
+		return resolvedTarget{}, r.mapperFailure(err), targetVerdict
+	}
+	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
+	}
+	return resolvedTarget{TargetItem: t, kind: gvk.Kind}, Verdict{}, targetResolved
+}
+
+// mapperFailure is the verdict of a mapper error other than "no match".
+func (r *targetResolver) mapperFailure(err error) Verdict {
+	var amb *meta.AmbiguousResourceError
+	switch {
+	case errors.As(err, &amb):
+		return Refused(ReasonPreCheckFailed, "targetItem is ambiguous: "+err.Error())
+	case errors.Is(err, ErrKindNotServed), meta.IsNoMatchError(err):
+		return NotYet(ReasonKindNotServed, err.Error())
+	}
+	return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
+}
+
+// unknown is the resolution of a target whose exact group/version/resource is not served.
+func (r *targetResolver) unknown(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
+	gvr := t.GVR()
+	var sameGroup, otherGroups []string
+	if all, err := r.mapper.ResourcesFor(schema.GroupVersionResource{Group: t.Group, Resource: t.Resource}); err == nil {
+		for _, other := range all {
+			if other.Group == t.Group {
+				sameGroup = append(sameGroup, other.Version)
+			} else {
+				otherGroups = append(otherGroups, gvrString(other))
+			}
+		}
+	}
+	switch {
+	case len(sameGroup) > 0:
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+			"%s is not served at version %s but at %s: the object may well exist; name a served version",
+			groupResource(t), t.Version, strings.Join(sameGroup, ", "))), targetVerdict
+	case len(otherGroups) > 0:
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+			"%s is not served; did you mean %s?", gvrString(gvr), strings.Join(otherGroups, " or "))), targetVerdict
+	}
+	groups, err := r.proof()
+	if err != nil {
+		return resolvedTarget{}, NotYet(ReasonKindNotServed, fmt.Sprintf(
+			"%s is not served as far as the cluster's discovery shows, but that cannot be proven yet: %v", gvrString(gvr), err)), targetVerdict
+	}
+	if builtinGroup(t.Group) && groups[t.Group] {
+		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+			"%s: the cluster serves API group %q but no resource %q in it (a typo?)", gvrString(gvr), coreName(t.Group), t.Resource)), targetVerdict
+	}
+	return resolvedTarget{TargetItem: t}, Verdict{}, targetNotServed
+}
+
+// proof returns the served groups when "not served" can be proven: discovery complete and no
+// mapper reset skipped since the last one (what the mapper says is current).
+func (r *targetResolver) proof() (map[string]bool, error) {
+	if r.groups == nil {
+		return nil, errors.New("no discovery client to prove it")
+	}
+	if tm, ok := r.mapper.(*throttledMapper); ok && tm.stale() {
+		return nil, errors.New("discovery was refreshed less than a second ago; retrying")
+	}
+	return r.groups()
+}
+
+// builtinGroup reports whether group belongs to Kubernetes itself (the core group, a group
+// without a dot, or *.k8s.io): a resource unknown there is a typo, not a CRD to come.
+// CustomResourceDefinition groups must contain a dot (apiextensions validation).
+func builtinGroup(group string) bool {
+	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
+}
+
+func coreName(group string) string {
+	if group == "" {
+		return "core"
+	}
+	return group
+}
+
+func groupResource(t TargetItem) string {
+	if t.Group == "" {
+		return t.Resource
+	}
+	return t.Resource + "." + t.Group
 }

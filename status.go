@@ -70,6 +70,45 @@ func truncate(s string) string {
 type statusWriter[T Desire] struct {
 	crud ResourceCRUD[T]
 	now  func() time.Time
+	term term
+}
+
+// term is a leadership term as status writers see it.
+type term struct {
+	// number grows with every change of leader (the Lease's spec.leaseTransitions); 0
+	// without leader election. Status writes are fenced by it in DynamoDB.
+	number int64
+	// valid reports whether a write started now still lands before the lease could pass to
+	// another process; nil: always (no election).
+	valid func() bool
+	// callTimeout bounds each status read or write.
+	callTimeout time.Duration
+}
+
+// unelected is the term of an Applier without leader election.
+var unelected = term{callTimeout: DefaultCallTimeout}
+
+// call returns the context of one status call, or ErrFenced when the term may be over.
+func (t term) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if t.valid != nil && !t.valid() {
+		return nil, nil, fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, ErrFenced)
+	}
+	timeout := t.callTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	return cctx, cancel, nil
+}
+
+// delete removes the status id within the term.
+func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
+	cctx, cancel, err := w.term.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return w.crud.Delete(cctx, id)
 }
 
 // write stores the status of spec under verdict v. createFirst (a desire just created in the
@@ -95,7 +134,7 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 	id := spec.Meta().DocumentID
 	if createFirst {
 		var none T
-		_, err := w.crud.Create(ctx, statusDocument(spec, v, none, false, w.now()))
+		err := w.create(ctx, statusDocument(spec, v, none, false, w.now()))
 		if err == nil {
 			return statusCreated, nil
 		}
@@ -104,9 +143,8 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 		}
 	}
 	for attempt := 0; attempt < statusWriteAttempts; attempt++ {
-		cur, err := w.crud.Get(ctx, id)
-		found := err == nil
-		if err != nil && !IsNotFoundError(err) {
+		cur, found, err := w.current(ctx, id)
+		if err != nil {
 			return "", err
 		}
 		if found && newerSpec(cur.StatusCommon(), spec.Meta()) {
@@ -117,7 +155,7 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 			return statusUnchanged, nil
 		}
 		if !found {
-			if _, err = w.crud.Create(ctx, next); err == nil {
+			if err = w.create(ctx, next); err == nil {
 				return statusCreated, nil
 			}
 			if IsAlreadyExistsError(err) {
@@ -125,7 +163,7 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 			}
 			return "", err
 		}
-		if _, err = w.crud.Replace(ctx, next); err == nil {
+		if err = w.replace(ctx, next); err == nil {
 			return statusReplaced, nil
 		}
 		if !IsPreconditionFailedError(err) {
@@ -135,12 +173,61 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 	return "", fmt.Errorf("status of %s: %w after %d attempts", id, ErrPreconditionFailed, statusWriteAttempts)
 }
 
-// newerSpec reports whether a stored status answers a newer spec than spec. Desire IDs are
-// deterministic, so a spec deleted and created again restarts at version 1: a status that
-// observed a higher version of an older incarnation (an older updateTime) is not newer.
+// current reads the stored status of id. A status item that does not decode (written by
+// something else, or damaged) is deleted so the write replaces it: it answers nothing.
+func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, error) {
+	var zero T
+	cctx, cancel, err := w.term.call(ctx)
+	if err != nil {
+		return zero, false, err
+	}
+	defer cancel()
+	cur, err := w.crud.Get(cctx, id)
+	switch {
+	case err == nil:
+		return cur, true, nil
+	case IsNotFoundError(err):
+		return zero, false, nil
+	case errors.Is(err, ErrInvalidItem):
+		if derr := w.crud.Delete(cctx, id); derr != nil && !IsNotFoundError(derr) {
+			return zero, false, fmt.Errorf("deleting the undecodable status %s: %w", id, derr)
+		}
+		return zero, false, nil
+	}
+	return zero, false, err
+}
+
+func (w *statusWriter[T]) create(ctx context.Context, d T) error {
+	cctx, cancel, err := w.term.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = w.crud.Create(cctx, d)
+	return err
+}
+
+func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
+	cctx, cancel, err := w.term.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = w.crud.Replace(cctx, d)
+	return err
+}
+
+// newerSpec reports whether a stored status answers a newer spec than spec: a higher version
+// of the same incarnation. A status of another incarnation (the documentID was deleted and
+// put again, restarting at version 1) is never newer: the spec in the informer's cache is the
+// newest the stream delivered, whatever the backend clocks say. Statuses written before
+// incarnations were recorded fall back to comparing updateTime.
 func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) bool {
 	if s.ObservedSpecVersion() <= spec.Version {
 		return false
+	}
+	if s.ObservedDesireCreateTime != nil {
+		return s.ObservedDesireCreateTime.Equal(spec.CreateTime)
 	}
 	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
 }
@@ -171,8 +258,8 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 	}
 	s := next.StatusCommon()
 	s.Conditions = conds
-	t := spec.Meta().UpdateTime
-	s.ObservedDesireUpdateTime = &t
+	updated, created := spec.Meta().UpdateTime, spec.Meta().CreateTime
+	s.ObservedDesireUpdateTime, s.ObservedDesireCreateTime = &updated, &created
 	switch n := any(next).(type) {
 	case *ApplyDesire:
 		if v.applied != nil {

@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,12 +48,25 @@ func TestStatusWriter(t *testing.T) {
 			t.Fatalf("after conflict: %+v", st.Status.Conditions)
 		}
 	})
-	t.Run("a re-created spec (version 1 again, later updateTime) replaces the old incarnation's status", func(t *testing.T) {
+	t.Run("a re-created spec (version 1 again, an earlier updateTime: clocks skew) replaces the old incarnation's status", func(t *testing.T) {
 		again := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // fails the scope check
-		again.Version, again.UpdateTime = 1, testTime.Add(time.Hour)
+		again.Version, again.CreateTime, again.UpdateTime = 1, testTime.Add(-time.Hour), testTime.Add(-time.Hour)
 		_, st := h.sync(t, again)
 		if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 1 || c.Reason != ReasonPreCheckFailed {
 			t.Fatalf("status kept from the old incarnation: %+v", st.Status.Conditions)
+		}
+		if !st.Status.ObservedDesireCreateTime.Equal(again.CreateTime) {
+			t.Fatalf("observedDesireCreateTime = %v, want the new incarnation's %v", st.Status.ObservedDesireCreateTime, again.CreateTime)
+		}
+		// The same incarnation at a lower version is still stale.
+		older := again.DeepCopy()
+		older.Version = 0
+		h.cache.Update(older)
+		if _, err := h.c.sync(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := h.status.Get(ctx, "a"); condition(got, ConditionSuccessful).ObservedGeneration != 1 {
+			t.Fatalf("a lower version of the same incarnation overwrote the status: %+v", got.Status.Conditions)
 		}
 	})
 	t.Run("deleted spec deletes status", func(t *testing.T) {
@@ -192,5 +206,28 @@ func TestSpecStatusDoesNotLeak(t *testing.T) {
 	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), nil, false, testTime)
 	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
 		t.Fatalf("spec status leaked: %+v", doc.Status)
+	}
+}
+
+// TestOversizeSpecFieldsGiveAShortStatus: a spec whose own fields (here a clusterID near
+// DynamoDB's item limit) leave no room for the status in an item gets a short PreCheckFailed
+// status naming the oversize field, never no status and never a stale one.
+func TestOversizeSpecFieldsGiveAShortStatus(t *testing.T) {
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	d := applyDesire("big", cmJSON("c1"))
+	_, first := h.sync(t, d) // a good status first: the oversize one must replace it
+	if condition(first, ConditionSuccessful).Status != "True" {
+		t.Fatalf("first: %+v", first.Status.Conditions)
+	}
+	huge := applyDesire("big", cmJSON("c1"))
+	huge.Version = 4
+	huge.Spec.ClusterID = strings.Repeat("h", MaxItemSize-200)
+	_, st := h.sync(t, huge)
+	c := condition(st, ConditionSuccessful)
+	if c.Reason != ReasonPreCheckFailed || c.ObservedGeneration != 4 || !strings.Contains(c.Message, "spec.clusterID: 409") {
+		t.Fatalf("status = %+v, want a short PreCheckFailed naming spec.clusterID at version 4", st.Status.Conditions)
+	}
+	if size := ItemSize(h.db.Item("status", "big")); size > 4096 {
+		t.Fatalf("status item is %d bytes, want a short one", size)
 	}
 }

@@ -93,10 +93,40 @@ type streamListWatch[T Desire] struct {
 	starts map[string]*streamStart // by the List's resourceVersion
 }
 
-// streamStart is where a Watch begins: the stream and every shard known when List began.
+// streamStart is where a Watch begins: the stream, every shard known when List began, and
+// the incarnation and version of every desire the List returned.
 type streamStart struct {
 	arn    string
 	shards map[string]*shardState
+	latest map[string]desireStamp // by documentID
+}
+
+// desireStamp is the newest state of one desire a watch has delivered: its incarnation (the
+// spec document's createTime), its version, or that it was deleted.
+type desireStamp struct {
+	created time.Time
+	version int64
+	deleted bool
+}
+
+func stampOf(m *DynamoDBMetadata, deleted bool) desireStamp {
+	return desireStamp{created: m.CreateTime, version: m.Version, deleted: deleted}
+}
+
+// replayed reports whether an event for desire m is older than what was delivered last: a
+// record of another incarnation while one is known (records of a deleted and re-created spec
+// arrive REMOVE first, so another incarnation can only be an earlier one replayed), or of the
+// same incarnation with a lower version. Records replayed after a relist (positions are taken
+// before the Scan) or read again from a child shard are dropped this way, so an old spec is
+// never applied over a newer one and an old REMOVE never deletes a re-created spec.
+func (s desireStamp) replayed(m *DynamoDBMetadata) bool {
+	if s.deleted {
+		return false
+	}
+	if !s.created.Equal(m.CreateTime) {
+		return true
+	}
+	return m.Version < s.version
 }
 
 type shardState struct {
@@ -114,7 +144,7 @@ func streamARN(ctx context.Context, api StreamsAPI, table string) (string, error
 	if err != nil {
 		return "", describeTableError(table, err)
 	}
-	if out.Table == nil {
+	if out == nil || out.Table == nil {
 		return "", fmt.Errorf("describe table %s: empty answer", table)
 	}
 	spec := out.Table.StreamSpecification
@@ -145,7 +175,7 @@ func describeShards(ctx context.Context, api StreamsAPI, arn string) ([]types.Sh
 		if err != nil {
 			return nil, fmt.Errorf("describe stream %s: %w", arn, err)
 		}
-		if out.StreamDescription == nil {
+		if out == nil || out.StreamDescription == nil {
 			return nil, fmt.Errorf("describe stream %s: empty answer", arn)
 		}
 		shards = append(shards, out.StreamDescription.Shards...)
@@ -163,11 +193,14 @@ func shardEmpty(ctx context.Context, api StreamsAPI, arn string, shardID *string
 	if err != nil {
 		return false, fmt.Errorf("shard iterator for %s: %w", aws.ToString(shardID), err)
 	}
+	if it == nil || it.ShardIterator == nil {
+		return true, nil // no iterator: a closed, empty shard
+	}
 	out, err := api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
 	if err != nil {
 		return false, fmt.Errorf("probe shard %s: %w", aws.ToString(shardID), err)
 	}
-	return len(out.Records) == 0, nil
+	return out == nil || len(out.Records) == 0, nil
 }
 
 // list takes the stream positions first, then Scans: a write that lands during the Scan is
@@ -181,8 +214,11 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	if err != nil {
 		return nil, err
 	}
-	start := &streamStart{arn: arn, shards: map[string]*shardState{}}
+	start := &streamStart{arn: arn, shards: map[string]*shardState{}, latest: map[string]desireStamp{}}
 	for _, s := range shards {
+		if s.ShardId == nil {
+			continue // no shard to read without an ID
+		}
 		st := &shardState{id: aws.ToString(s.ShardId), parent: aws.ToString(s.ParentShardId), done: true}
 		if s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
 			// Open shard: read from its current end on.
@@ -190,6 +226,10 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 				ShardId: s.ShardId, ShardIteratorType: types.ShardIteratorTypeLatest})
 			if err != nil {
 				return nil, fmt.Errorf("shard iterator for %s: %w", st.id, err)
+			}
+			if it == nil || it.ShardIterator == nil {
+				start.shards[st.id] = st // closed since DescribeStream: nothing after our position
+				continue
 			}
 			st.iter, st.done = aws.ToString(it.ShardIterator), false
 			if st.emptyAtList, err = shardEmpty(ctx, lw.api, arn, s.ShardId); err != nil {
@@ -202,6 +242,9 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range items {
+		start.latest[d.Meta().DocumentID] = stampOf(d.Meta(), false)
+	}
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from
@@ -213,7 +256,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 // the controllers report them instead of dropping them.
 func scanAll[T Desire](ctx context.Context, db DynamoDBAPI, table string, log logr.Logger) ([]T, error) {
 	var out []T
-	err := scanItems(ctx, db, table, func(item map[string]ddbtypes.AttributeValue) {
+	err := scanItems(ctx, db, dynamodb.ScanInput{TableName: &table}, func(item map[string]ddbtypes.AttributeValue) {
 		if d, ok := decodeLenient[T](item, log); ok {
 			out = append(out, d)
 		}
@@ -276,19 +319,20 @@ func (w *streamWatcher[T]) run(ctx context.Context) {
 func (w *streamWatcher[T]) poll(ctx context.Context) error {
 	lw := w.lw
 	shards := w.start.shards
-	nextDiscovery := time.Now().Add(lw.opts.DiscoveryInterval)
+	d := newDiscoverySchedule(lw.opts.PollInterval, lw.opts.DiscoveryInterval)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: lw.opts.MaxBackoff}
 	for {
-		// With no shard to read (a stream that has had no write yet), look for one at every poll.
-		if time.Now().After(nextDiscovery) || !anyReadable(shards) {
+		if d.due(time.Now(), anyReadable(shards)) {
 			if err := w.discover(ctx, shards); err != nil {
 				if ok, rerr := w.classify(err); !ok {
 					return rerr
 				}
 			}
-			nextDiscovery = time.Now().Add(lw.opts.DiscoveryInterval)
 		}
-		got, err := w.pollOnce(ctx, shards)
+		got, closed, err := w.pollOnce(ctx, shards)
+		if closed {
+			d.now() // a shard ended: its children are looked for at once, not at the next interval
+		}
 		var delay time.Duration
 		switch ok, rerr := w.classify(err); {
 		case err == nil:
@@ -313,6 +357,42 @@ func (w *streamWatcher[T]) poll(ctx context.Context) error {
 		}
 	}
 }
+
+// discoverySchedule decides when to look for new shards: every interval while shards are
+// readable; at once after a shard closed (its children hold the next records); and, while
+// no shard is readable (a stream without any write yet), at the poll interval doubling up to
+// the interval, so an idle stream is not described four times a second forever.
+type discoverySchedule struct {
+	poll, interval time.Duration
+	next           time.Time
+	idle           time.Duration // current delay while nothing is readable
+}
+
+func newDiscoverySchedule(poll, interval time.Duration) *discoverySchedule {
+	return &discoverySchedule{poll: poll, interval: interval, next: time.Now().Add(interval), idle: poll}
+}
+
+// due reports whether to discover now, and schedules the next discovery if so.
+func (d *discoverySchedule) due(now time.Time, readable bool) bool {
+	if readable {
+		d.idle = d.poll
+	} else if d.next.After(now.Add(d.idle)) {
+		d.next = now // nothing to read: do not wait a whole interval for the first shard
+	}
+	if now.Before(d.next) {
+		return false
+	}
+	if readable {
+		d.next = now.Add(d.interval)
+	} else {
+		d.next = now.Add(d.idle)
+		d.idle = min(2*d.idle, d.interval)
+	}
+	return true
+}
+
+// now makes the next call to due return true.
+func (d *discoverySchedule) now() { d.next = time.Time{} }
 
 // classify returns (true, nil) for errors worth a retry at the same position (throttling,
 // network, 5xx) and (false, err) for those that need a relist.
@@ -371,6 +451,9 @@ func (w *streamWatcher[T]) discover(ctx context.Context, shards map[string]*shar
 	}
 	for _, s := range all {
 		id := aws.ToString(s.ShardId)
+		if id == "" {
+			continue // no shard to read without an ID
+		}
 		if _, known := shards[id]; !known {
 			shards[id] = &shardState{id: id, parent: aws.ToString(s.ParentShardId)}
 		}
@@ -396,15 +479,20 @@ func anyReadable(shards map[string]*shardState) bool {
 	return false
 }
 
-// pollOnce issues one GetRecords per readable shard; got reports whether any record came.
-func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got bool, err error) {
+// pollOnce issues one GetRecords per readable shard; got reports whether any record came or a
+// shard ended, closed whether a shard was read to its end.
+func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got, closed bool, err error) {
 	for _, s := range shards {
 		if !readable(s, shards) {
 			continue
 		}
 		if s.iter == "" {
 			if err := w.open(ctx, s); err != nil {
-				return got, err
+				return got, closed, err
+			}
+			if s.done {
+				closed = true
+				continue
 			}
 		}
 		out, err := w.lw.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: &s.iter})
@@ -412,7 +500,7 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 		if errors.As(err, &expired) {
 			s.iter = ""
 			if s.lastSeq == "" && !s.fromTrim {
-				return got, errRelist{fmt.Sprintf("iterator of shard %s expired before any record was read", s.id)}
+				return got, closed, errRelist{fmt.Sprintf("iterator of shard %s expired before any record was read", s.id)}
 			}
 			continue // reopened after lastSeq on the next pass
 		}
@@ -426,31 +514,36 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 			continue
 		}
 		if err != nil {
-			return got, fmt.Errorf("get records from shard %s: %w", s.id, err)
+			return got, closed, fmt.Errorf("get records from shard %s: %w", s.id, err)
 		}
+		if out == nil {
+			out = &dynamodbstreams.GetRecordsOutput{NextShardIterator: &s.iter}
+		}
+		var newest *time.Time
 		for _, r := range out.Records {
 			if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
 				continue // nothing to apply and no position to record
 			}
 			if err := w.emit(ctx, r); err != nil {
-				return got, err
+				return got, closed, err
 			}
 			s.lastSeq = aws.ToString(r.Dynamodb.SequenceNumber)
+			if t := r.Dynamodb.ApproximateCreationDateTime; t != nil {
+				newest = t
+			}
 			got = true
 		}
-		if n := len(out.Records); n > 0 && w.lw.opts.ObserveLag != nil {
-			if t := out.Records[n-1].Dynamodb.ApproximateCreationDateTime; t != nil {
-				w.lw.opts.ObserveLag(w.lw.kind, time.Since(*t))
-			}
+		if newest != nil && w.lw.opts.ObserveLag != nil {
+			w.lw.opts.ObserveLag(w.lw.kind, time.Since(*newest))
 		}
 		if out.NextShardIterator == nil {
 			s.done, s.iter = true, "" // closed shard read to its end: children may start
-			got = true
+			got, closed = true, true
 		} else {
 			s.iter = *out.NextShardIterator
 		}
 	}
-	return got, nil
+	return got, closed, nil
 }
 
 // open gets an iterator for a shard: after the last processed record when there is one, else
@@ -466,7 +559,7 @@ func (w *streamWatcher[T]) open(ctx context.Context, s *shardState) error {
 	if err != nil {
 		return fmt.Errorf("shard iterator for %s (%s): %w", s.id, in.ShardIteratorType, err)
 	}
-	if out.ShardIterator == nil {
+	if out == nil || out.ShardIterator == nil {
 		s.done = true
 		return nil
 	}
@@ -503,6 +596,13 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	if !ok {
 		return nil
 	}
+	m := d.Meta()
+	if last, known := w.start.latest[m.DocumentID]; known && last.replayed(m) && hasIncarnation(img) && (m.Invalid == "" || m.Version > 0) {
+		w.lw.opts.Log.V(1).Info("dropping a replayed stream record", "table", w.lw.table, "desire", m.DocumentID,
+			"event", string(r.EventName), "version", m.Version, "latestVersion", last.version)
+		return nil
+	}
+	w.start.latest[m.DocumentID] = stampOf(m, ev.Type == watch.Deleted)
 	ev.Object = d
 	select {
 	case w.result <- ev:
@@ -512,6 +612,14 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	case <-ctx.Done():
 		return context.Canceled
 	}
+}
+
+// hasIncarnation reports whether a record's image says which incarnation it belongs to: a
+// REMOVE with Keys only does not, and is never taken for a replay (nor is an undecodable
+// item without a version: it must be reported).
+func hasIncarnation(img map[string]types.AttributeValue) bool {
+	_, ok := img["createTime"]
+	return ok
 }
 
 // desireList is the runtime.Object a List returns to the reflector.

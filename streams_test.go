@@ -7,7 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,12 +15,16 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/cache"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
 // The stream informer tests drive one ApplyDesire informer (or all three) against
-// fakeStreamDB (fakes_test.go).
+// dynamofake.DB (newStreamDB).
 
 const (
 	stTable  = "t-mc-unit-specs-applydesires"
@@ -53,91 +57,18 @@ func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.Attribut
 	return item
 }
 
-// stEvent is one informer handler call: Type is add, update or delete; Initial is
-// isInInitialList of an add.
-type stEvent struct {
-	Type    string
-	ID      string
-	Version int64
-	Initial bool
-}
-
-func (e stEvent) String() string {
-	s := fmt.Sprintf("%s %s v%d", e.Type, e.ID, e.Version)
-	if e.Initial {
-		s += " (initial list)"
-	}
-	return s
-}
-
-type stRecorder struct {
-	mu     sync.Mutex
-	events []stEvent
-}
-
-func (r *stRecorder) add(typ string, obj any, initial bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	d := obj.(*ApplyDesire)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
-}
-
-func (r *stRecorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { r.add("add", obj, initial) },
-		UpdateFunc: func(_, obj any) { r.add("update", obj, false) },
-		DeleteFunc: func(obj any) { r.add("delete", obj, false) },
-	}
-}
-
-func (r *stRecorder) get() []stEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stEvent(nil), r.events...)
-}
-
-// waitEvents waits until the recorder holds as many events as want, then compares them exactly.
-// Callers end want with the newest write so that a replayed or misordered record would show.
-func (r *stRecorder) waitEvents(t *testing.T, want []stEvent) {
-	t.Helper()
-	streamWaitFor(t, 10*time.Second, fmt.Sprintf("%d handler events", len(want)),
-		func() bool { return len(r.get()) >= len(want) }, func() string { return fmt.Sprint(r.get()) })
-	if got := r.get(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("handler events:\n got %v\nwant %v", got, want)
-	}
-}
-
-// streamWaitFor polls cond until it holds or the timeout passes; detail describes the state.
-func streamWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			msg := ""
-			if detail != nil {
-				msg = ": " + detail()
-			}
-			t.Fatalf("timed out after %v waiting for %s%s", timeout, what, msg)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 type stInformer struct {
-	f   *fakeStreamDB
+	f   *memDB
 	inf *DesireInformer[*ApplyDesire]
-	rec *stRecorder
+	rec *recorder
 }
 
 // startStreamInformer runs an ApplyDesire informer on stTable until the test ends, and waits
 // for its first List.
-func startStreamInformer(t *testing.T, f *fakeStreamDB) *stInformer {
+func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 	t.Helper()
 	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, streamTestOpts().withDefaults())
-	rec := &stRecorder{}
+	rec := &recorder{}
 	if _, err := inf.Informer.AddEventHandler(rec.handler()); err != nil {
 		t.Fatalf("AddEventHandler: %v", err)
 	}
@@ -155,7 +86,7 @@ func startStreamInformer(t *testing.T, f *fakeStreamDB) *stInformer {
 			t.Errorf("informer did not stop within 10s of its context's end")
 		}
 	})
-	streamWaitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
+	waitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
 	return &stInformer{f: f, inf: inf, rec: rec}
 }
 
@@ -170,23 +101,23 @@ func (h *stInformer) store() map[string]int64 {
 
 func (h *stInformer) waitStore(t *testing.T, want map[string]int64) {
 	t.Helper()
-	streamWaitFor(t, 10*time.Second, fmt.Sprintf("store %v", want),
+	waitFor(t, 10*time.Second, fmt.Sprintf("store %v", want),
 		func() bool { return reflect.DeepEqual(h.store(), want) }, func() string { return fmt.Sprint("store is ", h.store()) })
 }
 
 // 1. A write that lands while the Scan runs, behind the Scan's cursor, reaches the store
 // through the stream, because the iterators were taken before the Scan.
 func TestStreamInformerNoGapDuringScan(t *testing.T) {
-	f := newFakeStreamDB()
-	f.scanPageSize = 1
-	f.addTable(stTable, stNAOI, stShard0)
+	f := newStreamDB()
+	f.PageSize = 1
+	f.AddTable(stTable, stNAOI, stShard0)
 	// Written before the List: in the Scan and before LATEST, so never delivered twice.
-	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
-	f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-c", 1))
 	late := stItem(t, "doc-0", 1)
-	f.scanHook = func(_ string, n int) {
+	f.ScanHook = func(_ string, n int) {
 		if n == 2 { // the second page starts after doc-a: doc-0 is behind the cursor
-			f.putItem(stTable, stShard0, late)
+			f.Put(stTable, stShard0, late)
 		}
 	}
 	h := startStreamInformer(t, f)
@@ -199,47 +130,47 @@ func TestStreamInformerNoGapDuringScan(t *testing.T) {
 	})
 	wantStart := []string{"DescribeTable:" + stTable, "DescribeStream", "GetShardIterator:" + stShard0,
 		"Scan:" + stTable, "Scan:" + stTable}
-	if got := f.callLog(); len(got) < len(wantStart) || !reflect.DeepEqual(got[:len(wantStart)], wantStart) {
+	if got := f.CallLog(); len(got) < len(wantStart) || !reflect.DeepEqual(got[:len(wantStart)], wantStart) {
 		t.Errorf("first calls = %v, want %v (iterators before the Scan)", got, wantStart)
 	}
-	if f.probes != 1 {
-		t.Errorf("emptiness probes = %d, want 1 (one open shard at List)", f.probes)
+	if f.Probes() != 1 {
+		t.Errorf("emptiness probes = %d, want 1 (one open shard at List)", f.Probes())
 	}
-	if got := f.iteratorCalls()[0]; got.Type != streamtypes.ShardIteratorTypeLatest || got.Shard != stShard0 {
+	if got := f.IteratorCalls()[0]; got.Type != streamtypes.ShardIteratorTypeLatest || got.Shard != stShard0 {
 		t.Errorf("List's iterator = %+v, want LATEST on %s", got, stShard0)
 	}
-	if n := f.count("Scan:" + stTable); n != 2 {
+	if n := f.Calls("Scan:" + stTable); n != 2 {
 		t.Errorf("Scan calls = %d, want 2 (one List of 2 pages, no relist)", n)
 	}
 }
 
 // 2. A child shard is read from TRIM_HORIZON, and only once its closed parent is read to the end.
 func TestStreamInformerShardLineage(t *testing.T) {
-	f := newFakeStreamDB()
-	f.recordsPerCall = 1
-	arn := f.addTable(stTable, stNAOI, "shard-0")
-	f.addShard(arn, "shard-x", "") // an unrelated open shard: DescribeStream needs three pages
+	f := newStreamDB()
+	f.RecordsPerCall = 1
+	arn := f.AddTable(stTable, stNAOI, "shard-0")
+	f.AddShard(arn, "shard-x", "") // an unrelated open shard: DescribeStream needs three pages
 	h := startStreamInformer(t, f)
 
-	f.setHold(arn, "shard-0", true)
-	f.putItem(stTable, "shard-0", stItem(t, "doc-x", 1))
-	f.putItem(stTable, "shard-0", stItem(t, "doc-x", 2))
-	f.putItem(stTable, "shard-0", stItem(t, "doc-y", 1))
-	f.closeShard(arn, "shard-0")
-	f.addShard(arn, "shard-1", "shard-0")
-	f.putItem(stTable, "shard-1", stItem(t, "doc-x", 3))
-	f.removeItem(stTable, "shard-1", "doc-y")
-	f.putItem(stTable, "shard-1", stItem(t, "doc-z", 1))
+	f.Hold(arn, "shard-0", true)
+	f.Put(stTable, "shard-0", stItem(t, "doc-x", 1))
+	f.Put(stTable, "shard-0", stItem(t, "doc-x", 2))
+	f.Put(stTable, "shard-0", stItem(t, "doc-y", 1))
+	f.CloseShard(arn, "shard-0")
+	f.AddShard(arn, "shard-1", "shard-0")
+	f.Put(stTable, "shard-1", stItem(t, "doc-x", 3))
+	f.Remove(stTable, "shard-1", "doc-y")
+	f.Put(stTable, "shard-1", stItem(t, "doc-z", 1))
 
 	// Let discovery find the child, then let the poller go round a few more times while the
 	// parent still withholds its records.
-	streamWaitFor(t, 10*time.Second, "discovery of shard-1", func() bool { return f.described(arn, "shard-1") > 0 }, nil)
-	n := f.getRecordsOn("shard-0")
-	streamWaitFor(t, 10*time.Second, "3 more reads of shard-0", func() bool { return f.getRecordsOn("shard-0") >= n+3 }, nil)
-	if got := f.getRecordsOn("shard-1"); got != 0 {
+	waitFor(t, 10*time.Second, "discovery of shard-1", func() bool { return f.Described(arn, "shard-1") > 0 }, nil)
+	n := f.GetRecordsOn("shard-0")
+	waitFor(t, 10*time.Second, "3 more reads of shard-0", func() bool { return f.GetRecordsOn("shard-0") >= n+3 }, nil)
+	if got := f.GetRecordsOn("shard-1"); got != 0 {
 		t.Fatalf("shard-1 read %d times before its parent was drained", got)
 	}
-	for _, c := range f.iteratorCalls() {
+	for _, c := range f.IteratorCalls() {
 		if c.Shard == "shard-1" {
 			t.Fatalf("iterator requested for shard-1 before its parent was drained: %+v", c)
 		}
@@ -248,7 +179,7 @@ func TestStreamInformerShardLineage(t *testing.T) {
 		t.Fatalf("events while the parent is held: %v", got)
 	}
 
-	f.setHold(arn, "shard-0", false)
+	f.Hold(arn, "shard-0", false)
 	h.rec.waitEvents(t, []stEvent{
 		{Type: "add", ID: "doc-x", Version: 1},
 		{Type: "update", ID: "doc-x", Version: 2},
@@ -259,18 +190,18 @@ func TestStreamInformerShardLineage(t *testing.T) {
 	})
 	h.waitStore(t, map[string]int64{"doc-x": 3, "doc-z": 1})
 
-	var childIters []fakeIterCall
-	for _, c := range f.iteratorCalls() {
+	var childIters []dynamofake.IteratorCall
+	for _, c := range f.IteratorCalls() {
 		if c.Shard == "shard-1" {
-			childIters = append(childIters, fakeIterCall{Arn: c.Arn, Shard: c.Shard, Type: c.Type, Seq: c.Seq})
+			childIters = append(childIters, dynamofake.IteratorCall{Arn: c.Arn, Shard: c.Shard, Type: c.Type, Seq: c.Seq})
 		}
 	}
-	want := []fakeIterCall{{Arn: arn, Shard: "shard-1", Type: streamtypes.ShardIteratorTypeTrimHorizon}}
+	want := []dynamofake.IteratorCall{{Arn: arn, Shard: "shard-1", Type: streamtypes.ShardIteratorTypeTrimHorizon}}
 	if !reflect.DeepEqual(childIters, want) {
 		t.Errorf("iterator requests for shard-1 = %+v, want %+v", childIters, want)
 	}
 	parentEnd, childFirst := -1, -1
-	for i, c := range f.recordCalls() {
+	for i, c := range f.RecordCalls() {
 		if c.Shard == "shard-0" && c.Err == nil && c.Next == "" && parentEnd < 0 {
 			parentEnd = i
 		}
@@ -282,7 +213,7 @@ func TestStreamInformerShardLineage(t *testing.T) {
 		t.Errorf("first read of shard-1 is call %d, end of shard-0 read at call %d: want the child after the parent's end", childFirst, parentEnd)
 	}
 	starts := map[string]bool{}
-	for _, s := range f.describeStarts() {
+	for _, s := range f.DescribeStarts() {
 		starts[s] = true
 	}
 	if !starts[""] || !starts["shard-0"] || !starts["shard-x"] {
@@ -293,21 +224,21 @@ func TestStreamInformerShardLineage(t *testing.T) {
 // 3. An expired iterator is replaced by one AFTER_SEQUENCE_NUMBER of the last processed record:
 // nothing lost, nothing replayed, no relist.
 func TestStreamInformerExpiredIteratorResumes(t *testing.T) {
-	f := newFakeStreamDB()
-	arn := f.addTable(stTable, stNAOI, stShard0)
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
 	h := startStreamInformer(t, f)
 
-	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
-	f.putItem(stTable, stShard0, stItem(t, "doc-a", 2))
-	lastRead := f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 2))
+	lastRead := f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
 	h.waitStore(t, map[string]int64{"doc-a": 2, "doc-b": 1})
 
 	// Records wait in the shard when the iterator expires.
-	f.setHold(arn, stShard0, true)
-	f.putItem(stTable, stShard0, stItem(t, "doc-b", 2))
-	f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
-	f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
-	f.setHold(arn, stShard0, false)
+	f.Hold(arn, stShard0, true)
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 2))
+	f.Put(stTable, stShard0, stItem(t, "doc-c", 1))
+	f.FailNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+	f.Hold(arn, stShard0, false)
 
 	h.rec.waitEvents(t, []stEvent{
 		{Type: "add", ID: "doc-a", Version: 1},
@@ -317,21 +248,21 @@ func TestStreamInformerExpiredIteratorResumes(t *testing.T) {
 		{Type: "add", ID: "doc-c", Version: 1},
 	})
 	h.waitStore(t, map[string]int64{"doc-a": 2, "doc-b": 2, "doc-c": 1})
-	if n := f.pending("GetRecords"); n != 0 {
+	if n := f.Pending("GetRecords"); n != 0 {
 		t.Fatalf("injected error not consumed (%d left)", n)
 	}
-	var got []fakeIterCall
-	for _, c := range f.iteratorCalls() {
-		got = append(got, fakeIterCall{Shard: c.Shard, Type: c.Type, Seq: c.Seq})
+	var got []dynamofake.IteratorCall
+	for _, c := range f.IteratorCalls() {
+		got = append(got, dynamofake.IteratorCall{Shard: c.Shard, Type: c.Type, Seq: c.Seq})
 	}
-	want := []fakeIterCall{
+	want := []dynamofake.IteratorCall{
 		{Shard: stShard0, Type: streamtypes.ShardIteratorTypeLatest},
 		{Shard: stShard0, Type: streamtypes.ShardIteratorTypeAfterSequenceNumber, Seq: lastRead},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("iterator requests = %+v, want %+v", got, want)
 	}
-	if n := f.count("Scan"); n != 1 {
+	if n := f.Calls("Scan"); n != 1 {
 		t.Errorf("Scan calls = %d, want 1 (no relist)", n)
 	}
 }
@@ -339,18 +270,18 @@ func TestStreamInformerExpiredIteratorResumes(t *testing.T) {
 // 3b. A LATEST iterator that expires before any record was read has no position to resume
 // from: the watch ends and the informer relists.
 func TestStreamInformerExpiredBeforeAnyRecordRelists(t *testing.T) {
-	f := newFakeStreamDB()
-	arn := f.addTable(stTable, stNAOI, stShard0)
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
 	h := startStreamInformer(t, f)
 
-	f.setHold(arn, stShard0, true)
-	f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
-	f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
-	f.setHold(arn, stShard0, false)
+	f.Hold(arn, stShard0, true)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.FailNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+	f.Hold(arn, stShard0, false)
 
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 	h.waitStore(t, map[string]int64{"doc-a": 1})
-	for _, c := range f.iteratorCalls() {
+	for _, c := range f.IteratorCalls() {
 		if c.Type != streamtypes.ShardIteratorTypeLatest {
 			t.Errorf("iterator request %+v: want only LATEST (Lists), no resume without a position", c)
 		}
@@ -364,64 +295,64 @@ func TestStreamInformerTrimmedDataRelists(t *testing.T) {
 	cases := []struct {
 		name string
 		// lose applies changes the stream cannot deliver any more: doc-c added, doc-a removed.
-		lose     func(t *testing.T, f *fakeStreamDB, arn string)
-		wantIter *fakeIterCall // an iterator request that must have failed with trimmed data
+		lose     func(t *testing.T, f *memDB, arn string)
+		wantIter *dynamofake.IteratorCall // an iterator request that must have failed with trimmed data
 	}{{
 		name: "iterator behind the trim horizon",
-		lose: func(t *testing.T, f *fakeStreamDB, arn string) {
-			f.setHold(arn, stShard0, true)
-			f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
-			f.removeItem(stTable, stShard0, "doc-a")
-			f.trimAll(arn, stShard0)
-			f.setHold(arn, stShard0, false)
+		lose: func(t *testing.T, f *memDB, arn string) {
+			f.Hold(arn, stShard0, true)
+			f.Put(stTable, stShard0, stItem(t, "doc-c", 1))
+			f.Remove(stTable, stShard0, "doc-a")
+			f.TrimAll(arn, stShard0)
+			f.Hold(arn, stShard0, false)
 		},
 	}, {
 		name: "resume point trimmed after an expired iterator",
-		lose: func(t *testing.T, f *fakeStreamDB, arn string) {
-			f.setHold(arn, stShard0, true)
-			f.putItem(stTable, stShard0, stItem(t, "doc-c", 1))
-			f.removeItem(stTable, stShard0, "doc-a")
-			f.trimAll(arn, stShard0)
-			f.failNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
-			f.setHold(arn, stShard0, false)
+		lose: func(t *testing.T, f *memDB, arn string) {
+			f.Hold(arn, stShard0, true)
+			f.Put(stTable, stShard0, stItem(t, "doc-c", 1))
+			f.Remove(stTable, stShard0, "doc-a")
+			f.TrimAll(arn, stShard0)
+			f.FailNext("GetRecords", &streamtypes.ExpiredIteratorException{Message: aws.String("Iterator expired")})
+			f.Hold(arn, stShard0, false)
 		},
-		wantIter: &fakeIterCall{Shard: stShard0, Type: streamtypes.ShardIteratorTypeAfterSequenceNumber},
+		wantIter: &dynamofake.IteratorCall{Shard: stShard0, Type: streamtypes.ShardIteratorTypeAfterSequenceNumber},
 	}, {
 		name: "GetRecords returns TrimmedDataAccessException",
-		lose: func(t *testing.T, f *fakeStreamDB, _ string) {
-			f.putItemOnly(stTable, stItem(t, "doc-c", 1))
-			f.deleteItemOnly(stTable, "doc-a")
-			f.failNext("GetRecords", trimmed)
+		lose: func(t *testing.T, f *memDB, _ string) {
+			f.PutRaw(stTable, stItem(t, "doc-c", 1))
+			f.DeleteRaw(stTable, "doc-a")
+			f.FailNext("GetRecords", trimmed)
 		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeStreamDB()
-			arn := f.addTable(stTable, stNAOI, stShard0)
-			f.putItemOnly(stTable, stItem(t, "doc-a", 1))
+			f := newStreamDB()
+			arn := f.AddTable(stTable, stNAOI, stShard0)
+			f.PutRaw(stTable, stItem(t, "doc-a", 1))
 			h := startStreamInformer(t, f)
 			// A record is read first: the position lost to trimming is a real one.
-			lastRead := f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+			lastRead := f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
 			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
 
 			tc.lose(t, f, arn)
-			streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+			waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1})
 
 			if tc.wantIter != nil {
 				found := false
-				for _, c := range f.iteratorCalls() {
+				for _, c := range f.IteratorCalls() {
 					var te *streamtypes.TrimmedDataAccessException
 					if c.Shard == tc.wantIter.Shard && c.Type == tc.wantIter.Type && c.Seq == lastRead && errors.As(c.Err, &te) {
 						found = true
 					}
 				}
 				if !found {
-					t.Errorf("no %s iterator request after %s refused as trimmed: %+v", tc.wantIter.Type, lastRead, f.iteratorCalls())
+					t.Errorf("no %s iterator request after %s refused as trimmed: %+v", tc.wantIter.Type, lastRead, f.IteratorCalls())
 				}
 			}
 			// The watch started by the relist delivers.
-			f.putItem(stTable, stShard0, stItem(t, "doc-d", 1))
+			f.Put(stTable, stShard0, stItem(t, "doc-d", 1))
 			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1, "doc-d": 1})
 		})
 	}
@@ -495,10 +426,10 @@ func TestStreamInformerPartialAndInvalidRecords(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeStreamDB()
-			arn := f.addTable(stTable, stNAOI, stShard0)
-			f.putItemOnly(stTable, stItem(t, "doc-a", 1))
-			f.putItemOnly(stTable, stItem(t, "doc-b", 1))
+			f := newStreamDB()
+			arn := f.AddTable(stTable, stNAOI, stShard0)
+			f.PutRaw(stTable, stItem(t, "doc-a", 1))
+			f.PutRaw(stTable, stItem(t, "doc-b", 1))
 			h := startStreamInformer(t, f)
 			img := func(fn func(*testing.T) map[string]ddbtypes.AttributeValue) map[string]ddbtypes.AttributeValue {
 				if fn == nil {
@@ -506,8 +437,8 @@ func TestStreamInformerPartialAndInvalidRecords(t *testing.T) {
 				}
 				return fn(t)
 			}
-			f.appendRecord(arn, stShard0, tc.op, img(tc.keys), img(tc.oldImg), img(tc.newImg))
-			f.putItem(stTable, stShard0, stItem(t, "doc-s", 1)) // sentinel: read after the record under test
+			f.AppendRecord(arn, stShard0, tc.op, img(tc.keys), img(tc.oldImg), img(tc.newImg))
+			f.Put(stTable, stShard0, stItem(t, "doc-s", 1)) // sentinel: read after the record under test
 
 			want := []stEvent{
 				{Type: "add", ID: "doc-a", Version: 1, Initial: true},
@@ -552,21 +483,21 @@ func TestStreamInformerThrottlingKeepsPosition(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeStreamDB()
-			arn := f.addTable(stTable, stNAOI, stShard0)
+			f := newStreamDB()
+			arn := f.AddTable(stTable, stNAOI, stShard0)
 			h := startStreamInformer(t, f)
-			f.putItem(stTable, stShard0, stItem(t, "doc-a", 1))
+			f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
 			h.waitStore(t, map[string]int64{"doc-a": 1})
 
-			f.setHold(arn, stShard0, true)
-			f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
-			f.failNext("GetRecords", tc.errs...)
-			f.setHold(arn, stShard0, false)
+			f.Hold(arn, stShard0, true)
+			f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
+			f.FailNext("GetRecords", tc.errs...)
+			f.Hold(arn, stShard0, false)
 
 			h.rec.waitEvents(t, []stEvent{{Type: "add", ID: "doc-a", Version: 1}, {Type: "add", ID: "doc-b", Version: 1}})
 			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
 
-			calls := f.recordCalls()
+			calls := f.RecordCalls()
 			first := -1
 			for i, c := range calls {
 				if c.Err != nil {
@@ -592,10 +523,10 @@ func TestStreamInformerThrottlingKeepsPosition(t *testing.T) {
 					t.Errorf("GetRecords call %d failed after the injected errors: %v", first+n+i, c.Err)
 				}
 			}
-			if got := f.iteratorCalls(); len(got) != 1 {
+			if got := f.IteratorCalls(); len(got) != 1 {
 				t.Errorf("iterator requests = %+v, want only the List's", got)
 			}
-			if c := f.count("Scan"); c != 1 {
+			if c := f.Calls("Scan"); c != 1 {
 				t.Errorf("Scan calls = %d, want 1 (no relist)", c)
 			}
 		})
@@ -608,45 +539,50 @@ func TestCheckStreams(t *testing.T) {
 	name := func(k DesireKind) string { return TableName(prefix, cluster, SpecsTable, k) }
 	cases := []struct {
 		name    string
-		setup   func(f *fakeStreamDB)
+		setup   func(f *memDB)
 		wantIn  []string // substrings of the error; nil: no error
 		notConf bool     // errors.Is(err, ErrStreamNotConfigured)
 	}{{
 		name:  "all NEW_AND_OLD_IMAGES",
-		setup: func(*fakeStreamDB) {},
+		setup: func(*memDB) {},
 	}, {
 		name:    "no stream on the delete table",
-		setup:   func(f *fakeStreamDB) { f.setStreamSpec(name(KindDeleteDesire), nil, "") },
+		setup:   func(f *memDB) { f.SetStreamSpec(name(KindDeleteDesire), nil, "") },
 		wantIn:  []string{name(KindDeleteDesire), "no stream"},
 		notConf: true,
 	}, {
 		name: "stream disabled on the read table",
-		setup: func(f *fakeStreamDB) {
-			f.setStreamSpec(name(KindReadDesire), &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(false)},
+		setup: func(f *memDB) {
+			f.SetStreamSpec(name(KindReadDesire), &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(false)},
 				"arn:aws:dynamodb:eu-west-1:000000000000:table/x/stream/old")
 		},
 		wantIn:  []string{name(KindReadDesire)},
 		notConf: true,
 	}, {
+		name:    "stream disabled by UpdateTable on the apply table",
+		setup:   func(f *memDB) { f.DisableStream(name(KindApplyDesire)) },
+		wantIn:  []string{name(KindApplyDesire), "no stream"},
+		notConf: true,
+	}, {
 		name:    "KEYS_ONLY on the apply table",
-		setup:   func(f *fakeStreamDB) { f.addTable(name(KindApplyDesire), ddbtypes.StreamViewTypeKeysOnly, stShard0) },
+		setup:   func(f *memDB) { f.AddTable(name(KindApplyDesire), ddbtypes.StreamViewTypeKeysOnly, stShard0) },
 		wantIn:  []string{name(KindApplyDesire), "KEYS_ONLY"},
 		notConf: true,
 	}, {
 		name:    "NEW_IMAGE on the read table",
-		setup:   func(f *fakeStreamDB) { f.addTable(name(KindReadDesire), ddbtypes.StreamViewTypeNewImage, stShard0) },
+		setup:   func(f *memDB) { f.AddTable(name(KindReadDesire), ddbtypes.StreamViewTypeNewImage, stShard0) },
 		wantIn:  []string{name(KindReadDesire), "NEW_IMAGE"},
 		notConf: true,
 	}, {
 		name:   "missing delete table",
-		setup:  func(f *fakeStreamDB) { delete(f.tables, name(KindDeleteDesire)) },
+		setup:  func(f *memDB) { f.SetMissing(name(KindDeleteDesire)) },
 		wantIn: []string{name(KindDeleteDesire)},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeStreamDB()
+			f := newStreamDB()
 			for _, k := range DesireKinds {
-				f.addTable(name(k), stNAOI, stShard0)
+				f.AddTable(name(k), stNAOI, stShard0)
 			}
 			tc.setup(f)
 			infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
@@ -689,9 +625,9 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	before := stStreamPollers()
 	const prefix, cluster = "t-", "mc-leak"
-	f := newFakeStreamDB()
+	f := newStreamDB()
 	for _, k := range DesireKinds {
-		f.addTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
+		f.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
 	}
 	infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
 	if err := infs.CheckStreams(context.Background()); err != nil {
@@ -705,18 +641,18 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 	if err := infs.WaitForSync(syncCtx); err != nil {
 		t.Fatal(err)
 	}
-	streamWaitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
+	waitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
 		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
-	f.putItem(infs.ApplyDesires.Table(), stShard0, stItem(t, "doc-a", 1))
-	streamWaitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
+	f.Put(infs.ApplyDesires.Table(), stShard0, stItem(t, "doc-a", 1))
+	waitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
 		_, err := infs.ApplyDesires.Lister.Get("doc-a")
 		return err == nil
 	}, nil)
 
 	// A relist replaces a poller: the watch it ends must stop its goroutine.
-	f.replaceStream(infs.ApplyDesires.Table(), "shard-new")
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 4 }, nil)
-	streamWaitFor(t, 10*time.Second, "3 stream pollers after the relist", func() bool { return stStreamPollers() == before+3 },
+	f.ReplaceStream(infs.ApplyDesires.Table(), "shard-new")
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 4 }, nil)
+	waitFor(t, 10*time.Second, "3 stream pollers after the relist", func() bool { return stStreamPollers() == before+3 },
 		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
 
 	cancel()
@@ -729,23 +665,23 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 // 9. A new stream on the table (disabled and re-enabled) ends the watch; the relist reads the
 // new stream from then on.
 func TestStreamInformerStreamReplacedRelists(t *testing.T) {
-	f := newFakeStreamDB()
-	arn1 := f.addTable(stTable, stNAOI, stShard0)
-	f.putItemOnly(stTable, stItem(t, "doc-a", 1))
+	f := newStreamDB()
+	arn1 := f.AddTable(stTable, stNAOI, stShard0)
+	f.PutRaw(stTable, stItem(t, "doc-a", 1))
 	h := startStreamInformer(t, f)
-	f.putItem(stTable, stShard0, stItem(t, "doc-b", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
 	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
-	if n := f.count("Scan"); n != 1 {
+	if n := f.Calls("Scan"); n != 1 {
 		t.Fatalf("Scan calls = %d before the stream changed, want 1", n)
 	}
 
-	arn2 := f.replaceStream(stTable, "shard-new")
-	f.putItem(stTable, "shard-new", stItem(t, "doc-c", 1))
-	streamWaitFor(t, 15*time.Second, "a relist", func() bool { return f.count("Scan") >= 2 }, nil)
+	arn2 := f.ReplaceStream(stTable, "shard-new")
+	f.Put(stTable, "shard-new", stItem(t, "doc-c", 1))
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
 	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1})
 
 	var arns []string
-	for _, c := range f.iteratorCalls() {
+	for _, c := range f.IteratorCalls() {
 		if c.Err != nil {
 			t.Errorf("iterator request %+v failed: the relist must come from the new stream ARN alone", c)
 		}
@@ -757,6 +693,239 @@ func TestStreamInformerStreamReplacedRelists(t *testing.T) {
 		t.Errorf("LATEST iterators taken on %v, want %s first and %s last", arns, arn1, arn2)
 	}
 	// The new watch reads the new stream.
-	f.putItem(stTable, "shard-new", stItem(t, "doc-d", 2))
+	f.Put(stTable, "shard-new", stItem(t, "doc-d", 2))
 	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1, "doc-c": 1, "doc-d": 2})
+}
+
+// 10. The whole applier (informers, controllers, status writes) runs on the one fake: the
+// backend's specs writes go through PutItem and DeleteItem, their stream records reach the
+// controllers without a relist, and the statuses land in the status tables.
+func TestStreamApplierEndToEndOnFake(t *testing.T) {
+	const prefix, cluster = "t-", "mc01"
+	db := newMemDB()
+	for _, k := range DesireKinds {
+		db.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, "")
+		db.AddTable(TableName(prefix, cluster, StatusTable, k), "", "")
+	}
+	kube := newFakeKube()
+	a, err := New(Options{ManagementCluster: cluster, TablePrefix: prefix, DynamoDB: db, Streams: db,
+		Kube: kube, RESTMapper: newMapper(), DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+		Workers: 2, Stream: streamTestOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return within 10s of its context's end")
+		}
+	}()
+	waitFor(t, 10*time.Second, "the applier to lead", a.Leading, nil)
+
+	applyTable := TableName(prefix, cluster, SpecsTable, KindApplyDesire)
+	applySpecs := NewTable[*ApplyDesire](db, applyTable)
+	deleteSpecs := NewTable[*DeleteDesire](db, TableName(prefix, cluster, SpecsTable, KindDeleteDesire))
+	status := NewKubeApplierDBClient(db, prefix, cluster)
+	cmKey := objKey(cmGVR, "default", "e2e")
+	live := func() *unstructured.Unstructured {
+		kube.mu.Lock()
+		defer kube.mu.Unlock()
+		return kube.objects[cmKey]
+	}
+	successfulAt := func(d Desire, err error, version int64) bool {
+		if err != nil {
+			return false
+		}
+		c := condition(d, ConditionSuccessful)
+		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
+	}
+	waitApplied := func(version int64, greeting string) {
+		t.Helper()
+		waitFor(t, 10*time.Second, fmt.Sprintf("ApplyDesire status Successful for version %d", version), func() bool {
+			st, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+			o := live()
+			return successfulAt(st, err, version) && o != nil && fmt.Sprint(o.Object["data"]) == "map[greeting:"+greeting+"]"
+		}, func() string {
+			st, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+			return fmt.Sprintf("%+v %v", st, err)
+		})
+	}
+
+	created, err := applySpecs.Create(ctx, applyDesire("ad-1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"hello"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(1, "hello")
+	created.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"bye"}}`)}
+	if _, err := applySpecs.Replace(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(2, "bye")
+
+	if _, err := deleteSpecs.Create(ctx, deleteDesire("dd-1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "e2e"})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the DeleteDesire carried out", func() bool {
+		st, err := status.DeleteDesireStatus().Get(ctx, "dd-1")
+		return successfulAt(st, err, 1) && live() == nil
+	}, nil)
+
+	if err := applySpecs.Delete(ctx, "ad-1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the ApplyDesire status removed with its spec", func() bool {
+		_, err := status.ApplyDesireStatus().Get(ctx, "ad-1")
+		return IsNotFoundError(err)
+	}, nil)
+
+	var events []string
+	for _, r := range db.Records(db.StreamARN(applyTable), "shard-0") {
+		events = append(events, string(r.EventName))
+	}
+	if want := []string{"INSERT", "MODIFY", "REMOVE"}; !reflect.DeepEqual(events, want) {
+		t.Errorf("ApplyDesire specs stream records = %v, want %v", events, want)
+	}
+	for _, k := range DesireKinds {
+		if n := db.Calls("Scan:" + TableName(prefix, cluster, SpecsTable, k)); n != 1 {
+			t.Errorf("%s specs Scans = %d, want 1: every change came through the stream", k, n)
+		}
+	}
+}
+
+// TestStreamInformerDropsReplays: records delivered again (after a relist, or read again from
+// a child shard) that are older than what the watch delivered never reach the handlers: a lower
+// version of the same incarnation is dropped, and so is every record of an earlier incarnation
+// once a spec was deleted and created again, so its old REMOVE never deletes the new one.
+func TestStreamInformerDropsReplays(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	h := startStreamInformer(t, f)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 2))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+	h.waitStore(t, map[string]int64{"doc-a": 3})
+	f.ReplayFrom(arn, stShard0, 1) // versions 2 and 3 again
+	// The same documentID deleted and created again: a new incarnation (createTime later).
+	f.Remove(stTable, stShard0, "doc-a")
+	again := stDesire("doc-a", 1)
+	again.CreateTime = stTime.Add(time.Hour)
+	item, err := EncodeItem(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Put(stTable, stShard0, item)
+	// The old incarnation's records, its REMOVE included, replayed after the re-creation.
+	f.ReplayFrom(arn, stShard0, 0)
+	f.Put(stTable, stShard0, stItem(t, "doc-z", 1)) // the newest write ends the expected events
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 2},
+		{Type: "update", ID: "doc-a", Version: 3},
+		{Type: "update", ID: "doc-a", Version: 3}, // the replayed version 3: equal, not older
+		{Type: "delete", ID: "doc-a", Version: 3},
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 1}, // the re-creation's INSERT replayed: same incarnation
+		{Type: "add", ID: "doc-z", Version: 1},
+	})
+	got, err := h.inf.Lister.Get("doc-a")
+	if err != nil || !got.CreateTime.Equal(again.CreateTime) {
+		t.Fatalf("cached doc-a = %+v, %v; want the new incarnation", got, err)
+	}
+}
+
+// TestStreamInformerFindsChildrenAtOnce: when a shard closes, its children are looked for at
+// once, not at the next discovery interval (an hour here), so a shard rollover does not
+// delay changes even while other shards stay readable.
+func TestStreamInformerFindsChildrenAtOnce(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	f.AddShard(arn, "shard-other", "") // another open shard: something stays readable
+	opts := streamTestOpts()
+	opts.DiscoveryInterval = time.Hour
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.Informer.RunWithContext(ctx)
+	waitFor(t, 10*time.Second, "sync", inf.Informer.HasSynced)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.AddShard(arn, "shard-1", stShard0)
+	f.CloseShard(arn, stShard0)
+	f.Put(stTable, "shard-1", stItem(t, "doc-b", 1))
+	start := time.Now()
+	waitFor(t, 10*time.Second, "the child shard's record", func() bool { _, err := inf.Lister.Get("doc-b"); return err == nil })
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the child shard's record took %v: children are not looked for at once", took)
+	}
+}
+
+// TestStreamRecordsWithoutOptionalFields: records and answers without optional fields (no
+// dynamodb part, no sequence number, no creation time, an empty answer) never crash the
+// poller; the records that can be read are delivered.
+func TestStreamRecordsWithoutOptionalFields(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	opts := streamTestOpts()
+	var lags atomic.Int64
+	opts.ObserveLag = func(DesireKind, time.Duration) { lags.Add(1) }
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.Informer.RunWithContext(ctx)
+	waitFor(t, 10*time.Second, "sync", inf.Informer.HasSynced)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	// A batch whose last record has no dynamodb part (the lag was read from it once).
+	f.AppendRecordRaw(arn, stShard0, streamtypes.Record{EventName: streamtypes.OperationTypeModify})
+	f.AppendRecordRaw(arn, stShard0, streamtypes.Record{EventName: streamtypes.OperationTypeInsert,
+		Dynamodb: &streamtypes.StreamRecord{Keys: map[string]streamtypes.AttributeValue{"documentID": &streamtypes.AttributeValueMemberS{Value: "x"}}}})
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
+	waitFor(t, 10*time.Second, "doc-b", func() bool { _, err := inf.Lister.Get("doc-b"); return err == nil })
+	if lags.Load() == 0 {
+		t.Fatal("no lag observed from records that carry a creation time")
+	}
+}
+
+// TestDiscoverySchedule: discovery runs every interval while shards are readable, at once
+// after a shard closed, and backs off from the poll interval to the interval while nothing is
+// readable (no DescribeTable/DescribeStream four times a second for ever).
+func TestDiscoverySchedule(t *testing.T) {
+	t0 := time.Now()
+	d := newDiscoverySchedule(250*time.Millisecond, 10*time.Second)
+	d.next = t0.Add(10 * time.Second)
+	if d.due(t0.Add(time.Second), true) {
+		t.Fatal("discovery before the interval with readable shards")
+	}
+	if !d.due(t0.Add(10*time.Second), true) || d.due(t0.Add(11*time.Second), true) {
+		t.Fatal("discovery not once per interval")
+	}
+	d.now()
+	if !d.due(t0.Add(11*time.Second), true) {
+		t.Fatal("no discovery at once after a shard closed")
+	}
+	// Nothing readable: due at once, then after 250 ms, 500 ms, 1 s, ... capped at 10 s.
+	now := t0.Add(12 * time.Second)
+	var gaps []time.Duration
+	last := now
+	for i := 0; i < 40 && len(gaps) < 8; i++ {
+		if d.due(now, false) {
+			gaps = append(gaps, now.Sub(last))
+			last = now
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	for i := 2; i < len(gaps); i++ {
+		if gaps[i] < gaps[i-1] {
+			t.Fatalf("gaps between discoveries shrink: %v", gaps)
+		}
+	}
+	if len(gaps) < 3 || gaps[len(gaps)-1] <= 250*time.Millisecond {
+		t.Fatalf("gaps %v: want a back-off from the poll interval", gaps)
+	}
 }

@@ -37,6 +37,10 @@ const (
 	// not applied or not established). Not Degraded; retried with back-off and at once when a
 	// CRD is applied: it heals by itself, unlike PreCheckFailed.
 	ReasonKindNotServed = "KindNotServed"
+	// ReasonTargetConflict: another ApplyDesire of this management cluster, created earlier,
+	// targets the same object and keeps it; this one is not applied (see README "Two desires,
+	// one object"). It heals when either desire is deleted or retargeted.
+	ReasonTargetConflict = "TargetConflict"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
@@ -97,6 +101,10 @@ type CommonStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" dynamodbav:"-"`
 	// ObservedDesireUpdateTime is the spec document's UpdateTime this status answers.
 	ObservedDesireUpdateTime *time.Time `json:"observedDesireUpdateTime,omitempty" dynamodbav:"observedDesireUpdateTime,omitempty"`
+	// ObservedDesireCreateTime is the spec document's CreateTime this status answers: it tells
+	// incarnations of one documentID apart (a spec deleted and put again restarts at version 1,
+	// and its updateTime may be earlier than the old one's when backend clocks skew).
+	ObservedDesireCreateTime *time.Time `json:"observedDesireCreateTime,omitempty" dynamodbav:"observedDesireCreateTime,omitempty"`
 }
 
 // ApplyDesireSpec asks for a server-side apply (force) of KubeContent.
@@ -288,6 +296,10 @@ func (s CommonStatus) deepCopy() CommonStatus {
 	if s.ObservedDesireUpdateTime != nil {
 		t := *s.ObservedDesireUpdateTime
 		out.ObservedDesireUpdateTime = &t
+	}
+	if s.ObservedDesireCreateTime != nil {
+		t := *s.ObservedDesireCreateTime
+		out.ObservedDesireCreateTime = &t
 	}
 	return out
 }

@@ -143,6 +143,24 @@ func (h *targetWatches) interested(w *metaWatch, name string) []desireRef {
 	return refs
 }
 
+// notifyAll notifies every desire registered on w.
+func (h *targetWatches) notifyAll(w *metaWatch) {
+	if h.notify == nil {
+		return
+	}
+	h.mu.Lock()
+	var refs []desireRef
+	for _, ids := range w.names {
+		for ref := range ids {
+			refs = append(refs, ref)
+		}
+	}
+	h.mu.Unlock()
+	for _, ref := range refs {
+		h.notify(ref)
+	}
+}
+
 // metaWatch is a metadata-only informer over one watchKey, shared by every desire whose
 // target lies there. Its store holds an objectStamp per object: enough to tell a desire that
 // its target appeared, changed or vanished, at tens of bytes per object instead of a watch
@@ -161,9 +179,17 @@ type metaWatch struct {
 	lastErr error // the last list/watch error, cleared by the next event
 }
 
-func (w *metaWatch) setErr(err error) { w.mu.Lock(); w.lastErr = err; w.mu.Unlock() }
+// setErr records the outcome of a list or watch call and reports whether the watch went from
+// working to failing or back.
+func (w *metaWatch) setErr(err error) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := (w.lastErr == nil) != (err == nil)
+	w.lastErr = err
+	return changed
+}
 
-// err returns the last list or watch error since the last event, or nil.
+// err returns the error of the last list or watch call, or nil once one succeeded again.
 func (w *metaWatch) err() error { w.mu.Lock(); defer w.mu.Unlock(); return w.lastErr }
 
 // synced reports whether the watch's first list completed.
@@ -249,19 +275,22 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) }
 		watchFn, objType, lwClient = res.Watch, &unstructured.Unstructured{}, h.dynamic
 	}
+	// A watch that starts failing or recovers tells every desire it serves: a failing watch
+	// is reported (its store may be stale), not silently kept.
+	observe := func(err error) {
+		if w.setErr(err) {
+			h.notifyAll(w)
+		}
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, err := list(ctx, o)
-			if err != nil {
-				w.setErr(err)
-			}
+			observe(err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			wi, err := watchFn(ctx, o)
-			if err != nil {
-				w.setErr(err)
-			}
+			observe(err)
 			return wi, err
 		},
 	}
@@ -272,7 +301,6 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 // updated to a new resourceVersion (a relist delivers every object again: not news).
 func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 	notify := func(obj any) {
-		w.setErr(nil)
 		if h.notify == nil {
 			return
 		}

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs the services the integration tests need, on loopback only, without Docker:
 #   - DynamoDB Local (Amazon's jar, with Streams)       -> KAA_DYNAMODB_ENDPOINT
-#   - etcd + kube-apiserver (no controller-manager)     -> KAA_KUBECONFIG
+#   - etcd + kube-apiserver (no controller-manager)     -> KAA_KUBECONFIG, and KUBECONFIG (so
+#     kubectl and desirectl's discovery reach it in a shell that evaluated `env`)
 #
 # Usage: hack/local-stack.sh up|down|env|status|stop C|start C|restart C
 #   up      start everything (a no-op when it already runs) and print the env exports
 #   down    stop the processes recorded in the state dir, then remove the state
-#   env     print the env exports of the running stack (eval "$(hack/local-stack.sh env)")
+#   env     print the env exports of the running stack (eval "$(hack/local-stack.sh env)"),
+#           KUBECONFIG included
 #   status  print each component's state; exit 0 only when all of them run
 #   stop C / start C / restart C   (C = dynamodb, etcd or kube-apiserver; for chaos tests)
 #           stop one component by its recorded PID, or start it again with the same command
@@ -26,6 +28,14 @@ COMPONENTS=(dynamodb etcd kube-apiserver)
 declare -A EXE=([dynamodb]=DynamoDBLocal.jar [etcd]=etcd [kube-apiserver]=kube-apiserver)
 
 log() { echo "local-stack: $*" >&2; }
+
+# print_env: the exports of the running stack, with KUBECONFIG pointing at its kubeconfig. The
+# env file itself keeps only the KAA_/AWS_ variables (a stack started by an older version of
+# this script has the same file).
+print_env() {
+  cat "$STATE/env"
+  echo "export KUBECONFIG=$(printf %q "$STATE/kubeconfig")"
+}
 
 now_ms() { date +%s%3N; }
 
@@ -153,7 +163,7 @@ remove_state() {
 cmd_up() {
   if running; then
     log "already running (state in $STATE)"
-    cat "$STATE/env"
+    print_env
     return 0
   fi
   # Leftovers of a crashed or half-finished run: clear them so ports and PIDs are fresh.
@@ -255,7 +265,7 @@ EOF
     echo "export AWS_SECRET_ACCESS_KEY=local"
   } >"$STATE/env"
   log "up in $(($(now_ms) - T0))ms (state in $STATE)"
-  cat "$STATE/env"
+  print_env
 }
 
 component() { # NAME: validate a component name
@@ -311,7 +321,7 @@ cmd_down() {
 
 cmd_env() {
   running || { log "not running: run 'hack/local-stack.sh up' (or 'make up')"; exit 1; }
-  cat "$STATE/env"
+  print_env
 }
 
 cmd_status() {
@@ -325,7 +335,7 @@ cmd_status() {
     fi
   done
   if ((ok == 0)) && [[ -f $STATE/env ]]; then
-    sed 's/^export /  /' "$STATE/env"
+    print_env | sed 's/^export /  /'
   else
     ok=1
   fi

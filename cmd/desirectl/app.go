@@ -60,6 +60,8 @@ type app struct {
 	discoveryOnce sync.Once
 	discovery     resolver // nil when no cluster is reachable
 	warned        map[string]bool
+	// managementCluster is the one whose tables store connected to, for messages.
+	managementCluster string
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -127,7 +129,8 @@ func (a *app) store(ctx context.Context) (*store, settings, error) {
 	if err != nil {
 		return nil, s, err
 	}
-	return newStore(api, s.tablePrefix, s.managementCluster), s, nil
+	a.managementCluster = s.ManagementCluster
+	return newStore(api, s.TablePrefix, s.ManagementCluster), s, nil
 }
 
 // clusterDiscovery returns the discovery resolver of --kubeconfig or $KUBECONFIG, or nil when

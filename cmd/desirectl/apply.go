@@ -2,25 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-applier-aws/kubeapplier"
 )
-
-// waitFlags are the --wait and --timeout flags of apply and delete.
-type waitFlags struct {
-	wait    bool
-	timeout time.Duration
-}
-
-func (w *waitFlags) register(cmd *cobra.Command, what string) {
-	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait until every desire is "+what+" (Successful=True at the version written)")
-	cmd.Flags().DurationVar(&w.timeout, "timeout", defaultTimeout, "how long --wait waits")
-}
 
 func (a *app) newApplyCommand() *cobra.Command {
 	var (
@@ -34,13 +21,18 @@ func (a *app) newApplyCommand() *cobra.Command {
 		Long: `Write one ApplyDesire per object of the input: multi-document YAML or JSON, a directory's
 *.yaml, *.yml and *.json files in name order, or - for stdin. The desire's ID is derived from
 the task key and the object's group, version, resource, namespace and name; an existing desire
-is replaced (its version goes up by one), a missing one created.`,
+is replaced (its version goes up by one), a missing one created. A DeleteDesire for the same
+object is deleted first, as delete deletes the ApplyDesire: the object is not deleted and
+re-created in turn.
+
+--wait needs a kube-applier-aws running for the context's management cluster: it waits until
+the applier's status answers the spec just written.`,
 		Example: `  desirectl apply -f configmap.yaml
   desirectl apply -f manifests/ --wait --timeout 2m
   kubectl create configmap foo --from-literal=a=b --dry-run=client -o yaml | desirectl apply -f -`,
 		Args: usageArgs(cobra.NoArgs),
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "file, directory or - (stdin) with the objects")
+	addFileFlag(cmd, &file, "the objects")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced objects that name none (default \"default\")")
 	wf.register(cmd, "applied")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
@@ -49,11 +41,7 @@ is replaced (its version goes up by one), a missing one created.`,
 		if err != nil {
 			return err
 		}
-		st, s, err := a.store(ctx)
-		if err != nil {
-			return err
-		}
-		ds, err := s.forDesires()
+		st, ds, err := a.desireStore(ctx)
 		if err != nil {
 			return err
 		}
@@ -61,40 +49,20 @@ is replaced (its version goes up by one), a missing one created.`,
 		if err != nil {
 			return err
 		}
-		desires := make([]*kubeapplier.ApplyDesire, len(targets))
-		for i, t := range targets {
+		waits, err := writeDesires(ctx, a, st.applies, st.deletes, ds, targets, func(id string, t target) (*kubeapplier.ApplyDesire, error) {
 			content, err := json.Marshal(t.obj.Object)
 			if err != nil {
-				return usageErrorf("%s: %v", ms[i].source, err)
+				return nil, usageErrorf("%s: %v", t.label, err)
 			}
-			desires[i] = &kubeapplier.ApplyDesire{
-				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: ds.id(t)},
+			return &kubeapplier.ApplyDesire{
+				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
 				Spec:             kubeapplier.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: &runtime.RawExtension{Raw: content}},
-			}
+			}, nil
+		})
+		if err != nil {
+			return err
 		}
-		var waits []*waitItem
-		for i, d := range desires {
-			stored, created, err := put(ctx, st.applies, d)
-			if err != nil {
-				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindApplyDesire, d.DocumentID), targets[i].label, err)
-			}
-			a.printWritten(kubeapplier.KindApplyDesire, stored.DocumentID, targets[i].label, created)
-			waits = append(waits, &waitItem{kind: kubeapplier.KindApplyDesire, id: stored.DocumentID, label: targets[i].label,
-				version: stored.Version, status: statusGetter(st.applies, stored.DocumentID)})
-		}
-		if !wf.wait {
-			return nil
-		}
-		return a.waitFor(ctx, waits, successfulTrue, wf.timeout, true)
+		return wf.waitIfAsked(ctx, a, waits)
 	})
 	return cmd
-}
-
-// printWritten prints kubectl's line for a written desire.
-func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, created bool) {
-	verb := "configured"
-	if created {
-		verb = "created"
-	}
-	fmt.Fprintf(a.stdout, "%s %s (%s)\n", desireRef(kind, id), verb, label)
 }

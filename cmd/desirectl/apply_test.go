@@ -289,13 +289,18 @@ func TestApplyWait(t *testing.T) {
 			1: {degraded: true, reason: kubeapplier.ReasonKubeAPIError, message: "etcd timeout"},
 			3: okOutcome}, wantSleeps: 3, wantOut: "applydesire/" + idFoo + " condition met\n"},
 		{name: "kind not served yet then success", statuses: map[int]outcome{
-			1: {reason: kubeapplier.ReasonPreCheckFailed, message: notServed},
+			1: {reason: kubeapplier.ReasonKindNotServed, message: notServed},
 			2: okOutcome}, wantSleeps: 2, wantOut: "applydesire/" + idFoo + " condition met\n"},
+		{name: "precheck failure is permanent whatever its message", statuses: map[int]outcome{
+			1: {reason: kubeapplier.ReasonPreCheckFailed, message: notServed},
+			2: okOutcome}, wantCode: 1, wantSleeps: 1,
+			wantErr: "error: applydesire/" + idFoo + " (ConfigMap default/foo): Successful=False, reason PreCheckFailed: " + notServed + "\n"},
 		{name: "timeout", statuses: map[int]outcome{2: {degraded: true, reason: kubeapplier.ReasonKubeAPIError, message: "throttled"}},
 			wantCode: 1, wantSleeps: 5,
 			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: Successful=False, reason KubeAPIError: throttled\n"},
 		{name: "timeout without status", wantCode: 1, wantSleeps: 5,
-			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n"},
+			wantErr: "error: timed out after 5s waiting for applydesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n" +
+				"error: " + noStatusHint(testMC) + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -345,5 +350,55 @@ func TestApplyWaitSeveral(t *testing.T) {
 	}
 	if errOut != "error: applydesire/"+idShop+" (Namespace shop): Successful=False, reason PreCheckFailed: spec.managementCluster is wrong\n" {
 		t.Fatalf("stderr:\n%s", errOut)
+	}
+}
+
+// apply after delete removes the DeleteDesire, as delete removes the ApplyDesire: otherwise
+// the object would be deleted and re-created forever.
+func TestApplyRemovesTheDeleteDesire(t *testing.T) {
+	h := newHarness(t)
+	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n")
+	h.mustRun("delete", "configmaps", "foo")
+	out := h.mustRun("apply", "-f", file)
+	want := "deletedesire/" + idFoo + " deleted (ConfigMap default/foo)\napplydesire/" + idFoo + " created (ConfigMap default/foo)\n"
+	if out != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+	if v := h.specVersion(kubeapplier.KindDeleteDesire, idFoo); v != 0 {
+		t.Fatalf("DeleteDesire still there at version %d", v)
+	}
+	// Without a DeleteDesire, apply prints only its own line.
+	if out := h.mustRun("apply", "-f", file); out != "applydesire/"+idFoo+" configured (ConfigMap default/foo)\n" {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+// A spec deleted and written again starts at version 1 again: the status of the earlier one
+// (Successful at version 1) must not end the wait, nor show as the new one's in get.
+func TestApplyWaitIgnoresTheStatusOfAnEarlierSpec(t *testing.T) {
+	h := newHarness(t)
+	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n")
+	h.mustRun("apply", "-f", file)
+	h.writeStatusAt(kubeapplier.KindApplyDesire, idFoo, 1, testStart, okOutcome)
+	h.mustRun("delete", "configmaps", "foo")
+	var got string
+	h.clock.onSleep = func(n int) {
+		switch n {
+		case 1:
+			got = h.mustRun("get", "configmaps", "foo", "-o", "wide")
+		case 2:
+			h.writeStatus(kubeapplier.KindApplyDesire, idFoo, 1, okOutcome)
+		}
+	}
+	out, errOut, code := h.run("apply", "-f", file, "--wait")
+	assertExit(t, code, 0, errOut)
+	if !strings.HasSuffix(out, "applydesire/"+idFoo+" condition met\n") || h.clock.sleeps != 2 {
+		t.Fatalf("stdout %q after %d polls, want the condition met after the status of the new spec (2 polls)", out, h.clock.sleeps)
+	}
+	if v := h.specVersion(kubeapplier.KindApplyDesire, idFoo); v != 1 {
+		t.Fatalf("re-created spec at version %d", v)
+	}
+	if !strings.Contains(got, " Unknown ") || !strings.Contains(got, "the status is for an earlier spec written at 2025-03-01T12:00:00Z") {
+		t.Fatalf("get shows the earlier spec's status as the new one's:\n%s", got)
 	}
 }

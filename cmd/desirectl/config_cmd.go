@@ -32,13 +32,7 @@ func (a *app) newSetContextCommand() *cobra.Command {
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
 	// These shadow the global overrides of the same names: here they are the values to store.
-	fs := cmd.Flags()
-	fs.StringVar(&e.AWSRegion, flagAWSRegion, "", "AWS region")
-	fs.StringVar(&e.EndpointURL, flagEndpointURL, "", "DynamoDB endpoint URL (empty for AWS)")
-	fs.StringVar(&e.ManagementCluster, flagManagementCluster, "", "management cluster whose tables desires go to")
-	fs.StringVar(&e.ClusterID, flagClusterID, "", "hosted cluster ID written into spec.clusterID")
-	fs.StringVar(&e.TaskKey, flagTaskKey, "", "task key of desire IDs (default the cluster ID)")
-	fs.StringVar(&e.TablePrefix, flagTablePrefix, "", "table name prefix (empty in production)")
+	registerContextFlags(cmd.Flags(), &e, "")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		cfg, path, err := a.loadConfig()
 		if err != nil {
@@ -55,15 +49,7 @@ func (a *app) newSetContextCommand() *cobra.Command {
 			cfg.Contexts = append(cfg.Contexts, cur)
 			verb = "created"
 		}
-		for flag, v := range map[string][2]*string{
-			flagAWSRegion: {&cur.AWSRegion, &e.AWSRegion}, flagEndpointURL: {&cur.EndpointURL, &e.EndpointURL},
-			flagManagementCluster: {&cur.ManagementCluster, &e.ManagementCluster}, flagClusterID: {&cur.ClusterID, &e.ClusterID},
-			flagTaskKey: {&cur.TaskKey, &e.TaskKey}, flagTablePrefix: {&cur.TablePrefix, &e.TablePrefix},
-		} {
-			if cmd.Flags().Changed(flag) {
-				*v[0] = *v[1]
-			}
-		}
+		copyChangedFields(cur, &e, cmd.Flags().Changed)
 		if err := saveConfig(path, cfg); err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func TestGlobalFlagsOverrideContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := settings{contextName: "test", awsRegion: "us-east-1", endpointURL: "http://x", managementCluster: "other", clusterID: testCluster}
+	want := settings{contextEntry{Name: "test", AWSRegion: "us-east-1", EndpointURL: "http://x", ManagementCluster: "other", ClusterID: testCluster}}
 	if got != want {
 		t.Fatalf("settings %+v, want %+v", got, want)
 	}

@@ -96,7 +96,7 @@ func TestDeleteRemovesTheApplyDesire(t *testing.T) {
 	h.mustRun("apply", "-f", h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n  namespace: default\n"))
 	id := kubeapplier.DesireID(testCluster, kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"})
 	out := h.mustRun("delete", "configmaps", "foo")
-	want := "deletedesire/" + id + " created (ConfigMap default/foo)\napplydesire/" + id + " deleted (ConfigMap default/foo)\n"
+	want := "applydesire/" + id + " deleted (ConfigMap default/foo)\ndeletedesire/" + id + " created (ConfigMap default/foo)\n"
 	if out != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
 	}

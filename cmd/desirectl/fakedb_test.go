@@ -5,10 +5,13 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
-// fakeDB is the in-memory kubeapplier.DynamoDBAPI shared with the library's tests.
+// fakeDB is the in-memory DynamoDB and DynamoDB Streams shared with the library's tests.
 type fakeDB = dynamofake.DB
 
-var _ kubeapplier.DynamoDBAPI = (*fakeDB)(nil)
+var (
+	_ kubeapplier.DynamoDBAPI = (*fakeDB)(nil)
+	_ kubeapplier.StreamsAPI  = (*fakeDB)(nil)
+)
 
 func newFakeDB() *fakeDB { return dynamofake.New() }
 

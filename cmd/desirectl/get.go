@@ -16,6 +16,7 @@ import (
 // there is none yet).
 type listedDesire struct {
 	kind      kubeapplier.DesireKind
+	tables    desireTables
 	spec      kubeapplier.Desire
 	status    kubeapplier.Desire
 	namespace string
@@ -107,7 +108,7 @@ metadata and spec from the specs table, status from the status table. It writes 
 		now := a.clock.Now()
 		for _, l := range found {
 			m := l.spec.Meta()
-			succ, reason, msg := successColumns(l.status, m.Version)
+			succ, reason, msg := successColumns(l.status, m)
 			ns := l.namespace
 			if ns == "" {
 				ns = "<none>"
@@ -130,61 +131,30 @@ func (a *app) stderrLine(s string) { _, _ = a.stderr.Write([]byte(s + "\n")) }
 func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]listedDesire, error) {
 	var out []listedDesire
 	kr := newKindResolver(a.clusterDiscovery(ctx), nil, a.warnf)
-	applies, err := listSpecs(ctx, a, st.applies)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range applies {
-		obj, err := kubeapplier.ParseKubeContent(d.Spec.KubeContent)
+	for _, tables := range st.kinds() {
+		ds, err := tables.listSpecs(ctx)
+		if err != nil && !errors.Is(err, kubeapplier.ErrInvalidItem) {
+			return nil, err
+		}
 		if err != nil {
-			continue // cannot be about any object
-		}
-		gvk := obj.GroupVersionKind()
-		if gvk.Group != f.rt.GVR.Group || (f.rt.exactVersion && gvk.Version != f.rt.GVR.Version) {
-			continue
-		}
-		resource := ""
-		if f.rt.Kind != "" {
-			if gvk.Kind == f.rt.Kind {
-				resource = f.rt.GVR.Resource
+			for _, e := range unwrapJoined(err) {
+				a.warnf("skipping a %s document: %s", tables.desireKind(), oneLine(e.Error()))
 			}
-		} else {
-			info, err := kr.forKind(ctx, gvk)
+		}
+		for _, d := range ds {
+			t, ok, err := targetOf(ctx, kr, d, f)
 			if err != nil {
 				return nil, err
 			}
-			resource = info.GVR.Resource
+			if ok && f.matches(t.Group, t.Version, t.Resource, t.Namespace, t.Name) {
+				out = append(out, listedDesire{kind: tables.desireKind(), tables: tables, spec: d, namespace: t.Namespace, name: t.Name})
+			}
 		}
-		if f.matches(gvk.Group, gvk.Version, resource, obj.GetNamespace(), obj.GetName()) {
-			out = append(out, listedDesire{kind: kubeapplier.KindApplyDesire, spec: d, namespace: obj.GetNamespace(), name: obj.GetName()})
-		}
-	}
-	deletes, err := listSpecs(ctx, a, st.deletes)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range deletes {
-		out = appendTargetMatch(out, f, d, d.Spec.TargetItem)
-	}
-	reads, err := listSpecs(ctx, a, st.reads)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range reads {
-		out = appendTargetMatch(out, f, d, d.Spec.TargetItem)
 	}
 	for i := range out {
 		l := &out[i]
-		id := l.spec.Meta().DocumentID
-		switch l.kind {
-		case kubeapplier.KindApplyDesire:
-			l.status, err = statusGetter(st.applies, id)(ctx)
-		case kubeapplier.KindDeleteDesire:
-			l.status, err = statusGetter(st.deletes, id)(ctx)
-		default:
-			l.status, err = statusGetter(st.reads, id)(ctx)
-		}
-		if err != nil {
+		var err error
+		if l.status, err = l.tables.getStatus(ctx, l.spec.Meta().DocumentID); err != nil {
 			return nil, err
 		}
 	}
@@ -195,25 +165,39 @@ func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]lis
 	return out, nil
 }
 
-func appendTargetMatch(out []listedDesire, f desireFilter, d kubeapplier.Desire, t kubeapplier.TargetItem) []listedDesire {
-	if !f.matches(t.Group, t.Version, t.Resource, t.Namespace, t.Name) {
-		return out
-	}
-	return append(out, listedDesire{kind: d.Kind(), spec: d, namespace: t.Namespace, name: t.Name})
-}
-
-// listSpecs scans a specs table; undecodable documents are reported as warnings.
-func listSpecs[T kubeapplier.Desire](ctx context.Context, a *app, t kindTables[T]) ([]T, error) {
-	ds, err := t.specs.List(ctx)
-	if err != nil && !errors.Is(err, kubeapplier.ErrInvalidItem) {
-		return nil, dbError(err)
-	}
-	if err != nil {
-		for _, e := range unwrapJoined(err) {
-			a.warnf("skipping a %s document: %s", t.kind, oneLine(e.Error()))
+// targetOf returns the object a desire is about, as far as f needs it: an ApplyDesire's is
+// read from its kubeContent, and its resource resolved only when the group and version could
+// match f (false: it cannot be about f's objects).
+func targetOf(ctx context.Context, kr *kindResolver, d kubeapplier.Desire, f desireFilter) (kubeapplier.TargetItem, bool, error) {
+	switch d := d.(type) {
+	case *kubeapplier.DeleteDesire:
+		return d.Spec.TargetItem, true, nil
+	case *kubeapplier.ReadDesire:
+		return d.Spec.TargetItem, true, nil
+	case *kubeapplier.ApplyDesire:
+		obj, err := kubeapplier.ParseKubeContent(d.Spec.KubeContent)
+		if err != nil {
+			return kubeapplier.TargetItem{}, false, nil // cannot be about any object
 		}
+		gvk := obj.GroupVersionKind()
+		if gvk.Group != f.rt.GVR.Group || (f.rt.exactVersion && gvk.Version != f.rt.GVR.Version) {
+			return kubeapplier.TargetItem{}, false, nil
+		}
+		t := kubeapplier.TargetItem{Group: gvk.Group, Version: gvk.Version, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if f.rt.Kind != "" {
+			if gvk.Kind == f.rt.Kind {
+				t.Resource = f.rt.GVR.Resource
+			}
+			return t, true, nil
+		}
+		info, err := kr.forKind(ctx, gvk)
+		if err != nil {
+			return kubeapplier.TargetItem{}, false, err
+		}
+		t.Resource = info.GVR.Resource
+		return t, true, nil
 	}
-	return ds, nil
+	return kubeapplier.TargetItem{}, false, nil
 }
 
 func unwrapJoined(err error) []error {
@@ -226,21 +210,20 @@ func unwrapJoined(err error) []error {
 // documentOf is the printed form of a listed desire.
 func documentOf(l listedDesire) desireDocument {
 	doc := desireDocument{Kind: l.kind, DynamoDBMetadata: *l.spec.Meta()}
-	switch d := l.spec.(type) {
-	case *kubeapplier.ApplyDesire:
-		doc.Spec = d.Spec
-	case *kubeapplier.DeleteDesire:
-		doc.Spec = d.Spec
-	case *kubeapplier.ReadDesire:
-		doc.Spec = d.Spec
-	}
-	switch s := l.status.(type) {
-	case *kubeapplier.ApplyDesire:
-		doc.Status = s.Status
-	case *kubeapplier.DeleteDesire:
-		doc.Status = s.Status
-	case *kubeapplier.ReadDesire:
-		doc.Status = s.Status
-	}
+	doc.Spec, _ = specAndStatus(l.spec)
+	_, doc.Status = specAndStatus(l.status)
 	return doc
+}
+
+// specAndStatus returns a desire's spec and status; nil for a nil desire.
+func specAndStatus(d kubeapplier.Desire) (spec, status any) {
+	switch d := d.(type) {
+	case *kubeapplier.ApplyDesire:
+		return d.Spec, d.Status
+	case *kubeapplier.DeleteDesire:
+		return d.Spec, d.Status
+	case *kubeapplier.ReadDesire:
+		return d.Spec, d.Status
+	}
+	return nil, nil
 }

@@ -169,7 +169,7 @@ func tableName(t kubeapplier.TableKind, k kubeapplier.DesireKind) string {
 	return kubeapplier.TableName(testPrefix, testMC, t, k)
 }
 
-func specs[T kubeapplier.Desire](h *harness, k kubeapplier.DesireKind) kubeapplier.ResourceCRUD[T] {
+func specs[T kubeapplier.Desire](h *harness, k kubeapplier.DesireKind) specWriter[T] {
 	return kubeapplier.NewTable[T](h.db, tableName(kubeapplier.SpecsTable, k))
 }
 
@@ -217,8 +217,15 @@ func (o outcome) set(d kubeapplier.Desire) {
 
 var okOutcome = outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "done"}
 
-// writeStatus writes the status document of id as the applier would, observed at version.
+// writeStatus writes the status document of id as the applier would, observed at version of
+// the spec document as it is stored now (its updateTime; testStart when there is none).
 func (h *harness) writeStatus(kind kubeapplier.DesireKind, id string, version int64, o outcome) {
+	h.t.Helper()
+	h.writeStatusAt(kind, id, version, h.specUpdateTime(kind, id), o)
+}
+
+// writeStatusAt writes the status document of id observed at version and spec updateTime.
+func (h *harness) writeStatusAt(kind kubeapplier.DesireKind, id string, version int64, updated time.Time, o outcome) {
 	h.t.Helper()
 	var d kubeapplier.Desire
 	switch kind {
@@ -233,7 +240,7 @@ func (h *harness) writeStatus(kind kubeapplier.DesireKind, id string, version in
 		}
 		d = rd
 	}
-	*d.Meta() = kubeapplier.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: testStart, UpdateTime: testStart}
+	*d.Meta() = kubeapplier.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: testStart, UpdateTime: updated}
 	o.set(d)
 	d.Meta().Version = 1 // the status document's own version
 	putRaw(h.db, tableName(kubeapplier.StatusTable, kind), d)
@@ -241,6 +248,21 @@ func (h *harness) writeStatus(kind kubeapplier.DesireKind, id string, version in
 
 // specVersion reads the stored spec version of id (0 when missing).
 func (h *harness) specVersion(kind kubeapplier.DesireKind, id string) int64 {
+	h.t.Helper()
+	return h.specMeta(kind, id).Version
+}
+
+// specUpdateTime reads the stored spec updateTime of id (testStart when missing).
+func (h *harness) specUpdateTime(kind kubeapplier.DesireKind, id string) time.Time {
+	h.t.Helper()
+	if m := h.specMeta(kind, id); m.Version != 0 {
+		return m.UpdateTime
+	}
+	return testStart
+}
+
+// specMeta reads the stored spec metadata of id (zero when missing).
+func (h *harness) specMeta(kind kubeapplier.DesireKind, id string) kubeapplier.DynamoDBMetadata {
 	h.t.Helper()
 	ctx := context.Background()
 	var (
@@ -256,12 +278,12 @@ func (h *harness) specVersion(kind kubeapplier.DesireKind, id string) int64 {
 		d, err = specs[*kubeapplier.ReadDesire](h, kind).Get(ctx, id)
 	}
 	if kubeapplier.IsNotFoundError(err) {
-		return 0
+		return kubeapplier.DynamoDBMetadata{}
 	}
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return d.Meta().Version
+	return *d.Meta()
 }
 
 // id is the desire ID of a target under the default task key (the cluster ID).

@@ -42,12 +42,12 @@ func successfulCondition(d kubeapplier.Desire) *metav1.Condition {
 	return meta.FindStatusCondition(d.StatusCommon().Conditions, kubeapplier.ConditionSuccessful)
 }
 
-// successColumns are the SUCCESSFUL, REASON and MESSAGE columns of a desire at spec version:
-// Unknown/Pending until the applier has reported on that version.
-func successColumns(status kubeapplier.Desire, version int64) (successful, reason, message string) {
+// successColumns are the SUCCESSFUL, REASON and MESSAGE columns of a desire whose spec
+// document is spec: Unknown/Pending until the applier has reported on that spec.
+func successColumns(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) (successful, reason, message string) {
 	c := successfulCondition(status)
-	if c == nil || c.ObservedGeneration < version {
-		return string(metav1.ConditionUnknown), "Pending", describeStatus(status, version, kubeapplier.ConditionSuccessful)
+	if c == nil || !answers(status.StatusCommon(), c, spec) {
+		return string(metav1.ConditionUnknown), "Pending", describeStatus(status, spec, kubeapplier.ConditionSuccessful)
 	}
 	return string(c.Status), c.Reason, oneLine(c.Message)
 }

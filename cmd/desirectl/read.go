@@ -29,9 +29,9 @@ mirrored the object into its status, and print the object. A missing object is a
   desirectl read deployments.apps web -n shop -o json`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the object (default \"default\" for namespaced types)")
+	addObjectNamespaceFlag(cmd, &namespace)
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait for the applier")
+	addTimeoutFlag(cmd, &timeout, "how long to wait for the applier")
 	addTypeFlags(cmd, &ta)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -43,23 +43,19 @@ mirrored the object into its status, and print the object. A missing object is a
 			return err
 		}
 		id := ds.id(t)
-		cur, found, err := getSpec(ctx, st.reads, id)
+		cur, _, err := st.reads.getSpec(ctx, id)
 		if err != nil {
 			return err
 		}
-		version := int64(0)
-		if found && cur.Spec.CommonSpec == ds.common && cur.Spec.TargetItem == t.item {
-			version = cur.Version // reuse: the applier keeps its status up to date
-		} else {
+		spec := cur
+		if rd, _ := cur.(*kubeapplier.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
 			d := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
 				Spec: kubeapplier.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
-			stored, _, err := put(ctx, st.reads, d)
-			if err != nil {
+			if spec, _, err = put(ctx, st.reads, d); err != nil {
 				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindReadDesire, id), t.label, err)
 			}
-			version = stored.Version
-		}
-		w := &waitItem{kind: kubeapplier.KindReadDesire, id: id, label: t.label, version: version, status: statusGetter(st.reads, id)}
+		} // else reuse it: the applier keeps its status up to date
+		w := newWaitItem(st.reads, spec, t.label)
 		if err := a.waitFor(ctx, []*waitItem{w}, successfulTrue, timeout, false); err != nil {
 			return err
 		}

@@ -42,7 +42,11 @@ func TestRead(t *testing.T) {
 			status:   outcome{reason: kubeapplier.ReasonPreCheckFailed, message: "spec.managementCluster is \"x\" but this applier serves \"y\""},
 			wantCode: exitFailed, wantErr: "error: readdesire/" + idFoo + " (ConfigMap default/foo): Successful=False, reason PreCheckFailed: spec.managementCluster is \"x\" but this applier serves \"y\"\n"},
 		{name: "timeout", args: []string{"configmaps", "foo", "--timeout", "3s"},
-			wantCode: exitFailed, wantErr: "error: timed out after 3s waiting for readdesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n"},
+			wantCode: exitFailed, wantErr: "error: timed out after 3s waiting for readdesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: the applier has written no status yet\n" +
+				"error: " + noStatusHint(testMC) + "\n"},
+		{name: "kind not served heals", args: []string{"configmaps", "foo", "--timeout", "3s"},
+			status:   outcome{reason: kubeapplier.ReasonKindNotServed, message: "resource configmaps/v1 is not served by the cluster"},
+			wantCode: exitFailed, wantErr: "error: timed out after 3s waiting for readdesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: Successful=False, reason KindNotServed: resource configmaps/v1 is not served by the cluster\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 )
 
 const rootLong = `desirectl writes desires into the kube-applier DynamoDB specs tables and reads their
@@ -33,6 +36,11 @@ func (a *app) newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	a.flags.register(root.PersistentFlags())
+	// The libraries' logs (client-go, the AWS SDK) go to stderr in klog's format at -v, as
+	// kube-applier-aws writes them; at 0 only what they log without a verbosity (errors, warnings).
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		cmd.SetContext(logr.NewContext(cmd.Context(), logs.Setup(a.stderr, a.flags.verbosity)))
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageErrorf("%v", err)
 	})
@@ -46,14 +54,4 @@ func (a *app) newRootCommand() *cobra.Command {
 		a.newTablesCommand(),
 	)
 	return root
-}
-
-// usageArgs wraps a cobra argument validator so its errors are usage errors (exit 2).
-func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return usageErrorf("%v; see '%s --help'", err, cmd.CommandPath())
-		}
-		return nil
-	}
 }

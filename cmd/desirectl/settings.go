@@ -4,53 +4,81 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Names of the global flags that override context values.
+// Names of the flags that set (config set-context) or override (global flags) context values.
 const (
-	flagConfig            = "config"
-	flagContext           = "context"
 	flagManagementCluster = "management-cluster"
 	flagAWSRegion         = "aws-region"
 	flagEndpointURL       = "endpoint-url"
 	flagTablePrefix       = "table-prefix"
 	flagClusterID         = "cluster-id"
 	flagTaskKey           = "task-key"
-	flagKubeconfig        = "kubeconfig"
 )
+
+// Names of the other global flags.
+const (
+	flagConfig     = "config"
+	flagContext    = "context"
+	flagKubeconfig = "kubeconfig"
+	flagVerbosity  = "v"
+)
+
+// contextFields are a context's values: the flag of each, its help, and where it is stored.
+var contextFields = []struct {
+	flag, help string
+	field      func(*contextEntry) *string
+}{
+	{flagAWSRegion, "AWS region; default from the AWS SDK environment (AWS_REGION)",
+		func(e *contextEntry) *string { return &e.AWSRegion }},
+	{flagEndpointURL, "DynamoDB endpoint URL, e.g. http://localhost:8000 for DynamoDB Local; empty for AWS",
+		func(e *contextEntry) *string { return &e.EndpointURL }},
+	{flagManagementCluster, "management cluster whose tables desires go to",
+		func(e *contextEntry) *string { return &e.ManagementCluster }},
+	{flagClusterID, "hosted cluster ID written into spec.clusterID",
+		func(e *contextEntry) *string { return &e.ClusterID }},
+	{flagTaskKey, "task key of desire IDs; default the cluster ID",
+		func(e *contextEntry) *string { return &e.TaskKey }},
+	{flagTablePrefix, "table name prefix; empty in production",
+		func(e *contextEntry) *string { return &e.TablePrefix }},
+}
+
+// registerContextFlags binds the flags of the context values to the fields of e, each help
+// followed by suffix.
+func registerContextFlags(fs *pflag.FlagSet, e *contextEntry, suffix string) {
+	for _, f := range contextFields {
+		fs.StringVar(f.field(e), f.flag, "", f.help+suffix)
+	}
+}
+
+// copyChangedFields copies from src to dst the context values whose flag was given.
+func copyChangedFields(dst, src *contextEntry, changed func(flag string) bool) {
+	for _, f := range contextFields {
+		if changed(f.flag) {
+			*f.field(dst) = *f.field(src)
+		}
+	}
+}
 
 // globalFlags are the root command's persistent flags.
 type globalFlags struct {
-	configPath        string
-	context           string
-	managementCluster string
-	awsRegion         string
-	endpointURL       string
-	tablePrefix       string
-	clusterID         string
-	taskKey           string
-	kubeconfig        string
+	configPath string
+	context    string
+	kubeconfig string
+	verbosity  int
+	overrides  contextEntry // values that override the context's
 }
 
 func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.configPath, flagConfig, "", "config file (default $"+configEnv+", else <user config dir>/desirectl/config.yaml)")
 	fs.StringVar(&g.context, flagContext, "", "context to use instead of the current one")
-	fs.StringVar(&g.managementCluster, flagManagementCluster, "", "management cluster whose tables to use (overrides the context)")
-	fs.StringVar(&g.awsRegion, flagAWSRegion, "", "AWS region (overrides the context; default from the AWS SDK environment)")
-	fs.StringVar(&g.endpointURL, flagEndpointURL, "", "DynamoDB endpoint URL, e.g. http://localhost:8000 for DynamoDB Local (overrides the context)")
-	fs.StringVar(&g.tablePrefix, flagTablePrefix, "", "table name prefix (overrides the context; \"\" in production)")
-	fs.StringVar(&g.clusterID, flagClusterID, "", "hosted cluster ID written into spec.clusterID (overrides the context)")
-	fs.StringVar(&g.taskKey, flagTaskKey, "", "task key of desire IDs (overrides the context; default the cluster ID)")
+	registerContextFlags(fs, &g.overrides, " (overrides the context)")
 	fs.StringVar(&g.kubeconfig, flagKubeconfig, "", "kubeconfig of the target cluster, used only for discovery of resource names (default $KUBECONFIG)")
+	fs.IntVarP(&g.verbosity, flagVerbosity, flagVerbosity, 0, "log verbosity of the libraries (client-go, AWS SDK), as kube-applier-aws logs: 4 debug, 6 requests; errors always show")
 }
 
-// settings are the effective values: the context overlaid with the global flags.
+// settings are the effective values: the context overlaid with the global flags. Name is the
+// context's name, "" without one.
 type settings struct {
-	contextName       string
-	awsRegion         string
-	endpointURL       string
-	managementCluster string
-	clusterID         string
-	taskKey           string
-	tablePrefix       string
+	contextEntry
 }
 
 // settings resolves the context (--context, else the current one, else none) and applies the
@@ -70,18 +98,10 @@ func (a *app) settings() (settings, error) {
 		if e == nil {
 			return settings{}, contextNotFound(name, path)
 		}
-		s = settings{contextName: name, awsRegion: e.AWSRegion, endpointURL: e.EndpointURL,
-			managementCluster: e.ManagementCluster, clusterID: e.ClusterID, taskKey: e.TaskKey, tablePrefix: e.TablePrefix}
+		s.contextEntry = *e
 	}
-	for flag, dst := range map[string]*string{
-		flagAWSRegion: &s.awsRegion, flagEndpointURL: &s.endpointURL, flagManagementCluster: &s.managementCluster,
-		flagClusterID: &s.clusterID, flagTaskKey: &s.taskKey, flagTablePrefix: &s.tablePrefix,
-	} {
-		if a.changed(flag) {
-			*dst = a.flagValue(flag)
-		}
-	}
-	if s.managementCluster == "" {
+	copyChangedFields(&s.contextEntry, &a.flags.overrides, a.changed)
+	if s.ManagementCluster == "" {
 		return settings{}, usageErrorf("no management cluster: create a context with 'desirectl config set-context NAME --management-cluster MC ...' and 'desirectl config use-context NAME', or pass --management-cluster")
 	}
 	return s, nil
@@ -90,10 +110,10 @@ func (a *app) settings() (settings, error) {
 // desireTaskKey is the task key of desire IDs: --task-key, the context's, else the cluster ID.
 func (s settings) desireTaskKey() (string, error) {
 	switch {
-	case s.taskKey != "":
-		return s.taskKey, nil
-	case s.clusterID != "":
-		return s.clusterID, nil
+	case s.TaskKey != "":
+		return s.TaskKey, nil
+	case s.ClusterID != "":
+		return s.ClusterID, nil
 	}
 	return "", usageErrorf("no task key: set --task-key or --cluster-id, or the context's task-key or cluster-id")
 }
@@ -102,8 +122,4 @@ func (s settings) desireTaskKey() (string, error) {
 func (a *app) changed(name string) bool {
 	f := a.root.PersistentFlags().Lookup(name)
 	return f != nil && f.Changed
-}
-
-func (a *app) flagValue(name string) string {
-	return a.root.PersistentFlags().Lookup(name).Value.String()
 }

@@ -9,6 +9,33 @@ import (
 	"github.com/kube-applier-aws/kubeapplier"
 )
 
+// specWriter is what desirectl does with a specs table: it is the backend's side, so it
+// creates, replaces and deletes desires there, and reads them back.
+type specWriter[T kubeapplier.Desire] interface {
+	// Get returns the desire with that documentID, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (T, error)
+	// List returns every desire of the table.
+	List(ctx context.Context) ([]T, error)
+	// Create stores d at version 1; ErrAlreadyExists when the documentID is taken.
+	Create(ctx context.Context, d T) (T, error)
+	// Replace stores d if the stored version still equals d's; else ErrPreconditionFailed.
+	Replace(ctx context.Context, d T) (T, error)
+	// Delete removes the desire; ErrNotFound when there is none.
+	Delete(ctx context.Context, id string) error
+}
+
+// statusReader is what desirectl does with a status table: only the applier writes there.
+type statusReader[T kubeapplier.Desire] interface {
+	// Get returns the status document with that documentID, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (T, error)
+}
+
+// The library's table client serves both roles.
+var (
+	_ specWriter[*kubeapplier.ApplyDesire]  = (*kubeapplier.Table[*kubeapplier.ApplyDesire])(nil)
+	_ statusReader[*kubeapplier.ReadDesire] = (*kubeapplier.Table[*kubeapplier.ReadDesire])(nil)
+)
+
 // store is the CLI's view of the six tables of one management cluster: it writes the specs
 // tables and only reads the status tables.
 type store struct {
@@ -20,8 +47,8 @@ type store struct {
 // kindTables are the specs and status tables of one desire kind.
 type kindTables[T kubeapplier.Desire] struct {
 	kind   kubeapplier.DesireKind
-	specs  kubeapplier.ResourceCRUD[T]
-	status kubeapplier.SpecReader[T]
+	specs  specWriter[T]
+	status statusReader[T]
 }
 
 func newStore(api kubeapplier.DynamoDBAPI, prefix, managementCluster string) *store {
@@ -37,6 +64,75 @@ func newKindTables[T kubeapplier.Desire](api kubeapplier.DynamoDBAPI, prefix, mc
 		specs:  kubeapplier.NewTable[T](api, kubeapplier.TableName(prefix, mc, kubeapplier.SpecsTable, kind)),
 		status: kubeapplier.NewTable[T](api, kubeapplier.TableName(prefix, mc, kubeapplier.StatusTable, kind)),
 	}
+}
+
+// desireTables is kindTables without its type parameter, for code that treats the three
+// desire kinds alike.
+type desireTables interface {
+	desireKind() kubeapplier.DesireKind
+	// getSpec returns the spec document id and whether there is one.
+	getSpec(ctx context.Context, id string) (kubeapplier.Desire, bool, error)
+	// listSpecs scans the specs table; documents that do not decode are returned as an error
+	// wrapping ErrInvalidItem beside the others.
+	listSpecs(ctx context.Context) ([]kubeapplier.Desire, error)
+	// deleteSpec removes the spec document id; false when there was none.
+	deleteSpec(ctx context.Context, id string) (bool, error)
+	// getStatus returns the status document id, or nil when the applier has written none.
+	getStatus(ctx context.Context, id string) (kubeapplier.Desire, error)
+}
+
+// kinds returns the tables of every desire kind, in the order desires are listed.
+func (s *store) kinds() []desireTables { return []desireTables{s.applies, s.deletes, s.reads} }
+
+// of returns the tables of one desire kind.
+func (s *store) of(kind kubeapplier.DesireKind) desireTables {
+	for _, t := range s.kinds() {
+		if t.desireKind() == kind {
+			return t
+		}
+	}
+	panic("unknown desire kind " + string(kind))
+}
+
+func (t kindTables[T]) desireKind() kubeapplier.DesireKind { return t.kind }
+
+func (t kindTables[T]) getSpec(ctx context.Context, id string) (kubeapplier.Desire, bool, error) {
+	d, err := t.specs.Get(ctx, id)
+	if kubeapplier.IsNotFoundError(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, dbError(err)
+	}
+	return d, true, nil
+}
+
+func (t kindTables[T]) listSpecs(ctx context.Context) ([]kubeapplier.Desire, error) {
+	ds, err := t.specs.List(ctx)
+	out := make([]kubeapplier.Desire, len(ds))
+	for i, d := range ds {
+		out[i] = d
+	}
+	return out, dbError(err)
+}
+
+func (t kindTables[T]) deleteSpec(ctx context.Context, id string) (bool, error) {
+	err := t.specs.Delete(ctx, id)
+	if kubeapplier.IsNotFoundError(err) {
+		return false, nil
+	}
+	return err == nil, dbError(err)
+}
+
+func (t kindTables[T]) getStatus(ctx context.Context, id string) (kubeapplier.Desire, error) {
+	d, err := t.status.Get(ctx, id)
+	if kubeapplier.IsNotFoundError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return d, nil
 }
 
 // put stores d as the spec document d.Meta().DocumentID: Create when there is none, else
@@ -64,30 +160,6 @@ func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T) (T, bo
 			continue
 		}
 		return stored, false, dbError(err)
-	}
-}
-
-// getSpec returns the spec document id, or nil when there is none.
-func getSpec[T kubeapplier.Desire](ctx context.Context, t kindTables[T], id string) (T, bool, error) {
-	d, err := t.specs.Get(ctx, id)
-	if kubeapplier.IsNotFoundError(err) {
-		return d, false, nil
-	}
-	return d, err == nil, dbError(err)
-}
-
-// statusGetter returns a function reading the status document id: the desire, or nil when
-// the applier has written none yet.
-func statusGetter[T kubeapplier.Desire](t kindTables[T], id string) func(context.Context) (kubeapplier.Desire, error) {
-	return func(ctx context.Context) (kubeapplier.Desire, error) {
-		d, err := t.status.Get(ctx, id)
-		if kubeapplier.IsNotFoundError(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, dbError(err)
-		}
-		return d, nil
 	}
 }
 

@@ -31,14 +31,14 @@ come from infrastructure code.`,
 			if !ok {
 				return fmt.Errorf("the DynamoDB client cannot create tables")
 			}
-			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.tablePrefix, s.managementCluster)
+			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster)
 			for _, name := range created {
 				fmt.Fprintf(a.stdout, "table/%s created\n", name)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.managementCluster, len(created))
+			fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
 			return nil
 		}),
 	})

@@ -98,20 +98,27 @@ func (s settings) forDesires() (desireSettings, error) {
 	if err != nil {
 		return desireSettings{}, err
 	}
-	return desireSettings{taskKey: tk, common: kubeapplier.CommonSpec{ManagementCluster: s.managementCluster, ClusterID: s.clusterID}}, nil
+	return desireSettings{taskKey: tk, common: kubeapplier.CommonSpec{ManagementCluster: s.ManagementCluster, ClusterID: s.ClusterID}}, nil
 }
 
 func (d desireSettings) id(t target) string { return kubeapplier.DesireID(d.taskKey, t.item) }
+
+// desireStore connects to the tables of the effective settings, for commands that address
+// desires by their ID.
+func (a *app) desireStore(ctx context.Context) (*store, desireSettings, error) {
+	st, s, err := a.store(ctx)
+	if err != nil {
+		return nil, desireSettings{}, err
+	}
+	ds, err := s.forDesires()
+	return st, ds, err
+}
 
 // openTarget connects to the tables of the effective settings and resolves TYPE NAME
 // (args[0], args[1]) to its target: what read and wait do before anything else.
 func (a *app) openTarget(cmd *cobra.Command, ta *typeArgs, args []string, namespace string) (*store, desireSettings, target, error) {
 	ctx := cmd.Context()
-	st, s, err := a.store(ctx)
-	if err != nil {
-		return nil, desireSettings{}, target{}, err
-	}
-	ds, err := s.forDesires()
+	st, ds, err := a.desireStore(ctx)
 	if err != nil {
 		return nil, desireSettings{}, target{}, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -98,31 +99,43 @@ func TestParseFor(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	status := func(version int64, o outcome) kubeapplier.Desire {
+	spec := &kubeapplier.DynamoDBMetadata{DocumentID: "x", Version: 2, UpdateTime: testStart}
+	// status is a status document computed at version for the spec written at updated.
+	status := func(version int64, updated time.Time, o outcome) kubeapplier.Desire {
 		d := &kubeapplier.ApplyDesire{}
-		d.Version = version
+		d.Version, d.UpdateTime = version, updated
 		o.set(d)
 		return d
 	}
+	at := func(version int64, o outcome) kubeapplier.Desire { return status(version, testStart, o) }
+	withoutUpdateTime := at(2, okOutcome)
+	withoutUpdateTime.StatusCommon().ObservedDesireUpdateTime = nil
+	notServed := kubeapplier.ErrKindNotServed.Error() + ": kind example.com/v1, Kind=Gizmo is not known to the cluster"
 	for _, tc := range []struct {
 		name string
-		kind kubeapplier.DesireKind
 		d    kubeapplier.Desire
 		want waitState
 	}{
-		{"no status", kubeapplier.KindApplyDesire, nil, waitPending},
-		{"stale success", kubeapplier.KindApplyDesire, status(1, okOutcome), waitPending},
-		{"success", kubeapplier.KindApplyDesire, status(2, okOutcome), waitMet},
-		{"newer success", kubeapplier.KindApplyDesire, status(3, okOutcome), waitMet},
-		{"precheck", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: "bad"}), waitFailed},
-		{"kind not served", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: kubeapplier.ErrKindNotServed.Error() + ": x"}), waitPending},
-		{"kind not served on read", kubeapplier.KindReadDesire, status(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: kubeapplier.ErrKindNotServed.Error() + ": x"}), waitFailed},
-		{"degraded", kubeapplier.KindApplyDesire, status(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
-		{"kube error", kubeapplier.KindApplyDesire, status(2, outcome{reason: kubeapplier.ReasonKubeAPIError}), waitFailed},
-		{"waiting for deletion", kubeapplier.KindDeleteDesire, status(2, outcome{reason: kubeapplier.ReasonWaitingForDeletion}), waitPending},
-		{"transient", kubeapplier.KindApplyDesire, status(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
+		{"no status", nil, waitPending},
+		{"stale success", at(1, okOutcome), waitPending},
+		{"success", at(2, okOutcome), waitMet},
+		{"newer success", status(3, testStart.Add(time.Minute), okOutcome), waitMet},
+		// The spec was deleted and written again: version 2 of the new one, while the status
+		// still answers version 3 of the old one.
+		{"success of an earlier incarnation", status(3, testStart.Add(-time.Hour), okOutcome), waitPending},
+		{"failure of an earlier incarnation", status(2, testStart.Add(-time.Hour), outcome{reason: kubeapplier.ReasonPreCheckFailed}), waitPending},
+		{"status without observedDesireUpdateTime", withoutUpdateTime, waitMet},
+		{"precheck", at(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: "bad"}), waitFailed},
+		// The verdict's reason decides, never its message.
+		{"precheck naming an unserved kind", at(2, outcome{reason: kubeapplier.ReasonPreCheckFailed, message: notServed}), waitFailed},
+		{"kind not served", at(2, outcome{reason: kubeapplier.ReasonKindNotServed, message: notServed}), waitPending},
+		{"degraded", at(2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError}), waitPending},
+		{"degraded precheck", at(2, outcome{degraded: true, reason: kubeapplier.ReasonPreCheckFailed}), waitPending},
+		{"kube error", at(2, outcome{reason: kubeapplier.ReasonKubeAPIError}), waitFailed},
+		{"content too large", at(2, outcome{reason: kubeapplier.ReasonContentTooLarge}), waitFailed},
+		{"waiting for deletion", at(2, outcome{reason: kubeapplier.ReasonWaitingForDeletion}), waitPending},
 	} {
-		if got := evaluate(tc.kind, tc.d, 2, successfulTrue); got != tc.want {
+		if got := evaluate(tc.d, spec, successfulTrue); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

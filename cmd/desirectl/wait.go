@@ -25,18 +25,24 @@ func (a *app) newWaitCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "wait TYPE NAME --for=condition=Successful",
-		Short: "Wait until a desire's status has a condition at its current spec version",
-		Long: `Wait until the status of the desire about TYPE NAME has the condition of --for, observed at
-the spec document's current version. Waiting for Successful=True stops early, with exit 1,
-when the applier reports Successful=False for a reason it will not retry on its own.`,
+		Short: "Wait until a desire's status has a condition for its current spec",
+		Long: `Wait until the status of the desire about TYPE NAME has the condition of --for, observed for
+the spec document as it is now (its version and updateTime). Waiting for Successful=True stops
+early, with exit 1, when the applier reports Successful=False for a reason it will not retry on
+its own.
+
+Which desire: the object's ApplyDesire or DeleteDesire (apply and delete remove each other, so
+there is one of them), else its ReadDesire; the one used is named in every line printed. When
+an object has both an ApplyDesire and a DeleteDesire (written by another tool), --kind must
+choose. --kind apply|delete|read waits for that kind only.`,
 		Example: `  desirectl wait configmaps foo -n default --for=condition=Successful --timeout=60s
-  desirectl wait configmaps foo --kind delete --for=condition=Successful`,
+  desirectl wait configmaps foo --kind read --for=condition=Successful`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the object (default \"default\" for namespaced types)")
+	addObjectNamespaceFlag(cmd, &namespace)
 	cmd.Flags().StringVar(&forCond, "for", "condition="+kubeapplier.ConditionSuccessful, "condition=TYPE[=STATUS] to wait for; STATUS defaults to True")
-	cmd.Flags().StringVar(&kind, "kind", "apply", "desire kind: apply, delete or read")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait")
+	cmd.Flags().StringVar(&kind, "kind", "", "desire kind: apply, delete or read (default the ApplyDesire or DeleteDesire that exists, else the ReadDesire)")
+	addTimeoutFlag(cmd, &timeout, "how long to wait")
 	addTypeFlags(cmd, &ta)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -44,24 +50,18 @@ when the applier reports Successful=False for a reason it will not retry on its 
 		if err != nil {
 			return err
 		}
-		dk, ok := desireKindFlag[strings.ToLower(kind)]
-		if !ok {
-			return usageErrorf("--kind must be apply, delete or read, not %q", kind)
+		var only kubeapplier.DesireKind
+		if kind != "" {
+			var ok bool
+			if only, ok = desireKindFlag[strings.ToLower(kind)]; !ok {
+				return usageErrorf("--kind must be apply, delete or read, not %q", kind)
+			}
 		}
 		st, ds, t, err := a.openTarget(cmd, &ta, args, namespace)
 		if err != nil {
 			return err
 		}
-		id := ds.id(t)
-		var w *waitItem
-		switch dk {
-		case kubeapplier.KindApplyDesire:
-			w, err = waitItemFor(ctx, st.applies, id, t.label)
-		case kubeapplier.KindDeleteDesire:
-			w, err = waitItemFor(ctx, st.deletes, id, t.label)
-		default:
-			w, err = waitItemFor(ctx, st.reads, id, t.label)
-		}
+		w, err := findWaitItem(ctx, st, ds.id(t), t.label, only)
 		if err != nil {
 			return err
 		}
@@ -70,15 +70,35 @@ when the applier reports Successful=False for a reason it will not retry on its 
 	return cmd
 }
 
-// waitItemFor reads the spec document id to wait for its current version; a missing one is
-// a not-found failure.
-func waitItemFor[T kubeapplier.Desire](ctx context.Context, t kindTables[T], id, label string) (*waitItem, error) {
-	d, found, err := getSpec(ctx, t, id)
-	if err != nil {
-		return nil, err
+// findWaitItem reads the spec document id of kind only, or, when only is "", of the kind
+// wait chooses: the ApplyDesire or the DeleteDesire, else the ReadDesire. A missing desire is
+// a not-found failure; an ApplyDesire beside a DeleteDesire is a usage error (choose --kind).
+func findWaitItem(ctx context.Context, st *store, id, label string, only kubeapplier.DesireKind) (*waitItem, error) {
+	found := map[kubeapplier.DesireKind]*waitItem{}
+	for _, tables := range st.kinds() {
+		if only != "" && tables.desireKind() != only {
+			continue
+		}
+		d, ok, err := tables.getSpec(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found[tables.desireKind()] = newWaitItem(tables, d, label)
+		}
 	}
-	if !found {
-		return nil, failedErrorf("%s (%s) not found", desireRef(t.kind, id), label)
+	apply, del := found[kubeapplier.KindApplyDesire], found[kubeapplier.KindDeleteDesire]
+	switch {
+	case apply != nil && del != nil:
+		return nil, usageErrorf("%s has both an ApplyDesire and a DeleteDesire (ID %s): choose one with --kind apply or --kind delete", label, id)
+	case apply != nil:
+		return apply, nil
+	case del != nil:
+		return del, nil
+	case found[kubeapplier.KindReadDesire] != nil:
+		return found[kubeapplier.KindReadDesire], nil
+	case only != "":
+		return nil, failedErrorf("%s (%s) not found", desireRef(only, id), label)
 	}
-	return &waitItem{kind: t.kind, id: id, label: label, version: d.Meta().Version, status: statusGetter(t, id)}, nil
+	return nil, failedErrorf("no desire found for %s (ID %s)", label, id)
 }

@@ -45,9 +45,12 @@ func TestWait(t *testing.T) {
 			case kubeapplier.KindDeleteDesire:
 				h.mustRun("delete", "-f", file)
 			case kubeapplier.KindReadDesire:
-				h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
+				h.clock.onSleep = func(int) {
+					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
+				}
 				h.mustRun("read", "configmaps", "foo")
 				h.db.DropTable(tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire))
+				h.clock.sleeps = 0
 			}
 			// A status for an older version never satisfies a wait.
 			h.writeStatus(tc.kind, idFoo, h.specVersion(tc.kind, idFoo)-1, okOutcome)
@@ -73,7 +76,9 @@ func TestWaitErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{"not found", []string{"configmaps", "nope"}, exitFailed,
-			"error: applydesire/" + id("", "v1", "configmaps", "default", "nope") + " (ConfigMap default/nope) not found\n"},
+			"error: no desire found for ConfigMap default/nope (ID " + id("", "v1", "configmaps", "default", "nope") + ")\n"},
+		{"kind not found", []string{"configmaps", "nope", "--kind", "read"}, exitFailed,
+			"error: readdesire/" + id("", "v1", "configmaps", "default", "nope") + " (ConfigMap default/nope) not found\n"},
 		{"bad for", []string{"configmaps", "foo", "--for=delete"}, exitUsage,
 			"error: --for must be condition=TYPE[=STATUS], e.g. condition=Successful, not \"delete\"\n"},
 		{"bad kind", []string{"configmaps", "foo", "--kind", "patch"}, exitUsage,
@@ -91,6 +96,64 @@ func TestWaitErrors(t *testing.T) {
 			}
 			if strings.Count(errOut, "\n") != 1 {
 				t.Fatalf("stderr is not one line: %q", errOut)
+			}
+		})
+	}
+}
+
+// Without --kind, wait finds the desire the object has: its ApplyDesire or DeleteDesire, else
+// its ReadDesire; both an ApplyDesire and a DeleteDesire need --kind.
+func TestWaitPicksTheDesireKind(t *testing.T) {
+	file := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n"
+	for _, tc := range []struct {
+		name     string
+		setup    func(h *harness)
+		args     []string
+		wantCode int
+		wantKind kubeapplier.DesireKind
+		wantErr  string
+	}{
+		{name: "delete after apply", setup: func(h *harness) {
+			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
+			h.mustRun("delete", "configmaps", "foo")
+		}, wantKind: kubeapplier.KindDeleteDesire},
+		{name: "apply beside a read", setup: func(h *harness) {
+			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
+			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
+				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
+		}, wantKind: kubeapplier.KindApplyDesire},
+		{name: "read only", setup: func(h *harness) {
+			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
+				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
+		}, wantKind: kubeapplier.KindReadDesire},
+		{name: "apply and delete need --kind", setup: func(h *harness) {
+			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
+			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
+				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
+		}, wantCode: exitUsage,
+			wantErr: "error: ConfigMap default/foo has both an ApplyDesire and a DeleteDesire (ID " + idFoo + "): choose one with --kind apply or --kind delete\n"},
+		{name: "--kind chooses", setup: func(h *harness) {
+			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
+			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
+				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
+		}, args: []string{"--kind", "delete"}, wantKind: kubeapplier.KindDeleteDesire},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			h.clock.onSleep = func(n int) {
+				if n == 1 && tc.wantKind != "" {
+					h.writeStatus(tc.wantKind, idFoo, h.specVersion(tc.wantKind, idFoo), okOutcome)
+				}
+			}
+			out, errOut, code := h.run(append([]string{"wait", "configmaps", "foo", "--for=condition=Successful"}, tc.args...)...)
+			assertExit(t, code, tc.wantCode, errOut)
+			wantOut := ""
+			if tc.wantKind != "" {
+				wantOut = desireRef(tc.wantKind, idFoo) + " condition met\n"
+			}
+			if out != wantOut || errOut != tc.wantErr {
+				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, wantOut, errOut, tc.wantErr)
 			}
 		})
 	}

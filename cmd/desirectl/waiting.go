@@ -55,15 +55,20 @@ func parseFor(s string) (conditionWant, error) {
 
 // waitItem is one desire being waited for.
 type waitItem struct {
-	kind    kubeapplier.DesireKind
-	id      string
-	label   string // "ConfigMap default/foo"
-	version int64  // the spec Version the status must have observed
-	status  func(context.Context) (kubeapplier.Desire, error)
-	last    kubeapplier.Desire // the last status document read; nil when there was none
+	tables desireTables
+	id     string
+	label  string                       // "ConfigMap default/foo"
+	spec   kubeapplier.DynamoDBMetadata // the spec document the status must answer
+	last   kubeapplier.Desire           // the last status document read; nil when there was none
 }
 
-func (w *waitItem) ref() string { return desireRef(w.kind, w.id) }
+// newWaitItem waits for the status of the spec document spec (as stored) of tables' kind.
+func newWaitItem(tables desireTables, spec kubeapplier.Desire, label string) *waitItem {
+	m := *spec.Meta()
+	return &waitItem{tables: tables, id: m.DocumentID, label: label, spec: m}
+}
+
+func (w *waitItem) ref() string { return desireRef(w.tables.desireKind(), w.id) }
 
 // desireRef is "applydesire/<id>".
 func desireRef(kind kubeapplier.DesireKind, id string) string {
@@ -79,45 +84,58 @@ const (
 	waitFailed // Successful=False for a reason that will not heal by itself
 )
 
-// evaluate compares a status document with want, at spec version.
-func evaluate(kind kubeapplier.DesireKind, d kubeapplier.Desire, version int64, want conditionWant) waitState {
+// evaluate compares a status document with want, for the spec document spec.
+func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want conditionWant) waitState {
 	if d == nil {
 		return waitPending
 	}
 	s := d.StatusCommon()
 	c := meta.FindStatusCondition(s.Conditions, want.typ)
-	if c == nil || c.ObservedGeneration < version {
+	if c == nil || !answers(s, c, spec) {
 		return waitPending
 	}
 	if c.Status == want.status {
 		return waitMet
 	}
-	if want == successfulTrue && c.Status == metav1.ConditionFalse && permanentFailure(kind, s) {
+	if want == successfulTrue && c.Status == metav1.ConditionFalse && permanentFailure(s) {
 		return waitFailed
 	}
 	return waitPending
 }
 
+// answers reports whether condition c of status s was computed for the spec document spec:
+// at its version or a later one, of the same incarnation. Desire IDs are deterministic, so a
+// spec deleted and written again starts at version 1 again while the status of the earlier
+// one may still be there (Successful, at version 1 or more); observedDesireUpdateTime, the
+// updateTime of the spec the status answers, tells them apart. A status without it (an
+// applier that does not write it) is judged by the version alone.
+func answers(s *kubeapplier.CommonStatus, c *metav1.Condition, spec *kubeapplier.DynamoDBMetadata) bool {
+	if c.ObservedGeneration < spec.Version {
+		return false
+	}
+	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
+}
+
 // permanentFailure tells a Successful=False the applier will not retry on its own from one
-// it is retrying: transient errors (Degraded=True), objects still being deleted, and
-// ApplyDesires whose kind the cluster does not serve yet (typically a CRD applied alongside).
-func permanentFailure(kind kubeapplier.DesireKind, s *kubeapplier.CommonStatus) bool {
+// that heals by itself, by the verdict's reason alone: transient errors (Degraded=True), a
+// kind the cluster does not serve yet (KindNotServed: typically a CRD applied alongside) and
+// an object still being deleted (WaitingForDeletion) are retried by the applier; PreCheckFailed
+// and every other reason wait for a new spec.
+func permanentFailure(s *kubeapplier.CommonStatus) bool {
 	if meta.IsStatusConditionTrue(s.Conditions, kubeapplier.ConditionDegraded) {
 		return false
 	}
-	c := meta.FindStatusCondition(s.Conditions, kubeapplier.ConditionSuccessful)
-	switch c.Reason {
-	case kubeapplier.ReasonWaitingForDeletion:
+	switch meta.FindStatusCondition(s.Conditions, kubeapplier.ConditionSuccessful).Reason {
+	case kubeapplier.ReasonKindNotServed, kubeapplier.ReasonWaitingForDeletion:
 		return false
-	case kubeapplier.ReasonPreCheckFailed:
-		return !(kind == kubeapplier.KindApplyDesire && strings.Contains(c.Message, kubeapplier.ErrKindNotServed.Error()))
 	}
 	return true
 }
 
 // waitFor polls the status of items until each meets want, fails, or timeout passes. Met
 // items are reported on stdout when report is set. Failures and timeouts are exit-1 errors,
-// one line per desire.
+// one line per desire; when no item has any status, a last line asks whether an applier runs
+// for the management cluster.
 func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant, timeout time.Duration, report bool) error {
 	deadline := a.clock.Now().Add(timeout)
 	pending := items
@@ -125,18 +143,18 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 	for {
 		var next []*waitItem
 		for _, it := range pending {
-			d, err := it.status(ctx)
+			d, err := it.tables.getStatus(ctx, it.id)
 			if err != nil {
 				return err
 			}
 			it.last = d
-			switch evaluate(it.kind, d, it.version, want) {
+			switch evaluate(d, &it.spec, want) {
 			case waitMet:
 				if report {
 					fmt.Fprintf(a.stdout, "%s condition met\n", it.ref())
 				}
 			case waitFailed:
-				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, describeStatus(d, it.version, want.typ)))
+				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, describeStatus(d, &it.spec, want.typ)))
 			default:
 				next = append(next, it)
 			}
@@ -147,11 +165,7 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 		}
 		now := a.clock.Now()
 		if !now.Before(deadline) {
-			for _, it := range pending {
-				failed = append(failed, failedErrorf("timed out after %s waiting for %s (%s) to be %s: %s",
-					timeout, it.ref(), it.label, want, describeStatus(it.last, it.version, want.typ)))
-			}
-			return errors.Join(failed...)
+			return errors.Join(append(failed, a.timeoutErrors(items, pending, want, timeout)...)...)
 		}
 		if err := a.clock.Sleep(ctx, min(a.pollInterval, deadline.Sub(now))); err != nil {
 			return failedErrorf("interrupted while waiting for %s: %v", pending[0].ref(), err)
@@ -159,24 +173,52 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 	}
 }
 
+// timeoutErrors are the errors of the items still pending at the deadline. When none of the
+// items has a status document, the applier most likely does not run (or serves other tables):
+// a last line says what to check.
+func (a *app) timeoutErrors(items, pending []*waitItem, want conditionWant, timeout time.Duration) []error {
+	var errs []error
+	for _, it := range pending {
+		errs = append(errs, failedErrorf("timed out after %s waiting for %s (%s) to be %s: %s",
+			timeout, it.ref(), it.label, want, describeStatus(it.last, &it.spec, want.typ)))
+	}
+	for _, it := range items {
+		if it.last != nil {
+			return errs
+		}
+	}
+	return append(errs, failedErrorf("%s", noStatusHint(a.managementCluster)))
+}
+
+// noStatusHint is the last line of a wait that saw no status document at all.
+func noStatusHint(managementCluster string) string {
+	return fmt.Sprintf("no status at all: is kube-applier-aws running for management cluster %q on these tables "+
+		"(same DynamoDB endpoint, region and table prefix)? See its log and its /readyz", managementCluster)
+}
+
 // describeStatus says what a status document holds about condition typ, for errors.
-func describeStatus(d kubeapplier.Desire, version int64, typ string) string {
+func describeStatus(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, typ string) string {
 	if d == nil {
 		return "the applier has written no status yet"
 	}
-	c := meta.FindStatusCondition(d.StatusCommon().Conditions, typ)
+	s := d.StatusCommon()
+	c := meta.FindStatusCondition(s.Conditions, typ)
 	if c == nil {
 		return "the status has no " + typ + " condition"
 	}
-	s := fmt.Sprintf("%s=%s", c.Type, c.Status)
+	desc := fmt.Sprintf("%s=%s", c.Type, c.Status)
 	if c.Reason != "" {
-		s += ", reason " + c.Reason
+		desc += ", reason " + c.Reason
 	}
 	if c.Message != "" {
-		s += ": " + oneLine(c.Message)
+		desc += ": " + oneLine(c.Message)
 	}
-	if c.ObservedGeneration < version {
-		s = fmt.Sprintf("the status is for spec version %d, not yet %d (%s)", c.ObservedGeneration, version, s)
+	switch {
+	case c.ObservedGeneration < spec.Version:
+		desc = fmt.Sprintf("the status is for spec version %d, not yet %d (%s)", c.ObservedGeneration, spec.Version, desc)
+	case !answers(s, c, spec):
+		desc = fmt.Sprintf("the status is for an earlier spec written at %s, not yet the one written at %s (%s)",
+			s.ObservedDesireUpdateTime.UTC().Format(time.RFC3339Nano), spec.UpdateTime.UTC().Format(time.RFC3339Nano), desc)
 	}
-	return s
+	return desc
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -25,9 +24,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 )
 
 type flags struct {
@@ -71,7 +70,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.Float32Var(&f.qps, "kube-api-qps", kubeapplier.DefaultKubeQPS, "client-side limit of kube API requests per second")
 	fs.IntVar(&f.burst, "kube-api-burst", kubeapplier.DefaultKubeBurst, "client-side burst of kube API requests")
 	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
-	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity (0 info, 1 debug, 4 trace)")
+	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's (0 info, 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	_ = cmd.MarkFlagRequired("management-cluster")
 
@@ -84,8 +83,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 }
 
 func run(ctx context.Context, f flags) error {
-	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.Level(-f.verbosity)}))
-	klog.SetLogger(log.WithName("client-go"))
+	log := logs.Setup(os.Stderr, f.verbosity)
 
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
@@ -98,6 +96,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	awsCfg.Logger = logs.AWS(log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The library counts its own requests (kube_applier_dynamodb_requests_total,

@@ -34,8 +34,8 @@ import (
 
 type flags struct {
 	cluster, tablePrefix, namespace, leaseNamespace, identity string
-	metricsAddr, probeAddr                                     string
-	leaseDuration, renewDeadline, retryPeriod                  time.Duration
+	metricsAddr, probeAddr                                    string
+	leaseDuration, renewDeadline, retryPeriod                 time.Duration
 }
 
 func main() {

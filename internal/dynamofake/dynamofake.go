@@ -1,16 +1,32 @@
-// Package dynamofake is an in-memory stand-in for the DynamoDB calls kubeapplier's tables make
-// (GetItem, PutItem, DeleteItem, Scan), for unit tests of the library and of desirectl. It
-// evaluates the three condition shapes kubeapplier.Table builds, pages Scans (optionally with
-// empty pages, which DynamoDB may return), and can inject errors, hide tables and hook writes.
+// Package dynamofake is an in-memory DynamoDB with DynamoDB Streams, for the unit tests of
+// kubeapplier and of desirectl. One DB implements both kubeapplier.DynamoDBAPI (GetItem,
+// PutItem, DeleteItem, Scan) and kubeapplier.StreamsAPI (DescribeTable, DescribeStream,
+// GetShardIterator, GetRecords); it works on SDK types only and does not import kubeapplier.
+//
+// Tables: an item call (GetItem, PutItem, DeleteItem, Scan) on a table nobody created makes
+// it, empty and without a stream; AddTable makes one with or without a stream; SetMissing
+// hides one. PutItem and DeleteItem evaluate the condition shapes kubeapplier.Table builds.
+// Scan pages in documentID order (PageSize, EmptyPages) and can run ScanHook.
+//
+// Streams: on a table whose stream is enabled, every PutItem and DeleteItem that changes the
+// table appends an INSERT, MODIFY or REMOVE record (Keys and the images the view type keeps)
+// to the stream's newest open shard, with increasing 21-digit sequence numbers. A no-op write
+// (the identical item, or deleting an absent one) appends none, as in DynamoDB. Tests drive
+// the stream directly too: records without a table change (AppendRecord) and table changes
+// without a record (PutRaw, DeleteRaw), closed shards and children, held shards, trimming,
+// expired iterators, a replaced or disabled stream, and replayed or late records
+// (ReplayFrom, Redeliver).
+//
+// Faults and observation: FailNext and FailIf inject errors, Calls counts calls by method and
+// by "method:detail", CallLog lists them, IteratorCalls and RecordCalls keep the Streams
+// requests and their answers.
+//
+// Test controls panic on a stream or shard that does not exist: that is a mistake in the test.
 package dynamofake
 
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"regexp"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,9 +34,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// keyAttr is the hash key of every kubeapplier table.
 const keyAttr = "documentID"
 
-// DB holds items by table and documentID. Set the exported fields before use.
+// item is one stored item.
+type item = map[string]types.AttributeValue
+
+// DB is the in-memory DynamoDB and DynamoDB Streams. Set the exported fields before the first
+// call; they are not guarded for changes while calls run.
 type DB struct {
 	// PageSize is the number of items per Scan page; 0 returns all in one page.
 	PageSize int
@@ -28,35 +49,70 @@ type DB struct {
 	EmptyPages bool
 	// BeforePut runs before each PutItem, without the lock held (a concurrent writer).
 	BeforePut func(in *dynamodb.PutItemInput)
+	// ScanHook runs during every Scan call, after the page was read and before it is returned,
+	// without the lock held: what it writes is not in that page. n counts the Scan calls of
+	// that table from 1.
+	ScanHook func(table string, n int)
+	// DescribePageSize is the number of shards per DescribeStream page (a smaller Limit in the
+	// request wins); 0 means DynamoDB's default of 100.
+	DescribePageSize int
+	// RecordsPerCall caps the records of one GetRecords (a smaller Limit in the request wins);
+	// 0 returns every record available.
+	RecordsPerCall int
+	// FailIf, when set, runs at every API call after it was counted, with the lock held (it
+	// must not call the DB); a non-nil error fails the call. detail is as in Calls.
+	FailIf func(op, detail string) error
 
 	mu      sync.Mutex
-	tables  map[string]map[string]map[string]types.AttributeValue
+	tables  map[string]*table
 	missing map[string]bool
-	errs    map[string][]error
-	calls   map[string]int
+	streams map[string]*stream // by ARN
+	iters   map[string]*iterPos
+	seq     int // last sequence number handed out
+	nIter   int
+	nArn    int
+
+	errs       map[string][]error // injected errors by method, one consumed per call
+	calls      map[string]int     // by method and by "method:detail"
+	log        []string           // "Method:detail", in call order
+	iterCalls  []IteratorCall
+	recCalls   []RecordsCall
+	descStarts []string
+	probes     int
 }
 
 // New returns an empty DB.
 func New() *DB {
-	return &DB{tables: map[string]map[string]map[string]types.AttributeValue{}, missing: map[string]bool{},
-		errs: map[string][]error{}, calls: map[string]int{}}
+	return &DB{tables: map[string]*table{}, missing: map[string]bool{}, streams: map[string]*stream{},
+		iters: map[string]*iterPos{}, errs: map[string][]error{}, calls: map[string]int{}, seq: 100}
 }
 
-// FailNext makes the next calls of op ("PutItem", ...) return errs, one per call, in order.
+// FailNext makes the next len(errs) calls of op ("PutItem", "GetRecords", ...) fail with
+// errs, one per call, in order.
 func (d *DB) FailNext(op string, errs ...error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.errs[op] = append(d.errs[op], errs...)
 }
 
-// Calls returns how many times op was called.
-func (d *DB) Calls(op string) int {
+// Pending returns how many errors injected by FailNext for op are not consumed yet.
+func (d *DB) Pending(op string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.calls[op]
+	return len(d.errs[op])
 }
 
-// CallCounts returns a copy of the call counts by operation (for failure messages).
+// Calls returns how many calls were made, by method ("Scan") or by method and detail
+// ("Scan:table"). The detail is the table for the table calls, the ExclusiveStartShardId for
+// DescribeStream (none on a first page) and the shard for GetShardIterator and GetRecords.
+// Calls that found their context done are not counted.
+func (d *DB) Calls(key string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[key]
+}
+
+// CallCounts returns a copy of the counts Calls reads (for failure messages).
 func (d *DB) CallCounts() map[string]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -74,178 +130,61 @@ func (d *DB) Writes() int {
 	return d.calls["PutItem"] + d.calls["DeleteItem"]
 }
 
-// SetMissing makes every call on table fail with ResourceNotFoundException.
-func (d *DB) SetMissing(table string) {
+// CallLog returns every counted call as "Method" or "Method:detail", in order. List's
+// emptiness probes are left out (see Probes).
+func (d *DB) CallLog() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.missing[table] = true
+	return append([]string(nil), d.log...)
 }
 
-// DropTable empties table.
-func (d *DB) DropTable(table string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.tables, table)
-}
-
-// Item returns the stored item, or nil.
-func (d *DB) Item(table, id string) map[string]types.AttributeValue {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.tables[table][id]
-}
-
-// PutRaw stores item as it is, with no condition and no call counted.
-func (d *DB) PutRaw(table string, item map[string]types.AttributeValue) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, _ := d.table(table)
-	t[key(item)] = item
-}
-
-func (d *DB) enter(op, table string) (map[string]map[string]types.AttributeValue, error) {
+// enterLocked starts an API call: it counts and logs it and returns the error it must fail
+// with, if any (an injected one, then FailIf's).
+func (d *DB) enterLocked(op, detail string) error {
 	d.calls[op]++
-	if e := d.errs[op]; len(e) > 0 {
-		d.errs[op] = e[1:]
-		return nil, e[0]
+	entry := op
+	if detail != "" {
+		d.calls[op+":"+detail]++
+		entry += ":" + detail
 	}
-	return d.table(table)
+	d.log = append(d.log, entry)
+	if q := d.errs[op]; len(q) > 0 {
+		d.errs[op] = q[1:]
+		return q[0]
+	}
+	if d.FailIf != nil {
+		return d.FailIf(op, detail)
+	}
+	return nil
 }
 
-func (d *DB) table(name string) (map[string]map[string]types.AttributeValue, error) {
-	if d.missing[name] {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Cannot do operations on a non-existent table")}
+// lockFor checks ctx and takes the lock; the caller unlocks. A done context fails the call
+// before it is counted, as the SDK fails it before sending.
+func (d *DB) lockFor(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if d.tables[name] == nil {
-		d.tables[name] = map[string]map[string]types.AttributeValue{}
-	}
-	return d.tables[name], nil
+	d.mu.Lock()
+	return nil
 }
 
-func key(item map[string]types.AttributeValue) string {
-	if s, ok := item[keyAttr].(*types.AttributeValueMemberS); ok {
+func keyOf(it item) string {
+	if s, ok := it[keyAttr].(*types.AttributeValueMemberS); ok {
 		return s.Value
 	}
 	return ""
 }
 
-var condRe = regexp.MustCompile(`^(attribute_not_exists|attribute_exists) \((#\w+)\)$|^\(?(#\w+)\)? = \(?(:\w+)\)?$`)
-
-// holds evaluates the condition shapes kubeapplier.Table builds against the current item.
-func holds(cond *string, names map[string]string, values map[string]types.AttributeValue, cur map[string]types.AttributeValue) (bool, error) {
-	if cond == nil {
-		return true, nil
+// keyItem returns the key attributes of it (nil for nil).
+func keyItem(it item) item {
+	if it == nil {
+		return nil
 	}
-	m := condRe.FindStringSubmatch(strings.TrimSpace(*cond))
-	if m == nil {
-		return false, fmt.Errorf("dynamofake: unsupported condition %q", *cond)
-	}
-	switch m[1] {
-	case "attribute_not_exists":
-		_, ok := cur[names[m[2]]]
-		return !ok, nil
-	case "attribute_exists":
-		_, ok := cur[names[m[2]]]
-		return ok, nil
-	}
-	return reflect.DeepEqual(cur[names[m[3]]], values[m[4]]), nil
+	return item{keyAttr: it[keyAttr]}
 }
 
-func conditionFailed() error {
-	return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
-}
+func keyFor(id string) item { return item{keyAttr: &types.AttributeValueMemberS{Value: id}} }
 
-// GetItem implements kubeapplier.DynamoDBAPI.
-func (d *DB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, err := d.enter("GetItem", *in.TableName)
-	if err != nil {
-		return nil, err
-	}
-	return &dynamodb.GetItemOutput{Item: t[key(in.Key)]}, nil
-}
-
-// PutItem implements kubeapplier.DynamoDBAPI.
-func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if hook := d.BeforePut; hook != nil {
-		hook(in)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, err := d.enter("PutItem", *in.TableName)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := holds(in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, t[key(in.Item)])
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, conditionFailed()
-	}
-	t[key(in.Item)] = in.Item
-	return &dynamodb.PutItemOutput{}, nil
-}
-
-// DeleteItem implements kubeapplier.DynamoDBAPI.
-func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, err := d.enter("DeleteItem", *in.TableName)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := holds(in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, t[key(in.Key)])
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, conditionFailed()
-	}
-	delete(t, key(in.Key))
-	return &dynamodb.DeleteItemOutput{}, nil
-}
-
-// emptyMark prefixes the LastEvaluatedKey of an injected empty page.
-const emptyMark = "\x00empty:"
-
-// Scan implements kubeapplier.DynamoDBAPI, in documentID order.
-func (d *DB) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, err := d.enter("Scan", *in.TableName)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	start := 0
-	if in.ExclusiveStartKey != nil {
-		k := key(in.ExclusiveStartKey)
-		if strings.HasPrefix(k, emptyMark) {
-			k = strings.TrimPrefix(k, emptyMark)
-		} else if d.EmptyPages {
-			return &dynamodb.ScanOutput{LastEvaluatedKey: map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: emptyMark + k}}}, nil
-		}
-		start = sort.SearchStrings(keys, k)
-		if start < len(keys) && keys[start] == k {
-			start++
-		}
-	}
-	end := len(keys)
-	if d.PageSize > 0 && start+d.PageSize < end {
-		end = start + d.PageSize
-	}
-	out := &dynamodb.ScanOutput{}
-	for _, k := range keys[start:end] {
-		out.Items = append(out.Items, t[k])
-	}
-	if end < len(keys) {
-		out.LastEvaluatedKey = map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: keys[end-1]}}
-	}
-	return out, nil
+func notFound(what string) error {
+	return &types.ResourceNotFoundException{Message: aws.String(fmt.Sprintf("Requested resource not found: %s not found", what))}
 }

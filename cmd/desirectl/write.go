@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// writeDesires writes one desire of tables' kind per target, made by build from the target's
+// desire ID, and returns what to wait for. Apply and delete are symmetric: before a target's
+// desire is written, the opposite desire of the same object (same ID, other table) is removed,
+// so the object is not applied and deleted in turn forever; removing it first keeps the
+// applier from carrying it out once more after the new desire.
+func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kindTables[T], opposite desireTables,
+	ds desireSettings, targets []target, build func(id string, t target) (T, error)) ([]*waitItem, error) {
+	var waits []*waitItem
+	for _, t := range targets {
+		id := ds.id(t)
+		d, err := build(id, t)
+		if err != nil {
+			return nil, err
+		}
+		removed, err := opposite.deleteSpec(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", desireRef(opposite.desireKind(), id), t.label, err)
+		}
+		if removed {
+			fmt.Fprintf(a.stdout, "%s deleted (%s)\n", desireRef(opposite.desireKind(), id), t.label)
+		}
+		stored, created, err := put(ctx, tables, d)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", desireRef(tables.kind, id), t.label, err)
+		}
+		a.printWritten(tables.kind, id, t.label, created)
+		waits = append(waits, newWaitItem(tables, stored, t.label))
+	}
+	return waits, nil
+}
+
+// printWritten prints kubectl's line for a written desire.
+func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, created bool) {
+	verb := "configured"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(a.stdout, "%s %s (%s)\n", desireRef(kind, id), verb, label)
+}
