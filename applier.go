@@ -168,8 +168,9 @@ func (a *Applier) Run(ctx context.Context) error {
 	}
 	defer a.running.Store(false)
 	a.opts.logs.useContext(ctx)
-	// client-go's informers, reflectors and leader election log through the context's logger.
-	ctx = logr.NewContext(ctx, a.opts.Log)
+	// client-go's informers, reflectors, leader election and REST clients log through the
+	// context's logger (contextual logging).
+	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
 	if err := a.checkTables(ctx); err != nil {

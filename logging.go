@@ -31,6 +31,16 @@ func newLogRoute(l logr.Logger) *logRoute {
 // logger returns a logger that writes to the route's current target.
 func (r *logRoute) logger() logr.Logger { return logr.New(&routedSink{route: r}) }
 
+// clientGoMaxV is the highest verbosity of client-go's lines that reach the applier's logger:
+// from V(8) on, client-go logs request and response bodies, Secret data included.
+const clientGoMaxV = 7
+
+// clientGoLogger returns the logger handed to client-go through contexts (informers,
+// reflectors, leader election, REST clients): the route's, without lines above clientGoMaxV.
+func (r *logRoute) clientGoLogger() logr.Logger {
+	return logr.New(&routedSink{route: r, maxV: clientGoMaxV})
+}
+
 // useContext makes ctx's logger the target, unless Options.Log was set or ctx has none.
 func (r *logRoute) useContext(ctx context.Context) {
 	if r.fixed {
@@ -48,6 +58,7 @@ type routedSink struct {
 	names  []string
 	values []any
 	depth  int
+	maxV   int // lines above this verbosity are dropped; 0: none
 }
 
 var (
@@ -68,8 +79,10 @@ func (s *routedSink) resolve() logr.Logger {
 	return l.WithCallDepth(s.depth + 2)
 }
 
-func (s *routedSink) Init(logr.RuntimeInfo)  {}
-func (s *routedSink) Enabled(level int) bool { return s.resolve().V(level).Enabled() }
+func (s *routedSink) Init(logr.RuntimeInfo) {}
+func (s *routedSink) Enabled(level int) bool {
+	return (s.maxV == 0 || level <= s.maxV) && s.resolve().V(level).Enabled()
+}
 func (s *routedSink) Info(level int, msg string, kv ...any) {
 	l := s.resolve()
 	helperOf(l)() // a target such as testr skips this frame

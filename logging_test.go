@@ -18,12 +18,15 @@ type logCapture struct {
 	lines []string
 }
 
-func (c *logCapture) logger() logr.Logger {
+func (c *logCapture) logger() logr.Logger { return c.loggerAt(4) }
+
+// loggerAt is logger at verbosity v.
+func (c *logCapture) loggerAt(v int) logr.Logger {
 	return funcr.New(func(prefix, args string) {
 		c.mu.Lock()
 		c.lines = append(c.lines, prefix+": "+args)
 		c.mu.Unlock()
-	}, funcr.Options{Verbosity: 4})
+	}, funcr.Options{Verbosity: v})
 }
 
 // has reports whether a line contains every one of parts.
@@ -67,6 +70,14 @@ func TestLogRoute(t *testing.T) {
 	}
 	if newLogRoute(logr.Logger{}).logger().GetSink() == nil {
 		t.Fatal("no default logger")
+	}
+	// client-go's lines stop at V(7): from V(8) on it logs request and response bodies.
+	var verbose logCapture
+	cg := newLogRoute(verbose.loggerAt(10)).clientGoLogger()
+	cg.V(7).Info("request headers")
+	cg.V(8).Info("response body")
+	if !verbose.has(`"msg"="request headers"`) || verbose.has("response body") {
+		t.Fatalf("client-go logger: want V(7) kept, V(8) dropped; got:\n%s", verbose.dump())
 	}
 }
 
