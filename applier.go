@@ -171,6 +171,7 @@ func (a *Applier) Run(ctx context.Context) error {
 	// client-go's informers, reflectors, leader election and REST clients log through the
 	// context's logger (contextual logging).
 	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
+	a.failure.Store(nil)
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
 	if err := a.checkTables(ctx); err != nil {

@@ -142,8 +142,9 @@ type Options struct {
 
 	// Log receives the applier's logs and those of everything it starts: client-go's leader
 	// election, informers and watches (through the context, as contextual logging), and the AWS
-	// SDK clients it builds. Default: the logger of Run's context (logr.NewContext), else klog's
-	// global logger (klog.Background()).
+	// SDK clients it builds (client-go's lines up to V(7): from V(8) on it logs response
+	// bodies). Default (the zero Logger, which logr.Discard() also is): the logger of Run's
+	// context (logr.NewContext), else klog's global logger (klog.Background()).
 	Log logr.Logger
 	// MetricsRegisterer receives the applier's Prometheus metrics, each with the constant label
 	// management_cluster; New returns a registration error (e.g. two Appliers of one management
