@@ -36,21 +36,20 @@ func (a *Applier) Ready() bool { return a.ReadyzCheck(nil) == nil }
 // ReadyzCheck is the applier's readiness, with the signature of controller-runtime's
 // healthz.Checker (mgr.AddReadyzCheck("kubeapplier", applier.ReadyzCheck)); req may be nil.
 //
-// Ready means this replica can do its part now, whether it leads or stands by: it has
-// started (Run, Start or Warmup was called and the tables were found), it reaches DynamoDB (a
-// DescribeTable of the ApplyDesire specs table) and the apiserver (GET /readyz, with
-// RESTConfig), and, while it leads, its desire informers have synced, so it reconciles. The
-// reachability probe runs at most once per 5 s (each call within 2 s), its answer cached in
-// between. So a standby is ready while it could take over, and a new leader is unready from
-// winning the lease until its Scan is done. The error says which part is missing.
+// Ready has one meaning for a leader and a standby: this replica can do its part, now or
+// when it wins the lease. It has started (Run, Start or Warmup was called and found the
+// tables), and it reaches DynamoDB (a DescribeTable of the ApplyDesire specs table) and the
+// apiserver (GET /readyz, with RESTConfig). The probe runs at most once per 5 s, each call
+// within 2 s, its answer cached in between. Leadership does not change the answer: a standby
+// is ready, and a replica does not flap when it wins the lease and Scans; whether it
+// reconciles is Leading (kube_applier_leader), its last Scan's duration
+// kube_applier_leader_sync_seconds. The error says what is missing.
 func (a *Applier) ReadyzCheck(req *http.Request) error {
 	switch a.getPhase() {
 	case phaseIdle:
 		return errors.New("kubeapplier: not started (neither Run nor Warmup called)")
 	case phaseStarting:
 		return errors.New("kubeapplier: starting: checking the tables")
-	case phaseSyncing:
-		return errors.New("kubeapplier: leading, desire informers syncing (stream positions, Scan)")
 	case phaseStopped:
 		if err := a.failure.Load(); err != nil {
 			return fmt.Errorf("kubeapplier: stopped: %w", *err)

@@ -13,8 +13,8 @@ import (
 
 // TestReadyzCheckLifecycle walks an Applier through its phases and checks ReadyzCheck's answer
 // in each: not started; a warmed-up standby is ready while DynamoDB answers (and reads no
-// stream); a leader is not ready while its informers sync, ready once it reconciles; a
-// stopped one is not.
+// stream); a new leader stays ready while its informers sync (no flap) and while it
+// reconciles; a stopped one is not.
 func TestReadyzCheckLifecycle(t *testing.T) {
 	o, opts := newOffline(t)
 	a, err := New(opts)
@@ -51,13 +51,15 @@ func TestReadyzCheckLifecycle(t *testing.T) {
 		t.Fatalf("DynamoDB back: ReadyzCheck = %v", err)
 	}
 
-	// The leader: not ready while its Scan runs.
+	// The leader: ready while its Scan runs, and Leading only once it has synced.
 	scanning, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	o.onScan(func() { once.Do(func() { close(scanning); <-release }) })
 	stop := runApplier(t, a)
 	<-scanning
-	wantErr("leader scanning", "desire informers syncing")
+	if err := a.ReadyzCheck(nil); err != nil || a.Leading() {
+		t.Fatalf("leader scanning: ReadyzCheck = %v, Leading = %v; want ready, not leading yet", err, a.Leading())
+	}
 	close(release)
 	waitFor(t, 10*time.Second, "leading", a.Leading)
 	if err := a.ReadyzCheck(nil); err != nil {
