@@ -14,9 +14,12 @@ import "fmt"
 // watch registration until the desire is deleted, leaves this management cluster, or the
 // leadership term ends. A nil function keeps the default.
 type ReconcilerWrappers struct {
-	Apply  func(def Reconciler[*ApplyDesire]) Reconciler[*ApplyDesire]
+	// Apply wraps the ApplyDesire reconciler (server-side apply).
+	Apply func(def Reconciler[*ApplyDesire]) Reconciler[*ApplyDesire]
+	// Delete wraps the DeleteDesire reconciler (delete, then wait until gone).
 	Delete func(def Reconciler[*DeleteDesire]) Reconciler[*DeleteDesire]
-	Read   func(def Reconciler[*ReadDesire]) Reconciler[*ReadDesire]
+	// Read wraps the ReadDesire reconciler (mirror the target into the status).
+	Read func(def Reconciler[*ReadDesire]) Reconciler[*ReadDesire]
 }
 
 // wrapReconciler returns wrap(def), or def without a wrapper; a wrapper that returns nil is an
