@@ -87,7 +87,7 @@ func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 	if f, ok := crud.(interface{ Fenced(int64) ResourceCRUD[T] }); ok && t.number > 0 {
 		crud = f.Fenced(t.number)
 	}
-	return &statusWriter[T]{crud: crud, now: c.now, term: t}
+	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs}
 }
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
@@ -238,7 +238,7 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 	}
 	// Writes in flight finish even while shutting down (a status is never half-done work),
 	// within the reconcile's deadline: a hung call cannot hold the term or a shutdown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.reconcileTime)
+	wctx, cancel := context.WithTimeout(withTerm(context.WithoutCancel(ctx), c.writer.Load().term), c.reconcileTime)
 	defer cancel()
 	start := time.Now()
 	v, err := c.sync(wctx, id)

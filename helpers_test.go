@@ -30,14 +30,28 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured,
-// errors injected per verb.
+// fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured
+// (an apply keeps the finalizers and deletionTimestamp others set, as server-side apply keeps
+// fields other managers own), errors injected per verb.
 type fakeKube struct {
 	mu      sync.Mutex
 	objects map[string]*unstructured.Unstructured
 	errs    map[string]error // verb -> error
 	calls   []string
 	gen     int64
+	// onChange, when set, is called under the lock after every apply (no-ops included, with
+	// applied set) and every change of an object by Delete (live nil once it is gone).
+	onChange func(key string, live *unstructured.Unstructured, applied bool)
+}
+
+func (k *fakeKube) changed(key string, live *unstructured.Unstructured, applied bool) {
+	if k.onChange != nil {
+		var cp *unstructured.Unstructured
+		if live != nil {
+			cp = live.DeepCopy()
+		}
+		k.onChange(key, cp, applied)
+	}
 }
 
 // fakeMaxRequestBytes is kube-apiserver's request body limit (MaxRequestBodyBytes, 3 MiB).
@@ -63,20 +77,48 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", fakeMaxRequestBytes))
 	}
 	key := objKey(gvr, obj.GetNamespace(), obj.GetName())
+	live := obj.DeepCopy()
+	uid := types.UID("")
 	if old, ok := k.objects[key]; ok {
+		if len(live.GetFinalizers()) == 0 {
+			live.SetFinalizers(old.GetFinalizers())
+		}
+		live.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		uid = old.GetUID()
 		cmp := old.DeepCopy()
 		cmp.SetGeneration(0)
 		cmp.SetUID("")
-		if equality.Semantic.DeepEqual(cmp.Object, obj.Object) { // a no-op apply keeps the generation
+		if equality.Semantic.DeepEqual(cmp.Object, live.Object) { // a no-op apply keeps the generation
+			k.changed(key, old, true)
 			return old.DeepCopy(), nil
 		}
 	}
 	k.gen++
-	live := obj.DeepCopy()
 	live.SetGeneration(k.gen)
-	live.SetUID(types.UID(fmt.Sprintf("uid-%d", k.gen)))
-	k.objects[objKey(gvr, obj.GetNamespace(), obj.GetName())] = live
+	if uid == "" {
+		uid = types.UID(fmt.Sprintf("uid-%d", k.gen))
+	}
+	live.SetUID(uid)
+	k.objects[key] = live
+	k.changed(key, live, true)
 	return live.DeepCopy(), nil
+}
+
+// setErr injects (or clears, with nil) the error of a verb.
+func (k *fakeKube) setErr(verb string, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.errs[verb] = err
+}
+
+// mutate changes the objects as another actor would (a finalizer added or removed, an object
+// deleted behind the applier's back); fn returns the keys it changed.
+func (k *fakeKube) mutate(fn func(objects map[string]*unstructured.Unstructured) []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range fn(k.objects) {
+		k.changed(key, k.objects[key], false)
+	}
 }
 
 func (k *fakeKube) Get(_ context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
@@ -109,11 +151,15 @@ func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns
 		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("uid precondition failed"))
 	}
 	if len(o.GetFinalizers()) > 0 {
-		now := metav1.Now()
-		o.SetDeletionTimestamp(&now)
+		if o.GetDeletionTimestamp() == nil {
+			now := metav1.Now()
+			o.SetDeletionTimestamp(&now)
+			k.changed(key, o, false)
+		}
 		return nil
 	}
 	delete(k.objects, key)
+	k.changed(key, nil, false)
 	return nil
 }
 

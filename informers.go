@@ -102,7 +102,7 @@ func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for desire informers to sync: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	return nil

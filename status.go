@@ -71,6 +71,9 @@ type statusWriter[T Desire] struct {
 	crud ResourceCRUD[T]
 	now  func() time.Time
 	term term
+	// specs, when set, settles which incarnation is current before a status of another
+	// incarnation is replaced (a consistent read of the spec; rare: re-created specs).
+	specs SpecReader[T]
 }
 
 // term is a leadership term as status writers see it.
@@ -83,6 +86,22 @@ type term struct {
 	valid func() bool
 	// callTimeout bounds each status read or write.
 	callTimeout time.Duration
+}
+
+// termKey carries the term of a reconcile in its context, so every cluster mutation it makes
+// can check that the term is still valid (see deadlineKube).
+type termKey struct{}
+
+// withTerm returns ctx carrying t.
+func withTerm(ctx context.Context, t term) context.Context { return context.WithValue(ctx, termKey{}, t) }
+
+// termValid returns ErrFenced when ctx carries a term that may be over: a leader that may have
+// lost its lease does not change the cluster any more than it writes a status.
+func termValid(ctx context.Context) error {
+	if t, ok := ctx.Value(termKey{}).(term); ok && t.valid != nil && !t.valid() {
+		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, ErrFenced)
+	}
+	return nil
 }
 
 // unelected is the term of an Applier without leader election.
@@ -150,6 +169,15 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 		if found && newerSpec(cur.StatusCommon(), spec.Meta()) {
 			return statusStale, nil
 		}
+		if found && otherIncarnation(cur.StatusCommon(), spec.Meta()) {
+			current, err := w.isCurrent(ctx, spec.Meta())
+			if err != nil {
+				return "", err
+			}
+			if !current {
+				return statusStale, nil
+			}
+		}
 		next := statusDocument(spec, v, cur, found, w.now())
 		if found && sameStatus(cur, next) {
 			return statusUnchanged, nil
@@ -215,6 +243,36 @@ func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
 	defer cancel()
 	_, err = w.crud.Replace(cctx, d)
 	return err
+}
+
+// otherIncarnation reports whether a stored status answers another incarnation than spec's.
+func otherIncarnation(s *CommonStatus, spec *DynamoDBMetadata) bool {
+	return s.ObservedDesireCreateTime != nil && !s.ObservedDesireCreateTime.Equal(spec.CreateTime)
+}
+
+// isCurrent reports whether spec's incarnation is the one the specs table holds now: a status
+// of another incarnation may have been written by a process whose cache was ahead of ours (an
+// older term that has not yet noticed it lost its lease), and must not be replaced by an
+// older incarnation. Without a specs reader the cache is taken as current.
+func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata) (bool, error) {
+	if w.specs == nil {
+		return true, nil
+	}
+	cctx, cancel, err := w.term.call(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	stored, err := w.specs.Get(cctx, spec.DocumentID)
+	switch {
+	case IsNotFoundError(err):
+		return false, nil
+	case errors.Is(err, ErrInvalidItem):
+		return true, nil // undecodable: reported as such, from the cache's copy
+	case err != nil:
+		return false, err
+	}
+	return stored.Meta().CreateTime.Equal(spec.CreateTime), nil
 }
 
 // newerSpec reports whether a stored status answers a newer spec than spec: a higher version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,25 +102,38 @@ type streamStart struct {
 	latest map[string]desireStamp // by documentID
 }
 
-// desireStamp is the newest state of one desire a watch has delivered: its incarnation (the
-// spec document's createTime), its version, or that it was deleted.
+// desireStamp is the newest state of one desire a watch has delivered: its live incarnation
+// (the spec document's createTime) and version, or that it is deleted, and the incarnations
+// whose REMOVE the watch delivered.
 type desireStamp struct {
 	created time.Time
 	version int64
 	deleted bool
+	ended   []time.Time
 }
 
-func stampOf(m *DynamoDBMetadata, deleted bool) desireStamp {
-	return desireStamp{created: m.CreateTime, version: m.Version, deleted: deleted}
+// next returns the stamp after an event for desire m was delivered.
+func (s desireStamp) next(m *DynamoDBMetadata, deleted bool) desireStamp {
+	out := desireStamp{created: m.CreateTime, version: m.Version, deleted: deleted, ended: s.ended}
+	if deleted && !slices.ContainsFunc(s.ended, m.CreateTime.Equal) {
+		out.ended = append(slices.Clip(s.ended), m.CreateTime)
+	}
+	return out
 }
 
-// replayed reports whether an event for desire m is older than what was delivered last: a
-// record of another incarnation while one is known (records of a deleted and re-created spec
-// arrive REMOVE first, so another incarnation can only be an earlier one replayed), or of the
-// same incarnation with a lower version. Records replayed after a relist (positions are taken
-// before the Scan) or read again from a child shard are dropped this way, so an old spec is
-// never applied over a newer one and an old REMOVE never deletes a re-created spec.
+// replayed reports whether an event for desire m is older than what was delivered: a record
+// of an incarnation whose REMOVE was delivered (an incarnation never comes back), of another
+// incarnation while one is live (records of a deleted and re-created spec arrive REMOVE first,
+// so another incarnation can only be an earlier one replayed), or of the live incarnation with
+// a lower version. Records replayed after a relist (positions are taken before the Scan) or
+// read again are dropped this way, so an old spec is never applied over a newer one and an old
+// REMOVE never deletes a re-created spec. (Records of an incarnation that began and ended
+// before the watch's List and that it never saw cannot be told from a new one: a relist may
+// deliver such a short-lived desire, followed by its REMOVE.)
 func (s desireStamp) replayed(m *DynamoDBMetadata) bool {
+	if slices.ContainsFunc(s.ended, m.CreateTime.Equal) {
+		return true
+	}
 	if s.deleted {
 		return false
 	}
@@ -243,7 +257,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 		return nil, err
 	}
 	for _, d := range items {
-		start.latest[d.Meta().DocumentID] = stampOf(d.Meta(), false)
+		start.latest[d.Meta().DocumentID] = desireStamp{}.next(d.Meta(), false)
 	}
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
@@ -602,7 +616,7 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 			"event", string(r.EventName), "version", m.Version, "latestVersion", last.version)
 		return nil
 	}
-	w.start.latest[m.DocumentID] = stampOf(m, ev.Type == watch.Deleted)
+	w.start.latest[m.DocumentID] = w.start.latest[m.DocumentID].next(m, ev.Type == watch.Deleted)
 	ev.Object = d
 	select {
 	case w.result <- ev:

@@ -49,6 +49,10 @@ type DB struct {
 	EmptyPages bool
 	// BeforePut runs before each PutItem, without the lock held (a concurrent writer).
 	BeforePut func(in *dynamodb.PutItemInput)
+	// AfterWrite runs after each successful PutItem or DeleteItem, with the lock held, so
+	// the calls arrive in the order the writes took effect: item is the stored item, nil
+	// after a delete. It must not call the DB.
+	AfterWrite func(table, id string, item map[string]types.AttributeValue)
 	// ScanHook runs during every Scan call, after the page was read and before it is returned,
 	// without the lock held: what it writes is not in that page. n counts the Scan calls of
 	// that table from 1.

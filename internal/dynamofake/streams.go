@@ -154,6 +154,19 @@ func (d *DB) AppendRecord(arn, shard string, op streamtypes.OperationType, keys,
 	return d.appendLocked(d.shardLocked(arn, shard), record(s.view, op, keys, oldImage, newImage))
 }
 
+// OpenShards returns the IDs of the stream's open shards, oldest first.
+func (d *DB) OpenShards(arn string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []string
+	for _, sh := range d.streamLocked(arn).shards {
+		if sh.endSeq == "" {
+			ids = append(ids, sh.id)
+		}
+	}
+	return ids
+}
+
 // AppendRecordRaw appends r to the (open) shard exactly as given, without a sequence number
 // or creation time of the fake's own: a malformed record (no dynamodb part, no sequence
 // number) as a consumer must tolerate.

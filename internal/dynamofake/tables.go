@@ -247,6 +247,9 @@ func (d *DB) conditionalWrite(ctx context.Context, op, name, id string, c condit
 		return err
 	}
 	d.writeLocked(t, "", id, newItem)
+	if d.AfterWrite != nil {
+		d.AfterWrite(name, id, newItem)
+	}
 	return nil
 }
 

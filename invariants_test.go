@@ -1,0 +1,870 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+// The status tables are the backend's only view of the cluster. This model-based test runs
+// the applier, two instances of it, on fakes of every boundary (DynamoDB and its Streams, the
+// cluster, discovery, the lease) under seeded random schedules: spec writes, updates, deletes
+// and re-creations (with skewed clocks); stream records replayed and shards split; kube calls
+// failing transiently; objects held by finalizers and deleted behind the applier's back;
+// discovery resets; leases that change hands cleanly or are lost while the old leader runs on.
+// After every step it checks the invariants on everything that happened so far, and at
+// quiescence that the statuses converged:
+//
+//	I1 a DeleteDesire says Successful=True only if its object was absent at some moment after
+//	   the spec version it answers was written;
+//	I2 the status of a desire never answers an older spec (version) than it answered before,
+//	   nor a previous incarnation;
+//	I3 an ApplyDesire says Successful=True only with the appliedResourceGeneration its spec
+//	   version's content got on the cluster, applied after that version was written;
+//	I4 an object never receives the content of a spec version older than one already applied;
+//	I5 no status write of an older term lands after a newer term wrote that status;
+//	I6 at quiescence every spec has a status answering its latest version, and no status lacks
+//	   a spec.
+//
+// A failure prints the seed and the schedule. Replay one with
+// KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
+// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 200).
+
+const (
+	invNamespace = "ns"
+	invObjects   = 4 // ConfigMaps o0..o3
+)
+
+func TestInvariantsUnderFaults(t *testing.T) {
+	schedules, first := 200, int64(1)
+	if s := os.Getenv("KAA_INVARIANT_SCHEDULES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("KAA_INVARIANT_SCHEDULES: %v", err)
+		}
+		schedules = n
+	}
+	if s := os.Getenv("KAA_INVARIANT_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("KAA_INVARIANT_SEED: %v", err)
+		}
+		schedules, first = 1, seed
+	}
+	start := time.Now()
+	var writes, applies, steps int
+	for seed := first; seed < first+int64(schedules); seed++ {
+		w := newWorld(t, seed)
+		w.run(25)
+		w.close()
+		if t.Failed() {
+			return
+		}
+		steps += len(w.steps)
+		for _, ws := range w.statuses {
+			writes += len(ws)
+		}
+		for _, evs := range w.objects {
+			for _, ev := range evs {
+				if ev.applied {
+					applies++
+				}
+			}
+		}
+	}
+	t.Logf("%d schedules (%d steps, %d status writes, %d applies) in %v", schedules, steps, writes, applies, time.Since(start).Round(time.Millisecond))
+}
+
+// world is one schedule: the fakes, two applier instances, and everything that happened.
+type world struct {
+	t     *testing.T
+	seed  int64
+	rng   *rand.Rand
+	steps []string // the schedule, for failure messages
+
+	db     *memDB
+	kube   *fakeKube
+	mapper *throttledMapper
+	specs  *Table[*ApplyDesire]
+	dspecs *Table[*DeleteDesire]
+	inst   [2]*instance
+	term   int64 // the newest term granted
+	clock  atomic.Int64
+	// termStart is how many records each shard held when the newest term listed the tables.
+	termStart map[string]int
+
+	mu       sync.Mutex
+	incs     map[string][]incarnation // desire ID -> its incarnations, in creation order
+	objects  map[string][]objectEvent // object name -> changes
+	statuses map[string][]statusWrite // status table|documentID -> successful writes
+	failure  string
+}
+
+// instance is one applier process; each of its terms runs an applier of its own.
+type instance struct {
+	lead   context.CancelFunc // ends its current term
+	done   chan struct{}      // closed when its current term's lead returned
+	valid  atomic.Bool        // its lease is still valid, as it can tell
+	cut    atomic.Bool        // cut off from the apiserver (DynamoDB still reachable)
+	number int64
+}
+
+// cutKube is an instance's view of the cluster: every call fails while it is cut off.
+type cutKube struct {
+	KubeClient
+	cut *atomic.Bool
+}
+
+func (k cutKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	if k.cut.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Apply(ctx, gvr, obj, fm)
+}
+
+func (k cutKube) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	if k.cut.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Get(ctx, gvr, ns, name)
+}
+
+func (k cutKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+	if k.cut.Load() {
+		return errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.Delete(ctx, gvr, ns, name, uid)
+}
+
+type incarnation struct {
+	created  time.Time
+	versions map[int64]int64  // spec version -> logical time written
+	target   map[int64]string // a DeleteDesire's target object, by version
+	deleted  bool
+}
+
+type objectEvent struct {
+	at         int64
+	exists     bool
+	applied    bool
+	marker     string
+	generation int64
+}
+
+type statusWrite struct {
+	at         int64
+	term       int64
+	created    time.Time
+	version    int64
+	successful bool
+	reason     string
+	generation int64
+	deleted    bool
+}
+
+var (
+	invApplyTable  = TableName("", "mc01", SpecsTable, KindApplyDesire)
+	invDeleteTable = TableName("", "mc01", SpecsTable, KindDeleteDesire)
+	invApplyStatus = TableName("", "mc01", StatusTable, KindApplyDesire)
+	invDelStatus   = TableName("", "mc01", StatusTable, KindDeleteDesire)
+)
+
+func newWorld(t *testing.T, seed int64) *world {
+	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
+		mapper: &throttledMapper{ResettableRESTMapper: newMapper()}, incs: map[string][]incarnation{},
+		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}}
+	for _, tbl := range []string{invApplyTable, invDeleteTable, TableName("", "mc01", SpecsTable, KindReadDesire)} {
+		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+	}
+	w.specs = NewTable[*ApplyDesire](w.db, invApplyTable)
+	w.dspecs = NewTable[*DeleteDesire](w.db, invDeleteTable)
+	w.kube.onChange = w.kubeChanged
+	w.db.AfterWrite = w.written
+	for i := range w.inst {
+		w.inst[i] = &instance{}
+	}
+	w.grant(0, clean)
+	return w
+}
+
+func (w *world) tick() int64 { return w.clock.Add(1) }
+
+// written records every status write and delete, in the order they took effect.
+func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValue) {
+	if !strings.Contains(table, "-status-") {
+		return
+	}
+	if item == nil {
+		w.statusDeleted(table, id)
+		return
+	}
+	w.statusWritten(table, item)
+}
+
+// newApplier builds one term's applier over the world's fakes. A term starts from a fresh
+// List of the specs tables (a consistent Scan after the lease was won), as a new leader does:
+// its cache is never older than what the previous term acted on.
+func (w *world) newApplier(in *instance) *Applier {
+	opts := Options{ManagementCluster: "mc01", DynamoDB: w.db, Streams: w.db,
+		Kube: cutKube{KubeClient: w.kube, cut: &in.cut}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
+		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
+		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(),
+		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
+	a, err := New(opts)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	a.delete.recheck = 5 * time.Millisecond
+	return a
+}
+
+// handover says how the lease changes hands.
+type handover int
+
+const (
+	// clean: the old leader's term ends and its in-flight work drains first, as when
+	// client-go steps down.
+	clean handover = iota
+	// partitioned: the old leader learns that its lease may be gone (its status writes and
+	// cluster changes are refused from then on) and keeps running.
+	partitioned
+	// cutOff: the old leader lost the apiserver but not DynamoDB, and has not noticed that its
+	// lease is gone (its renew deadline has not passed): it keeps reconciling, every kube call
+	// fails, and only DynamoDB's fence stops its status writes.
+	cutOff
+)
+
+// grant gives the lease to instance i with a new term, the old leader going as h says.
+func (w *world) grant(i int, h handover) {
+	for j, in := range w.inst {
+		switch {
+		case h == cutOff && j != i && in.lead != nil:
+			in.cut.Store(true)
+		case h == partitioned:
+			in.valid.Store(false)
+		default:
+			in.valid.Store(false)
+			in.endTerm()
+		}
+	}
+	in := w.inst[i]
+	in.endTerm() // an instance that leads again starts a new term
+	in.cut.Store(false)
+	w.term++
+	in.number = w.term
+	w.termStart = map[string]int{}
+	for _, tbl := range []string{invApplyTable, invDeleteTable} {
+		arn := w.db.StreamARN(tbl)
+		for _, sh := range w.db.OpenShards(arn) {
+			w.termStart[sh] = len(w.db.Records(arn, sh))
+		}
+	}
+	in.valid.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	in.lead, in.done = cancel, make(chan struct{})
+	a := w.newApplier(in)
+	t := term{number: w.term, valid: in.valid.Load, callTimeout: time.Second}
+	go func() {
+		defer close(in.done)
+		a.lead(ctx, t)
+	}()
+}
+
+// endTerm ends the instance's term, if it has one, once its in-flight work has finished.
+func (in *instance) endTerm() {
+	if in.lead != nil {
+		in.lead()
+		<-in.done
+		in.lead = nil
+	}
+}
+
+func (w *world) close() {
+	for _, in := range w.inst {
+		in.endTerm()
+	}
+}
+
+// --- recording -------------------------------------------------------------------------------
+
+func (w *world) kubeChanged(key string, live *unstructured.Unstructured, applied bool) {
+	name := key[strings.LastIndex(key, "/")+1:]
+	ev := objectEvent{at: w.tick(), exists: live != nil, applied: applied}
+	if live != nil {
+		ev.marker, _, _ = unstructured.NestedString(live.Object, "data", "spec")
+		ev.generation = live.GetGeneration()
+		if live.GetDeletionTimestamp() != nil && len(live.GetFinalizers()) == 0 {
+			ev.exists = false
+		}
+	}
+	w.mu.Lock()
+	w.objects[name] = append(w.objects[name], ev)
+	w.mu.Unlock()
+}
+
+func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeValue) {
+	var d Desire = &ApplyDesire{}
+	if table == invDelStatus {
+		d = &DeleteDesire{}
+	}
+	if err := DecodeItem(item, d); err != nil {
+		w.fail("status item does not decode: %v", err)
+		return
+	}
+	s := d.StatusCommon()
+	sw := statusWrite{at: w.tick(), version: s.ObservedSpecVersion()}
+	if n, ok := item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
+		sw.term, _ = strconv.ParseInt(n.Value, 10, 64)
+	}
+	if s.ObservedDesireCreateTime != nil {
+		sw.created = *s.ObservedDesireCreateTime
+	}
+	for _, c := range s.Conditions {
+		if c.Type == ConditionSuccessful {
+			sw.successful, sw.reason = c.Status == metav1.ConditionTrue, c.Reason
+		}
+	}
+	if ad, ok := d.(*ApplyDesire); ok {
+		sw.generation = ad.Status.AppliedResourceGeneration
+	}
+	key := table + "|" + d.Meta().DocumentID
+	w.mu.Lock()
+	w.statuses[key] = append(w.statuses[key], sw)
+	w.mu.Unlock()
+}
+
+func (w *world) statusDeleted(table, id string) {
+	w.mu.Lock()
+	w.statuses[table+"|"+id] = append(w.statuses[table+"|"+id], statusWrite{at: w.tick(), deleted: true})
+	w.mu.Unlock()
+}
+
+func (w *world) fail(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failure == "" {
+		w.failure = fmt.Sprintf(format, args...)
+	}
+}
+
+// --- the schedule ----------------------------------------------------------------------------
+
+func (w *world) step(format string, args ...any) {
+	w.steps = append(w.steps, fmt.Sprintf(format, args...))
+}
+
+func (w *world) run(n int) {
+	for i := 0; i < n && !w.t.Failed(); i++ {
+		w.randomStep()
+		time.Sleep(time.Duration(w.rng.Intn(3)) * time.Millisecond)
+		w.check()
+	}
+	if w.t.Failed() {
+		return
+	}
+	w.quiesce()
+}
+
+func (w *world) randomStep() {
+	ctx := context.Background()
+	switch r := w.rng.Intn(100); {
+	case r < 22:
+		w.writeApply(ctx, fmt.Sprintf("a%d", w.rng.Intn(5)))
+	case r < 30:
+		w.writeDelete(ctx, fmt.Sprintf("d%d", w.rng.Intn(2)))
+	case r < 38:
+		w.removeSpec(ctx)
+	case r < 44:
+		w.recreate(ctx)
+	case r < 52:
+		// Records the current term's watch has read, delivered again (duplicated, late): a
+		// watch sees its own history again, never records older than its List.
+		arn := w.db.StreamARN(invApplyTable)
+		if w.rng.Intn(2) == 0 {
+			arn = w.db.StreamARN(invDeleteTable)
+		}
+		shard := w.openShard(arn)
+		n, seen := len(w.db.Records(arn, shard)), w.termStart[shard]
+		if n > seen {
+			from := seen + w.rng.Intn(n-seen)
+			w.step("replay %s records %d.. of %s", shard, from, arn[len(arn)-20:])
+			w.db.ReplayFrom(arn, shard, from)
+		}
+	case r < 55:
+		arn := w.db.StreamARN(invApplyTable)
+		parent := w.openShard(arn)
+		child := fmt.Sprintf("shard-%d", w.tick())
+		w.step("split %s into %s", parent, child)
+		w.db.AddShard(arn, child, parent)
+		w.db.CloseShard(arn, parent)
+	case r < 63:
+		verb := []string{"apply", "get", "delete"}[w.rng.Intn(3)]
+		if w.rng.Intn(2) == 0 {
+			w.step("kube %s fails transiently", verb)
+			w.kube.setErr(verb, apierrors.NewServiceUnavailable("etcd is down"))
+		} else {
+			w.step("kube %s recovers", verb)
+			w.kube.setErr(verb, nil)
+		}
+	case r < 70:
+		name := fmt.Sprintf("o%d", w.rng.Intn(invObjects))
+		w.step("finalizer added to %s", name)
+		w.kube.mutate(func(objs map[string]*unstructured.Unstructured) []string {
+			key := objKey(cmGVR, invNamespace, name)
+			if o, ok := objs[key]; ok {
+				o.SetFinalizers(append(o.GetFinalizers(), "example.com/hold"))
+				return []string{key}
+			}
+			return nil
+		})
+	case r < 77:
+		w.releaseFinalizers(fmt.Sprintf("o%d", w.rng.Intn(invObjects)))
+	case r < 80:
+		name := fmt.Sprintf("o%d", w.rng.Intn(invObjects))
+		w.step("%s deleted behind the applier's back", name)
+		w.kube.mutate(func(objs map[string]*unstructured.Unstructured) []string {
+			key := objKey(cmGVR, invNamespace, name)
+			if o, ok := objs[key]; ok && len(o.GetFinalizers()) == 0 {
+				delete(objs, key)
+				return []string{key}
+			}
+			return nil
+		})
+	case r < 84:
+		w.step("discovery reset")
+		w.mapper.Reset()
+	case r < 90:
+		i := w.leader()
+		w.step("lease handed over from instance %d to %d (term %d)", i, 1-i, w.term+1)
+		w.grant(1-i, clean)
+	case r < 94:
+		i := w.leader()
+		w.step("instance %d partitioned: instance %d leads (term %d) while it runs on", i, 1-i, w.term+1)
+		w.grant(1-i, partitioned)
+	case r < 97:
+		i := w.leader()
+		w.step("instance %d cut off from the apiserver unaware: instance %d leads (term %d)", i, 1-i, w.term+1)
+		w.grant(1-i, cutOff)
+	default:
+		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
+		// that exists: the cache drops the spec, but its status must stay.
+		if id := w.existingSpec(); id != "" && id[0] == 'a' {
+			w.step("stray REMOVE without an image for %s", id)
+			arn := w.db.StreamARN(invApplyTable)
+			w.db.AppendRecord(arn, w.openShard(arn), streamtypes.OperationTypeRemove,
+				map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: id}}, nil, nil)
+		}
+	}
+}
+
+// leader is the instance of the newest term.
+func (w *world) leader() int {
+	for i, in := range w.inst {
+		if in.number == w.term {
+			return i
+		}
+	}
+	return 0
+}
+
+func (w *world) openShard(arn string) string {
+	shards := w.db.OpenShards(arn)
+	return shards[len(shards)-1]
+}
+
+func (w *world) releaseFinalizers(name string) {
+	w.step("finalizers of %s removed", name)
+	w.kube.mutate(func(objs map[string]*unstructured.Unstructured) []string {
+		key := objKey(cmGVR, invNamespace, name)
+		o, ok := objs[key]
+		if !ok || len(o.GetFinalizers()) == 0 {
+			return nil
+		}
+		o.SetFinalizers(nil)
+		if o.GetDeletionTimestamp() != nil {
+			delete(objs, key) // the last finalizer gone: the apiserver removes the object
+		}
+		return []string{key}
+	})
+}
+
+// marker is what a spec version writes into its object, so the cluster's history says which
+// spec version each apply carried.
+func marker(id string, created time.Time, version int64) string {
+	return fmt.Sprintf("%s/%d/%d", id, created.UnixNano(), version)
+}
+
+// objectOf is the object ApplyDesire id applies: a0 and a4 share o0 (two desires, one object).
+func objectOf(id string) string { return fmt.Sprintf("o%d", (id[1]-'0')%invObjects) }
+
+func (w *world) content(id string, created time.Time, version int64) string {
+	obj := objectOf(id)
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"spec":%q}}`,
+		obj, invNamespace, marker(id, created, version))
+}
+
+// writeApply creates the ApplyDesire id or puts its next version.
+func (w *world) writeApply(ctx context.Context, id string) {
+	cur, err := w.specs.Get(ctx, id)
+	switch {
+	case IsNotFoundError(err):
+		w.createApply(ctx, id, time.Now())
+	case err != nil:
+		w.t.Fatalf("seed %d: get spec: %v", w.seed, err)
+	default:
+		next := cur.DeepCopy()
+		next.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(w.content(id, cur.CreateTime, cur.Version+1))}
+		w.specs.clock = time.Now
+		at := w.tick()
+		stored, err := w.specs.Replace(ctx, next)
+		if err != nil {
+			w.t.Fatalf("seed %d: replace spec: %v", w.seed, err)
+		}
+		w.step("ApplyDesire %s v%d", id, stored.Version)
+		w.recordSpec(id, stored.CreateTime, stored.Version, at)
+	}
+}
+
+func (w *world) createApply(ctx context.Context, id string, now time.Time) {
+	d := &ApplyDesire{}
+	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
+	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(w.content(id, now.UTC().Round(0), 1))}
+	w.specs.clock = func() time.Time { return now }
+	at := w.tick()
+	stored, err := w.specs.Create(ctx, d)
+	if err != nil {
+		w.t.Fatalf("seed %d: create spec: %v", w.seed, err)
+	}
+	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
+	w.mu.Lock()
+	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}})
+	w.mu.Unlock()
+}
+
+func (w *world) writeDelete(ctx context.Context, id string) {
+	d := &DeleteDesire{}
+	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
+	d.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: invNamespace, Name: fmt.Sprintf("o%d", w.rng.Intn(invObjects))}
+	cur, err := w.dspecs.Get(ctx, id)
+	at := w.tick()
+	var stored *DeleteDesire
+	if IsNotFoundError(err) {
+		stored, err = w.dspecs.Create(ctx, d)
+		if err == nil {
+			w.mu.Lock()
+			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}})
+			w.mu.Unlock()
+		}
+	} else if err == nil {
+		d.DynamoDBMetadata = cur.DynamoDBMetadata
+		stored, err = w.dspecs.Replace(ctx, d)
+	}
+	if err != nil {
+		w.t.Fatalf("seed %d: write DeleteDesire: %v", w.seed, err)
+	}
+	w.step("DeleteDesire %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
+	w.recordSpec(id, stored.CreateTime, stored.Version, at)
+	w.mu.Lock()
+	incs := w.incs[id]
+	if incs[len(incs)-1].target == nil {
+		incs[len(incs)-1].target = map[int64]string{}
+	}
+	incs[len(incs)-1].target[stored.Version] = d.Spec.TargetItem.Name
+	w.mu.Unlock()
+}
+
+func (w *world) recordSpec(id string, created time.Time, version, at int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	incs := w.incs[id]
+	inc := &incs[len(incs)-1]
+	if !inc.created.Equal(created) {
+		w.t.Fatalf("seed %d: %s incarnation mismatch", w.seed, id)
+	}
+	inc.versions[version] = at
+}
+
+func (w *world) removeSpec(ctx context.Context) {
+	id := w.existingSpec()
+	if id == "" {
+		return
+	}
+	var err error
+	if id[0] == 'a' {
+		err = w.specs.Delete(ctx, id)
+	} else {
+		err = w.dspecs.Delete(ctx, id)
+	}
+	if err != nil {
+		w.t.Fatalf("seed %d: delete spec: %v", w.seed, err)
+	}
+	w.step("spec %s deleted", id)
+	w.mu.Lock()
+	w.incs[id][len(w.incs[id])-1].deleted = true
+	w.mu.Unlock()
+}
+
+// recreate deletes an ApplyDesire and creates it again at once (the REMOVE and the INSERT may
+// merge in the workqueue), sometimes with a createTime before the old one's: clocks skew.
+func (w *world) recreate(ctx context.Context) {
+	id := w.existingSpec()
+	if id == "" || id[0] != 'a' {
+		return
+	}
+	if err := w.specs.Delete(ctx, id); err != nil {
+		w.t.Fatalf("seed %d: delete spec: %v", w.seed, err)
+	}
+	w.mu.Lock()
+	w.incs[id][len(w.incs[id])-1].deleted = true
+	w.mu.Unlock()
+	now := time.Now()
+	if w.rng.Intn(2) == 0 {
+		now = now.Add(-time.Hour) // the backend's clock is behind
+	}
+	w.step("spec %s deleted and created again", id)
+	w.createApply(ctx, id, now)
+}
+
+func (w *world) existingSpec() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []string
+	for id, incs := range w.incs {
+		if !incs[len(incs)-1].deleted {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	sort.Strings(ids)
+	return ids[w.rng.Intn(len(ids))]
+}
+
+// --- the invariants --------------------------------------------------------------------------
+
+// check verifies I1–I5 on the history so far.
+func (w *world) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failure != "" {
+		w.report("%s", w.failure)
+		return
+	}
+	for key, writes := range w.statuses {
+		table, id, _ := strings.Cut(key, "|")
+		var last statusWrite
+		for i, s := range writes {
+			if s.deleted {
+				last = statusWrite{}
+				continue
+			}
+			inc := w.incarnationIndex(id, s.created)
+			if inc < 0 {
+				w.report("%s status answers createTime %s, which no incarnation has", id, s.created)
+				return
+			}
+			// I5
+			if i > 0 && s.term < last.term && !last.deleted {
+				w.report("I5: status %s written by term %d after term %d wrote it", id, s.term, last.term)
+				return
+			}
+			// I2
+			if lastInc := w.incarnationIndex(id, last.created); last.version > 0 && (inc < lastInc || inc == lastInc && s.version < last.version) {
+				w.report("I2: status %s went back from incarnation %d version %d to incarnation %d version %d; its writes: %s", id, lastInc, last.version, inc, s.version, w.describeWrites(id, writes))
+				return
+			}
+			written, ok := w.incs[id][inc].versions[s.version]
+			if !ok {
+				w.report("status %s answers version %d, which was never written", id, s.version)
+				return
+			}
+			if s.successful && table == invDelStatus && s.reason == ReasonNoErrors {
+				// I1
+				target := w.incs[id][inc].target[s.version]
+				if !w.absentBetween(target, written, s.at) {
+					w.report("I1: DeleteDesire %s v%d says Successful=True, but %s existed from the spec write (t%d) to the status write (t%d)", id, s.version, target, written, s.at)
+					return
+				}
+			}
+			if s.successful && table == invApplyStatus {
+				// I3
+				m := marker(id, w.incs[id][inc].created, s.version)
+				if !w.appliedBetween(objectOf(id), m, s.generation, written, s.at) {
+					w.report("I3: ApplyDesire %s v%d says Successful=True with generation %d, but its content was not applied at that generation between t%d and t%d", id, s.version, s.generation, written, s.at)
+					return
+				}
+			}
+			last = s
+		}
+	}
+	// I4: per object, the (incarnation, version) of each desire's applied content only grows.
+	for name, evs := range w.objects {
+		type applied struct{ inc, version int64 }
+		newest := map[string]applied{} // desire ID -> newest applied
+		for _, ev := range evs {
+			if !ev.applied || ev.marker == "" {
+				continue
+			}
+			parts := strings.Split(ev.marker, "/")
+			nanos, _ := strconv.ParseInt(parts[1], 10, 64)
+			v, _ := strconv.ParseInt(parts[2], 10, 64)
+			got := applied{int64(w.incarnationIndex(parts[0], time.Unix(0, nanos))), v}
+			last, seen := newest[parts[0]]
+			if seen && (got.inc < last.inc || got.inc == last.inc && got.version < last.version) {
+				w.report("I4: %s received incarnation %d version %d of %s after incarnation %d version %d", name, got.inc, got.version, parts[0], last.inc, last.version)
+				return
+			}
+			newest[parts[0]] = got
+		}
+	}
+}
+
+// describeWrites lists a status's writes for failure messages.
+func (w *world) describeWrites(id string, writes []statusWrite) string {
+	var out []string
+	for _, s := range writes {
+		if s.deleted {
+			out = append(out, fmt.Sprintf("t%d deleted", s.at))
+			continue
+		}
+		out = append(out, fmt.Sprintf("t%d term %d inc %d v%d %s", s.at, s.term, w.incarnationIndex(id, s.created), s.version, s.reason))
+	}
+	return strings.Join(out, "; ")
+}
+
+func (w *world) incarnationIndex(id string, created time.Time) int {
+	for i, inc := range w.incs[id] {
+		if inc.created.Equal(created) {
+			return i
+		}
+	}
+	return -1
+}
+
+// absentBetween reports whether object name was absent at some moment in [from, to].
+func (w *world) absentBetween(name string, from, to int64) bool {
+	existsAtFrom := false
+	for _, ev := range w.objects[name] {
+		switch {
+		case ev.at > to:
+			return !existsAtFrom
+		case ev.at <= from:
+			existsAtFrom = ev.exists
+		case !ev.exists:
+			return true
+		}
+	}
+	return !existsAtFrom
+}
+
+// appliedBetween reports whether content m was applied to object name in [from, to],
+// leaving generation gen.
+func (w *world) appliedBetween(name, m string, gen, from, to int64) bool {
+	for _, ev := range w.objects[name] {
+		if ev.applied && ev.marker == m && ev.generation == gen && ev.at > from && ev.at < to {
+			return true
+		}
+	}
+	return false
+}
+
+// quiesce stops the faults, leaves one valid leader, and waits until I6 holds.
+func (w *world) quiesce() {
+	for _, verb := range []string{"apply", "get", "delete"} {
+		w.kube.setErr(verb, nil)
+	}
+	w.grant(w.leader(), clean) // one leader, every other term ended
+	deadline := time.Now().Add(10 * time.Second)
+	var why string
+	for time.Now().Before(deadline) {
+		w.check()
+		if w.t.Failed() {
+			return
+		}
+		if why = w.converged(); why == "" {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.report("I6: not converged after 10s: %s", why)
+}
+
+// converged returns "" when every spec has a status answering its latest version and no
+// status lacks a spec (I6), else what is missing.
+func (w *world) converged() string {
+	ctx := context.Background()
+	specs := map[string]Desire{}
+	statuses := map[string]Desire{}
+	for _, tbl := range []struct {
+		specs, status string
+		kind          DesireKind
+	}{{invApplyTable, invApplyStatus, KindApplyDesire}, {invDeleteTable, invDelStatus, KindDeleteDesire}} {
+		for _, pair := range []struct {
+			table string
+			into  map[string]Desire
+		}{{tbl.specs, specs}, {tbl.status, statuses}} {
+			out, err := w.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(pair.table)})
+			if err != nil {
+				return err.Error()
+			}
+			for _, item := range out.Items {
+				var d Desire = &ApplyDesire{}
+				if tbl.kind == KindDeleteDesire {
+					d = &DeleteDesire{}
+				}
+				if err := DecodeItem(item, d); err != nil {
+					return err.Error()
+				}
+				pair.into[string(tbl.kind)+"/"+d.Meta().DocumentID] = d
+			}
+		}
+	}
+	for key, spec := range specs {
+		st, ok := statuses[key]
+		if !ok {
+			return key + " has no status"
+		}
+		s := st.StatusCommon()
+		if s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(spec.Meta().CreateTime) || s.ObservedSpecVersion() != spec.Meta().Version {
+			return fmt.Sprintf("%s status answers version %d of %v, spec is version %d of %s", key, s.ObservedSpecVersion(), s.ObservedDesireCreateTime, spec.Meta().Version, spec.Meta().CreateTime)
+		}
+	}
+	for key := range statuses {
+		if _, ok := specs[key]; !ok {
+			return key + " has a status but no spec"
+		}
+	}
+	return ""
+}
+
+// report fails the test with the seed and the schedule; w.mu is held.
+func (w *world) report(format string, args ...any) {
+	w.t.Helper()
+	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run TestInvariantsUnderFaults -v .",
+		w.seed, fmt.Sprintf(format, args...), strings.Join(w.steps, "\n  "), w.seed)
+}
