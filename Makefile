@@ -2,6 +2,8 @@
 # `make test` starts it when it is not running and stops it afterwards only if it started it.
 SHELL := /bin/bash
 STACK := hack/local-stack.sh
+# Modules of their own (examples that need dependencies the library must not have).
+EXAMPLE_MODULES := examples/controller-runtime
 
 .PHONY: up down env status install test test-unit lint demo bench chaos
 
@@ -30,18 +32,25 @@ test:
 	if ! $(STACK) status >/dev/null 2>&1; then $(STACK) up >/dev/null && started=1 || exit 1; fi; \
 	eval "$$($(STACK) env)"; \
 	rc=0; KAA_INTEGRATION=1 go test ./... -count=1 -timeout 30m || rc=$$?; \
+	for m in $(EXAMPLE_MODULES); do \
+		(cd $$m && KAA_INTEGRATION=1 go test ./... -count=1 -timeout 10m) || rc=$$?; \
+	done; \
 	if [ -n "$$started" ]; then $(STACK) down; fi; \
 	exit $$rc
 
 # Unit tests only: integration tests skip without the stack's environment.
 test-unit:
 	go test ./...
+	for m in $(EXAMPLE_MODULES); do (cd $$m && go test ./...) || exit 1; done
 
 lint:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go vet -tags chaos ./
+	@# The library itself must not depend on controller-runtime (only its example does).
+	@if go list -deps . | grep -q '^sigs.k8s.io/controller-runtime'; then echo "the library imports controller-runtime"; exit 1; fi
+	for m in $(EXAMPLE_MODULES); do (cd $$m && go vet ./...) || exit 1; done
 
 # The main job end to end on the local real components (see hack/demo.sh).
 demo:

@@ -10,62 +10,115 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
+//
+// It is a controller-runtime manager.Runnable, LeaderElectionRunnable and warm-up runnable by
+// method names (Start, NeedLeaderElection, Warmup; embed.go), and ReadyzCheck is a
+// healthz.Checker (ready.go); the package does not import controller-runtime.
 type Applier struct {
-	opts      Options
-	db        *KubeApplierDBClient
-	informers *KubeApplierInformers
+	opts Options
+	db   *KubeApplierDBClient
+	// informers are the desire informers of the current leadership term, or, between terms,
+	// the fresh set the next term starts (client-go informers cannot be restarted).
+	informers atomic.Pointer[KubeApplierInformers]
 	metrics   *metrics
 	apply     *controller[*ApplyDesire]
 	delete    *controller[*DeleteDesire]
 	read      *controller[*ReadDesire]
 	readRec   *readReconciler
 	watches   *targetWatches
-	leading   atomic.Bool
+	phase     atomic.Int32 // a phase (ready.go)
+	failure   atomic.Pointer[error]
+	reach     *reachability
 	running   atomic.Bool
 }
 
-// New validates opts, fills defaults and builds the Applier. Errors wrap ErrInvalidOptions.
+// New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
+// ErrInvalidOptions (a metrics registration error too).
 func New(opts Options) (*Applier, error) {
+	if opts.clock == nil {
+		opts.clock = time.Now
+	}
+	m := newMetrics(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
+	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	a := &Applier{opts: opts}
-	a.metrics = newMetrics(opts.MetricsRegisterer, opts.clock)
 	if opts.Stream.ObserveLag == nil {
-		opts.Stream.ObserveLag = a.metrics.observeLag
+		opts.Stream.ObserveLag = m.observeLag
 	}
+	a := &Applier{opts: opts, metrics: m}
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
-	a.informers = NewKubeApplierInformers(opts.DynamoDB, opts.Streams, opts.TablePrefix, opts.ManagementCluster, opts.Stream)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
-	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.RESTMapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
+	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
+	a.reach = newReachability(a.probes())
 
-	a.apply = newController(controllerConfigFor(a, KindApplyDesire, a.informers.ApplyDesires.Lister, a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(),
-		NewApplyReconciler(opts.Kube, opts.RESTMapper, opts.FieldManager), nil, opts.ApplyResync))
-	a.apply.conflicts = objectConflicts{indexer: a.informers.ApplyDesires.Informer.GetIndexer(), cluster: opts.ManagementCluster}
-	a.delete = newController(controllerConfigFor(a, KindDeleteDesire, a.informers.DeleteDesires.Lister, a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(),
-		NewDeleteReconciler(opts.Kube, opts.RESTMapper, opts.Discovery), nil, opts.DeleteResync))
-	a.read = newController(controllerConfigFor(a, KindReadDesire, a.informers.ReadDesires.Lister, a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(),
-		Reconciler[*ReadDesire](a.readRec), a.readRec.Forget, opts.ReadResync))
-
-	if _, err := a.informers.ApplyDesires.Informer.AddEventHandler(a.apply.handler()); err != nil {
+	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, NewApplyReconciler(opts.Kube, opts.mapper, opts.FieldManager))
+	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, NewDeleteReconciler(opts.Kube, opts.mapper, opts.Discovery))
+	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
-	if _, err := a.informers.DeleteDesires.Informer.AddEventHandler(a.delete.handler()); err != nil {
+	a.apply = newController(controllerConfigFor(a, KindApplyDesire,
+		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, nil, opts.ApplyResync))
+	a.apply.conflicts = termConflicts{a}
+	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
+		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
+		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, nil, opts.DeleteResync))
+	// The default reconciler's cleanup runs even when a wrapper replaces it.
+	a.read = newController(controllerConfigFor(a, KindReadDesire,
+		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
+		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
+
+	inf, err := a.newInformers()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := a.informers.ReadDesires.Informer.AddEventHandler(a.read.handler()); err != nil {
-		return nil, err
+	a.informers.Store(inf)
+	if err := m.register(opts.MetricsRegisterer); err != nil {
+		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
 	}
 	return a, nil
 }
+
+// newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
+func (a *Applier) newInformers() (*KubeApplierInformers, error) {
+	inf := NewKubeApplierInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream)
+	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.handler())
+	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.handler())
+	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.handler())
+	return inf, errors.Join(err1, err2, err3)
+}
+
+// termLister reads the cache of the current term's informer of one kind.
+type termLister[T Desire] struct {
+	a    *Applier
+	pick func(*KubeApplierInformers) DesireLister[T]
+}
+
+func (l termLister[T]) Get(id string) (T, error) { return l.pick(l.a.informers.Load()).Get(id) }
+func (l termLister[T]) List() []T                { return l.pick(l.a.informers.Load()).List() }
+
+// termConflicts is the ApplyDesire controller's objectConflicts over the current term's index.
+type termConflicts struct{ a *Applier }
+
+func (c termConflicts) current() objectConflicts {
+	return objectConflicts{indexer: c.a.informers.Load().ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster}
+}
+
+func (c termConflicts) check(d Desire) (Verdict, bool, string) { return c.current().check(d) }
+func (c termConflicts) others(obj any) []string                { return c.current().others(obj) }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
@@ -93,43 +146,55 @@ func (a *Applier) kindsChanged() {
 	a.read.wakeWaitingForKind()
 }
 
-// Informers returns the desire informers, e.g. to add handlers of your own before Run.
-func (a *Applier) Informers() *KubeApplierInformers { return a.informers }
+// Informers returns the desire informers of the current leadership term or, between terms
+// (a standby, or before Run), the unstarted set the next term will run. Only the leader runs
+// desire informers (DynamoDB Streams allows two readers per shard): a standby's listers are
+// empty and HasSynced is false. Each term runs a fresh set, started when the term starts and
+// stopped when it ends (client-go informers cannot be restarted), so handlers added to the
+// returned informers see one term: add them before Run (or while standing by) for the next
+// term, and again after each term starts (Leading turns true) to see every term.
+func (a *Applier) Informers() *KubeApplierInformers { return a.informers.Load() }
 
-// Ready reports whether the desire informers have synced (for a /readyz probe).
-func (a *Applier) Ready() bool { return a.running.Load() && a.informers.HasSynced() }
-
-// Leading reports whether this Applier currently reconciles.
-func (a *Applier) Leading() bool { return a.leading.Load() }
-
-// Run checks the specs tables' streams, starts the informers, and reconciles (when leader
+// Run checks the specs tables' streams and the status tables, then reconciles (when leader
 // election is on, only while holding the lease) until ctx ends; then it finishes in-flight
-// status writes, releases the lease and returns nil. A start-up failure (a table or stream
-// missing: ErrStreamNotConfigured; the lease client) is returned at once. It fits
-// controller-runtime's manager.RunnableFunc.
+// status writes, releases the lease and returns nil. Each leadership term takes stream
+// positions, Scans the specs tables and reconciles every desire; a standby reads no stream.
+// A start-up failure (a table or stream missing: ErrTableNotFound, ErrStreamNotConfigured;
+// the lease client) is returned at once. Without Options.Log, the logger of ctx
+// (logr.FromContext) receives the logs. Start is Run for controller-runtime.
 func (a *Applier) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("kubeapplier: Run called twice")
 	}
 	defer a.running.Store(false)
+	a.opts.logs.useContext(ctx)
+	// client-go's informers, reflectors, leader election and REST clients log through the
+	// context's logger (contextual logging).
+	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
+	a.failure.Store(nil)
+	a.setPhase(phaseStarting)
+	defer a.setPhase(phaseStopped)
 	if err := a.checkTables(ctx); err != nil {
+		a.failure.Store(&err)
 		return err
 	}
-	infCtx, stopInformers := context.WithCancel(ctx)
-	defer stopInformers()
-	a.informers.Start(infCtx)
-
 	if !a.opts.LeaderElection {
 		a.lead(ctx, term{callTimeout: a.opts.CallTimeout})
 		return nil
 	}
+	a.setPhase(phaseStandby)
 	return a.runWithLeaderElection(ctx)
 }
+
+// checkTableTimeout bounds the start-up check of the six tables.
+const checkTableTimeout = 30 * time.Second
 
 // checkTables fails fast, naming every missing table or stream: the specs tables' streams and
 // the status tables.
 func (a *Applier) checkTables(ctx context.Context) error {
-	errs := []error{a.informers.CheckStreams(ctx)}
+	ctx, cancel := context.WithTimeout(ctx, checkTableTimeout)
+	defer cancel()
+	errs := []error{a.informers.Load().CheckStreams(ctx)}
 	for _, k := range DesireKinds {
 		name := TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k)
 		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
@@ -139,20 +204,43 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// lead reconciles during leadership term t until ctx ends.
+// lead runs leadership term t until ctx ends: it starts the term's desire informers (stream
+// positions, then a Scan of each specs table), waits for them to sync, and reconciles. When
+// it returns, the controllers have drained, the informers have stopped and a fresh set is
+// ready for the next term.
 func (a *Applier) lead(ctx context.Context, t term) {
-	if err := a.informers.WaitForSync(ctx); err != nil {
+	start := time.Now()
+	a.setPhase(phaseSyncing)
+	defer a.setPhase(phaseStandby)
+	inf := a.informers.Load()
+	infCtx, stopInformers := context.WithCancel(ctx)
+	var informers sync.WaitGroup
+	for _, i := range inf.Informers() {
+		informers.Go(func() { i.RunWithContext(infCtx) })
+	}
+	defer func() {
+		stopInformers()
+		informers.Wait()
+		next, err := a.newInformers()
+		if err != nil { // cannot happen: the informers are new
+			a.opts.Log.Error(err, "preparing the next term's informers")
+		}
+		a.informers.Store(next)
+	}()
+	if err := inf.WaitForSync(ctx); err != nil {
 		return
 	}
-	a.leading.Store(true)
+	synced := time.Since(start)
+	a.metrics.leaderSync.Set(synced.Seconds())
+	a.setPhase(phaseLeading)
 	a.metrics.leader.Set(1)
-	defer func() { a.leading.Store(false); a.metrics.leader.Set(0) }()
+	defer func() { a.setPhase(phaseStandby); a.metrics.leader.Set(0) }()
 	// Target watches belong to a term: a standby holds none, and a desire deleted while
 	// another replica led leaves nothing behind here.
 	a.watches.begin(ctx)
 	defer a.watches.end()
 	defer a.readRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number)
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String())
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })

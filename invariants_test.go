@@ -289,7 +289,6 @@ func (w *world) grant(i int, h handover) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
 	a := w.newApplier(in)
-	a.informers.Start(ctx)
 	t := term{number: w.term, valid: in.valid.Load, callTimeout: time.Second}
 	go func() {
 		defer close(in.done)

@@ -1,13 +1,16 @@
 package kubeapplier
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 )
 
-// metrics are the applier's Prometheus series; all are prefixed "kube_applier_".
+// metrics are the applier's Prometheus series; all are prefixed "kube_applier_" and carry the
+// constant label management_cluster, so Appliers of different management clusters can share a
+// registry (two of the same one cannot: New returns the registration error).
 type metrics struct {
 	reconciles   *prometheus.CounterVec   // kind, reason
 	errors       *prometheus.CounterVec   // kind, reason
@@ -16,6 +19,9 @@ type metrics struct {
 	statusWrites *prometheus.CounterVec   // kind, result
 	streamLag    *prometheus.GaugeVec     // kind; seconds
 	leader       prometheus.Gauge
+	leaderSync   prometheus.Gauge       // seconds from a term's start to reconciling
+	dynamoDBReqs *prometheus.CounterVec // operation
+	kubeReqs     *prometheus.CounterVec // verb
 	wqDepth      *prometheus.GaugeVec
 	wqAdds       *prometheus.CounterVec
 	wqLatency    *prometheus.HistogramVec
@@ -24,9 +30,11 @@ type metrics struct {
 	wqLongest    *prometheus.GaugeVec
 	wqRetries    *prometheus.CounterVec
 	now          func() time.Time
+	constLabels  prometheus.Labels // added to every series at registration
 }
 
-func newMetrics(reg prometheus.Registerer, now func() time.Time) *metrics {
+// newMetrics builds the series; register adds constLabels (nil: none) to each.
+func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 	m := &metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_reconcile_total",
@@ -43,6 +51,12 @@ func newMetrics(reg prometheus.Registerer, now func() time.Time) *metrics {
 			Help: "Now minus the newest stream record's ApproximateCreationDateTime."}, []string{"kind"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_applier_leader",
 			Help: "1 while this process holds the lease and reconciles."}),
+		leaderSync: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_applier_leader_sync_seconds",
+			Help: "Seconds the last leadership term took from its start to reconciling (stream positions taken, specs tables Scanned)."}),
+		dynamoDBReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_dynamodb_requests_total",
+			Help: "DynamoDB and DynamoDB Streams requests sent, by operation (each attempt, retries included)."}, []string{"operation"}),
+		kubeReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_kube_requests_total",
+			Help: "kube-apiserver requests sent by the clients built from RESTConfig, by verb (get, list, watch, create, update, patch, apply, delete, deletecollection, discovery)."}, []string{"verb"}),
 		wqDepth:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_depth", Help: "Workqueue depth."}, []string{"name"}),
 		wqAdds:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_workqueue_adds_total", Help: "Workqueue adds."}, []string{"name"}),
 		wqLatency:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kube_applier_workqueue_queue_duration_seconds", Help: "Time in the workqueue before processing.", Buckets: buckets}, []string{"name"}),
@@ -52,14 +66,44 @@ func newMetrics(reg prometheus.Registerer, now func() time.Time) *metrics {
 		wqRetries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_workqueue_retries_total", Help: "Workqueue rate-limited retries."}, []string{"name"}),
 		now:          now,
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
-			m.streamLag, m.leader, m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries} {
-			_ = reg.Register(c) // a second Applier on the same registry keeps the first one's series
-		}
-	}
+	m.constLabels = constLabels
 	return m
 }
+
+// collectors lists every series of m.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
+		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
+		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries}
+}
+
+// register registers every series with reg (nil: none). An error (e.g. a second Applier of
+// the same management cluster on one registry) is returned after undoing what was registered.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	if len(m.constLabels) > 0 {
+		reg = prometheus.WrapRegistererWith(m.constLabels, reg)
+	}
+	var done []prometheus.Collector
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, d := range done {
+				reg.Unregister(d)
+			}
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+		done = append(done, c)
+	}
+	return nil
+}
+
+// countDynamoDB counts one DynamoDB or Streams request attempt.
+func (m *metrics) countDynamoDB(operation string) { m.dynamoDBReqs.WithLabelValues(operation).Inc() }
+
+// countKube counts one kube-apiserver request.
+func (m *metrics) countKube(verb string) { m.kubeReqs.WithLabelValues(verb).Inc() }
 
 func (m *metrics) observeReconcile(kind DesireKind, reason string, err error, d time.Duration) {
 	k := string(kind)

@@ -1,11 +1,14 @@
 package kubeapplier
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"time"
 	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/go-logr/logr"
@@ -41,9 +44,10 @@ const (
 	DefaultReconcileTimeout = 30 * time.Second
 )
 
-// Options configures an Applier. Only ManagementCluster, a way to reach DynamoDB (AWSConfig
-// or DynamoDB+Streams) and a way to reach the cluster (RESTConfig, or DynamicClient+RESTMapper)
-// are required; every other field has a default.
+// Options configures an Applier. Only ManagementCluster and a way to reach the cluster
+// (RESTConfig, or DynamicClient+RESTMapper) are required; DynamoDB is reached through the AWS
+// SDK's default configuration unless AWSConfig or DynamoDB+Streams say otherwise; every other
+// field has a default.
 type Options struct {
 	// ManagementCluster is the name this applier serves; its tables are
 	// "mc-{ManagementCluster}-{specs|status}-...". Required.
@@ -51,16 +55,27 @@ type Options struct {
 	// TablePrefix is prepended to every table name (tests). Default "".
 	TablePrefix string
 
-	// AWSConfig builds the DynamoDB and Streams clients when those are nil.
+	// AWSConfig builds the DynamoDB and Streams clients when those are nil. Default: the SDK's
+	// default chain (config.LoadDefaultConfig: environment, shared files, IRSA / EKS Pod
+	// Identity), loaded by New within 10 s; no region is an ErrInvalidOptions. The clients built
+	// from it log through the applier's logger, and, when it sets an endpoint (BaseEndpoint or
+	// AWS_ENDPOINT_URL*: DynamoDB Local), do not validate response checksums, which DynamoDB
+	// Local's error answers lack.
 	AWSConfig *aws.Config
 	// DynamoDB is the client of the specs and status tables.
 	DynamoDB DynamoDBAPI
 	// Streams reads the specs tables' streams.
 	Streams StreamsAPI
 
-	// RESTConfig builds DynamicClient, RESTMapper and the leader-election client when nil.
-	// Its QPS/Burst are overridden by KubeQPS/KubeBurst, and response compression is off.
+	// RESTConfig builds DynamicClient, MetadataClient, RESTMapper, the leader-election client and
+	// the readiness check's apiserver probe. Its QPS/Burst are overridden by KubeQPS/KubeBurst,
+	// and response compression is off.
 	RESTConfig *rest.Config
+	// HTTPClient, when set, carries the requests of every client built from RESTConfig, e.g. a
+	// controller-runtime manager's GetHTTPClient(), so they share its connections. Its
+	// Transport then decides TLS, authentication and compression. Default: one client built
+	// from RESTConfig, shared by those clients.
+	HTTPClient *http.Client
 	// Kube performs the cluster operations; default DynamicKube over DynamicClient.
 	Kube KubeClient
 	// DynamicClient serves the default Kube and ReadDesires' GETs.
@@ -69,9 +84,12 @@ type Options struct {
 	// resource and namespace). Default: built from RESTConfig; without either, the
 	// DynamicClient's full objects are watched and reduced to metadata on arrival.
 	MetadataClient metadata.Interface
-	// RESTMapper maps kinds and resources; reset when a kind is not found so CRDs installed
-	// later work. Default: a deferred discovery mapper over RESTConfig.
-	RESTMapper meta.ResettableRESTMapper
+	// RESTMapper maps kinds and resources. A meta.ResettableRESTMapper is reset (at most once a
+	// second) when a kind is not found, so CRDs installed later work; any other mapper, e.g. a
+	// controller-runtime manager's GetRESTMapper() (which reloads discovery on a miss itself),
+	// is used as it is, and a reset then refreshes only the default Discovery's cache.
+	// Default: a deferred discovery mapper over RESTConfig.
+	RESTMapper meta.RESTMapper
 	// Discovery proves that a resource type is not served (discovery complete, no API group
 	// failed), which lets a DeleteDesire of such a type report success. Default: the cached
 	// discovery client of the default RESTMapper, or one built from RESTConfig. Without it
@@ -102,9 +120,14 @@ type Options struct {
 	ReconcileTimeout time.Duration
 	// Stream tunes the DynamoDB Streams poller (poll interval 250 ms, discovery 10 s).
 	Stream StreamOptions
+	// Reconcilers wraps the default reconciler of each desire kind (nil: the default alone).
+	Reconcilers ReconcilerWrappers
 
-	// LeaderElection turns on client-go leader election with a Lease; only the leader
-	// reconciles. Off by default for embedding; the binary turns it on.
+	// LeaderElection makes the applier elect itself with a Lease of its own (client-go leader
+	// election); only the leader reads the streams and reconciles. Off by default: then the
+	// applier reconciles from Run on, and NeedLeaderElection reports true, so a
+	// controller-runtime manager runs it under the manager's own election (one Lease). The
+	// binary turns it on.
 	LeaderElection bool
 	// LeaseNamespace and LeaseName locate the Lease. Defaults "kube-system", "kube-applier-aws".
 	LeaseNamespace, LeaseName string
@@ -117,12 +140,27 @@ type Options struct {
 	// redacted (status tables are read by another account).
 	SecretRedaction SecretRedaction
 
-	// Log receives the applier's logs. Default: discard.
+	// Log receives the applier's logs and those of everything it starts: client-go's leader
+	// election, informers and watches (through the context, as contextual logging), and the AWS
+	// SDK clients it builds (client-go's lines up to V(7): from V(8) on it logs response
+	// bodies). Default (the zero Logger, which logr.Discard() also is): the logger of Run's
+	// context (logr.NewContext), else klog's global logger (klog.Background()).
 	Log logr.Logger
-	// MetricsRegisterer receives the applier's Prometheus metrics. Default: none registered.
+	// MetricsRegisterer receives the applier's Prometheus metrics, each with the constant label
+	// management_cluster; New returns a registration error (e.g. two Appliers of one management
+	// cluster on one registry). Default: none registered.
 	MetricsRegisterer prometheus.Registerer
 
 	clock func() time.Time
+	// Set by New before complete: counters of the applier's own requests.
+	countAWS, countKube func(string)
+	// Set by complete.
+	logs       *logRoute
+	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
+	httpClient *http.Client                // the clients' HTTP client (counted), with RESTConfig
+	kubeProbe  func(context.Context) error // GET /readyz of the apiserver, with RESTConfig
+	// discoveryReset invalidates the default Discovery's cache (nil with Discovery given).
+	discoveryReset func()
 }
 
 // complete validates o and fills every default; errors wrap ErrInvalidOptions.
@@ -133,6 +171,8 @@ func (o *Options) complete() error {
 	if err := o.completeFieldManager(); err != nil {
 		return err
 	}
+	o.logs = newLogRoute(o.Log)
+	o.Log = o.logs.logger()
 	o.setDefaults()
 	if err := o.completeDynamoDB(); err != nil {
 		return err
@@ -187,22 +227,51 @@ func (o *Options) setDefaults() {
 	o.Stream = o.Stream.withDefaults()
 }
 
-// completeDynamoDB builds the DynamoDB and Streams clients from AWSConfig when not given.
+// completeDynamoDB builds the DynamoDB and Streams clients from AWSConfig (or the SDK's
+// default configuration) when not given, and counts the requests of both.
 func (o *Options) completeDynamoDB() error {
-	if o.DynamoDB != nil && o.Streams != nil {
-		return nil
+	if o.DynamoDB == nil || o.Streams == nil {
+		if o.AWSConfig == nil {
+			cfg, err := defaultAWSConfig()
+			if err != nil {
+				return err
+			}
+			o.AWSConfig = &cfg
+		}
+		sdkLog := awsLogger(o.Log)
+		db := dynamodb.NewFromConfig(*o.AWSConfig, func(c *dynamodb.Options) {
+			c.Logger = sdkLog
+			// An endpoint of its own is DynamoDB Local here (as the binary's --aws-endpoint-url):
+			// its error answers lack the CRC32 header, and the SDK would warn about each.
+			c.DisableValidateResponseChecksum = c.DisableValidateResponseChecksum || c.BaseEndpoint != nil
+		})
+		if o.DynamoDB == nil {
+			o.DynamoDB = db
+		}
+		if o.Streams == nil {
+			o.Streams = AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(*o.AWSConfig,
+				func(c *dynamodbstreams.Options) { c.Logger = sdkLog })}
+		}
 	}
-	if o.AWSConfig == nil {
-		return fmt.Errorf("%w: set AWSConfig, or both DynamoDB and Streams", ErrInvalidOptions)
-	}
-	db := dynamodb.NewFromConfig(*o.AWSConfig)
-	if o.DynamoDB == nil {
-		o.DynamoDB = db
-	}
-	if o.Streams == nil {
-		o.Streams = AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(*o.AWSConfig)}
+	if o.countAWS != nil {
+		o.DynamoDB = newCountedDynamoDB(o.DynamoDB, o.countAWS)
+		o.Streams = newCountedStreams(o.Streams, o.countAWS)
 	}
 	return nil
+}
+
+// defaultAWSConfig loads the AWS SDK's default configuration; it must name a region.
+func defaultAWSConfig() (aws.Config, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: no AWSConfig, and the AWS SDK's default configuration did not load: %w", ErrInvalidOptions, err)
+	}
+	if cfg.Region == "" {
+		return cfg, fmt.Errorf("%w: no AWSConfig, and the AWS SDK's default configuration has no region (set AWS_REGION)", ErrInvalidOptions)
+	}
+	return cfg, nil
 }
 
 // completeKube builds the cluster clients from RESTConfig when not given, and wraps the REST
@@ -214,12 +283,12 @@ func (o *Options) completeKube() error {
 		}
 	}
 	if o.RESTMapper != nil {
-		o.RESTMapper = &throttledMapper{ResettableRESTMapper: o.RESTMapper}
+		o.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper, o.discoveryReset)}
 	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}
 	}
-	if o.Kube == nil || o.RESTMapper == nil || o.DynamicClient == nil {
+	if o.Kube == nil || o.mapper == nil || o.DynamicClient == nil {
 		return fmt.Errorf("%w: set RESTConfig, or DynamicClient and RESTMapper", ErrInvalidOptions)
 	}
 	if o.LeaderElection && o.RESTConfig == nil {
@@ -229,7 +298,8 @@ func (o *Options) completeKube() error {
 }
 
 // clientsFromRESTConfig builds the dynamic, metadata and discovery clients that are not set,
-// with KubeQPS/KubeBurst and without response compression.
+// and the readiness probe, with KubeQPS/KubeBurst, without response compression, over one
+// HTTP client (HTTPClient or one of its own) whose requests are counted.
 func (o *Options) clientsFromRESTConfig() error {
 	cfg := rest.CopyConfig(o.RESTConfig)
 	cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
@@ -237,39 +307,53 @@ func (o *Options) clientsFromRESTConfig() error {
 	// apiserver, for small events on a near network.
 	cfg.DisableCompression = true
 	o.RESTConfig = cfg
+	hc := o.HTTPClient
+	if hc == nil {
+		var err error
+		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+			return fmt.Errorf("%w: HTTP client for RESTConfig: %w", ErrInvalidOptions, err)
+		}
+	}
+	if o.countKube != nil {
+		hc = countedHTTPClient(hc, o.countKube)
+	}
+	o.httpClient = hc
 	if o.DynamicClient == nil {
-		dc, err := dynamic.NewForConfig(cfg)
+		dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 		if err != nil {
 			return fmt.Errorf("%w: dynamic client: %w", ErrInvalidOptions, err)
 		}
 		o.DynamicClient = dc
 	}
 	if o.MetadataClient == nil {
-		mc, err := metadata.NewForConfig(cfg)
+		mc, err := metadata.NewForConfigAndClient(cfg, hc)
 		if err != nil {
 			return fmt.Errorf("%w: metadata client: %w", ErrInvalidOptions, err)
 		}
 		o.MetadataClient = mc
 	}
-	if o.RESTMapper == nil || o.Discovery == nil {
-		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
-		}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return fmt.Errorf("%w: discovery client: %w", ErrInvalidOptions, err)
+	}
+	if o.Discovery == nil {
 		// One cache for both: a mapper reset invalidates what proves "not served" too.
 		cached := memory.NewMemCacheClient(dc)
+		o.Discovery, o.discoveryReset = cached, cached.Invalidate
 		if o.RESTMapper == nil {
 			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 		}
-		if o.Discovery == nil {
-			o.Discovery = cached
-		}
+	} else if o.RESTMapper == nil {
+		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	}
+	o.kubeProbe = func(ctx context.Context) error {
+		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}
 	return nil
 }
 
 func (o *Options) leaderClient() (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(o.RESTConfig)
+	return kubernetes.NewForConfigAndClient(o.RESTConfig, o.httpClient)
 }
 
 func setDefault[V comparable](v *V, def V) {

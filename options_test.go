@@ -9,6 +9,12 @@ import (
 )
 
 func TestOptionsValidation(t *testing.T) {
+	// No AWS configuration anywhere: the SDK's default chain finds no region.
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
 	cases := []struct {
 		name string
 		opts Options
@@ -17,7 +23,7 @@ func TestOptionsValidation(t *testing.T) {
 		{"no cluster", Options{}, "ManagementCluster is required"},
 		{"long field manager", Options{ManagementCluster: "mc", FieldManager: strings.Repeat("x", 129)}, "at most 128"},
 		{"non-printable field manager", Options{ManagementCluster: "mc", FieldManager: "a\tb"}, "non-printable"},
-		{"no dynamodb", Options{ManagementCluster: "mc"}, "set AWSConfig"},
+		{"no dynamodb, no region", Options{ManagementCluster: "mc"}, "default configuration has no region"},
 		{"no cluster access", Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}}, "set RESTConfig"},
 	}
 	for _, tc := range cases {

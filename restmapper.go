@@ -71,6 +71,27 @@ func (m *throttledMapper) Reset() {
 	m.ResettableRESTMapper.Reset()
 }
 
+// resettable returns m as a meta.ResettableRESTMapper. A mapper without Reset finds new kinds
+// on its own (or not at all); its Reset only calls also (nil: nothing), e.g. to invalidate a
+// discovery cache beside it.
+func resettable(m meta.RESTMapper, also func()) meta.ResettableRESTMapper {
+	if r, ok := m.(meta.ResettableRESTMapper); ok {
+		return r
+	}
+	return plainMapper{RESTMapper: m, reset: also}
+}
+
+type plainMapper struct {
+	meta.RESTMapper
+	reset func()
+}
+
+func (m plainMapper) Reset() {
+	if m.reset != nil {
+		m.reset()
+	}
+}
+
 // isCRD reports whether gvk is a CustomResourceDefinition: applying one may serve a new kind.
 func isCRD(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"

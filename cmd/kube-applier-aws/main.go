@@ -16,8 +16,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -101,14 +99,11 @@ func run(ctx context.Context, f flags) error {
 	awsCfg.Logger = logs.AWS(log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	countRequests(reg, &awsCfg, restCfg)
-	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		// DynamoDB Local sends 4xx answers without the CRC32 header; the SDK would warn on each.
-		o.DisableValidateResponseChecksum = f.awsEndpoint != ""
-	})
+	// The library counts its own requests (kube_applier_dynamodb_requests_total,
+	// kube_applier_kube_requests_total) and, with --aws-endpoint-url (DynamoDB Local), skips
+	// the response checksums that DynamoDB Local's error answers lack.
 	app, err := kubeapplier.New(kubeapplier.Options{
-		ManagementCluster: f.managementCluster, TablePrefix: f.tablePrefix, DynamoDB: db,
-		Streams:    kubeapplier.AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(awsCfg)},
+		ManagementCluster: f.managementCluster, TablePrefix: f.tablePrefix, AWSConfig: &awsCfg,
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
@@ -198,9 +193,9 @@ func startServers(log logr.Logger, f flags, reg *prometheus.Registry, app *kubea
 	serve(f.metricsAddr, metrics)
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !app.Ready() {
-			http.Error(w, "desire informers not synced", http.StatusServiceUnavailable)
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := app.ReadyzCheck(r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

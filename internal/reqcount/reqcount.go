@@ -1,6 +1,6 @@
 // Package reqcount counts requests at the client: DynamoDB and DynamoDB Streams calls by
 // operation (an AWS SDK middleware) and kube-apiserver calls by verb (an http.RoundTripper for
-// rest.Config.Wrap). The binary exports the counts as Prometheus counters; the benchmark
+// rest.Config.Wrap). The library exports the counts as Prometheus counters; the benchmark
 // (hack/bench) uses the same classification for its own clients.
 package reqcount
 

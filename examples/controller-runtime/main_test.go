@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+)
+
+// TestEmbedLinesAtMostTen counts the lines between the EMBED markers of main.go.
+func TestEmbedLinesAtMostTen(t *testing.T) {
+	n, err := embedLines("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("embedding: %d lines between EMBED-BEGIN and EMBED-END", n)
+	if n == 0 || n > 10 {
+		t.Fatalf("embedding takes %d lines, want 1 to 10", n)
+	}
+}
+
+func embedLines(file string) (int, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	in, n, begins := false, 0, 0
+	for _, l := range strings.Split(string(src), "\n") {
+		switch strings.TrimSpace(l) {
+		case "// EMBED-BEGIN":
+			in, begins = true, begins+1
+		case "// EMBED-END":
+			in = false
+		default:
+			if in {
+				n++
+			}
+		}
+	}
+	if begins != 1 || in {
+		return 0, fmt.Errorf("%s: want exactly one EMBED-BEGIN ... EMBED-END block", file)
+	}
+	return n, nil
+}
+
+// replica is one operator process.
+type replica struct {
+	name, metrics, probes string
+	cmd                   *exec.Cmd
+	log                   *syncBuffer
+	exited                chan error
+}
+
+// TestIntegrationTwoReplicas runs the operator twice against DynamoDB Local and
+// kube-apiserver: one Lease (the manager's), both replicas ready, the leader applies desires
+// and its own controller works beside the applier, with the manager's logger and metrics;
+// SIGTERM of the leader hands over to the other replica, and both exit cleanly.
+func TestIntegrationTwoReplicas(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	ctx := t.Context()
+	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := env.Client.Options().Credentials.Retrieve(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "operator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	start := func(name string) *replica {
+		r := &replica{name: name, metrics: freeAddr(t), probes: freeAddr(t), log: &syncBuffer{}, exited: make(chan error, 1)}
+		r.cmd = exec.Command(bin, "-management-cluster=mc01", "-table-prefix="+env.Prefix, "-namespace="+ns,
+			"-leader-election-namespace="+ns, "-identity="+name, "-metrics-bind-address="+r.metrics,
+			"-health-probe-bind-address="+r.probes, "-leader-election-lease-duration=4s",
+			"-leader-election-renew-deadline=3s", "-leader-election-retry-period=500ms")
+		env := []string{"KUBECONFIG=" + os.Getenv(testenv.EnvKubeconfig), "AWS_REGION=us-east-1",
+			"AWS_ACCESS_KEY_ID=" + creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey,
+			"AWS_ENDPOINT_URL=" + os.Getenv(testenv.EnvDynamoDBEndpoint), "AWS_EC2_METADATA_DISABLED=true"}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+				env = append(env, kv)
+			}
+		}
+		r.cmd.Env = env
+		r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { r.exited <- r.cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = r.cmd.Process.Kill()
+			if t.Failed() {
+				b := r.log.String()
+				t.Logf("%s's log (last 4000 bytes):\n%s", name, b[max(0, len(b)-4000):])
+			}
+		})
+		return r
+	}
+	a, b := start("a"), start("b")
+	for _, r := range []*replica{a, b} {
+		waitFor(t, 60*time.Second, r.name+" ready", func() bool { return r.readyz() == http.StatusOK })
+	}
+	waitFor(t, 30*time.Second, "one leader", func() bool { return a.leader()+b.leader() == 1 })
+	leader, standby := a, b
+	if b.leader() == 1 {
+		leader, standby = b, a
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	leases, err := kc.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Items) != 1 || leases.Items[0].Name != "controller-runtime-example" {
+		t.Fatalf("leases in %s: %v, want only the manager's controller-runtime-example", ns, leaseNames(leases.Items))
+	}
+	if standby.readyz() != http.StatusOK {
+		t.Fatal("the standby is not ready")
+	}
+
+	desire := writer(t, env.Client, env.Prefix, ns)
+	desire("first")
+	waitApplied(t, env.Client, env.Prefix, "first")
+	waitSeenBy(t, kc, ns, "first", leader.name)
+	for _, m := range []string{
+		`kube_applier_reconcile_total{kind="ApplyDesire",management_cluster="mc01",reason="NoErrors"}`,
+		`controller_runtime_reconcile_total{controller="seen-by",result="success"}`,
+	} {
+		if v := leader.metric(m); v < 1 {
+			t.Fatalf("leader's /metrics: %s = %v, want >= 1", m, v)
+		}
+	}
+	if !strings.Contains(leader.log.String(), "kubeapplier\treconciling") {
+		t.Fatal("the applier's lines are not in the manager's log (logger name kubeapplier)")
+	}
+
+	// SIGTERM the leader: it exits 0, the other replica takes over the one Lease.
+	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
+	term := time.Now()
+	select {
+	case err := <-leader.exited:
+		if err != nil {
+			t.Fatalf("%s exited with %v after SIGTERM", leader.name, err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatalf("%s did not exit within 40 s of SIGTERM", leader.name)
+	}
+	waitFor(t, 20*time.Second, standby.name+" leads", func() bool { return standby.leader() == 1 })
+	t.Logf("%s exited %s after SIGTERM; %s leads %s after it", leader.name, "cleanly", standby.name, time.Since(term).Round(10*time.Millisecond))
+	desire("second")
+	waitApplied(t, env.Client, env.Prefix, "second")
+	waitSeenBy(t, kc, ns, "second", standby.name)
+	if standby.readyz() != http.StatusOK {
+		t.Fatal("the new leader is not ready")
+	}
+
+	_ = standby.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-standby.exited:
+		if err != nil {
+			t.Fatalf("%s exited with %v after SIGTERM", standby.name, err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatalf("%s did not exit within 40 s of SIGTERM", standby.name)
+	}
+}
+
+// writer returns a function that writes an ApplyDesire of ConfigMap id in ns.
+func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id string) {
+	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, kubeapplier.TableName(prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	return func(id string) {
+		t.Helper()
+		d := &kubeapplier.ApplyDesire{}
+		d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
+		d.Spec.KubeContent = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"k":"v"}}`, id, ns)}
+		if _, err := specs.Create(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitApplied(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, id string) {
+	t.Helper()
+	status := kubeapplier.NewKubeApplierDBClient(db, prefix, "mc01").ApplyDesireStatus()
+	waitFor(t, 30*time.Second, id+" Successful", func() bool {
+		st, err := status.Get(t.Context(), id)
+		if err != nil {
+			return false
+		}
+		for _, c := range st.Status.Conditions {
+			if c.Type == kubeapplier.ConditionSuccessful {
+				return c.Status == metav1.ConditionTrue
+			}
+		}
+		return false
+	})
+}
+
+func waitSeenBy(t *testing.T, kc kubernetes.Interface, ns, name, want string) {
+	t.Helper()
+	var got string
+	waitFor(t, 30*time.Second, fmt.Sprintf("ConfigMap %s annotated by %s", name, want), func() bool {
+		cm, err := kc.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil {
+			got = cm.Annotations[seenByAnnotation]
+		}
+		return got != ""
+	})
+	if got != want {
+		t.Fatalf("ConfigMap %s seen by %q, want the leader %q", name, got, want)
+	}
+}
+
+func (r *replica) readyz() int {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + r.probes + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// metric returns the value of the /metrics line that starts with series (name and labels).
+func (r *replica) metric(series string) float64 {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return -1
+}
+
+func (r *replica) leader() float64 {
+	return max(0, r.metric(`kube_applier_leader{management_cluster="mc01"}`))
+}
+
+func leaseNames(items []coordinationv1.Lease) []string {
+	var out []string
+	for _, l := range items {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

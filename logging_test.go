@@ -1,0 +1,133 @@
+package kubeapplier
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go/logging"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+// logCapture is a logger at verbosity 4 that keeps every line as "name: message args".
+type logCapture struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *logCapture) logger() logr.Logger { return c.loggerAt(4) }
+
+// loggerAt is logger at verbosity v.
+func (c *logCapture) loggerAt(v int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		c.mu.Lock()
+		c.lines = append(c.lines, prefix+": "+args)
+		c.mu.Unlock()
+	}, funcr.Options{Verbosity: v})
+}
+
+// has reports whether a line contains every one of parts.
+func (c *logCapture) has(parts ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *logCapture) dump() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.lines, "\n")
+}
+
+// TestLogRoute: a logger handed out before Run (names and values included) writes to the
+// logger of Run's context when Options.Log was not set, and keeps Options.Log when it was.
+func TestLogRoute(t *testing.T) {
+	var early, fromCtx logCapture
+	r := newLogRoute(logr.Logger{})
+	l := r.logger().WithName("kubeapplier").WithValues("kind", "ApplyDesire")
+	r.useContext(logr.NewContext(context.Background(), fromCtx.logger()))
+	l.V(1).Info("reconciling", "n", 3)
+	if !fromCtx.has(`kubeapplier: "level"=1 "msg"="reconciling" "kind"="ApplyDesire" "n"=3`) {
+		t.Fatalf("context logger got:\n%s", fromCtx.dump())
+	}
+	fixed := newLogRoute(early.logger())
+	fixed.useContext(logr.NewContext(context.Background(), fromCtx.logger()))
+	fixed.logger().Info("kept")
+	if !early.has(`"msg"="kept"`) || fromCtx.has("kept") {
+		t.Fatal("a set Options.Log was replaced by the context's logger")
+	}
+	if newLogRoute(logr.Logger{}).logger().GetSink() == nil {
+		t.Fatal("no default logger")
+	}
+	// client-go's lines stop at V(7): from V(8) on it logs request and response bodies.
+	var verbose logCapture
+	cg := newLogRoute(verbose.loggerAt(10)).clientGoLogger()
+	cg.V(7).Info("request headers")
+	cg.V(8).Info("response body")
+	if !verbose.has(`"msg"="request headers"`) || verbose.has("response body") {
+		t.Fatalf("client-go logger: want V(7) kept, V(8) dropped; got:\n%s", verbose.dump())
+	}
+}
+
+// TestApplierLogsThroughItsLogger: with Options.Log, and without it with a logger in Run's
+// context, the applier's own lines and client-go's informer lines (the reflectors of the
+// desire informers) reach that logger.
+func TestApplierLogsThroughItsLogger(t *testing.T) {
+	for _, how := range []string{"Options.Log", "Run's context"} {
+		t.Run(how, func(t *testing.T) {
+			var c logCapture
+			_, opts := newOffline(t)
+			opts.Log = logr.Logger{}
+			ctx := context.Background()
+			if how == "Options.Log" {
+				opts.Log = c.logger()
+			} else {
+				ctx = logr.NewContext(ctx, c.logger())
+			}
+			a, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			waitFor(t, 10*time.Second, "leading", a.Leading)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range [][]string{
+				{`"msg"="reconciling"`, `"managementCluster"="mc01"`},
+				{`"msg"="Caches populated"`, `t-mc-mc01-specs-applydesires`}, // client-go's reflector
+			} {
+				if !c.has(want...) {
+					t.Errorf("no line with %q in:\n%s", want, c.dump())
+				}
+			}
+		})
+	}
+}
+
+// TestAWSLogger: the SDK's warnings become info lines of the applier's logger, its debug
+// output V(4) lines.
+func TestAWSLogger(t *testing.T) {
+	var c logCapture
+	l := awsLogger(c.logger())
+	l.Logf(logging.Warn, "response has no %s header", "X-Amz-Crc32")
+	l.Logf(logging.Debug, "request %d", 1)
+	if !c.has(`aws-sdk: "level"=0 "msg"="response has no X-Amz-Crc32 header"`) || !c.has(`aws-sdk: "level"=4 "msg"="request 1"`) {
+		t.Fatalf("got:\n%s", c.dump())
+	}
+}
