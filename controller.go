@@ -211,7 +211,8 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	c.writer.Store(c.newWriter(t))
 	c.fresh.Clear() // a new term reads every status before writing it
 	stopped := make(chan struct{})
-	go func() { <-ctx.Done(); q.ShutDownWithDrain(); close(stopped) }()
+	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
+	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
 	c.enqueueAll(ctx, q)
 	var wg sync.WaitGroup
 	for i := 0; i < c.workers; i++ {

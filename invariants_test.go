@@ -122,8 +122,10 @@ type world struct {
 	failure  string
 }
 
-// instance is one applier process; each of its terms runs an applier of its own.
+// instance is one applier process; each of its terms starts from a fresh List of the specs
+// tables (a consistent Scan after the lease was won), as a new leader does.
 type instance struct {
+	a      *Applier
 	lead   context.CancelFunc // ends its current term
 	done   chan struct{}      // closed when its current term's lead returned
 	valid  atomic.Bool        // its lease is still valid, as it can tell
@@ -227,9 +229,7 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 	w.statusWritten(table, item)
 }
 
-// newApplier builds one term's applier over the world's fakes. A term starts from a fresh
-// List of the specs tables (a consistent Scan after the lease was won), as a new leader does:
-// its cache is never older than what the previous term acted on.
+// newApplier builds an instance's applier over the world's fakes.
 func (w *world) newApplier(in *instance) *Applier {
 	opts := Options{ManagementCluster: "mc01", DynamoDB: w.db, Streams: w.db,
 		Kube: cutKube{KubeClient: w.kube, cut: &in.cut}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
@@ -288,11 +288,13 @@ func (w *world) grant(i int, h handover) {
 	in.valid.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
-	a := w.newApplier(in)
+	if in.a == nil {
+		in.a = w.newApplier(in)
+	}
 	t := term{number: w.term, valid: in.valid.Load, callTimeout: time.Second}
 	go func() {
 		defer close(in.done)
-		a.lead(ctx, t)
+		in.a.lead(ctx, t)
 	}()
 }
 
