@@ -13,8 +13,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,14 +30,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr/testr"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // chaosStack skips unless KAA_CHAOS=1 and returns the stack dir whose components the test may
@@ -526,4 +532,260 @@ func waitAllSuccessful(t *testing.T, e *e2e, n int, since time.Time) time.Durati
 		return false
 	})
 	return took
+}
+
+// tcpProxy forwards connections to target until cut: then it closes every connection it
+// carries and refuses new ones (a process cut off from the apiserver).
+type tcpProxy struct {
+	l      net.Listener
+	target string
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{l: l, target: target}
+	t.Cleanup(func() { l.Close(); p.cutOff() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if p.cut.Load() {
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *tcpProxy) cutOff() {
+	p.cut.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestChaosLeaderLosesAPIServer: the leader reaches the apiserver through a proxy that is cut
+// while DynamoDB stays reachable. The leader cannot renew its lease and steps down; the
+// standby takes over. The status tables' own streams (enabled by the test) record every
+// status write with its applierTerm: after the standby's term began (the Lease's acquireTime),
+// no status written by the old term lands, and every desire converges under the new term.
+func TestChaosLeaderLosesAPIServer(t *testing.T) {
+	chaosStack(t)
+	env := testenv.DynamoDB(t)
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	ctx := context.Background()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	statusTable := TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)
+	if _, err := env.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &statusTable,
+		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewImage}}); err != nil {
+		t.Fatalf("enable the status table's stream (the test's record of every write): %v", err)
+	}
+	creds, err := env.Client.Options().Credentials.Retrieve(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kube-applier-aws")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kube-applier-aws").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// a's kubeconfig points at the proxy.
+	kcPath := os.Getenv(testenv.EnvKubeconfig)
+	kc, err := clientcmd.LoadFromFile(kcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxy *tcpProxy
+	for _, c := range kc.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy = newTCPProxy(t, u.Host)
+		u.Host = proxy.l.Addr().String()
+		c.Server = u.String()
+	}
+	viaProxy := filepath.Join(dir, "kubeconfig-via-proxy")
+	if err := clientcmd.WriteToFile(*kc, viaProxy); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name, kubeconfig string) *proc {
+		p := &proc{name: name, metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)), exited: make(chan error, 1), done: make(chan struct{})}
+		p.log, _ = os.Create(filepath.Join(dir, name+".log"))
+		p.cmd = exec.Command(bin, "--management-cluster=mc01", "--table-prefix="+env.Prefix, "--aws-endpoint-url="+env.Endpoint,
+			"--aws-region=us-east-1", "--kubeconfig="+kubeconfig,
+			"--leader-elect", "--leader-election-namespace="+ns, "--leader-election-id=kaa-cut",
+			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
+			"--metrics-bind-address="+p.metrics, "--health-probe-bind-address=0")
+		p.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=local", "POD_NAME="+name)
+		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.exited <- p.cmd.Wait(); close(p.done) }()
+		t.Cleanup(func() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			if t.Failed() {
+				b, _ := os.ReadFile(p.log.Name())
+				t.Logf("%s log (last 3000 bytes):\n%s", name, b[max(0, len(b)-3000):])
+			}
+		})
+		return p
+	}
+	leading := func(p *proc) bool { return p.metric("kube_applier_leader") == 1 }
+	kube, _ := kubernetes.NewForConfig(cfg)
+	leaseTerm := func() (int64, time.Time) {
+		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "kaa-cut", metav1.GetOptions{})
+		if err != nil || l.Spec.LeaseTransitions == nil || l.Spec.AcquireTime == nil {
+			return 0, time.Time{}
+		}
+		return int64(*l.Spec.LeaseTransitions) + 1, l.Spec.AcquireTime.Time
+	}
+
+	a := start("a", viaProxy)
+	waitFor(t, 30*time.Second, "a leads", func() bool { return leading(a) })
+	termA, _ := leaseTerm()
+	b := start("b", kcPath)
+	waitFor(t, 30*time.Second, "b stands by", func() bool { return b.metric("kube_applier_leader") == 0 })
+
+	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	status := NewTable[*ApplyDesire](env.Client, statusTable)
+	const n = 300
+	write := func(version int) {
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Go(func() {
+				for i := w; i < n; i += 8 {
+					id := fmt.Sprintf("cut-%04d", i)
+					d := applyDesire(id, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"v":"%d"}}`, id, ns, version))
+					if version == 1 {
+						if _, err := specs.Create(ctx, d); err != nil {
+							t.Error(err)
+						}
+						continue
+					}
+					cur, err := specs.Get(ctx, id)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					d.DynamoDBMetadata = cur.DynamoDBMetadata
+					if _, err := specs.Replace(ctx, d); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	write(1)
+	waitFor(t, 60*time.Second, "a applies version 1", func() bool { ok, _ := successfulCount(t, status, 1); return ok == n })
+	// Changes in flight when a loses the apiserver: a keeps reconciling them (its kube calls
+	// fail) until it notices it cannot renew its lease.
+	write(2)
+	proxy.cutOff()
+	cut := time.Now()
+	waitFor(t, 30*time.Second, "b takes over", func() bool { return leading(b) })
+	termB, acquired := leaseTerm()
+	waitFor(t, 2*time.Minute, "every desire Successful at version 2 under b", func() bool {
+		time.Sleep(200 * time.Millisecond)
+		ok, _ := successfulCount(t, status, 2)
+		return ok == n
+	})
+	t.Logf("a (term %d) cut off; b (term %d) leading %s later (acquireTime %s)", termA, termB, time.Since(cut).Round(10*time.Millisecond), acquired.Format(time.RFC3339Nano))
+	if termB <= termA {
+		t.Fatalf("b's term %d is not newer than a's %d", termB, termA)
+	}
+
+	// Every status write, from the status table's stream.
+	var byA, byAAfter, byB int
+	for _, img := range streamImages(t, env.Client, env.Streams, statusTable) {
+		n, ok := img[attrApplierTerm].(*streamtypes.AttributeValueMemberN)
+		u, ok2 := img["updateTime"].(*streamtypes.AttributeValueMemberS)
+		if !ok || !ok2 {
+			t.Errorf("a status write without applierTerm or updateTime: %v", img)
+			continue
+		}
+		written, _ := time.Parse(time.RFC3339Nano, u.Value)
+		switch n.Value {
+		case strconv.FormatInt(termA, 10):
+			byA++
+			if written.After(acquired) {
+				byAAfter++
+				t.Errorf("status %v written by the old term %d at %s, after the new term began at %s", img["documentID"], termA, written.Format(time.RFC3339Nano), acquired.Format(time.RFC3339Nano))
+			}
+		case strconv.FormatInt(termB, 10):
+			byB++
+		}
+	}
+	t.Logf("status writes: %d by term %d (a), %d by term %d (b); %d by a after b began", byA, termA, byB, termB, byAAfter)
+	if byB == 0 {
+		t.Fatal("no status write by b recorded: the stream of the status table recorded nothing")
+	}
+}
+
+// streamImages reads every record of table's stream from the beginning and returns the
+// NewImage of each INSERT and MODIFY, in order per shard.
+func streamImages(t *testing.T, db *dynamodb.Client, st *dynamodbstreams.Client, table string) []map[string]streamtypes.AttributeValue {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: desc.Table.LatestStreamArn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]streamtypes.AttributeValue
+	for _, sh := range shards.StreamDescription.Shards {
+		it, err := st.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: desc.Table.LatestStreamArn,
+			ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		iter := it.ShardIterator
+		for iter != nil {
+			recs, err := st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs.Records {
+				if r.Dynamodb != nil && r.Dynamodb.NewImage != nil {
+					out = append(out, r.Dynamodb.NewImage)
+				}
+			}
+			if len(recs.Records) == 0 {
+				break // an open shard read to its current end
+			}
+			iter = recs.NextShardIterator
+		}
+	}
+	return out
 }
