@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// DefaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
+// defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
 // delay of its own (a DeleteDesire waiting for finalizers) is reconciled again.
-const DefaultRecheck = 5 * time.Second
+const defaultRecheck = 5 * time.Second
 
 // controller runs one desire type: informer events -> workqueue -> reconcile -> verdict ->
 // status write. It alone turns a verdict into conditions, status fields and a requeue.
@@ -68,10 +68,10 @@ type controllerConfig[T Desire] struct {
 
 func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
 	if cfg.recheck <= 0 {
-		cfg.recheck = DefaultRecheck
+		cfg.recheck = defaultRecheck
 	}
 	if cfg.reconcileTime <= 0 {
-		cfg.reconcileTime = DefaultReconcileTimeout
+		cfg.reconcileTime = defaultReconcileTimeout
 	}
 	c := &controller[T]{controllerConfig: cfg}
 	c.newQueue()
@@ -84,8 +84,8 @@ func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
 // write with t's number (when the table supports it), and it writes only while t is valid.
 func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 	crud := c.statusCRUD
-	if f, ok := crud.(interface{ Fenced(int64) ResourceCRUD[T] }); ok && t.number > 0 {
-		crud = f.Fenced(t.number)
+	if f, ok := crud.(interface{ fencedBy(int64) ResourceCRUD[T] }); ok && t.number > 0 {
+		crud = f.fencedBy(t.number)
 	}
 	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs}
 }
@@ -308,7 +308,7 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	}
 	result, written, err := c.writer.Load().write(ctx, d, v, fresh)
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, errFenced) {
 		// Another term owns this status now: this one must not retry it.
 		c.log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
 		return Verdict{reason: "Fenced", again: lookNever}, nil
@@ -369,7 +369,7 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 	c.waitingKind.Delete(id)
 	err := c.writer.Load().delete(ctx, id)
 	switch {
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, errFenced):
 		return Verdict{reason: "Fenced", again: lookNever}, nil
 	case err != nil && !IsNotFoundError(err):
 		return Verdict{reason: "StatusDeleteFailed", again: lookBackoff}, err

@@ -81,12 +81,12 @@ func NewTable[T Desire](api DynamoDBAPI, tableName string) *Table[T] {
 // Name returns the table name.
 func (t *Table[T]) Name() string { return t.name }
 
-// Fenced returns a client of the same table whose writes belong to leadership term term (a
+// fencedBy returns a client of the same table whose writes belong to leadership term term (a
 // number that only grows, see Options.LeaderElection): each written item carries it in the
 // attribute applierTerm, and Replace and Delete are conditional on the stored item's term
 // being at most term, so DynamoDB itself refuses a write of an older term over one of a newer
-// term (ErrFenced), even for the same spec version.
-func (t *Table[T]) Fenced(term int64) ResourceCRUD[T] {
+// term (errFenced), even for the same spec version.
+func (t *Table[T]) fencedBy(term int64) ResourceCRUD[T] {
 	c := *t
 	c.term, c.fenced = term, true
 	return &c
@@ -222,7 +222,7 @@ func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
 	cond := t.fence(expression.Name(attrVersion).Equal(expression.Value(expected)))
 	if err := t.put(ctx, d, cond); err != nil {
 		if t.fencedOut(err) {
-			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, ErrFenced, err)
+			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, errFenced, err)
 		}
 		if isConditionalCheckFailed(err) {
 			return zero, fmt.Errorf("replace %s in %s at version %d: %w: %w", m.DocumentID, t.name, expected, ErrPreconditionFailed, err)
@@ -267,7 +267,7 @@ func (t *Table[T]) Delete(ctx context.Context, id string) error {
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	if err != nil {
 		if t.fencedOut(err) {
-			return fmt.Errorf("delete %s from %s: %w: %w", id, t.name, ErrFenced, err)
+			return fmt.Errorf("delete %s from %s: %w: %w", id, t.name, errFenced, err)
 		}
 		if isConditionalCheckFailed(err) {
 			return fmt.Errorf("delete %s from %s: %w", id, t.name, ErrNotFound)

@@ -340,22 +340,22 @@ func TestIntegrationFencedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*Table[*ApplyDesire])
-	term3, term2, term4 := st.Fenced(3), st.Fenced(2), st.Fenced(4)
+	term3, term2, term4 := st.fencedBy(3), st.fencedBy(2), st.fencedBy(4)
 	created, err := term3.Create(ctx, sampleApply("f1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := term2.Replace(ctx, created); !errors.Is(err, ErrFenced) || IsPreconditionFailedError(err) {
+	if _, err := term2.Replace(ctx, created); !errors.Is(err, errFenced) || IsPreconditionFailedError(err) {
 		t.Fatalf("older term's replace at the current version: %v, want ErrFenced", err)
 	}
-	if err := term2.Delete(ctx, "f1"); !errors.Is(err, ErrFenced) {
+	if err := term2.Delete(ctx, "f1"); !errors.Is(err, errFenced) {
 		t.Fatalf("older term's delete: %v, want ErrFenced", err)
 	}
 	again, err := term3.Replace(ctx, created)
 	if err != nil {
 		t.Fatalf("same term's replace: %v", err)
 	}
-	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, ErrFenced) {
+	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, errFenced) {
 		t.Fatalf("newer term at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	newest, err := term4.Replace(ctx, again)
@@ -370,7 +370,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if n, ok := item.Item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
 		t.Fatalf("applierTerm = %v, want 4", item.Item[attrApplierTerm])
 	}
-	if _, err := term3.Replace(ctx, newest); !errors.Is(err, ErrFenced) {
+	if _, err := term3.Replace(ctx, newest); !errors.Is(err, errFenced) {
 		t.Fatalf("term 3 after term 4 wrote: %v, want ErrFenced", err)
 	}
 	if err := term4.Delete(ctx, "f1"); err != nil {

@@ -26,22 +26,22 @@ import (
 // Defaults of Options.
 const (
 	DefaultFieldManager   = "gcp-hcp-kube-applier"
-	DefaultApplyResync    = 10 * time.Minute
-	DefaultDeleteResync   = 60 * time.Second
-	DefaultReadResync     = 60 * time.Second
+	defaultApplyResync    = 10 * time.Minute
+	defaultDeleteResync   = 60 * time.Second
+	defaultReadResync     = 60 * time.Second
 	DefaultWorkers        = 16
 	DefaultKubeQPS        = 200
 	DefaultKubeBurst      = 400
-	DefaultMaxRetryDelay  = 30 * time.Second
+	defaultMaxRetryDelay  = 30 * time.Second
 	DefaultLeaseDuration  = 15 * time.Second
 	DefaultRenewDeadline  = 10 * time.Second
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultLeaseName      = "kube-applier-aws"
 	DefaultLeaseNamespace = "kube-system"
-	// DefaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
-	DefaultCallTimeout = 10 * time.Second
-	// DefaultReconcileTimeout bounds one reconcile with its status write.
-	DefaultReconcileTimeout = 30 * time.Second
+	// defaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
+	defaultCallTimeout = 10 * time.Second
+	// defaultReconcileTimeout bounds one reconcile with its status write.
+	defaultReconcileTimeout = 30 * time.Second
 )
 
 // Options configures an Applier. Only ManagementCluster and a way to reach the cluster
@@ -207,12 +207,12 @@ func (o *Options) setDefaults() {
 	setDefault(&o.Workers, DefaultWorkers)
 	setDefault(&o.KubeQPS, DefaultKubeQPS)
 	setDefault(&o.KubeBurst, DefaultKubeBurst)
-	setDefault(&o.ApplyResync, DefaultApplyResync)
-	setDefault(&o.DeleteResync, DefaultDeleteResync)
-	setDefault(&o.ReadResync, DefaultReadResync)
-	setDefault(&o.MaxRetryDelay, DefaultMaxRetryDelay)
-	setDefault(&o.CallTimeout, DefaultCallTimeout)
-	setDefault(&o.ReconcileTimeout, DefaultReconcileTimeout)
+	setDefault(&o.ApplyResync, defaultApplyResync)
+	setDefault(&o.DeleteResync, defaultDeleteResync)
+	setDefault(&o.ReadResync, defaultReadResync)
+	setDefault(&o.MaxRetryDelay, defaultMaxRetryDelay)
+	setDefault(&o.CallTimeout, defaultCallTimeout)
+	setDefault(&o.ReconcileTimeout, defaultReconcileTimeout)
 	setDefault(&o.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&o.RenewDeadline, DefaultRenewDeadline)
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)

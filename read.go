@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// DefaultWatchSyncTimeout bounds how long a target watch may stay unsynced without an error
+// defaultWatchSyncTimeout bounds how long a target watch may stay unsynced without an error
 // before the desires it serves report KubeAPIError.
-const DefaultWatchSyncTimeout = 30 * time.Second
+const defaultWatchSyncTimeout = 30 * time.Second
 
 // readReconciler mirrors each ReadDesire's target into its status. Targets are observed
 // through the shared metadata-only watches; when a target's resourceVersion changes, the
@@ -41,7 +41,7 @@ type fetchedObject struct {
 
 func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
 	if syncTimeout <= 0 {
-		syncTimeout = DefaultWatchSyncTimeout
+		syncTimeout = defaultWatchSyncTimeout
 	}
 	return &readReconciler{kube: kube, targets: targets, redaction: redaction, watches: watches,
 		syncTimeout: syncTimeout, fetched: map[string]*fetchedObject{}}

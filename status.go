@@ -97,26 +97,26 @@ func withTerm(ctx context.Context, t term) context.Context {
 	return context.WithValue(ctx, termKey{}, t)
 }
 
-// termValid returns ErrFenced when ctx carries a term that may be over: a leader that may have
+// termValid returns errFenced when ctx carries a term that may be over: a leader that may have
 // lost its lease does not change the cluster any more than it writes a status.
 func termValid(ctx context.Context) error {
 	if t, ok := ctx.Value(termKey{}).(term); ok && t.valid != nil && !t.valid() {
-		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, ErrFenced)
+		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
 	}
 	return nil
 }
 
 // unelected is the term of an Applier without leader election.
-var unelected = term{callTimeout: DefaultCallTimeout}
+var unelected = term{callTimeout: defaultCallTimeout}
 
-// call returns the context of one status call, or ErrFenced when the term may be over.
+// call returns the context of one status call, or errFenced when the term may be over.
 func (t term) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if t.valid != nil && !t.valid() {
-		return nil, nil, fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, ErrFenced)
+		return nil, nil, fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
 	}
 	timeout := t.callTimeout
 	if timeout <= 0 {
-		timeout = DefaultCallTimeout
+		timeout = defaultCallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	return cctx, cancel, nil

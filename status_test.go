@@ -237,7 +237,7 @@ func TestOversizeSpecFieldsGiveAShortStatus(t *testing.T) {
 func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	db := newMemDB()
 	valid := true
-	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status").Fenced(3), now: fixedClock,
+	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status").fencedBy(3), now: fixedClock,
 		term: term{number: 3, valid: func() bool { return valid }, callTimeout: time.Second}}
 	ctx := context.Background()
 	if _, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
@@ -246,17 +246,17 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	valid = false
 	calls := db.CallCounts()
 	_, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("cut off")), false)
-	if !errors.Is(err, ErrFenced) {
-		t.Fatalf("write after the term ended: %v, want ErrFenced", err)
+	if !errors.Is(err, errFenced) {
+		t.Fatalf("write after the term ended: %v, want errFenced", err)
 	}
-	if err := w.delete(ctx, "a"); !errors.Is(err, ErrFenced) {
-		t.Fatalf("delete after the term ended: %v, want ErrFenced", err)
+	if err := w.delete(ctx, "a"); !errors.Is(err, errFenced) {
+		t.Fatalf("delete after the term ended: %v, want errFenced", err)
 	}
 	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
 		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
 	}
-	if err := termValid(withTerm(ctx, w.term)); !errors.Is(err, ErrFenced) {
-		t.Fatalf("termValid = %v, want ErrFenced for cluster changes too", err)
+	if err := termValid(withTerm(ctx, w.term)); !errors.Is(err, errFenced) {
+		t.Fatalf("termValid = %v, want errFenced for cluster changes too", err)
 	}
 }
 

@@ -1,0 +1,371 @@
+package kubeapplier_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
+)
+
+// The verdict constructors read like the reasons table: what a reconciler (or a wrapper of
+// one) returns, and the Successful/Degraded conditions the controller writes for it.
+func ExampleVerdict() {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, v := range []kubeapplier.Verdict{
+		kubeapplier.Applied(3, "applied ConfigMap demo/settings"),
+		kubeapplier.Gone("configmaps/v1 demo/old is gone"),
+		kubeapplier.Mirrored([]byte(`{"kind":"ConfigMap"}`), "mirrored at resourceVersion 42"),
+		kubeapplier.Absent("configmaps/v1 demo/missing does not exist"),
+		kubeapplier.WaitingForDeletion("waiting for finalizers: example.com/hold"),
+		kubeapplier.Refused(kubeapplier.ReasonTargetConflict, "ApplyDesire 7b1f… keeps the object"),
+		kubeapplier.NotYet(kubeapplier.ReasonKindNotServed, "kind example.com/v1, Kind=Widget is not known to the cluster"),
+		kubeapplier.Transient(kubeapplier.ReasonKubeAPIError, errors.New("etcdserver: request timed out")),
+	} {
+		c := v.Conditions(1, now)
+		if v.Successful() != (c[0].Status == "True") || v.Degraded() != (c[1].Status == "True") {
+			fmt.Println("accessors disagree with the conditions:", v)
+		}
+		fmt.Printf("%-18s Successful=%s Degraded=%s\n", c[0].Reason, c[0].Status, c[1].Status)
+	}
+	p := kubeapplier.Pending(200 * time.Millisecond)
+	fmt.Println(p.IsPending(), p.Conditions(1, now) == nil, p.After(time.Second).IsPending())
+	// Output:
+	// NoErrors           Successful=True Degraded=False
+	// NoErrors           Successful=True Degraded=False
+	// NoErrors           Successful=True Degraded=False
+	// NotFound           Successful=True Degraded=False
+	// WaitingForDeletion Successful=False Degraded=False
+	// TargetConflict     Successful=False Degraded=False
+	// KindNotServed      Successful=False Degraded=False
+	// KubeAPIError       Successful=False Degraded=True
+	// true true true
+}
+
+// A backend computes the documentID of a desire for one object the way the applier does, and
+// checks an item's size against DynamoDB's limit before writing it.
+func ExampleDesireID() {
+	t := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "settings"}
+	fmt.Println(kubeapplier.DesireIDNamespace)
+	fmt.Println(kubeapplier.DesireID("task-1", t))
+	d := &kubeapplier.ApplyDesire{}
+	d.DocumentID, d.Spec.ManagementCluster = kubeapplier.DesireID("task-1", t), "mc01"
+	item, _ := kubeapplier.EncodeItem(d)
+	fmt.Println(kubeapplier.ItemSize(item) <= kubeapplier.MaxItemSize)
+	// Output:
+	// 6f1f3c63-5a0d-4c1e-9a55-2f1a8b8d0c3e
+	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7
+	// true
+}
+
+// TestTablesFromOutside: the typed tables as a backend or a tool uses them, and every sentinel
+// error they return, tested with errors.Is/As.
+func TestTablesFromOutside(t *testing.T) {
+	ctx := context.Background()
+	db := dynamofake.New()
+	var client *kubeapplier.KubeApplierDBClient = kubeapplier.NewKubeApplierDBClient(db, "p-", "mc01")
+	var (
+		status kubeapplier.ResourceCRUD[*kubeapplier.ApplyDesire] = client.ApplyDesireStatus()
+		specs  kubeapplier.SpecReader[*kubeapplier.ApplyDesire]   = client.ApplyDesireSpecs()
+	)
+	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a"},
+		Status: kubeapplier.ApplyDesireStatus{AppliedResourceGeneration: 2}}
+	created, err := status.Create(ctx, d)
+	if err != nil || created.Version != 1 {
+		t.Fatalf("Create = %v, %v", created, err)
+	}
+	if _, err := status.Create(ctx, d); !errors.Is(err, kubeapplier.ErrAlreadyExists) || !kubeapplier.IsAlreadyExistsError(err) {
+		t.Fatalf("second Create: %v", err)
+	}
+	if _, err := status.Replace(ctx, d); !errors.Is(err, kubeapplier.ErrPreconditionFailed) || !kubeapplier.IsPreconditionFailedError(err) {
+		t.Fatalf("stale Replace: %v", err)
+	}
+	if _, err := specs.Get(ctx, "a"); !errors.Is(err, kubeapplier.ErrNotFound) || !kubeapplier.IsNotFoundError(err) {
+		t.Fatalf("Get of a missing spec: %v", err)
+	}
+	ids, err := status.ListIDs(ctx)
+	if err != nil || len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("ListIDs = %v, %v", ids, err)
+	}
+	// Every desire kind answers the Desire interface a generic tool uses.
+	for _, k := range []kubeapplier.Desire{created, &kubeapplier.DeleteDesire{}, &kubeapplier.ReadDesire{}} {
+		k.Common().ClusterID = "hc1"
+		if k.Common().ClusterID != "hc1" || k.StatusCommon().ObservedSpecVersion() != 0 || k.Meta() == nil || k.Kind() == "" {
+			t.Fatalf("%T does not answer the Desire interface", k)
+		}
+	}
+	big := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "big"},
+		Status: kubeapplier.ReadDesireStatus{KubeContent: &runtime.RawExtension{Raw: []byte(`"` + strings.Repeat("x", kubeapplier.MaxItemSize) + `"`)}}}
+	_, err = client.ReadDesireStatus().Create(ctx, big)
+	var tooLarge *kubeapplier.ItemTooLargeError
+	if !errors.Is(err, kubeapplier.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != kubeapplier.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
+		t.Fatalf("oversize Create: %v", err)
+	}
+	del := &kubeapplier.DeleteDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "d"}, Status: kubeapplier.DeleteDesireStatus{}}
+	if _, err := client.DeleteDesireStatus().Create(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.DeleteDesireStatus().Delete(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.ReadDesireSpecs().List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.DeleteDesireSpecs().List(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInformersFromOutside: the specs-table informers on their own (NewKubeApplierInformers),
+// with the start-up checks' sentinel errors.
+func TestInformersFromOutside(t *testing.T) {
+	db := dynamofake.New()
+	for _, k := range kubeapplier.DesireKinds {
+		db.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+	}
+	opts := kubeapplier.StreamOptions{PollInterval: 5 * time.Millisecond}
+	var infs *kubeapplier.KubeApplierInformers = kubeapplier.NewKubeApplierInformers(db, db, "", "mc01", opts)
+	if err := infs.CheckStreams(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	infs.Start(ctx)
+	if err := infs.WaitForSync(ctx); err != nil || !infs.HasSynced() {
+		t.Fatalf("WaitForSync: %v", err)
+	}
+	var apply *kubeapplier.DesireInformer[*kubeapplier.ApplyDesire] = infs.ApplyDesires
+	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "x"}}
+	if _, err := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, apply.Table()).Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var lister kubeapplier.DesireLister[*kubeapplier.ApplyDesire] = apply.Lister
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if got, err := lister.Get("x"); err == nil && got.Version == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the informer did not deliver the new spec")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(infs.Informers()); n != 3 {
+		t.Fatalf("Informers() = %d, want 3", n)
+	}
+
+	missing := kubeapplier.NewKubeApplierInformers(dynamofake.New(), dynamofake.New(), "none-", "mc01", opts)
+	if err := missing.CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrTableNotFound) {
+		t.Fatalf("CheckStreams without tables: %v", err)
+	}
+	noStream := dynamofake.New()
+	for _, k := range kubeapplier.DesireKinds {
+		noStream.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
+	}
+	if err := kubeapplier.NewKubeApplierInformers(noStream, noStream, "", "mc01", opts).CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrStreamNotConfigured) {
+		t.Fatalf("CheckStreams with a KEYS_ONLY stream: %v", err)
+	}
+}
+
+// recordingKube is a KubeClient of the caller's own: Options.Kube takes it.
+type recordingKube struct {
+	kubeapplier.KubeClient
+	deletes []string
+}
+
+func (k *recordingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+	k.deletes = append(k.deletes, ns+"/"+name)
+	return k.KubeClient.Delete(ctx, gvr, ns, name, uid)
+}
+
+// TestOptionsFromOutside: New refuses bad Options with ErrInvalidOptions and takes the
+// caller's own KubeClient, StreamOptions and SecretRedaction; a DeleteDesire wrapper can
+// delegate to NewDeleteReconciler over any KubeClient.
+func TestOptionsFromOutside(t *testing.T) {
+	if _, err := kubeapplier.New(kubeapplier.Options{}); !errors.Is(err, kubeapplier.ErrInvalidOptions) {
+		t.Fatalf("New(Options{}) = %v, want ErrInvalidOptions", err)
+	}
+	db := dynamofake.New()
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	kube := &recordingKube{KubeClient: kubeapplier.DynamicKube{Client: dyn}}
+	wrapped := false
+	_, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: "mc01", DynamoDB: db, Streams: db,
+		DynamicClient: dyn, RESTMapper: mapper, Kube: kube,
+		Stream:          kubeapplier.StreamOptions{PollInterval: 100 * time.Millisecond},
+		SecretRedaction: kubeapplier.SecretRedaction{AllowKeys: []string{"ca.crt"}},
+		Reconcilers: kubeapplier.ReconcilerWrappers{Delete: func(def kubeapplier.Reconciler[*kubeapplier.DeleteDesire]) kubeapplier.Reconciler[*kubeapplier.DeleteDesire] {
+			wrapped = true
+			return def
+		}}})
+	if err != nil || !wrapped {
+		t.Fatalf("New with the caller's clients: %v (wrapper called %v)", err, wrapped)
+	}
+	// The default DeleteDesire reconciler over the caller's KubeClient.
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("v1")
+	obj.SetKind("ConfigMap")
+	obj.SetName("old")
+	obj.SetNamespace("default")
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := dyn.Resource(cm).Namespace("default").Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := kubeapplier.NewDeleteReconciler(kube, restMapper{mapper}, nil)
+	d := &kubeapplier.DeleteDesire{}
+	d.Spec.TargetItem = kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "old"}
+	if v := r.Reconcile(context.Background(), d); !v.Successful() || v.Reason() != kubeapplier.ReasonNoErrors || len(kube.deletes) != 1 {
+		t.Fatalf("delete = %v, deletes %v", v, kube.deletes)
+	}
+	if got := kubeapplier.RedactedValue; got != base64.StdEncoding.EncodeToString([]byte("REDACTED")) {
+		t.Fatalf("RedactedValue = %q", got)
+	}
+}
+
+// restMapper makes a plain RESTMapper resettable (a cache the caller owns).
+type restMapper struct{ meta.RESTMapper }
+
+func (restMapper) Reset() {}
+
+// TestParseKubeContentFromOutside: ParseKubeContent's refusals are *PreCheckError.
+func TestParseKubeContentFromOutside(t *testing.T) {
+	_, err := kubeapplier.ParseKubeContent(&runtime.RawExtension{Raw: []byte(`{"kind":"ConfigMap"}`)})
+	var pc *kubeapplier.PreCheckError
+	if !errors.As(err, &pc) || !strings.Contains(pc.Message, "missing apiVersion") {
+		t.Fatalf("ParseKubeContent = %v, want a *PreCheckError", err)
+	}
+}
+
+// interfaceMethods are exported methods that exist to satisfy an interface a caller hands
+// the value to (runtime.Object, metav1.ObjectMetaAccessor, error, fmt.Stringer,
+// controller-runtime's manager.Runnable, LeaderElectionRunnable and WarmupRunnable): their
+// outside use is the interface's.
+var interfaceMethods = map[string]bool{"DeepCopyObject": true, "GetObjectKind": true, "GetObjectMeta": true,
+	"Error": true, "Is": true, "String": true, "Start": true, "NeedLeaderElection": true, "Warmup": true}
+
+// TestEveryExportHasAnOutsideUse: every exported identifier of the package is used from
+// outside it: by cmd/, examples/, hack/ or a test of package kubeapplier_test. An export
+// without such a use should be unexported (or shown in use).
+func TestEveryExportHasAnOutsideUse(t *testing.T) {
+	fset := token.NewFileSet()
+	files, _ := filepath.Glob("*.go")
+	var outside strings.Builder
+	exports := map[string]string{} // name -> file
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, "_test.go") {
+			if strings.HasPrefix(string(src), "package kubeapplier_test") || strings.Contains(string(src), "\npackage kubeapplier_test") {
+				outside.Write(src)
+			}
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			for _, name := range exportedNames(d) {
+				exports[name] = f
+			}
+		}
+	}
+	for _, dir := range []string{"cmd", "examples", "hack"} {
+		_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && strings.HasSuffix(path, ".go") {
+				b, _ := os.ReadFile(path)
+				outside.Write(b)
+			}
+			return nil
+		})
+	}
+	text := outside.String()
+	var unused []string
+	for name, file := range exports {
+		pattern := `kubeapplier\.` + regexp.QuoteMeta(name) + `\b`
+		if _, method, ok := strings.Cut(name, "."); ok {
+			if interfaceMethods[method] {
+				continue
+			}
+			pattern = `\.` + regexp.QuoteMeta(method) + `\b`
+		}
+		if !regexp.MustCompile(pattern).MatchString(text) {
+			unused = append(unused, name+" ("+file+")")
+		}
+	}
+	if len(unused) > 0 {
+		t.Fatalf("exported without an outside use: %s", strings.Join(unused, ", "))
+	}
+	t.Logf("%d exported identifiers, each used from outside the package", len(exports))
+}
+
+// exportedNames returns the exported names a declaration adds: "Name" or "Type.Method".
+func exportedNames(d ast.Decl) []string {
+	var out []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if !d.Name.IsExported() {
+			return nil
+		}
+		if d.Recv == nil {
+			return []string{d.Name.Name}
+		}
+		t := d.Recv.List[0].Type
+		for {
+			switch x := t.(type) {
+			case *ast.StarExpr:
+				t = x.X
+				continue
+			case *ast.IndexExpr:
+				t = x.X
+				continue
+			case *ast.IndexListExpr:
+				t = x.X
+				continue
+			}
+			break
+		}
+		if id, ok := t.(*ast.Ident); ok && id.IsExported() {
+			out = append(out, id.Name+"."+d.Name.Name)
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() {
+					out = append(out, s.Name.Name)
+				}
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() {
+						out = append(out, n.Name)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
