@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -231,44 +230,4 @@ func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logg
 		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
 	}
 	return d, true
-}
-
-// fromStreamItem converts a Streams image to the DynamoDB types the codec reads; the two SDK
-// packages declare identical but distinct AttributeValue streamtypes.
-func fromStreamItem(in map[string]streamtypes.AttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(in))
-	for k, v := range in {
-		out[k] = fromStreamAV(v)
-	}
-	return out
-}
-
-func fromStreamAV(v streamtypes.AttributeValue) types.AttributeValue {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return &types.AttributeValueMemberS{Value: v.Value}
-	case *streamtypes.AttributeValueMemberN:
-		return &types.AttributeValueMemberN{Value: v.Value}
-	case *streamtypes.AttributeValueMemberB:
-		return &types.AttributeValueMemberB{Value: v.Value}
-	case *streamtypes.AttributeValueMemberBOOL:
-		return &types.AttributeValueMemberBOOL{Value: v.Value}
-	case *streamtypes.AttributeValueMemberNULL:
-		return &types.AttributeValueMemberNULL{Value: v.Value}
-	case *streamtypes.AttributeValueMemberSS:
-		return &types.AttributeValueMemberSS{Value: v.Value}
-	case *streamtypes.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: v.Value}
-	case *streamtypes.AttributeValueMemberBS:
-		return &types.AttributeValueMemberBS{Value: v.Value}
-	case *streamtypes.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			l[i] = fromStreamAV(e)
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case *streamtypes.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: fromStreamItem(v.Value)}
-	}
-	return &types.AttributeValueMemberNULL{Value: true}
 }

@@ -2,10 +2,8 @@ package kubeapplier
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
-	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 )
@@ -122,17 +120,4 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 	c := *s
 	c.depth += depth
 	return &c
-}
-
-// awsLogger adapts log for the AWS SDK clients the applier builds: warnings (e.g. a response
-// without the checksum header it expected) are info lines, the SDK's debug output shows from V(4).
-func awsLogger(log logr.Logger) logging.Logger {
-	log = log.WithName("aws-sdk")
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		if c == logging.Warn {
-			log.Info(fmt.Sprintf(format, v...))
-			return
-		}
-		log.V(4).Info(fmt.Sprintf(format, v...))
-	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+
 	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -124,7 +126,7 @@ func TestApplierLogsThroughItsLogger(t *testing.T) {
 // output V(4) lines.
 func TestAWSLogger(t *testing.T) {
 	var c logCapture
-	l := awsLogger(c.logger())
+	l := awslog.New(c.logger())
 	l.Logf(logging.Warn, "response has no %s header", "X-Amz-Crc32")
 	l.Logf(logging.Debug, "request %d", 1)
 	if !c.has(`aws-sdk: "level"=0 "msg"="response has no X-Amz-Crc32 header"`) || !c.has(`aws-sdk: "level"=4 "msg"="request 1"`) {

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -238,7 +240,7 @@ func (o *Options) completeDynamoDB() error {
 			}
 			o.AWSConfig = &cfg
 		}
-		sdkLog := awsLogger(o.Log)
+		sdkLog := awslog.New(o.Log)
 		db := dynamodb.NewFromConfig(*o.AWSConfig, func(c *dynamodb.Options) {
 			c.Logger = sdkLog
 			// An endpoint of its own is DynamoDB Local here (as the binary's --aws-endpoint-url):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -606,7 +607,13 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	if img == nil {
 		img = r.Dynamodb.Keys
 	}
-	d, ok := decodeLenient[T](fromStreamItem(img), w.lw.opts.Log)
+	// The two SDK packages declare identical but distinct AttributeValue types.
+	item, err := attributevalue.FromDynamoDBStreamsMap(img)
+	if err != nil {
+		w.lw.opts.Log.Error(err, "dropping a stream record whose image has an attribute of an unknown type", "table", w.lw.table)
+		return nil
+	}
+	d, ok := decodeLenient[T](item, w.lw.opts.Log)
 	if !ok {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -12,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 )
 
 // newDynamoDBClient builds a DynamoDB client from the AWS SDK's default configuration chain
@@ -30,7 +31,7 @@ func newDynamoDBClient(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI
 	if cfg.Region == "" {
 		return nil, usageErrorf("no AWS region: set --aws-region, the context's aws-region, or AWS_REGION")
 	}
-	cfg.Logger = logs.AWS(logr.FromContextOrDiscard(ctx))
+	cfg.Logger = awslog.New(logr.FromContextOrDiscard(ctx))
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/go-logr/logr"
@@ -96,7 +98,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	awsCfg.Logger = logs.AWS(log)
+	awsCfg.Logger = awslog.New(log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The library counts its own requests (kube_applier_dynamodb_requests_total,

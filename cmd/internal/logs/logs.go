@@ -8,11 +8,9 @@
 package logs
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 
-	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
@@ -30,17 +28,4 @@ func Setup(w io.Writer, v int) logr.Logger {
 	// itself, which checks its verbosity on its own.
 	klog.SetLoggerWithOptions(log, klog.ContextualLogger(true))
 	return log
-}
-
-// AWS adapts log for the AWS SDK (aws.Config.Logger): its warnings are info lines, anything
-// else (debug, only logged when aws.Config.ClientLogMode asks for it) shows from -v 4.
-func AWS(log logr.Logger) logging.Logger {
-	log = log.WithName("aws-sdk")
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		if c == logging.Warn {
-			log.Info(fmt.Sprintf(format, v...))
-			return
-		}
-		log.V(4).Info(fmt.Sprintf(format, v...))
-	})
 }

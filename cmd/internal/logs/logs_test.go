@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+
 	"github.com/aws/smithy-go/logging"
 	"k8s.io/klog/v2"
 )
@@ -28,7 +30,7 @@ func logAll(v int) string {
 	klog.V(6).Info("klog v6 GET https://apiserver/api")
 	klog.FromContext(context.Background()).V(4).Info("contextual v4")
 	klog.Errorf("klog error")
-	aws := AWS(log)
+	aws := awslog.New(log)
 	aws.Logf(logging.Warn, "sdk %s", "warning")
 	aws.Logf(logging.Debug, "sdk debug")
 	klog.Flush()
