@@ -109,27 +109,24 @@ func termValid(ctx context.Context) error {
 // unelected is the term of an Applier without leader election.
 var unelected = term{callTimeout: defaultCallTimeout}
 
-// call returns the context of one status call, or errFenced when the term may be over.
-func (t term) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// do runs one status call within the term: errFenced, without calling, when the term may be
+// over; else call under the term's call deadline.
+func (t term) do(ctx context.Context, call func(context.Context) error) error {
 	if t.valid != nil && !t.valid() {
-		return nil, nil, fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
+		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
 	}
 	timeout := t.callTimeout
 	if timeout <= 0 {
 		timeout = defaultCallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	return cctx, cancel, nil
+	defer cancel()
+	return call(cctx)
 }
 
 // delete removes the status id within the term.
 func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
-	cctx, cancel, err := w.term.call(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return w.crud.Delete(cctx, id)
+	return w.term.do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
 }
 
 // write stores the status of spec under verdict v. createFirst (a desire just created in the
@@ -206,45 +203,40 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 // current reads the stored status of id. A status item that does not decode (written by
 // something else, or damaged) is deleted so the write replaces it: it answers nothing.
 func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, error) {
-	var zero T
-	cctx, cancel, err := w.term.call(ctx)
-	if err != nil {
-		return zero, false, err
-	}
-	defer cancel()
-	cur, err := w.crud.Get(cctx, id)
-	switch {
-	case err == nil:
-		return cur, true, nil
-	case IsNotFoundError(err):
-		return zero, false, nil
-	case errors.Is(err, ErrInvalidItem):
-		if derr := w.crud.Delete(cctx, id); derr != nil && !IsNotFoundError(derr) {
-			return zero, false, fmt.Errorf("deleting the undecodable status %s: %w", id, derr)
+	var (
+		cur   T
+		found bool
+	)
+	err := w.term.do(ctx, func(ctx context.Context) error {
+		var err error
+		cur, err = w.crud.Get(ctx, id)
+		switch {
+		case err == nil:
+			found = true
+		case IsNotFoundError(err):
+			err = nil
+		case errors.Is(err, ErrInvalidItem):
+			if err = w.crud.Delete(ctx, id); IsNotFoundError(err) {
+				err = nil
+			} else if err != nil {
+				err = fmt.Errorf("deleting the undecodable status %s: %w", id, err)
+			}
 		}
-		return zero, false, nil
+		return err
+	})
+	if !found {
+		var zero T
+		cur = zero
 	}
-	return zero, false, err
+	return cur, found, err
 }
 
 func (w *statusWriter[T]) create(ctx context.Context, d T) error {
-	cctx, cancel, err := w.term.call(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	_, err = w.crud.Create(cctx, d)
-	return err
+	return w.term.do(ctx, func(ctx context.Context) error { _, err := w.crud.Create(ctx, d); return err })
 }
 
 func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
-	cctx, cancel, err := w.term.call(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	_, err = w.crud.Replace(cctx, d)
-	return err
+	return w.term.do(ctx, func(ctx context.Context) error { _, err := w.crud.Replace(ctx, d); return err })
 }
 
 // otherIncarnation reports whether a stored status answers another incarnation than spec's.
@@ -260,21 +252,22 @@ func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata)
 	if w.specs == nil {
 		return true, nil
 	}
-	cctx, cancel, err := w.term.call(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer cancel()
-	stored, err := w.specs.Get(cctx, spec.DocumentID)
-	switch {
-	case IsNotFoundError(err):
-		return false, nil
-	case errors.Is(err, ErrInvalidItem):
-		return true, nil // undecodable: reported as such, from the cache's copy
-	case err != nil:
-		return false, err
-	}
-	return stored.Meta().CreateTime.Equal(spec.CreateTime), nil
+	var current bool
+	err := w.term.do(ctx, func(ctx context.Context) error {
+		stored, err := w.specs.Get(ctx, spec.DocumentID)
+		switch {
+		case IsNotFoundError(err):
+			return nil
+		case errors.Is(err, ErrInvalidItem):
+			current = true // undecodable: reported as such, from the cache's copy
+			return nil
+		case err != nil:
+			return err
+		}
+		current = stored.Meta().CreateTime.Equal(spec.CreateTime)
+		return nil
+	})
+	return current, err
 }
 
 // newerSpec reports whether a stored status answers a newer spec than spec: a higher version
