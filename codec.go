@@ -155,23 +155,11 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 		return 1
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return sumSizes(v.Value, func(s string) int { return len(s) })
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
+		return sumSizes(v.Value, numberSize)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return sumSizes(v.Value, func(b []byte) int { return len(b) })
 	case *types.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {
@@ -186,6 +174,15 @@ func valueSize(v types.AttributeValue) int {
 		return n
 	}
 	return 0
+}
+
+// sumSizes adds the sizes of a set's members.
+func sumSizes[E any](set []E, size func(E) int) int {
+	n := 0
+	for _, e := range set {
+		n += size(e)
+	}
+	return n
 }
 
 // numberSize: about one byte per two significant digits, plus one.
