@@ -455,3 +455,34 @@ func TestIntegrationLeaderElection(t *testing.T) {
 		return err == nil && condition(s, ConditionSuccessful).Status == metav1.ConditionTrue
 	})
 }
+
+// TestIntegrationApplyTakesFieldsOfOtherManagers: the seed's rule that the applier takes
+// ownership of fields another field manager holds (server-side apply with force). Without
+// force the apiserver answers 409 Conflict and the desire would never be Successful.
+func TestIntegrationApplyTakesFieldsOfOtherManagers(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx := context.Background()
+	var theirs unstructured.Unstructured
+	_ = json.Unmarshal([]byte(e.configMap("contested", map[string]string{"owner": "theirs"})), &theirs.Object)
+	if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Apply(ctx, "contested", &theirs, metav1.ApplyOptions{FieldManager: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	e.putApply("contested", e.configMap("contested", map[string]string{"owner": "ours"}))
+	waitCondition(e, e.specs.ApplyDesireStatus(), "contested", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	live, err := e.getConfigMap("contested")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(live.Object, "data", "owner"); v != "ours" {
+		t.Fatalf("data.owner = %q, want ours", v)
+	}
+	managers := map[string]bool{}
+	for _, mf := range live.GetManagedFields() {
+		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:owner"`) {
+			managers[mf.Manager] = true
+		}
+	}
+	if !managers[DefaultFieldManager] || managers["someone-else"] {
+		t.Fatalf("data.owner managed by %v: want the applier's field manager alone", managers)
+	}
+}

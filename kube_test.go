@@ -1,13 +1,18 @@
 package kubeapplier
 
 import (
+	"context"
 	"errors"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestIsTransient(t *testing.T) {
@@ -60,5 +65,39 @@ func TestNotFoundKinds(t *testing.T) {
 		if got := resourceNotServed(tc.err); got != tc.typeGone {
 			t.Errorf("%s: resourceNotServed = %v, want %v", tc.name, got, tc.typeGone)
 		}
+	}
+}
+
+// TestDynamicKubeCalls pins the seed's rules of the cluster calls: server-side apply with
+// force (the applier takes ownership of fields another manager held) as the field manager;
+// delete with Background propagation and a precondition on the UID just read.
+func TestDynamicKubeCalls(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	var patch k8stesting.PatchActionImpl
+	var del k8stesting.DeleteActionImpl
+	dyn.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		patch = a.(k8stesting.PatchActionImpl)
+		return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}, nil
+	})
+	dyn.PrependReactor("delete", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		del = a.(k8stesting.DeleteActionImpl)
+		return true, nil, nil
+	})
+	k := DynamicKube{Client: dyn}
+	obj := unstructuredObj("v1", "ConfigMap", "default", "c1", nil)
+	if _, err := k.Apply(context.Background(), cmGVR, obj, "the-manager"); err != nil {
+		t.Fatal(err)
+	}
+	if patch.PatchType != types.ApplyPatchType || patch.PatchOptions.Force == nil || !*patch.PatchOptions.Force ||
+		patch.PatchOptions.FieldManager != "the-manager" || patch.Namespace != "default" || patch.Name != "c1" {
+		t.Fatalf("apply sent %s force=%v manager %q to %s/%s: want a forced server-side apply as the field manager",
+			patch.PatchType, patch.PatchOptions.Force, patch.PatchOptions.FieldManager, patch.Namespace, patch.Name)
+	}
+	if err := k.Delete(context.Background(), cmGVR, "default", "c1", "uid-7"); err != nil {
+		t.Fatal(err)
+	}
+	o := del.DeleteOptions
+	if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationBackground || o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != "uid-7" {
+		t.Fatalf("delete options %+v: want Background propagation and the UID precondition", o)
 	}
 }
