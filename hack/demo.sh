@@ -44,7 +44,11 @@ if ! hack/local-stack.sh status >/dev/null 2>&1; then
   started_stack=1
 fi
 eval "$(hack/local-stack.sh env)"
-ok "DynamoDB Local at $KAA_DYNAMODB_ENDPOINT, kubeconfig $KAA_KUBECONFIG"
+# DynamoDB Local keeps one database per access key: a fresh one per run, so desires left by an
+# earlier run or by the README's walkthrough (other documentIDs for the same objects, which
+# the applier would report as TargetConflict) are not in the demo's tables.
+export AWS_ACCESS_KEY_ID="demo$(date +%s)"
+ok "DynamoDB Local at $KAA_DYNAMODB_ENDPOINT (database $AWS_ACCESS_KEY_ID), kubeconfig $KAA_KUBECONFIG"
 
 step "Build kube-applier-aws and desirectl"
 mkdir -p "$STATE/bin"
