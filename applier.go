@@ -69,7 +69,7 @@ func New(opts Options) (*Applier, error) {
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, statusCRUD: status,
 		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
-		maxRetryDelay: a.opts.MaxRetryDelay, workers: a.opts.Workers,
+		maxRetryDelay: a.opts.MaxRetryDelay, workers: a.opts.Workers, fifoQueue: a.opts.FIFOQueue,
 		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
 }
 

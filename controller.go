@@ -49,6 +49,7 @@ type controllerConfig[T Desire] struct {
 	recheck       time.Duration // lookSoon without a delay of its own
 	maxRetryDelay time.Duration
 	workers       int
+	fifoQueue     bool // one FIFO workqueue (Options.FIFOQueue) instead of the fair queue
 	log           logr.Logger
 	metrics       *metrics
 	now           func() time.Time
@@ -70,16 +71,31 @@ func (c *controller[T]) status() *statusWriter[T] {
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
 // maxRetryDelay) under an overall bucket of 50 retries/s (burst 300), so a mass failure
-// cannot turn into a retry storm.
+// cannot turn into a retry storm. It is fair between clusterIDs, with periodic work behind
+// changes (fairqueue.go), unless fifoQueue.
 func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] {
 	rl := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, c.maxRetryDelay),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
 	)
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
-		Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
+	var q workqueue.TypedRateLimitingInterface[string]
+	if c.fifoQueue {
+		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
+			Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
+	} else {
+		q = newFairQueue(rl, fairQueueConfig{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), ShardOf: c.clusterOf})
+	}
 	c.queue.Store(&q)
 	return q
+}
+
+// clusterOf is a desire's shard in the fair queue: its spec.clusterID ("" when not cached).
+func (c *controller[T]) clusterOf(id string) string {
+	d, err := c.lister.Get(id)
+	if err != nil {
+		return ""
+	}
+	return d.Common().ClusterID
 }
 
 // q returns the current workqueue; adds to a shut-down one (not leading) are dropped, and the
@@ -132,10 +148,11 @@ func (c *controller[T]) wakeWaitingForKind() {
 }
 
 // enqueueAll puts every cached desire on the queue (new leader) and every status document
-// without a spec (deleted while no applier ran), so its status is removed.
+// without a spec (deleted while no applier ran), so its status is removed. It is periodic
+// work: changes that arrive meanwhile go first.
 func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	for _, d := range c.lister.List() {
-		q.Add(d.Meta().DocumentID)
+		addPeriodic(q, d.Meta().DocumentID, 0)
 	}
 	statuses, err := c.statusCRUD.List(ctx)
 	if err != nil {
@@ -143,7 +160,7 @@ func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLim
 	}
 	for _, s := range statuses {
 		if _, err := c.lister.Get(s.Meta().DocumentID); IsNotFoundError(err) {
-			q.Add(s.Meta().DocumentID)
+			addPeriodic(q, s.Meta().DocumentID, 0)
 		}
 	}
 }
@@ -208,7 +225,7 @@ func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 	case lookPeriodic:
 		q.Forget(id)
 		if c.resync > 0 {
-			q.AddAfter(id, wait.Jitter(c.resync, 0.1))
+			addPeriodic(q, id, wait.Jitter(c.resync, 0.1))
 		}
 	default: // lookNever: the spec is gone
 		q.Forget(id)

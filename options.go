@@ -86,6 +86,11 @@ type Options struct {
 	MaxRetryDelay time.Duration
 	// Stream tunes the DynamoDB Streams poller (poll interval 250 ms, discovery 10 s).
 	Stream StreamOptions
+	// FIFOQueue gives each desire type one FIFO workqueue, as before the fair queue (for
+	// comparison, e.g. the benchmark's fairness row). Default false: reconciles are shared
+	// round-robin between spec.clusterIDs, and periodic resyncs and a new leader's full pass
+	// wait behind changes, so one hosted cluster's burst does not delay the others.
+	FIFOQueue bool
 
 	// LeaderElection turns on client-go leader election with a Lease; only the leader
 	// reconciles. Off by default for embedding; the binary turns it on.
