@@ -88,6 +88,7 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 					errc <- err
 					return
 				}
+				obj.SetLabels(map[string]string{"app": benchName, plainLabel: "true"})
 				ta := time.Now()
 				live, err := kube.Apply(ctx, cmGVR, &obj, kubeapplier.DefaultFieldManager)
 				applyNanos.Add(int64(time.Since(ta)))

@@ -60,9 +60,13 @@ type config struct {
 	profile                 bool
 	endpoint, kubeconfig    string
 	seed                    int64
+	burstDesires            int // fairness: new desires of one clusterID
+	fairRounds              int // fairness: FIFO/fair pairs
+	sweep                   []int
+	sweepPoint              bool // one N of a sweep (set by the sweep, not a flag)
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
 
 func parseFlags() config {
 	var c config
@@ -88,6 +92,11 @@ func parseFlags() config {
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KAA_KUBECONFIG"), "kubeconfig of the local kube-apiserver (default $KAA_KUBECONFIG)")
 	flag.Int64Var(&c.seed, "seed", 0, "random seed for sample choice and the baseline model (0: from the clock)")
+	flag.IntVar(&c.burstDesires, "burst-desires", 5000, "fairness: new desires of one clusterID written at once")
+	flag.IntVar(&c.fairRounds, "fairness-rounds", 1, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...)")
+	var sweep string
+	flag.StringVar(&sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+
+		"once per N, each on fresh tables, then print the cost curve and draw it (sweep.svg); -only is ignored")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./hack/bench [flags]   (stack up: eval \"$(hack/local-stack.sh env)\"; or make bench)\n\n")
 		flag.PrintDefaults()
@@ -112,6 +121,15 @@ func parseFlags() config {
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
 	}
+	var err error
+	if c.sweep, err = parseSweep(sweep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.burstDesires < 1 || c.fairRounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -burst-desires and -fairness-rounds must be >= 1")
+		os.Exit(2)
+	}
 	if c.desires < 1 || c.samples < 1 || c.reads < 0 || c.pollScale < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -desires and -samples must be >= 1, -reads >= 0, -poll-scale >= 1")
 		os.Exit(2)
@@ -135,6 +153,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.sweep) > 0 {
+		if err := runSweep(ctx, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	b, err := newBench(ctx, cfg)
 	if err != nil {
