@@ -10,6 +10,7 @@ import (
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
@@ -29,8 +30,7 @@ type fairRun struct {
 	ThroughputPerS  float64     `json:"throughput_per_s"`
 	Samples         []latSample `json:"samples"`
 	P50MS           float64     `json:"p50_ms"`
-	P99MS           float64     `json:"p99_ms"`
-	WrittenP99MS    float64     `json:"written_p99_ms"` // the status's updateTime - PutItem return
+	P99MS           float64     `json:"p99_ms"` // of WrittenMS: spec PutItem return -> the status's updateTime
 	Timeouts        int         `json:"timeouts"`
 }
 
@@ -71,14 +71,11 @@ func (b *bench) scenarioFairness(ctx context.Context) error {
 			return err
 		}
 	}
-	agg := map[string]struct {
-		lat, written []float64
-		thr          []float64
-	}{}
+	agg := map[string]struct{ lat, thr []float64 }{}
 	for _, r := range runs {
 		a := agg[r.Mode]
 		for _, s := range r.Samples {
-			a.lat, a.written = append(a.lat, s.ObservedMS), append(a.written, s.WrittenMS)
+			a.lat = append(a.lat, s.WrittenMS)
 		}
 		a.thr = append(a.thr, r.ThroughputPerS)
 		agg[r.Mode] = a
@@ -91,9 +88,9 @@ func (b *bench) scenarioFairness(ctx context.Context) error {
 		"fair_throughput_per_s": fairThr, "fifo_throughput_per_s": fifoThr}
 	note := fmt.Sprintf("%d new desires of one clusterID; another clusterID changes 1 per %s; %d + %d samples; baseline = FIFO queue, same run",
 		b.cfg.burstDesires, b.cfg.changeEvery, len(fair.lat), len(fifo.lat))
-	b.add("fairness", "other cluster's change -> Successful p50, fair queue", percentile(fair.lat, 50), "ms", nil, ptr(percentile(fifo.lat, 50)), note)
-	b.add("fairness", "other cluster's change -> Successful p99, fair queue", percentile(fair.lat, 99), "ms", le(1000), ptr(percentile(fifo.lat, 99)),
-		fmt.Sprintf("status written (its updateTime) p99: fair %.0f ms, FIFO %.0f ms", percentile(fair.written, 99), percentile(fifo.written, 99)))
+	b.add("fairness", "other cluster's change -> Successful=True written, p50, fair queue", percentile(fair.lat, 50), "ms", nil, ptr(percentile(fifo.lat, 50)), note)
+	b.add("fairness", "other cluster's change -> Successful=True written, p99, fair queue", percentile(fair.lat, 99), "ms", le(1000), ptr(percentile(fifo.lat, 99)),
+		"spec PutItem return -> the status's updateTime")
 	b.addRatio("fairness", "burst throughput to Successful=True, fair queue", fairThr, "/s", fifoThr, ge(0.95),
 		fmt.Sprintf("runs in order %v", fairnessModes(b.cfg.fairRounds)))
 	return nil
@@ -156,10 +153,13 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 		close(writeDone)
 	}()
 
-	// The other cluster's changes, until the burst has converged.
+	// The other cluster's changes, until the burst has converged. Nothing polls their statuses
+	// meanwhile (hundreds of pollers would slow DynamoDB Local and so the burst, the FIFO run
+	// most): each status's updateTime, read afterwards, says when it was written.
 	var (
 		mu      sync.Mutex
 		samples []latSample
+		puts    []time.Time
 		errs    error
 		wg      sync.WaitGroup
 	)
@@ -179,11 +179,14 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 			}
 			i, rev := pick(), int(b.revs.Add(1))
 			wg.Go(func() {
-				s, err := b.changeAndWait(ctx, specs, status, i, rev, 90*time.Second, true)
+				s, put, err := b.change(ctx, specs, i, rev)
 				mu.Lock()
 				defer mu.Unlock()
-				samples = append(samples, s)
-				errs = errors.Join(errs, err)
+				if err != nil {
+					errs = errors.Join(errs, err)
+					return
+				}
+				samples, puts = append(samples, s), append(puts, put)
 			})
 		}
 	}()
@@ -194,7 +197,7 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 		case <-ctx.Done():
 			close(stop)
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 		}
 		if m, err := b.scrape(ctx); err == nil {
 			if m.sum("kube_applier_status_writes_total", map[string]string{"kind": "ApplyDesire", "result": "created"})-created0 >= float64(n) {
@@ -221,18 +224,53 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 	}
 	r.ConvergeSeconds = done.Seconds()
 	r.ThroughputPerS = float64(n) / done.Seconds()
+	if err := b.readWritten(ctx, status, samples, puts, 90*time.Second); err != nil {
+		return nil, err
+	}
 	r.Samples = samples
-	var lat, written []float64
+	var lat []float64
 	for _, s := range samples {
-		lat, written = append(lat, s.ObservedMS), append(written, s.WrittenMS)
-		if math.IsInf(s.ObservedMS, 1) {
+		lat = append(lat, s.WrittenMS)
+		if math.IsInf(s.WrittenMS, 1) {
 			r.Timeouts++
 		}
 	}
-	r.P50MS, r.P99MS, r.WrittenP99MS = percentile(lat, 50), percentile(lat, 99), percentile(written, 99)
-	b.logf("fairness (%s queue): burst converged in %s (%.0f/s); %d changes of the other cluster: p50 %.0f ms, p99 %.0f ms (status written p99 %.0f ms), %d timeouts",
-		mode, done.Round(time.Millisecond), r.ThroughputPerS, len(samples), r.P50MS, r.P99MS, r.WrittenP99MS, r.Timeouts)
+	r.P50MS, r.P99MS = percentile(lat, 50), percentile(lat, 99)
+	b.logf("fairness (%s queue): burst converged in %s (%.0f/s); %d changes of the other cluster: status written p50 %.0f ms, p99 %.0f ms, %d not written",
+		mode, done.Round(time.Millisecond), r.ThroughputPerS, len(samples), r.P50MS, r.P99MS, r.Timeouts)
 	return r, nil
+}
+
+// readWritten sets each sample's WrittenMS: its status's updateTime (set by the applier just
+// before the PutItem of the Successful=True status at the sample's version) minus the spec's
+// PutItem return. Statuses not written yet are read again every 500 ms until timeout (+Inf).
+func (b *bench) readWritten(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire], samples []latSample, puts []time.Time, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pending := 0
+		for k := range samples {
+			s := &samples[k]
+			if !math.IsInf(s.WrittenMS, 1) {
+				continue
+			}
+			st, err := status.Get(ctx, b.ids[s.Index])
+			if err == nil {
+				if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Version {
+					s.WrittenMS = ms(st.UpdateTime.Sub(puts[k]))
+					continue
+				}
+			}
+			pending++
+		}
+		if pending == 0 || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func mean(v []float64) float64 {

@@ -22,6 +22,12 @@
 //	idle     requests of an idle applier by DynamoDB operation and kube verb (no writes,
 //	         GetRecords <= 5/s per shard, no Scan outside relists)
 //	restart  kill -9, start again: time to /readyz (<= 30 s), status writes caused (0)
+//	fairness a 5,000-desire burst of one clusterID while another clusterID changes every 200 ms:
+//	         the other's change -> Successful p99 (<= 1 s) and the burst's throughput
+//	         (>= 0.95x), fair queue vs the applier restarted with --fifo-queue
+//
+// -sweep 2500,5000,... draws the cost curve instead: bulk, footprint (RSS per ApplyDesire),
+// latency, idle and restart once per N on fresh tables, then sweep.md, sweep.json, sweep.svg.
 //
 // It prints a markdown table (value, target, baseline, ratio = value / baseline, pass) and
 // writes result.json, result.md and the applier's logs to a directory it prints (default

@@ -302,7 +302,7 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second, false)
+			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second)
 			if err != nil {
 				errMu.Lock()
 				firstErr = errors.Join(firstErr, err)
@@ -371,30 +371,18 @@ func (s latSample) MarshalJSON() ([]byte, error) {
 		"observed_ms": sanitize(s.ObservedMS), "written_ms": sanitize(s.WrittenMS)})
 }
 
-// changeAndWait replaces desire i's spec with content revision rev and polls its status until
-// it is Successful=True at the new version, or timeout (ObservedMS +Inf). It polls every
-// -status-poll; with slowPoll, a sample older than 20 polls waits 5% of its age (at most
-// 250 ms) between polls, so many slow samples do not load DynamoDB Local (the status's own
-// updateTime, WrittenMS, is exact either way).
-func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration, slowPoll bool) (latSample, error) {
-	b.mu.Lock()
-	v := b.versions[i]
-	b.mu.Unlock()
-	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v, b.createTime)
-	out, err := specs.Replace(ctx, d)
+// changeAndWait replaces desire i's spec with content revision rev and polls its status every
+// -status-poll until it is Successful=True at the new version, or timeout (ObservedMS +Inf).
+func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration) (latSample, error) {
+	r, put, err := b.change(ctx, specs, i, rev)
 	if err != nil {
-		return latSample{}, fmt.Errorf("change desire %d: %w", i, err)
+		return r, err
 	}
-	put := time.Now()
-	b.mu.Lock()
-	b.versions[i] = out.Version
-	b.mu.Unlock()
-	r := latSample{Index: i, Version: out.Version, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}
 	deadline := put.Add(timeout)
 	for time.Now().Before(deadline) {
 		st, err := status.Get(ctx, b.ids[i])
 		if err == nil {
-			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == out.Version {
+			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == r.Version {
 				r.ObservedMS = ms(time.Since(put))
 				r.WrittenMS = ms(st.UpdateTime.Sub(put))
 				return r, nil
@@ -403,13 +391,27 @@ func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Ta
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		wait := b.cfg.statusPoll
-		if slowPoll {
-			wait = min(max(wait, time.Since(put)/20), 250*time.Millisecond)
-		}
-		time.Sleep(wait)
+		time.Sleep(b.cfg.statusPoll)
 	}
 	return r, nil
+}
+
+// change replaces desire i's spec with content revision rev; it returns the sample (not yet
+// observed) and when the PutItem returned.
+func (b *bench) change(ctx context.Context, specs *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, time.Time, error) {
+	b.mu.Lock()
+	v := b.versions[i]
+	b.mu.Unlock()
+	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v, b.createTime)
+	out, err := specs.Replace(ctx, d)
+	if err != nil {
+		return latSample{}, time.Time{}, fmt.Errorf("change desire %d: %w", i, err)
+	}
+	put := time.Now()
+	b.mu.Lock()
+	b.versions[i] = out.Version
+	b.mu.Unlock()
+	return latSample{Index: i, Version: out.Version, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}, put, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
