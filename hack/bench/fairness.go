@@ -34,9 +34,10 @@ type fairRun struct {
 	Timeouts        int         `json:"timeouts"`
 }
 
-// fairnessModes is the order of the runs: FIFO first (the fair queue then runs with more
-// objects in the apiserver and more stream records in DynamoDB Local: the comparison does not
-// favour it); with more rounds, ABBA (fifo fair fair fifo ...) cancels that drift.
+// fairnessModes is the order of the runs, ABBA (fifo fair fair fifo ...): each burst leaves
+// 5,000 more objects in the apiserver and stream records in DynamoDB Local, which slow the
+// next runs; in this order that drift cancels out between the two queues. One round (FIFO,
+// then fair) does not favour the fair queue.
 func fairnessModes(rounds int) []string {
 	var modes []string
 	for r := range rounds {

@@ -99,7 +99,7 @@ func parseFlags() config {
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KAA_KUBECONFIG"), "kubeconfig of the local kube-apiserver (default $KAA_KUBECONFIG)")
 	flag.Int64Var(&c.seed, "seed", 0, "random seed for sample choice and the baseline model (0: from the clock)")
 	flag.IntVar(&c.burstDesires, "burst-desires", 5000, "fairness: new desires of one clusterID written at once")
-	flag.IntVar(&c.fairRounds, "fairness-rounds", 1, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...)")
+	flag.IntVar(&c.fairRounds, "fairness-rounds", 2, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...): drift cancels")
 	var sweep string
 	flag.StringVar(&sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+
 		"once per N, each on fresh tables, then print the cost curve and draw it (sweep.svg); -only is ignored")

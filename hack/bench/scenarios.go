@@ -107,6 +107,7 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 			return err
 		}
 		plain = append(plain, r)
+		b.deletePlainObjects(ctx)
 	}
 	if err := b.quiesce(ctx, time.Minute); err != nil {
 		return err
@@ -199,6 +200,7 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 			return err
 		}
 		plain = append(plain, r)
+		b.deletePlainObjects(ctx)
 	}
 	b.details["bulk"] = map[string]any{
 		"desires": n, "converge_seconds": done.Seconds(), "spec_write_seconds": writeDur.Seconds(),
