@@ -67,7 +67,7 @@ func (b *bench) scenarioFairness(ctx context.Context) error {
 		}
 		runs = append(runs, r)
 	}
-	if b.fifo { // the scenarios that follow (and a -keep) run the default queue
+	if b.fifo && b.cfg.keep { // an applier left running runs the default queue
 		if err := b.useQueue(ctx, false); err != nil {
 			return err
 		}
