@@ -25,7 +25,7 @@ type chartPanel struct {
 const (
 	panelW, panelH                         = 420, 270
 	marginL, marginR, marginT, marginB     = 58, 14, 62, 38
-	chartCols                              = 3
+	chartCols                              = 4
 	colorA, colorB, colorTarget, colorGrid = "#1f77b4", "#d62728", "#2ca02c", "#dddddd"
 )
 
@@ -65,8 +65,10 @@ func sweepPanels(points []sweepPoint) []chartPanel {
 			{name: "p50", color: colorA, ys: col(func(p sweepPoint) float64 { return p.P50MS })},
 			{name: fmt.Sprintf("target: %.1f × p99 at the smallest N", sweepP99Growth), color: colorTarget, dashed: true, ys: constant(sweepP99Growth * p99First)},
 		}},
-		{title: "Restart after kill -9 (s)", series: []chartSeries{
+		{title: "Restart after kill -9: first full pass (s)", series: []chartSeries{
 			{name: "full reconcile pass", color: colorB, ys: col(func(p sweepPoint) float64 { return p.FullPassSeconds })},
+		}},
+		{title: "Restart after kill -9: /readyz (s)", series: []chartSeries{
 			{name: "/readyz", color: colorA, ys: col(func(p sweepPoint) float64 { return p.ReadySeconds })},
 		}},
 		{title: "Idle requests (/s)", series: []chartSeries{
@@ -126,10 +128,14 @@ func renderPanel(s *strings.Builder, ox, oy float64, xs []float64, p chartPanel)
 		fmt.Fprintf(s, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x0, py(y), x0+plotW, py(y), colorGrid)
 		fmt.Fprintf(s, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-4, py(y)+4, tickLabel(y))
 	}
-	// x ticks at the measured N.
+	// x ticks at the measured N; a label too close to the previous one is left out.
+	lastLabel := math.Inf(-1)
 	for _, x := range xs {
 		fmt.Fprintf(s, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", px(x), y0, px(x), y0+4, "#888888")
-		fmt.Fprintf(s, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", px(x), y0+16, tickLabel(x))
+		if px(x)-lastLabel >= 28 {
+			fmt.Fprintf(s, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", px(x), y0+16, tickLabel(x))
+			lastLabel = px(x)
+		}
 	}
 	fmt.Fprintf(s, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x0, y0, x0+plotW, y0)
 	fmt.Fprintf(s, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x0, y0, x0, y0-plotH)

@@ -59,7 +59,7 @@ func TestSweepSVG(t *testing.T) {
 	if groups != len(sweepPanels(points)) {
 		t.Errorf("%d panels, want %d", groups, len(sweepPanels(points)))
 	}
-	// 16 series; "full reconcile pass" has no two consecutive points: 15 lines.
+	// 16 series in 7 panels; "full reconcile pass" has no two consecutive points: 15 lines.
 	if polylines != 15 {
 		t.Errorf("%d polylines, want 15", polylines)
 	}

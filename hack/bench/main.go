@@ -69,7 +69,8 @@ type config struct {
 	burstDesires            int // fairness: new desires of one clusterID
 	fairRounds              int // fairness: FIFO/fair pairs
 	sweep                   []int
-	sweepPoint              bool // one N of a sweep (set by the sweep, not a flag)
+	sweepPoint              bool   // one N of a sweep (set by the sweep, not a flag)
+	redraw                  string // a sweep's folder: redraw sweep.md and sweep.svg from its sweep.json
 }
 
 var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
@@ -94,13 +95,14 @@ func parseFlags() config {
 	flag.StringVar(&c.outDir, "out", "", "directory for result.json, result.md and logs (default <repo>/.stack/bench/<time>-<id>)")
 	flag.StringVar(&only, "only", strings.Join(scenarioNames, ","), "scenarios to run (comma-separated); the N desires are always written")
 	flag.BoolVar(&c.keep, "keep", false, "leave tables, namespace and applier in place (debugging)")
-	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk), heap and goroutine (memory) profiles to the output directory")
+	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk, restart), heap and goroutine (memory; footprint in a sweep) profiles to the output directory")
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KAA_KUBECONFIG"), "kubeconfig of the local kube-apiserver (default $KAA_KUBECONFIG)")
 	flag.Int64Var(&c.seed, "seed", 0, "random seed for sample choice and the baseline model (0: from the clock)")
 	flag.IntVar(&c.burstDesires, "burst-desires", 5000, "fairness: new desires of one clusterID written at once")
 	flag.IntVar(&c.fairRounds, "fairness-rounds", 2, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...): drift cancels")
 	var sweep string
+	flag.StringVar(&c.redraw, "redraw", "", "a sweep's output folder: write its sweep.md and sweep.svg again from its sweep.json (no stack needed)")
 	flag.StringVar(&sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+
 		"once per N, each on fresh tables, then print the cost curve and draw it (sweep.svg); -only is ignored")
 	flag.Usage = func() {
@@ -151,6 +153,13 @@ func parseFlags() config {
 
 func main() {
 	cfg := parseFlags()
+	if cfg.redraw != "" {
+		if err := redrawSweep(cfg.redraw); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.endpoint == "" || cfg.kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "bench: KAA_DYNAMODB_ENDPOINT / KAA_KUBECONFIG not set: the local stack is not up.\n"+
 			"  make bench        (starts the stack if needed)\n"+

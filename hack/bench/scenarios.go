@@ -649,6 +649,10 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 	b.logf("restart: ready %s after start (%s after the kill)", ready.Round(time.Millisecond), sinceKill.Round(time.Millisecond))
 	// The new process reconciles everything once: wait for that pass to finish.
 	t0 := time.Now()
+	if b.cfg.profile {
+		secs := max(5, min(30, n/400))
+		go b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "restart.cpu.pprof", time.Duration(secs+30)*time.Second)
+	}
 	var m promSnap
 	for {
 		m = b.mustScrape(ctx)
@@ -682,6 +686,9 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 		perKind[string(k)] = m.by("kube_applier_status_writes_total", "result", map[string]string{"kind": string(k)})
 	}
 	b.details["restart"] = map[string]any{"ready_seconds": ready.Seconds(), "ready_after_kill_seconds": sinceKill.Seconds(),
+		"mean_reconcile_ms": 1000 * m.sum("kube_applier_reconcile_duration_seconds_sum", kindApply) / max(1, m.sum("kube_applier_reconcile_duration_seconds_count", kindApply)),
+		"mean_queue_wait_ms": 1000 * m.sum("kube_applier_workqueue_queue_duration_seconds_sum", map[string]string{"name": "ApplyDesire"}) /
+			max(1, m.sum("kube_applier_workqueue_queue_duration_seconds_count", map[string]string{"name": "ApplyDesire"})),
 		"first_pass_seconds": pass.Seconds(), "status_writes": perKind, "hwm_kib": st.HWMKiB, "cpu_seconds": st.CPUSeconds,
 		"dynamodb_requests": m.by("kube_applier_dynamodb_requests_total", "operation", nil),
 		"kube_requests":     m.by("kube_applier_kube_requests_total", "verb", nil)}

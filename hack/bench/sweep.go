@@ -249,6 +249,63 @@ func runSweep(ctx context.Context, cfg config) error {
 	return nil
 }
 
+// redrawSweep writes dir's sweep.md and sweep.svg again from its sweep.json (null values are
+// not measured: NaN).
+func redrawSweep(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if err != nil {
+		return err
+	}
+	var saved struct {
+		Facts  map[string]any   `json:"facts"`
+		Points []map[string]any `json:"points"`
+		Params struct {
+			Sweep       []int   `json:"sweep"`
+			Samples     int     `json:"samples"`
+			IdleSeconds float64 `json:"idle_seconds"`
+			Workers     int     `json:"workers"`
+			QPS         float64 `json:"qps"`
+			Burst       int     `json:"burst"`
+			CMBytes     int     `json:"configmap_bytes"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &saved); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "sweep.json"), err)
+	}
+	var points []sweepPoint
+	for _, m := range saved.Points {
+		var p sweepPoint
+		v := reflect.ValueOf(&p).Elem()
+		for i := range v.NumField() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			f := v.Field(i)
+			switch x := m[name].(type) {
+			case float64:
+				if f.Kind() == reflect.Int {
+					f.SetInt(int64(x))
+				} else {
+					f.SetFloat(x)
+				}
+			case string:
+				f.SetString(x)
+			case nil:
+				if f.Kind() == reflect.Float64 {
+					f.SetFloat(math.NaN())
+				}
+			}
+		}
+		points = append(points, p)
+	}
+	c := config{sweep: saved.Params.Sweep, samples: saved.Params.Samples, idle: time.Duration(saved.Params.IdleSeconds * float64(time.Second)),
+		workers: saved.Params.Workers, qps: saved.Params.QPS, burst: saved.Params.Burst, cmSize: saved.Params.CMBytes}
+	md, err := writeSweep(dir, c, saved.Facts, points)
+	if err != nil {
+		return err
+	}
+	fmt.Println(md)
+	return nil
+}
+
 // repoRoot is the module's directory (go env GOMOD).
 func repoRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
