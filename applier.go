@@ -123,7 +123,7 @@ func (c termConflicts) others(obj any) []string                { return c.curren
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
 		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
-		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers,
+		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers, fifoQueue: a.opts.FIFOQueue,
 		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
 }
 

@@ -61,6 +61,7 @@ type controllerConfig[T Desire] struct {
 	maxRetryDelay time.Duration
 	reconcileTime time.Duration // bounds one reconcile with its status write
 	workers       int
+	fifoQueue     bool // one FIFO workqueue (Options.FIFOQueue) instead of the fair queue
 	log           logr.Logger
 	metrics       *metrics
 	now           func() time.Time
@@ -92,16 +93,31 @@ func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
 // maxRetryDelay) under an overall bucket of 50 retries/s (burst 300), so a mass failure
-// cannot turn into a retry storm.
+// cannot turn into a retry storm. It is fair between clusterIDs, with periodic work behind
+// changes (fairqueue.go), unless fifoQueue.
 func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] {
 	rl := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, c.maxRetryDelay),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
 	)
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
-		Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
+	var q workqueue.TypedRateLimitingInterface[string]
+	if c.fifoQueue {
+		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
+			Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
+	} else {
+		q = newFairQueue(rl, fairQueueConfig{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), ShardOf: c.clusterOf})
+	}
 	c.queue.Store(&q)
 	return q
+}
+
+// clusterOf is a desire's shard in the fair queue: its spec.clusterID ("" when not cached).
+func (c *controller[T]) clusterOf(id string) string {
+	d, err := c.lister.Get(id)
+	if err != nil {
+		return ""
+	}
+	return d.Common().ClusterID
 }
 
 // q returns the current workqueue; adds to a shut-down one (not leading) are dropped, and the
@@ -171,10 +187,11 @@ func (c *controller[T]) wakeWaitingForKind() {
 }
 
 // enqueueAll puts every cached desire on the queue (new leader), then sweeps for status
-// documents without a spec (deleted while no applier ran) so their statuses are removed.
+// documents without a spec (deleted while no applier ran) so their statuses are removed. It
+// is periodic work: changes that arrive meanwhile go first.
 func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	for _, d := range c.lister.List() {
-		q.Add(d.Meta().DocumentID)
+		addPeriodic(q, d.Meta().DocumentID, 0)
 	}
 	go c.sweepOrphans(ctx, q)
 }
@@ -190,7 +207,7 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 		if err == nil {
 			for _, id := range ids {
 				if _, err := c.lister.Get(id); IsNotFoundError(err) {
-					q.Add(id)
+					addPeriodic(q, id, 0)
 				}
 			}
 			return
@@ -269,7 +286,7 @@ func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 	case lookPeriodic:
 		q.Forget(id)
 		if c.resync > 0 {
-			q.AddAfter(id, wait.Jitter(c.resync, 0.1))
+			addPeriodic(q, id, wait.Jitter(c.resync, 0.1))
 		}
 	default: // lookNever: the spec is gone
 		q.Forget(id)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -94,5 +95,56 @@ func TestTableNames(t *testing.T) {
 	}
 	if got := TableName("t1-", "mc01", StatusTable, KindReadDesire); got != "t1-mc-mc01-status-readdesires" {
 		t.Fatal(got)
+	}
+}
+
+// limitingDB honours a Scan's Limit (the fake answers whole tables otherwise) and records it.
+type limitingDB struct {
+	*memDB
+	limits []int32
+}
+
+func (l *limitingDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	if in.Limit == nil {
+		l.limits = append(l.limits, 0)
+		l.memDB.PageSize = 0
+	} else {
+		l.limits = append(l.limits, *in.Limit)
+		l.memDB.PageSize = int(*in.Limit)
+	}
+	return l.memDB.Scan(ctx, in, opts...)
+}
+
+// TestScanItemsLimitsPages: every Scan page asks for at most scanPageLimit items (DynamoDB
+// Local reads the rest of the table for a page without a Limit: a full Scan is quadratic),
+// and paging still returns every item once.
+func TestScanItemsLimitsPages(t *testing.T) {
+	ctx := context.Background()
+	db := &limitingDB{memDB: newMemDB()}
+	tb := NewTable[*ApplyDesire](db, "t")
+	const n = 2*scanPageLimit + 10
+	for i := range n {
+		if _, err := tb.Create(ctx, sampleApply(fmt.Sprintf("d-%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tb.List(ctx)
+	if err != nil || len(got) != n {
+		t.Fatalf("List = %d items, %v; want %d", len(got), err, n)
+	}
+	seen := map[string]bool{}
+	for _, d := range got {
+		if seen[d.DocumentID] {
+			t.Fatalf("%s listed twice", d.DocumentID)
+		}
+		seen[d.DocumentID] = true
+	}
+	if len(db.limits) != 3 {
+		t.Fatalf("%d Scan pages, want 3", len(db.limits))
+	}
+	for _, l := range db.limits {
+		if l != scanPageLimit {
+			t.Fatalf("Scan Limit %d, want %d on every page", l, scanPageLimit)
+		}
 	}
 }

@@ -124,6 +124,11 @@ type Options struct {
 	Stream StreamOptions
 	// Reconcilers wraps the default reconciler of each desire kind (nil: the default alone).
 	Reconcilers ReconcilerWrappers
+	// FIFOQueue gives each desire type one FIFO workqueue, as before the fair queue (for
+	// comparison, e.g. the benchmark's fairness row). Default false: reconciles are shared
+	// round-robin between spec.clusterIDs, and periodic resyncs and a new leader's full pass
+	// wait behind changes, so one hosted cluster's burst does not delay the others.
+	FIFOQueue bool
 
 	// LeaderElection makes the applier elect itself with a Lease of its own (client-go leader
 	// election); only the leader reads the streams and reconciles. Off by default: then the

@@ -38,7 +38,7 @@ type flags struct {
 	metricsAddr, healthAddr                                            string
 	qps                                                                float32
 	burst, workers, verbosity                                          int
-	pprof                                                              bool
+	pprof, fifoQueue                                                   bool
 	leaseDuration, renewDeadline, retryPeriod                          time.Duration
 }
 
@@ -74,6 +74,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's (0 info, 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
+	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -106,7 +107,7 @@ func run(ctx context.Context, f flags) error {
 	// the response checksums that DynamoDB Local's error answers lack.
 	app, err := kubeapplier.New(kubeapplier.Options{
 		ManagementCluster: f.managementCluster, TablePrefix: f.tablePrefix, AWSConfig: &awsCfg,
-		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers,
+		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		Log: log, MetricsRegisterer: reg,

@@ -88,6 +88,7 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 					errc <- err
 					return
 				}
+				obj.SetLabels(map[string]string{"app": benchName, plainLabel: "true"})
 				ta := time.Now()
 				live, err := kube.Apply(ctx, cmGVR, &obj, kubeapplier.DefaultFieldManager)
 				applyNanos.Add(int64(time.Since(ta)))
@@ -543,7 +544,9 @@ func scanDesires(ctx context.Context, db *dynamodb.Client, table string, limit i
 		pages int
 	)
 	for {
-		in := &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: last, ConsistentRead: aws.Bool(true)}
+		// Pages of at most 1,000 items, as the applier's: DynamoDB Local reads the rest of the
+		// table for a page without a Limit (quadratic).
+		in := &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: last, ConsistentRead: aws.Bool(true), Limit: aws.Int32(1000)}
 		if limit > 0 {
 			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
 		}

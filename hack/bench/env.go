@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,6 +84,8 @@ type bench struct {
 	metricsAddr, healthAddr string
 	app                     *applierProc
 	appStarts               int
+	fifo                    bool         // the applier runs with --fifo-queue
+	revs                    atomic.Int64 // content revisions of the fairness scenario's changes
 
 	mu       sync.Mutex
 	versions []int64 // spec Version of desire i (the harness is its only writer)
@@ -100,6 +103,7 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	b := &bench{cfg: cfg, started: time.Now(), details: map[string]any{}, facts: map[string]any{},
 		rng: rand.New(rand.NewPCG(uint64(cfg.seed), 0x6b6161)), createTime: time.Now().UTC().Round(0)}
 	b.runID = randomString(6)
+	b.revs.Store(1_000_000)
 	b.prefix = "bench-" + b.runID + "-"
 	b.basePrefix = "bench-" + b.runID + "-base-"
 	b.ns = "kaa-bench-" + b.runID

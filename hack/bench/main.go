@@ -22,6 +22,12 @@
 //	idle     requests of an idle applier by DynamoDB operation and kube verb (no writes,
 //	         GetRecords <= 5/s per shard, no Scan outside relists)
 //	restart  kill -9, start again: time to /readyz (<= 30 s), status writes caused (0)
+//	fairness a 5,000-desire burst of one clusterID while another clusterID changes every 200 ms:
+//	         the other's change -> Successful p99 (<= 1 s) and the burst's throughput
+//	         (>= 0.95x), fair queue vs the applier restarted with --fifo-queue
+//
+// -sweep 2500,5000,... draws the cost curve instead: bulk, footprint (RSS per ApplyDesire),
+// latency, idle and restart once per N on fresh tables, then sweep.md, sweep.json, sweep.svg.
 //
 // It prints a markdown table (value, target, baseline, ratio = value / baseline, pass) and
 // writes result.json, result.md and the applier's logs to a directory it prints (default
@@ -60,9 +66,14 @@ type config struct {
 	profile                 bool
 	endpoint, kubeconfig    string
 	seed                    int64
+	burstDesires            int // fairness: new desires of one clusterID
+	fairRounds              int // fairness: FIFO/fair pairs
+	sweep                   []int
+	sweepPoint              bool   // one N of a sweep (set by the sweep, not a flag)
+	redraw                  string // a sweep's folder: redraw sweep.md and sweep.svg from its sweep.json
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
 
 func parseFlags() config {
 	var c config
@@ -84,10 +95,16 @@ func parseFlags() config {
 	flag.StringVar(&c.outDir, "out", "", "directory for result.json, result.md and logs (default <repo>/.stack/bench/<time>-<id>)")
 	flag.StringVar(&only, "only", strings.Join(scenarioNames, ","), "scenarios to run (comma-separated); the N desires are always written")
 	flag.BoolVar(&c.keep, "keep", false, "leave tables, namespace and applier in place (debugging)")
-	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk), heap and goroutine (memory) profiles to the output directory")
+	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk, restart), heap and goroutine (memory; footprint in a sweep) profiles to the output directory")
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KAA_KUBECONFIG"), "kubeconfig of the local kube-apiserver (default $KAA_KUBECONFIG)")
 	flag.Int64Var(&c.seed, "seed", 0, "random seed for sample choice and the baseline model (0: from the clock)")
+	flag.IntVar(&c.burstDesires, "burst-desires", 5000, "fairness: new desires of one clusterID written at once")
+	flag.IntVar(&c.fairRounds, "fairness-rounds", 2, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...): drift cancels")
+	var sweep string
+	flag.StringVar(&c.redraw, "redraw", "", "a sweep's output folder: write its sweep.md and sweep.svg again from its sweep.json (no stack needed)")
+	flag.StringVar(&sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+
+		"once per N, each on fresh tables, then print the cost curve and draw it (sweep.svg); -only is ignored")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./hack/bench [flags]   (stack up: eval \"$(hack/local-stack.sh env)\"; or make bench)\n\n")
 		flag.PrintDefaults()
@@ -112,6 +129,15 @@ func parseFlags() config {
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
 	}
+	var err error
+	if c.sweep, err = parseSweep(sweep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.burstDesires < 1 || c.fairRounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -burst-desires and -fairness-rounds must be >= 1")
+		os.Exit(2)
+	}
 	if c.desires < 1 || c.samples < 1 || c.reads < 0 || c.pollScale < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -desires and -samples must be >= 1, -reads >= 0, -poll-scale >= 1")
 		os.Exit(2)
@@ -127,6 +153,13 @@ func parseFlags() config {
 
 func main() {
 	cfg := parseFlags()
+	if cfg.redraw != "" {
+		if err := redrawSweep(cfg.redraw); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.endpoint == "" || cfg.kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "bench: KAA_DYNAMODB_ENDPOINT / KAA_KUBECONFIG not set: the local stack is not up.\n"+
 			"  make bench        (starts the stack if needed)\n"+
@@ -135,6 +168,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.sweep) > 0 {
+		if err := runSweep(ctx, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	b, err := newBench(ctx, cfg)
 	if err != nil {

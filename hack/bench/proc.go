@@ -45,6 +45,9 @@ func (b *bench) startApplier(ctx context.Context) (*applierProc, error) {
 		"--kube-api-qps", strconv.FormatFloat(b.cfg.qps, 'f', -1, 64), "--kube-api-burst", strconv.Itoa(b.cfg.burst),
 		"--workers", strconv.Itoa(b.cfg.workers), "--pprof",
 	}
+	if b.fifo {
+		args = append(args, "--fifo-queue")
+	}
 	cmd := exec.Command(filepath.Join(b.binDir, "kube-applier-aws"), args...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -90,6 +93,9 @@ func (b *bench) waitReady(ctx context.Context, p *applierProc, timeout time.Dura
 
 // stop sends SIGTERM and waits, then SIGKILL.
 func (p *applierProc) stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
 	select {
 	case <-p.exited:
 		return

@@ -39,6 +39,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	b.details["first_start_ready_seconds_empty_tables"] = ready.Seconds()
 	b.logf("applier ready in %s (empty tables)", ready.Round(time.Millisecond))
+	if b.cfg.sweepPoint { // the footprint of an applier with no desire
+		m := b.mustScrape(ctx)
+		b.details["footprint_empty"] = map[string]any{"rss_kib": b.steadyRSS(ctx),
+			"heap_inuse_bytes": m.sum("go_memstats_heap_inuse_bytes", nil)}
+	}
 
 	steps := []struct {
 		name string
@@ -46,10 +51,12 @@ func (b *bench) run(ctx context.Context) error {
 		need bool
 	}{
 		{"bulk", b.scenarioBulk, true}, // writes the N desires every other scenario needs
+		{"footprint", b.scenarioFootprint, b.cfg.sweepPoint},
 		{"latency", b.scenarioLatency, b.cfg.only["latency"]},
 		{"memory", b.scenarioMemory, b.cfg.only["memory"]},
 		{"idle", b.scenarioIdle, b.cfg.only["idle"]},
 		{"restart", b.scenarioRestart, b.cfg.only["restart"]},
+		{"fairness", b.scenarioFairness, b.cfg.only["fairness"]},
 	}
 	for _, s := range steps {
 		if !s.need {
@@ -100,6 +107,7 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 			return err
 		}
 		plain = append(plain, r)
+		b.deletePlainObjects(ctx)
 	}
 	if err := b.quiesce(ctx, time.Minute); err != nil {
 		return err
@@ -192,6 +200,7 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 			return err
 		}
 		plain = append(plain, r)
+		b.deletePlainObjects(ctx)
 	}
 	b.details["bulk"] = map[string]any{
 		"desires": n, "converge_seconds": done.Seconds(), "spec_write_seconds": writeDur.Seconds(),
@@ -295,7 +304,7 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := b.changeAndWait(ctx, specs, status, i, k+1)
+			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second)
 			if err != nil {
 				errMu.Lock()
 				firstErr = errors.Join(firstErr, err)
@@ -324,20 +333,27 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 	b.logf("latency: %d samples, p50 %.0f ms, p99 %.0f ms (status written: p50 %.0f ms, p99 %.0f ms), %d timeouts",
 		s, p50, p99, percentile(written, 50), percentile(written, 99), timeouts)
 
-	// The baseline: the original poll-and-iterate design, simulated.
-	base, err := b.pollBaseline(ctx, picks)
-	if err != nil {
-		return err
-	}
-	b.details["latency"] = map[string]any{
+	details := map[string]any{
 		"samples": results, "p50_ms": p50, "p90_ms": percentile(observed, 90), "p99_ms": p99, "max_ms": percentile(observed, 100),
 		"written_p50_ms": percentile(written, 50), "written_p99_ms": percentile(written, 99), "timeouts": timeouts,
 		"applier_cpu_seconds": cpu, "window_seconds": window.Seconds(),
 		"applier_dynamodb_requests": diffBy(m0, m1, "kube_applier_dynamodb_requests_total", "operation", nil),
 		"applier_kube_requests":     diffBy(m0, m1, "kube_applier_kube_requests_total", "verb", nil),
-		"baseline":                  base,
 	}
+	b.details["latency"] = details
 	note := fmt.Sprintf("N=%d, %d changes, 1 per %s", b.cfg.desires, s, b.cfg.changeEvery)
+	if b.cfg.sweepPoint { // the cost curve compares N with N, not with the original design
+		b.add("latency", "change -> status p50", p50, "ms", le(300), nil, note)
+		b.add("latency", "change -> status p99", p99, "ms", le(1000), nil, "")
+		return nil
+	}
+
+	// The baseline: the original poll-and-iterate design, simulated.
+	base, err := b.pollBaseline(ctx, picks)
+	if err != nil {
+		return err
+	}
+	details["baseline"] = base
 	b.addRatio("latency", "change -> status p50", p50, "ms", base.ModelP50MS, nil, note)
 	b.rows[len(b.rows)-1].Target, b.rows[len(b.rows)-1].Pass = "<= 300 ms", boolPtr(p50 <= 300)
 	b.addRatio("latency", "change -> status p99", p99, "ms", base.ModelP99MS, nil, "")
@@ -357,25 +373,18 @@ func (s latSample) MarshalJSON() ([]byte, error) {
 		"observed_ms": sanitize(s.ObservedMS), "written_ms": sanitize(s.WrittenMS)})
 }
 
-func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, error) {
-	b.mu.Lock()
-	v := b.versions[i]
-	b.mu.Unlock()
-	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v, b.createTime)
-	out, err := specs.Replace(ctx, d)
+// changeAndWait replaces desire i's spec with content revision rev and polls its status every
+// -status-poll until it is Successful=True at the new version, or timeout (ObservedMS +Inf).
+func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration) (latSample, error) {
+	r, put, err := b.change(ctx, specs, i, rev)
 	if err != nil {
-		return latSample{}, fmt.Errorf("change desire %d: %w", i, err)
+		return r, err
 	}
-	put := time.Now()
-	b.mu.Lock()
-	b.versions[i] = out.Version
-	b.mu.Unlock()
-	r := latSample{Index: i, Version: out.Version, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}
-	deadline := put.Add(30 * time.Second)
+	deadline := put.Add(timeout)
 	for time.Now().Before(deadline) {
 		st, err := status.Get(ctx, b.ids[i])
 		if err == nil {
-			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == out.Version {
+			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == r.Version {
 				r.ObservedMS = ms(time.Since(put))
 				r.WrittenMS = ms(st.UpdateTime.Sub(put))
 				return r, nil
@@ -387,6 +396,24 @@ func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Ta
 		time.Sleep(b.cfg.statusPoll)
 	}
 	return r, nil
+}
+
+// change replaces desire i's spec with content revision rev; it returns the sample (not yet
+// observed) and when the PutItem returned.
+func (b *bench) change(ctx context.Context, specs *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, time.Time, error) {
+	b.mu.Lock()
+	v := b.versions[i]
+	b.mu.Unlock()
+	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v, b.createTime)
+	out, err := specs.Replace(ctx, d)
+	if err != nil {
+		return latSample{}, time.Time{}, fmt.Errorf("change desire %d: %w", i, err)
+	}
+	put := time.Now()
+	b.mu.Lock()
+	b.versions[i] = out.Version
+	b.mu.Unlock()
+	return latSample{Index: i, Version: out.Version, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}, put, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -606,6 +633,7 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 		r = b.cfg.reads
 	}
 	old := b.app
+	b.details["hwm_before_restart_kib"] = b.appStats().HWMKiB
 	killAt := time.Now()
 	old.kill()
 	b.logf("restart: %s killed (SIGKILL)", old.name)
@@ -621,6 +649,10 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 	b.logf("restart: ready %s after start (%s after the kill)", ready.Round(time.Millisecond), sinceKill.Round(time.Millisecond))
 	// The new process reconciles everything once: wait for that pass to finish.
 	t0 := time.Now()
+	if b.cfg.profile {
+		secs := max(5, min(30, n/400))
+		go b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "restart.cpu.pprof", time.Duration(secs+30)*time.Second)
+	}
 	var m promSnap
 	for {
 		m = b.mustScrape(ctx)
@@ -654,6 +686,9 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 		perKind[string(k)] = m.by("kube_applier_status_writes_total", "result", map[string]string{"kind": string(k)})
 	}
 	b.details["restart"] = map[string]any{"ready_seconds": ready.Seconds(), "ready_after_kill_seconds": sinceKill.Seconds(),
+		"mean_reconcile_ms": 1000 * m.sum("kube_applier_reconcile_duration_seconds_sum", kindApply) / max(1, m.sum("kube_applier_reconcile_duration_seconds_count", kindApply)),
+		"mean_queue_wait_ms": 1000 * m.sum("kube_applier_workqueue_queue_duration_seconds_sum", map[string]string{"name": "ApplyDesire"}) /
+			max(1, m.sum("kube_applier_workqueue_queue_duration_seconds_count", map[string]string{"name": "ApplyDesire"})),
 		"first_pass_seconds": pass.Seconds(), "status_writes": perKind, "hwm_kib": st.HWMKiB, "cpu_seconds": st.CPUSeconds,
 		"dynamodb_requests": m.by("kube_applier_dynamodb_requests_total", "operation", nil),
 		"kube_requests":     m.by("kube_applier_kube_requests_total", "verb", nil)}
