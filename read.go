@@ -15,9 +15,9 @@ import (
 const defaultWatchSyncTimeout = 30 * time.Second
 
 // readReconciler mirrors each ReadDesire's target into its status. Targets are observed
-// through the shared metadata-only watches; when a target's resourceVersion changes, the
-// object is fetched once with a GET. A thousand ReadDesires in one namespace thus hold one
-// watch, not a thousand, and resyncs of unchanged objects cost no request.
+// through the shared metadata-only watches (one per resource, cluster-wide); when a target's resourceVersion changes, the
+// object is fetched once with a GET. A thousand ReadDesires over any number of namespaces thus
+// hold one watch per resource, not a thousand, and resyncs of unchanged objects cost no request.
 type readReconciler struct {
 	kube        KubeClient
 	targets     *targetResolver
@@ -62,7 +62,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(rt.GVR())))
 	}
 	t := rt.TargetItem
-	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t)
+	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t, everyVersion)
 	if err := w.err(); err != nil {
 		// A watch that fails, before or after it synced (forbidden after an RBAC change, a
 		// resource no longer served), is reported: its store may be stale.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,8 +16,9 @@ import (
 )
 
 // targetWatches holds the shared, metadata-only watches of desire targets for one leadership
-// term: one per resource and namespace, started with the first desire that needs it and
-// stopped with the last (or when the term ends). A standby holds none.
+// term: one cluster-wide watch per resource (GVR), whatever the number of namespaces, started
+// with the first desire that needs it and stopped with the last (or when the term ends). A
+// standby holds none.
 type targetWatches struct {
 	// dynamic lists and watches when metadata is nil (full objects reduced on arrival).
 	dynamic  dynamic.Interface
@@ -28,7 +28,7 @@ type targetWatches struct {
 
 	mu      sync.Mutex
 	term    context.Context // bounds every watch; nil between terms
-	watches map[watchKey]*metaWatch
+	watches map[schema.GroupVersionResource]*metaWatch
 	regs    map[desireRef]*registration
 }
 
@@ -44,16 +44,20 @@ type registration struct {
 	watch  *metaWatch
 }
 
-// watchKey names one shared watch: a resource in the target's namespace ("" for a
-// cluster-scoped resource; a namespaced target always names its namespace).
-type watchKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-}
+// interest says which changes of its target a desire is told about: every new
+// resourceVersion (a ReadDesire mirrors the object, a DeleteDesire reports its finalizers),
+// or only changes of the stamp's metadata (an ApplyDesire: status updates and
+// resourceVersion bumps touch nothing it applied).
+type interest bool
+
+const (
+	everyVersion interest = true
+	metadataOnly interest = false
+)
 
 func newTargetWatches(dyn dynamic.Interface, md metadata.Interface, notify func(desireRef)) *targetWatches {
 	return &targetWatches{dynamic: dyn, metadata: md, notify: notify,
-		watches: map[watchKey]*metaWatch{}, regs: map[desireRef]*registration{}}
+		watches: map[schema.GroupVersionResource]*metaWatch{}, regs: map[desireRef]*registration{}}
 }
 
 // begin starts a term: watches started from now on live until end or until ctx ends.
@@ -67,31 +71,32 @@ func (h *targetWatches) begin(ctx context.Context) {
 func (h *targetWatches) end() {
 	h.mu.Lock()
 	ws := h.watches
-	h.term, h.watches, h.regs = nil, map[watchKey]*metaWatch{}, map[desireRef]*registration{}
+	h.term, h.watches, h.regs = nil, map[schema.GroupVersionResource]*metaWatch{}, map[desireRef]*registration{}
 	h.mu.Unlock()
 	for _, w := range ws {
 		w.stop()
 	}
 }
 
-// watch registers ref's interest in t and returns the shared watch of t's resource and
-// namespace, started when none runs. A changed target moves the registration; a target
-// renamed within one namespace keeps its watch.
-func (h *targetWatches) watch(ref desireRef, t TargetItem) *metaWatch {
+// watch registers ref's interest in t and returns the shared watch of t's resource, started
+// when none runs. A changed target moves the registration; a target of the same resource
+// (renamed, or in another namespace) keeps the watch.
+func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaWatch {
 	h.mu.Lock()
 	old, ok := h.regs[ref]
 	if ok && old.target == t {
+		old.watch.add(objectKey(t.Namespace, t.Name), ref, what)
 		h.mu.Unlock()
 		return old.watch
 	}
-	k := watchKey{gvr: t.GVR(), namespace: t.Namespace}
-	w, found := h.watches[k]
+	gvr := t.GVR()
+	w, found := h.watches[gvr]
 	if !found {
-		w = h.startLocked(k)
-		h.watches[k] = w
+		w = h.startLocked(gvr)
+		h.watches[gvr] = w
 	}
-	w.add(t.Name, ref)
-	// Unregistered after registering, so a rename within the namespace keeps the watch.
+	w.add(objectKey(t.Namespace, t.Name), ref, what)
+	// Unregistered after registering, so a target moving within its resource keeps the watch.
 	var stop *metaWatch
 	if ok {
 		stop = h.unregisterLocked(ref, old)
@@ -118,10 +123,10 @@ func (h *targetWatches) forget(ref desireRef) {
 // left: the caller stops it after releasing h.mu (its handlers take h.mu).
 func (h *targetWatches) unregisterLocked(ref desireRef, reg *registration) *metaWatch {
 	w := reg.watch
-	if !w.remove(reg.target.Name, ref) {
+	if !w.remove(objectKey(reg.target.Namespace, reg.target.Name), ref) {
 		return nil
 	}
-	delete(h.watches, w.key)
+	delete(h.watches, w.gvr)
 	return w
 }
 
@@ -132,13 +137,23 @@ func (h *targetWatches) count() int {
 	return len(h.watches)
 }
 
-// interested returns the desires registered for name on w.
-func (h *targetWatches) interested(w *metaWatch, name string) []desireRef {
+// registered returns how many desires hold a registration.
+func (h *targetWatches) registered() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refs := make([]desireRef, 0, len(w.names[name]))
-	for ref := range w.names[name] {
-		refs = append(refs, ref)
+	return len(h.regs)
+}
+
+// interested returns the desires registered for the object key on w that want to hear of a
+// change: all of them when the stamp's metadata changed, else those of everyVersion.
+func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool) []desireRef {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	refs := make([]desireRef, 0, len(w.names[key]))
+	for ref, what := range w.names[key] {
+		if metadataChanged || what == everyVersion {
+			refs = append(refs, ref)
+		}
 	}
 	return refs
 }
@@ -161,19 +176,32 @@ func (h *targetWatches) notifyAll(w *metaWatch) {
 	}
 }
 
-// metaWatch is a metadata-only informer over one watchKey, shared by every desire whose
-// target lies there. Its store holds an objectStamp per object: enough to tell a desire that
-// its target appeared, changed or vanished, at tens of bytes per object instead of a watch
-// connection and goroutines per desire.
+// objectKey is client-go's store key of an object: "namespace/name", or "name" when
+// cluster-scoped.
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// metaWatch is a cluster-wide, metadata-only informer over one resource, shared by every
+// desire whose target is of that resource. Its store holds an objectStamp per object: enough
+// to tell a desire that its target appeared, changed or vanished, and whether what changed
+// may touch what an ApplyDesire applied, at ~200 bytes per object instead of a watch
+// connection and goroutines per desire or per namespace.
 type metaWatch struct {
-	key      watchKey
+	gvr      schema.GroupVersionResource
 	store    cache.Store
 	informer cache.Controller
 	cancel   context.CancelFunc
 	started  time.Time
 	done     chan struct{}
-	// names maps a target name to the desires interested in it; guarded by targetWatches.mu.
-	names map[string]map[desireRef]struct{}
+	// names maps an object key to the desires interested in it; guarded by targetWatches.mu.
+	names map[string]map[desireRef]interest
+	// strings interns namespaces and field managers: a handful of values shared by every
+	// stamp instead of a copy per object.
+	strings interner
 
 	mu      sync.Mutex
 	lastErr error // the last list/watch error, cleared by the next event
@@ -197,27 +225,23 @@ func (w *metaWatch) synced() bool { return w.informer.HasSynced() }
 
 // lookup returns the stamp of the object namespace/name, or false when the watch has none.
 func (w *metaWatch) lookup(namespace, name string) (*objectStamp, bool) {
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, exists, err := w.store.GetByKey(key)
+	obj, exists, err := w.store.GetByKey(objectKey(namespace, name))
 	stamp, ok := obj.(*objectStamp)
 	return stamp, err == nil && exists && ok
 }
 
-func (w *metaWatch) add(name string, ref desireRef) {
-	if w.names[name] == nil {
-		w.names[name] = map[desireRef]struct{}{}
+func (w *metaWatch) add(key string, ref desireRef, what interest) {
+	if w.names[key] == nil {
+		w.names[key] = map[desireRef]interest{}
 	}
-	w.names[name][ref] = struct{}{}
+	w.names[key][ref] = what
 }
 
-// remove drops ref's interest in name and reports whether the watch has no desire left.
-func (w *metaWatch) remove(name string, ref desireRef) bool {
-	delete(w.names[name], ref)
-	if len(w.names[name]) == 0 {
-		delete(w.names, name)
+// remove drops ref's interest in key and reports whether the watch has no desire left.
+func (w *metaWatch) remove(key string, ref desireRef) bool {
+	delete(w.names[key], ref)
+	if len(w.names[key]) == 0 {
+		delete(w.names, key)
 	}
 	return len(w.names) == 0
 }
@@ -230,23 +254,23 @@ func (w *metaWatch) stop() {
 	}
 }
 
-// startLocked starts the shared watch for k. Called with h.mu held; the informer's handlers
+// startLocked starts the shared watch of gvr. Called with h.mu held; the informer's handlers
 // take h.mu, so they only run once the caller releases it.
-func (h *targetWatches) startLocked(k watchKey) *metaWatch {
+func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch {
 	ctx := h.term
 	if ctx == nil {
 		ctx = context.Background() // outside a term (tests): stopped by forget or end
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &metaWatch{key: k, cancel: cancel, started: time.Now(), done: make(chan struct{}),
-		names: map[string]map[desireRef]struct{}{}}
+	w := &metaWatch{gvr: gvr, cancel: cancel, started: time.Now(), done: make(chan struct{}),
+		names: map[string]map[desireRef]interest{}}
 	lw, objType := h.listWatch(w)
 	// A plain informer (store + controller), not a SharedIndexInformer: nothing else shares
 	// it, and the shared one's event distribution costs two goroutines and a buffer more.
 	w.store, w.informer = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    objType,
-		Transform:     stamper(k.namespace),
+		Transform:     stamper(&w.strings),
 		Handler:       h.handler(w),
 	})
 	go func() {
@@ -256,9 +280,9 @@ func (h *targetWatches) startLocked(k watchKey) *metaWatch {
 	return w
 }
 
-// listWatch lists and watches k as PartialObjectMetadata through the metadata client, or
-// through the dynamic client (full objects, reduced by the stamper) without one. Errors are
-// recorded on w so the desires it serves can report them.
+// listWatch lists and watches w's resource in every namespace as PartialObjectMetadata
+// through the metadata client, or through the dynamic client (full objects, reduced by the
+// stamper) without one. Errors are recorded on w so the desires it serves can report them.
 func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Object) {
 	var (
 		list     func(context.Context, metav1.ListOptions) (runtime.Object, error)
@@ -267,11 +291,11 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 		lwClient any
 	)
 	if h.metadata != nil {
-		res := h.metadata.Resource(w.key.gvr).Namespace(w.key.namespace)
+		res := h.metadata.Resource(w.gvr).Namespace(metav1.NamespaceAll)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) }
 		watchFn, objType, lwClient = res.Watch, &metav1.PartialObjectMetadata{}, h.metadata
 	} else {
-		res := h.dynamic.Resource(w.key.gvr).Namespace(w.key.namespace)
+		res := h.dynamic.Resource(w.gvr).Namespace(metav1.NamespaceAll)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) }
 		watchFn, objType, lwClient = res.Watch, &unstructured.Unstructured{}, h.dynamic
 	}
@@ -298,9 +322,11 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 }
 
 // handler notifies the desires interested in an object when it is added, deleted, or
-// updated to a new resourceVersion (a relist delivers every object again: not news).
+// updated to a new resourceVersion (a relist delivers every object again: not news); an
+// update that changed only the resourceVersion (a status update, say) reaches only the
+// desires that want every version.
 func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
-	notify := func(obj any) {
+	notify := func(obj any, metadataChanged bool) {
 		if h.notify == nil {
 			return
 		}
@@ -308,49 +334,24 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		if err != nil {
 			return
 		}
-		_, name, err := cache.SplitMetaNamespaceKey(key)
-		if err != nil {
-			return
-		}
-		for _, ref := range h.interested(w, name) {
+		for _, ref := range h.interested(w, key, metadataChanged) {
 			h.notify(ref)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+		AddFunc: func(obj any) { notify(obj, true) },
 		UpdateFunc: func(o, n any) {
-			om, err1 := meta.Accessor(o)
-			nm, err2 := meta.Accessor(n)
-			if err1 == nil && err2 == nil && om.GetResourceVersion() == nm.GetResourceVersion() {
+			os, ok1 := o.(*objectStamp)
+			ns, ok2 := n.(*objectStamp)
+			if !ok1 || !ok2 {
+				notify(n, true)
 				return
 			}
-			notify(n)
+			if os.resourceVersion == ns.resourceVersion {
+				return
+			}
+			notify(n, !os.sameMetadata(ns))
 		},
-		DeleteFunc: notify,
-	}
-}
-
-// objectStamp is what a shared watch stores per object: its name and resourceVersion, the
-// namespace being the watch's own (one shared string). A watch holds every object of its
-// namespace, not only the targets, so this costs ~50 bytes where a PartialObjectMetadata
-// costs ~300. GetObjectMeta lets client-go's key functions (meta.Accessor) read it.
-type objectStamp struct {
-	namespace, name, resourceVersion string
-}
-
-// GetObjectMeta implements metav1.ObjectMetaAccessor.
-func (s *objectStamp) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, ResourceVersion: s.resourceVersion}
-}
-
-// stamper returns the informer transform that reduces each listed or watched object to an
-// objectStamp.
-func stamper(namespace string) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return obj, nil // a tombstone: the informer handles it
-		}
-		return &objectStamp{namespace: namespace, name: m.GetName(), resourceVersion: m.GetResourceVersion()}, nil
+		DeleteFunc: func(obj any) { notify(obj, true) },
 	}
 }

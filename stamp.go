@@ -1,0 +1,187 @@
+package kubeapplier
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// objectStamp is what a shared watch stores per object. A cluster-wide watch holds every
+// object of its resource, not only the targets, so it keeps only what the controllers
+// compare: identity (uid), the resourceVersion, the generation, whether it is being deleted,
+// and one small entry per field manager of the main resource (no managedFields sets, no
+// labels). Namespace and manager names are interned by the watch.
+type objectStamp struct {
+	namespace, name, resourceVersion string
+	uid                              uint64 // a hash of metadata.uid: compared, never shown
+	generation                       int64
+	deleting                         bool
+	// fields are the managedFields entries of the main resource (subresource ""), operation
+	// Apply or Update, sorted by manager and operation.
+	fields []fieldsStamp
+}
+
+// fieldsStamp is one managedFields entry as a stamp keeps it.
+type fieldsStamp struct {
+	manager string // interned
+	apply   bool   // operation Apply (else Update)
+	time    int64  // the entry's time, Unix seconds (0: none)
+	digest  uint64 // order-independent hash of fieldsV1: which fields, not how they are written
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor, so client-go's key functions
+// (meta.Accessor) read a stamp.
+func (s *objectStamp) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, ResourceVersion: s.resourceVersion}
+}
+
+// sameMetadata reports whether two stamps of one object differ only by resourceVersion:
+// same identity, generation, deletion state and field ownership of the main resource. A
+// status update, or a change of a subresource's managedFields entry, leaves them equal.
+func (s *objectStamp) sameMetadata(o *objectStamp) bool {
+	if s.uid != o.uid || s.generation != o.generation || s.deleting != o.deleting || len(s.fields) != len(o.fields) {
+		return false
+	}
+	for i := range s.fields {
+		a, b := s.fields[i], o.fields[i]
+		if a.manager != b.manager || a.apply != b.apply || a.digest != b.digest {
+			return false
+		}
+	}
+	return true
+}
+
+// entry returns the stamp's entry of manager with operation Apply (apply) or Update.
+func (s *objectStamp) entry(manager string, apply bool) (fieldsStamp, bool) {
+	for _, f := range s.fields {
+		if f.manager == manager && f.apply == apply {
+			return f, true
+		}
+	}
+	return fieldsStamp{}, false
+}
+
+// uidHash is how a stamp keeps a uid.
+func uidHash(uid types.UID) uint64 {
+	if uid == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return h.Sum64()
+}
+
+// stamper returns the informer transform that reduces each listed or watched object to an
+// objectStamp, interning its namespace and field managers in strings.
+func stamper(strings *interner) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if _, ok := obj.(*objectStamp); ok {
+			return obj, nil
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return obj, nil // a tombstone: the informer handles it
+		}
+		return stampOf(m, strings), nil
+	}
+}
+
+// stampOf is the stamp of an object's metadata.
+func stampOf(m metav1.Object, strings *interner) *objectStamp {
+	s := &objectStamp{namespace: strings.intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
+		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil}
+	for _, e := range m.GetManagedFields() {
+		if e.Subresource != "" || (e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate) {
+			continue
+		}
+		f := fieldsStamp{manager: strings.intern(e.Manager), apply: e.Operation == metav1.ManagedFieldsOperationApply}
+		if e.Time != nil {
+			f.time = e.Time.Unix()
+		}
+		if e.FieldsV1 != nil {
+			f.digest = fieldsDigest(e.FieldsV1.Raw)
+		}
+		s.fields = append(s.fields, f)
+	}
+	sort.Slice(s.fields, func(i, j int) bool {
+		a, b := s.fields[i], s.fields[j]
+		if a.manager != b.manager {
+			return a.manager < b.manager
+		}
+		return a.apply && !b.apply
+	})
+	return s
+}
+
+// fieldsDigest hashes a fieldsV1 set independently of the order its JSON lists the fields
+// (the apiserver's order and a re-encoded map's differ). An undecodable set hashes its bytes.
+func fieldsDigest(raw []byte) uint64 {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		h := fnv.New64a()
+		h.Write(raw)
+		return h.Sum64()
+	}
+	return treeDigest(v)
+}
+
+// treeDigest is an order-independent hash of a decoded JSON value: a map hashes the sum of
+// its (key, value) hashes.
+func treeDigest(v any) uint64 {
+	h := fnv.New64a()
+	switch t := v.(type) {
+	case map[string]any:
+		var sum uint64
+		for k, sub := range t {
+			e := fnv.New64a()
+			e.Write([]byte(k))
+			e.Write([]byte{0})
+			e.Write([]byte(strconv.FormatUint(treeDigest(sub), 16)))
+			sum += e.Sum64()
+		}
+		h.Write([]byte{'{'})
+		h.Write([]byte(strconv.FormatUint(sum, 16)))
+	default:
+		b, _ := json.Marshal(t)
+		h.Write(b)
+	}
+	return h.Sum64()
+}
+
+// interner shares equal strings between stamps.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	in.m[s] = s
+	return s
+}
+
+// when is a fieldsStamp's time for messages.
+func (f fieldsStamp) when() time.Time {
+	if f.time == 0 {
+		return time.Time{}
+	}
+	return time.Unix(f.time, 0).UTC()
+}
