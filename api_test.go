@@ -39,6 +39,7 @@ func ExampleVerdict() {
 		kubeapplier.Absent("configmaps/v1 demo/missing does not exist"),
 		kubeapplier.WaitingForDeletion("waiting for finalizers: example.com/hold"),
 		kubeapplier.Refused(kubeapplier.ReasonTargetConflict, "ApplyDesire 7b1f… keeps the object"),
+		kubeapplier.Refused(kubeapplier.ReasonDriftConflict, "fields re-taken by kubectl-edit within 10s of each repair"),
 		kubeapplier.NotYet(kubeapplier.ReasonKindNotServed, "kind example.com/v1, Kind=Widget is not known to the cluster"),
 		kubeapplier.Transient(kubeapplier.ReasonKubeAPIError, errors.New("etcdserver: request timed out")),
 	} {
@@ -57,6 +58,7 @@ func ExampleVerdict() {
 	// NotFound           Successful=True Degraded=False
 	// WaitingForDeletion Successful=False Degraded=False
 	// TargetConflict     Successful=False Degraded=False
+	// DriftConflict      Successful=False Degraded=False
 	// KindNotServed      Successful=False Degraded=False
 	// KubeAPIError       Successful=False Degraded=True
 	// true true true

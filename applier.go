@@ -36,6 +36,8 @@ type Applier struct {
 	delete    *controller[*DeleteDesire]
 	read      *controller[*ReadDesire]
 	readRec   *readReconciler
+	applyRec  *applyReconciler
+	deleteRec *deleteReconciler
 	watches   *targetWatches
 	phase     atomic.Int32 // a phase (ready.go)
 	failure   atomic.Pointer[error]
@@ -63,19 +65,27 @@ func New(opts Options) (*Applier, error) {
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 
-	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, NewApplyReconciler(opts.Kube, opts.mapper, opts.FieldManager))
-	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, NewDeleteReconciler(opts.Kube, opts.mapper, opts.Discovery))
+	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
+	// shared watches: drift is repaired and a deletion seen at once.
+	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager}
+	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery)}
+	if opts.watchTargets {
+		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.countDriftRepair)
+		a.deleteRec.watches = a.watches
+	}
+	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))
+	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, Reconciler[*DeleteDesire](a.deleteRec))
 	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
 	a.apply = newController(controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
-		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, nil, opts.ApplyResync))
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync))
 	a.apply.conflicts = termConflicts{a}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
-		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, nil, opts.DeleteResync))
+		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.forget, opts.DeleteResync))
 	// The default reconciler's cleanup runs even when a wrapper replaces it.
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
@@ -240,6 +250,7 @@ func (a *Applier) lead(ctx context.Context, t term) {
 	a.watches.begin(ctx)
 	defer a.watches.end()
 	defer a.readRec.endTerm()
+	defer a.applyRec.endTerm()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String())
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {

@@ -15,6 +15,9 @@ type applyReconciler struct {
 	kube         KubeClient
 	mapper       meta.ResettableRESTMapper
 	fieldManager string
+	// drift, when set, watches applied objects: an object still as applied is not applied
+	// again, a drifted one is repaired (see driftWatch). nil: every reconcile applies.
+	drift *driftWatch
 }
 
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
@@ -32,7 +35,7 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	v := r.apply(ctx, obj)
+	v := r.apply(ctx, d, obj)
 	if isSecret(obj) {
 		// The apiserver quotes offending values in its errors.
 		v.message = newSecretScrubber(obj).scrub(v.message)
@@ -40,8 +43,8 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	return v
 }
 
-// apply maps and applies one parsed object.
-func (r *applyReconciler) apply(ctx context.Context, obj *unstructured.Unstructured) Verdict {
+// apply maps and applies one parsed object, unless its watch shows it still as applied.
+func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstructured.Unstructured) Verdict {
 	gvk := obj.GroupVersionKind()
 	mapping, err := mapKind(r.mapper, gvk)
 	switch {
@@ -55,6 +58,16 @@ func (r *applyReconciler) apply(ctx context.Context, obj *unstructured.Unstructu
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
 	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
+	target := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
+		Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	var repair *drift
+	if r.drift != nil {
+		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref)
+		if dec.skip {
+			return dec.verdict
+		}
+		repair = dec.drift
+	}
 	live, err := r.kube.Apply(ctx, mapping.Resource, obj, r.fieldManager)
 	if resourceNotServed(err) {
 		// The kind went away (its CRD deleted) since discovery said otherwise: refresh it, and
@@ -66,12 +79,29 @@ func (r *applyReconciler) apply(ctx context.Context, obj *unstructured.Unstructu
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
 	v := Applied(live.GetGeneration(), "applied "+ref)
+	if r.drift != nil {
+		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair)
+	}
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
 		r.mapper.Reset()
 		v.kindsChanged = true
 	}
 	return v
+}
+
+// forget drops what the reconciler holds for ApplyDesire id (its record and watch).
+func (r *applyReconciler) forget(id string) {
+	if r.drift != nil {
+		r.drift.forget(id)
+	}
+}
+
+// endTerm drops every record: a new term verifies each object again.
+func (r *applyReconciler) endTerm() {
+	if r.drift != nil {
+		r.drift.endTerm()
+	}
 }
 
 // kubeFailure is the verdict of a failed kube call: Transient when retrying may help,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +15,14 @@ import (
 type deleteReconciler struct {
 	kube    KubeClient
 	targets *targetResolver
+	// watches, when set, observe each target: a target waiting for finalizers is looked at
+	// again when its watch sees it change or vanish, not polled. nil: polled.
+	watches *targetWatches
 }
+
+// watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
+// is watched (the watch event normally comes first).
+const watchedRecheck = 2 * time.Minute
 
 // NewDeleteReconciler returns the default DeleteDesire reconciler: resolve the target to its
 // canonical resource through mapper, delete it with Background propagation and a UID
@@ -45,6 +53,11 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(rt.GVR())))
 	}
 	t := rt.TargetItem
+	var w *metaWatch
+	if r.watches != nil {
+		// Registered before the GET: a change after it is an event, not missed.
+		w = r.watches.watch(desireRef{KindDeleteDesire, d.DocumentID}, t, everyVersion)
+	}
 	obj, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
 		err = r.kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
@@ -62,7 +75,18 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	return WaitingForDeletion(waitingMessage(t, obj))
+	v = WaitingForDeletion(waitingMessage(t, obj))
+	if w != nil && w.synced() && w.err() == nil {
+		v = v.After(watchedRecheck)
+	}
+	return v
+}
+
+// forget drops DeleteDesire id's watch registration.
+func (r *deleteReconciler) forget(id string) {
+	if r.watches != nil {
+		r.watches.forget(desireRef{KindDeleteDesire, id})
+	}
 }
 
 func waitingMessage(t TargetItem, obj *unstructured.Unstructured) string {

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,9 @@ type metrics struct {
 	wqUnfinished *prometheus.GaugeVec
 	wqLongest    *prometheus.GaugeVec
 	wqRetries    *prometheus.CounterVec
+	driftRepairs *prometheus.CounterVec // group, resource (bounded: see countDriftRepair)
+	driftMu      sync.Mutex
+	driftSeen    map[string]struct{}
 	now          func() time.Time
 	constLabels  prometheus.Labels // added to every series at registration
 }
@@ -64,7 +68,9 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 		wqUnfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_unfinished_work_seconds", Help: "Work in progress, seconds."}, []string{"name"}),
 		wqLongest:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_longest_running_processor_seconds", Help: "Longest running processor, seconds."}, []string{"name"}),
 		wqRetries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_workqueue_retries_total", Help: "Workqueue rate-limited retries."}, []string{"name"}),
-		now:          now,
+		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_drift_repairs_total",
+			Help: "Applied objects re-applied because they drifted (deleted, replaced, or fields taken by another manager), by group and resource; resources beyond the first 100 count as \"other\"."}, []string{"group", "resource"}),
+		now: now,
 	}
 	m.constLabels = constLabels
 	return m
@@ -74,7 +80,7 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
 		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
-		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries}
+		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs}
 }
 
 // register registers every series with reg (nil: none). An error (e.g. a second Applier of
@@ -104,6 +110,27 @@ func (m *metrics) countDynamoDB(operation string) { m.dynamoDBReqs.WithLabelValu
 
 // countKube counts one kube-apiserver request.
 func (m *metrics) countKube(verb string) { m.kubeReqs.WithLabelValues(verb).Inc() }
+
+// maxDriftSeries bounds the drift counter's (group, resource) pairs: resources come from
+// desires, i.e. from outside.
+const maxDriftSeries = 100
+
+// countDriftRepair counts one drift repair of a resource.
+func (m *metrics) countDriftRepair(group, resource string) {
+	m.driftMu.Lock()
+	if _, ok := m.driftSeen[group+"/"+resource]; !ok {
+		if len(m.driftSeen) >= maxDriftSeries {
+			group, resource = "other", "other"
+		} else {
+			if m.driftSeen == nil {
+				m.driftSeen = map[string]struct{}{}
+			}
+			m.driftSeen[group+"/"+resource] = struct{}{}
+		}
+	}
+	m.driftMu.Unlock()
+	m.driftRepairs.WithLabelValues(group, resource).Inc()
+}
 
 func (m *metrics) observeReconcile(kind DesireKind, reason string, err error, d time.Duration) {
 	k := string(kind)

@@ -78,12 +78,14 @@ type Options struct {
 	// Transport then decides TLS, authentication and compression. Default: one client built
 	// from RESTConfig, shared by those clients.
 	HTTPClient *http.Client
-	// Kube performs the cluster operations; default DynamicKube over DynamicClient.
+	// Kube performs the cluster operations; default DynamicKube over DynamicClient. Only with
+	// the default are ApplyDesire and DeleteDesire targets watched (drift repair, deletions
+	// seen at once): the watches read DynamicClient/MetadataClient's cluster.
 	Kube KubeClient
 	// DynamicClient serves the default Kube and ReadDesires' GETs.
 	DynamicClient dynamic.Interface
-	// MetadataClient lists and watches ReadDesire targets as metadata only (one watch per
-	// resource and namespace). Default: built from RESTConfig; without either, the
+	// MetadataClient lists and watches desire targets as metadata only (one cluster-wide
+	// watch per resource). Default: built from RESTConfig; without either, the
 	// DynamicClient's full objects are watched and reduced to metadata on arrival.
 	MetadataClient metadata.Interface
 	// RESTMapper maps kinds and resources. A meta.ResettableRESTMapper is reset (at most once a
@@ -166,6 +168,10 @@ type Options struct {
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
 	httpClient *http.Client                // the clients' HTTP client (counted), with RESTConfig
 	kubeProbe  func(context.Context) error // GET /readyz of the apiserver, with RESTConfig
+	// watchTargets: Kube is the default over DynamicClient, so the shared watches see the
+	// objects it applies and deletes; a Kube of one's own may act on another cluster (or on
+	// none), and its ApplyDesires and DeleteDesires are then not watched.
+	watchTargets bool
 	// discoveryReset invalidates the default Discovery's cache (nil with Discovery given).
 	discoveryReset func()
 }
@@ -294,6 +300,7 @@ func (o *Options) completeKube() error {
 	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}
+		o.watchTargets = true
 	}
 	if o.Kube == nil || o.mapper == nil || o.DynamicClient == nil {
 		return fmt.Errorf("%w: set RESTConfig, or DynamicClient and RESTMapper", ErrInvalidOptions)

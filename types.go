@@ -41,6 +41,11 @@ const (
 	// targets the same object and keeps it; this one is not applied (see README "Two desires,
 	// one object"). It heals when either desire is deleted or retargeted.
 	ReasonTargetConflict = "TargetConflict"
+	// ReasonDriftConflict: another writer re-took fields of the applied object within seconds
+	// of each drift repair; repairs are backed off (1 s doubling to 5 min) instead of fighting,
+	// and the object is not as applied. Not Degraded: stop the other writer, or leave the
+	// fields it owns out of kubeContent.
+	ReasonDriftConflict = "DriftConflict"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the

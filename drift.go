@@ -1,0 +1,271 @@
+package kubeapplier
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const (
+	// fightWindow: a drift by the same manager within this time of our repair is a fight.
+	fightWindow = 10 * time.Second
+	// fightBackoff and fightBackoffCap bound how often a fought-over object is repaired:
+	// 1 s, 2 s, 4 s, ... up to 5 min between repairs while the other writer keeps reverting.
+	fightBackoff    = time.Second
+	fightBackoffCap = 5 * time.Minute
+)
+
+// driftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
+// per desire, the stamp its last apply left on the object, and the target's shared watch.
+// With it a reconcile tells an object still as applied (nothing to do: a resync, a status
+// update, another manager's labels) from one that drifted (deleted, replaced, fields taken
+// by another manager, a generation we did not cause), and a repair that another writer keeps
+// reverting from a one-off drift.
+type driftWatch struct {
+	watches      *targetWatches
+	fieldManager string
+	now          func() time.Time
+	// repaired counts a drift repair of a resource (metrics).
+	repaired func(group, resource string)
+
+	mu      sync.Mutex
+	records map[string]*appliedRecord // by ApplyDesire ID; dropped at term end
+}
+
+// appliedRecord is one desire's last apply in this term.
+type appliedRecord struct {
+	target  TargetItem
+	spec    specIdentity
+	stamp   *objectStamp // the object as the apply's response showed it
+	message string       // the verdict's message, repeated while nothing drifted
+	// The fight: when the last repair was, by whom the drift it repaired was made, how many
+	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
+	lastRepair time.Time
+	lastBy     []string
+	counted    bool // the drift after lastRepair was counted as a fight
+	fights     int
+	holdUntil  time.Time
+}
+
+// specIdentity names one version of one incarnation of a spec document.
+type specIdentity struct {
+	created time.Time
+	version int64
+}
+
+func identityOf(m *DynamoDBMetadata) specIdentity {
+	return specIdentity{created: m.CreateTime, version: m.Version}
+}
+
+// drift is a change of an applied object that may have touched what was applied.
+type drift struct {
+	what     string   // "deleted", "replaced", "changed"
+	managers []string // the other managers whose entries changed, sorted
+	at       time.Time
+}
+
+func newDriftWatch(w *targetWatches, fieldManager string, now func() time.Time, repaired func(group, resource string)) *driftWatch {
+	if now == nil {
+		now = time.Now
+	}
+	return &driftWatch{watches: w, fieldManager: fieldManager, now: now, repaired: repaired, records: map[string]*appliedRecord{}}
+}
+
+// decision is what check tells the reconciler to do before applying.
+type decision struct {
+	skip    bool    // nothing to do: return verdict
+	verdict Verdict // when skip
+	drift   *drift  // the drift this apply repairs (nil: a first apply or a spec change)
+}
+
+// check looks at the watched target of desire id (spec m, object t named ref) before an
+// apply: an object still as last applied needs none (the last verdict is repeated), a
+// drifted one is repaired unless its repairs keep being reverted (then held back with
+// DriftConflict). Without a record, a synced watch or a healthy watch, the apply goes ahead.
+func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref string) decision {
+	dw.mu.Lock()
+	rec := dw.records[id]
+	dw.mu.Unlock()
+	if rec == nil || rec.target != t || rec.spec != identityOf(m) {
+		return decision{}
+	}
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, metadataOnly)
+	if w.err() != nil || !w.synced() {
+		return decision{}
+	}
+	st, exists := w.lookup(t.Namespace, t.Name)
+	d := detectDrift(rec.stamp, st, exists, dw.fieldManager, dw.now())
+	if d == nil {
+		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message)}
+	}
+	now := dw.now()
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	switch {
+	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < fightWindow && overlap(rec.lastBy, d.managers):
+		// Re-taken within the window of our last repair: hold the next repair back.
+		rec.fights++
+		rec.counted = true
+		rec.holdUntil = now.Add(fightDelay(rec.fights))
+	case now.Before(rec.holdUntil):
+		// Still holding back.
+	case !rec.counted:
+		// The last repair stuck for a while (or there was none): not a fight.
+		rec.fights = 0
+	}
+	if now.Before(rec.holdUntil) {
+		v := Refused(ReasonDriftConflict, fmt.Sprintf(
+			"%s: %s within %s of each repair (%d in a row); not as applied, next repair at %s (back-off %s, up to %s). "+
+				"Stop the other writer or remove the fields from kubeContent",
+			ref, d.describe(), fightWindow, rec.fights, rec.holdUntil.UTC().Format(time.RFC3339), fightDelay(rec.fights), fightBackoffCap)).After(rec.holdUntil.Sub(now))
+		return decision{skip: true, verdict: v}
+	}
+	return decision{drift: d}
+}
+
+// fightDelay is the back-off before the n-th repair of a fought-over object.
+func fightDelay(n int) time.Duration {
+	d := fightBackoff
+	for i := 1; i < n && d < fightBackoffCap; i++ {
+		d *= 2
+	}
+	return min(d, fightBackoffCap)
+}
+
+// applied records the apply of desire id (spec m) that left live on the cluster, with the
+// verdict's message (and the drift it repaired, counted and named in the message), and
+// registers the target with its shared watch. It returns the message to report.
+func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift) string {
+	acc, err := meta.Accessor(live)
+	if err != nil {
+		return message
+	}
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, metadataOnly)
+	now := dw.now()
+	if d != nil {
+		message += "; " + d.describe() + "; re-applied"
+		if dw.repaired != nil {
+			dw.repaired(t.Group, t.Resource)
+		}
+	}
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	rec := dw.records[id]
+	if rec == nil || rec.target != t {
+		rec = &appliedRecord{target: t}
+		dw.records[id] = rec
+	}
+	rec.spec = identityOf(m)
+	rec.stamp = stampOf(acc, &w.strings)
+	rec.message = message
+	if d != nil {
+		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
+	}
+	return message
+}
+
+// forget drops what is held for desire id.
+func (dw *driftWatch) forget(id string) {
+	dw.mu.Lock()
+	delete(dw.records, id)
+	dw.mu.Unlock()
+	dw.watches.forget(desireRef{KindApplyDesire, id})
+}
+
+// endTerm drops every record: a new term verifies each object again.
+func (dw *driftWatch) endTerm() {
+	dw.mu.Lock()
+	dw.records = map[string]*appliedRecord{}
+	dw.mu.Unlock()
+}
+
+// detectDrift compares the watched stamp of an applied object with the stamp the apply left,
+// and returns nil when nothing that was applied may have changed: the same object, our
+// field set untouched and no generation we did not cause. A resourceVersion-only change
+// (status, another manager's labels or annotations) is no drift; nor is a watch that has not
+// yet seen our apply.
+func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now time.Time) *drift {
+	switch {
+	case !exists:
+		return &drift{what: "deleted", at: now}
+	case st.uid != applied.uid:
+		return &drift{what: "replaced", at: now}
+	case olderVersion(st.resourceVersion, applied.resourceVersion):
+		return nil // the watch has not seen our apply yet
+	}
+	mine, had := applied.entry(fieldManager, true)
+	now1, has := st.entry(fieldManager, true)
+	if had == has && mine.digest == now1.digest && st.generation == applied.generation {
+		return nil
+	}
+	d := &drift{what: "changed"}
+	for _, f := range st.fields {
+		if f.manager == fieldManager && f.apply {
+			continue
+		}
+		old, ok := applied.entry(f.manager, f.apply)
+		if ok && old.digest == f.digest && old.time == f.time {
+			continue
+		}
+		d.managers = append(d.managers, f.manager)
+		if w := f.when(); w.After(d.at) {
+			d.at = w
+		}
+	}
+	sort.Strings(d.managers)
+	d.managers = compactStrings(d.managers)
+	if d.at.IsZero() {
+		d.at = now
+	}
+	return d
+}
+
+// describe is the drift for messages: "fields changed by kubectl-edit at 2026-...".
+func (d *drift) describe() string {
+	at := d.at.UTC().Format(time.RFC3339)
+	switch d.what {
+	case "deleted":
+		return "deleted behind the applier's back (seen at " + at + ")"
+	case "replaced":
+		return "replaced by another object of the same name (new uid, seen at " + at + ")"
+	}
+	if len(d.managers) == 0 {
+		return "fields changed by an unknown manager at " + at
+	}
+	return "fields changed by " + strings.Join(d.managers, ", ") + " at " + at
+}
+
+// olderVersion reports whether resourceVersion a is known to be older than b: both are the
+// apiserver's integers (etcd revisions). Opaque versions are never taken for older.
+func olderVersion(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
+
+func overlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return len(a) == 0 && len(b) == 0
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,475 @@
+package kubeapplier
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+// ssaKube is a KubeClient over a fake dynamic client that keeps ConfigMaps' data with
+// server-side apply's ownership: each manager owns data keys (managedFields), a forced
+// apply takes its keys from the others, an Update by another manager takes the keys it
+// changes; every change bumps resourceVersion (and generation), a no-op changes nothing.
+// The shared watches see the same objects.
+type ssaKube struct {
+	mu      sync.Mutex
+	dyn     *dynamicfake.FakeDynamicClient
+	rv      int
+	applies int
+	uids    int
+	// afterApply, when set, runs after every apply that changed the object (a reverting writer).
+	afterApply func()
+}
+
+func newSSAKube() *ssaKube {
+	return &ssaKube{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"})}
+}
+
+// owned is the fieldsV1 of data keys.
+func owned(keys []string) *metav1.FieldsV1 {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf(`"f:%s":{}`, k))
+	}
+	return &metav1.FieldsV1{Raw: []byte(`{"f:data":{` + strings.Join(parts, ",") + `}}`)}
+}
+
+// ownership reads managedFields as manager|operation|subresource -> data keys.
+func ownership(u *unstructured.Unstructured) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range u.GetManagedFields() {
+		key := e.Manager + "|" + string(e.Operation) + "|" + e.Subresource
+		var keys []string
+		if e.FieldsV1 != nil {
+			s := string(e.FieldsV1.Raw)
+			for _, part := range strings.Split(s, `"f:`)[2:] {
+				keys = append(keys, part[:strings.Index(part, `"`)])
+			}
+		}
+		out[key] = keys
+	}
+	return out
+}
+
+func setOwnership(u *unstructured.Unstructured, own map[string][]string, at time.Time) {
+	names := make([]string, 0, len(own))
+	for k := range own {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var entries []metav1.ManagedFieldsEntry
+	prev := map[string]metav1.ManagedFieldsEntry{}
+	for _, e := range u.GetManagedFields() {
+		prev[e.Manager+"|"+string(e.Operation)+"|"+e.Subresource] = e
+	}
+	for _, k := range names {
+		if len(own[k]) == 0 {
+			continue
+		}
+		p := strings.SplitN(k, "|", 3)
+		sort.Strings(own[k])
+		e := metav1.ManagedFieldsEntry{Manager: p[0], Operation: metav1.ManagedFieldsOperationType(p[1]), Subresource: p[2],
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: owned(own[k])}
+		if old, ok := prev[k]; ok && string(old.FieldsV1.Raw) == string(e.FieldsV1.Raw) {
+			e.Time = old.Time
+		} else {
+			t := metav1.NewTime(at)
+			e.Time = &t
+		}
+		entries = append(entries, e)
+	}
+	u.SetManagedFields(entries)
+}
+
+func (k *ssaKube) get(ns, name string) (*unstructured.Unstructured, error) {
+	return k.dyn.Resource(cmGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// store writes u with the next resourceVersion (create when new).
+func (k *ssaKube) store(u *unstructured.Unstructured, create bool) error {
+	k.rv++
+	u.SetResourceVersion(strconv.Itoa(k.rv))
+	res := k.dyn.Resource(cmGVR).Namespace(u.GetNamespace())
+	var err error
+	if create {
+		_, err = res.Create(context.Background(), u, metav1.CreateOptions{})
+	} else {
+		_, err = res.Update(context.Background(), u, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+func (k *ssaKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	k.applies++
+	live, err := k.get(obj.GetNamespace(), obj.GetName())
+	create := apierrors.IsNotFound(err)
+	if create {
+		k.uids++
+		live = obj.DeepCopy()
+		live.SetUID(types.UID(fmt.Sprintf("uid-%d", k.uids)))
+		live.SetGeneration(1)
+		live.SetManagedFields(nil)
+	} else if err != nil {
+		k.mu.Unlock()
+		return nil, err
+	}
+	before := live.DeepCopy()
+	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+	if data == nil {
+		data = map[string]string{}
+	}
+	want, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+	own := ownership(live)
+	var mine []string
+	for key, v := range want {
+		data[key] = v
+		mine = append(mine, key)
+		for m, keys := range own {
+			own[m] = without(keys, key)
+		}
+	}
+	own[fm+"|Apply|"] = mine
+	_ = unstructured.SetNestedStringMap(live.Object, data, "data")
+	setOwnership(live, own, time.Now())
+	changed := create || !equalJSON(before, live)
+	if changed {
+		if !create {
+			live.SetGeneration(live.GetGeneration() + 1)
+		}
+		if err := k.store(live, create); err != nil {
+			k.mu.Unlock()
+			return nil, err
+		}
+	}
+	after := k.afterApply
+	k.mu.Unlock()
+	if changed && after != nil {
+		after()
+	}
+	return live, nil
+}
+
+func without(keys []string, key string) []string {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if k != key {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func equalJSON(a, b *unstructured.Unstructured) bool {
+	x, _ := a.MarshalJSON()
+	y, _ := b.MarshalJSON()
+	return string(x) == string(y)
+}
+
+func (k *ssaKube) Get(_ context.Context, _ schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	return k.get(ns, name)
+}
+
+func (k *ssaKube) Delete(_ context.Context, _ schema.GroupVersionResource, ns, name string, _ types.UID) error {
+	return k.dyn.Resource(cmGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// edit changes data key to value as manager with an Update (kubectl edit): it takes the key.
+func (k *ssaKube) edit(t *testing.T, ns, name, manager, key, value string) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live, err := k.get(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+	data[key] = value
+	_ = unstructured.SetNestedStringMap(live.Object, data, "data")
+	own := ownership(live)
+	for m, keys := range own {
+		own[m] = without(keys, key)
+	}
+	own[manager+"|Update|"] = append(own[manager+"|Update|"], key)
+	setOwnership(live, own, time.Now())
+	live.SetGeneration(live.GetGeneration() + 1)
+	if err := k.store(live, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statusOnly updates the object as a status writer would: a new resourceVersion and a
+// "status" subresource entry, nothing of the main resource.
+func (k *ssaKube) statusOnly(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live, err := k.get(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := ownership(live)
+	own["status-writer|Update|status"] = []string{fmt.Sprintf("s%d", n)}
+	setOwnership(live, own, time.Now())
+	if err := k.store(live, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *ssaKube) appliesSoFar() int { k.mu.Lock(); defer k.mu.Unlock(); return k.applies }
+
+// driftFixture is an ApplyDesire reconciler with drift watching over an ssaKube, its
+// watch events counted per desire.
+type driftFixture struct {
+	kube    *ssaKube
+	rec     *applyReconciler
+	m       *metrics
+	mu      sync.Mutex
+	events  int
+	clock   time.Time
+	useReal bool
+}
+
+func newDriftFixture(t *testing.T) *driftFixture {
+	t.Helper()
+	f := &driftFixture{kube: newSSAKube(), m: newMetrics(nil, time.Now), useReal: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := newTargetWatches(f.kube.dyn, nil, func(desireRef) { f.mu.Lock(); f.events++; f.mu.Unlock() })
+	w.begin(ctx)
+	t.Cleanup(func() { cancel(); w.end() })
+	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
+		drift: newDriftWatch(w, "kaa", f.now, f.m.countDriftRepair)}
+	return f
+}
+
+func (f *driftFixture) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.useReal {
+		return time.Now()
+	}
+	return f.clock
+}
+
+func (f *driftFixture) eventCount() int { f.mu.Lock(); defer f.mu.Unlock(); return f.events }
+
+// settle waits until the watch holds resourceVersion rv of default/name (or its absence).
+func (f *driftFixture) settle(t *testing.T, name string, gone bool) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "watch caught up", func() bool {
+		f.kube.mu.Lock()
+		rv := strconv.Itoa(f.kube.rv)
+		f.kube.mu.Unlock()
+		w := f.rec.drift.watches.watch(desireRef{KindApplyDesire, "probe"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}, metadataOnly)
+		if !w.synced() {
+			return false
+		}
+		st, ok := w.lookup("default", name)
+		if gone {
+			return !ok
+		}
+		return ok && st.resourceVersion == rv
+	})
+}
+
+// TestDetectDrift: what counts as drift of an applied object, from the stamps alone.
+func TestDetectDrift(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *objectStamp {
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &interner{})
+	}
+	ours := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{},"f:b":{}}}`, 100)
+	oursLess := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{}}}`, 100)
+	editB := managed("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "", `{"f:data":{"f:b":{}}}`, 1764583200)
+	labels := managed("labeler", metav1.ManagedFieldsOperationApply, "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`, 200)
+	status := managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{}}`, 200)
+	applied := meta("10", 1, "u", ours)
+	cases := []struct {
+		name     string
+		st       *objectStamp
+		exists   bool
+		want     string // "" no drift
+		managers string
+	}{
+		{"unchanged", meta("10", 1, "u", ours), true, "", ""},
+		{"status-only update", meta("12", 1, "u", ours, status), true, "", ""},
+		{"another manager's labels", meta("13", 1, "u", ours, labels), true, "", ""},
+		{"deleted", nil, false, "deleted", ""},
+		{"replaced (new uid)", meta("20", 1, "u2", ours), true, "replaced", ""},
+		{"a field taken by kubectl edit", meta("14", 2, "u", oursLess, editB), true, "changed", "kubectl-edit"},
+		{"a generation we did not cause", meta("15", 2, "u", ours), true, "changed", ""},
+		{"our entry gone (managedFields reset)", meta("16", 1, "u"), true, "changed", ""},
+		{"the watch has not seen our apply yet", meta("9", 0, "u", oursLess, editB), true, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := detectDrift(applied, tc.st, tc.exists, "kaa", now)
+			switch {
+			case tc.want == "" && d != nil:
+				t.Fatalf("drift %+v, want none", d)
+			case tc.want != "" && d == nil:
+				t.Fatalf("no drift, want %s", tc.want)
+			case d != nil && (d.what != tc.want || strings.Join(d.managers, ",") != tc.managers):
+				t.Fatalf("drift %s by %v, want %s by %q", d.what, d.managers, tc.want, tc.managers)
+			}
+			if d != nil && tc.managers != "" && !strings.Contains(d.describe(), "changed by kubectl-edit at 2025-12-01T10:00:00Z") {
+				t.Fatalf("describe = %q: the manager and its entry's time", d.describe())
+			}
+		})
+	}
+}
+
+// TestDriftRepairedByWatch: an applied ConfigMap is not applied again while unchanged or
+// under status-only churn (no watch event reaches the ApplyDesire either); a field taken by
+// another manager is re-applied, the message naming the manager, and counted; a deleted
+// object is re-created.
+func TestDriftRepairedByWatch(t *testing.T) {
+	f := newDriftFixture(t)
+	ctx := context.Background()
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1","b":"2"}}`)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() || f.kube.appliesSoFar() != 1 {
+		t.Fatalf("first reconcile: %v, applies %d", v, f.kube.appliesSoFar())
+	}
+	f.settle(t, "cm", false)
+	for i := 0; i < 3; i++ {
+		if v := f.rec.Reconcile(ctx, d); !v.Successful() || v.Message() != "applied ConfigMap default/cm" {
+			t.Fatalf("resync: %v", v)
+		}
+	}
+	if n := f.kube.appliesSoFar(); n != 1 {
+		t.Fatalf("applies = %d after resyncs of an unchanged object, want 1", n)
+	}
+
+	before := f.eventCount()
+	for i := 0; i < 20; i++ {
+		f.kube.statusOnly(t, "default", "cm", i)
+	}
+	f.settle(t, "cm", false)
+	if got := f.eventCount(); got != before {
+		t.Fatalf("status-only updates notified the ApplyDesire %d times, want 0", got-before)
+	}
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() || f.kube.appliesSoFar() != 1 {
+		t.Fatalf("after status churn: %v, applies %d, want 1", v, f.kube.appliesSoFar())
+	}
+
+	f.kube.edit(t, "default", "cm", "kubectl-edit", "b", "changed")
+	waitFor(t, 5*time.Second, "the edit notifies the ApplyDesire", func() bool { return f.eventCount() > before })
+	f.settle(t, "cm", false)
+	v := f.rec.Reconcile(ctx, d)
+	if !v.Successful() || f.kube.appliesSoFar() != 2 || !strings.Contains(v.Message(), "fields changed by kubectl-edit at ") || !strings.HasSuffix(v.Message(), "; re-applied") {
+		t.Fatalf("after a foreign edit: %v, applies %d", v, f.kube.appliesSoFar())
+	}
+	live, _ := f.kube.get("default", "cm")
+	if b, _, _ := unstructured.NestedString(live.Object, "data", "b"); b != "2" {
+		t.Fatalf("data.b = %q after the repair, want 2", b)
+	}
+	var repairs dto.Metric
+	if err := f.m.driftRepairs.WithLabelValues("", "configmaps").Write(&repairs); err != nil || repairs.GetCounter().GetValue() != 1 {
+		n := repairs.GetCounter().GetValue()
+		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1", n)
+	}
+	f.settle(t, "cm", false)
+	if v2 := f.rec.Reconcile(ctx, d); v2.Message() != v.Message() || f.kube.appliesSoFar() != 2 {
+		t.Fatalf("after the repair: %q (applies %d), want the repair's message kept and no apply", v2.Message(), f.kube.appliesSoFar())
+	}
+
+	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", ""); err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, "cm", true)
+	v = f.rec.Reconcile(ctx, d)
+	if _, err := f.kube.get("default", "cm"); err != nil || !strings.Contains(v.Message(), "deleted behind the applier's back") {
+		t.Fatalf("after a deletion: %v, get %v", v, err)
+	}
+
+	// A new spec version is applied whatever the watch says.
+	d.Version++
+	f.rec.Reconcile(ctx, d)
+	if n := f.kube.appliesSoFar(); n != 4 {
+		t.Fatalf("applies = %d after a spec change, want 4", n)
+	}
+	f.rec.forget("a1")
+	f.rec.drift.watches.forget(desireRef{KindApplyDesire, "probe"})
+	if n := f.rec.drift.watches.count(); n != 0 {
+		t.Fatalf("watches = %d after forget, want 0", n)
+	}
+}
+
+// TestDriftFightBacksOff: another writer that reverts every repair at once gets repaired with
+// exponential back-off (1 s doubling, capped at 5 min), reported DriftConflict and not
+// Successful in between, instead of a repair loop: over ten simulated minutes at most ~12
+// applies.
+func TestDriftFightBacksOff(t *testing.T) {
+	f := newDriftFixture(t)
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	f.mu.Lock()
+	f.useReal, f.clock = false, start
+	f.mu.Unlock()
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+	f.rec.Reconcile(ctx, d)
+	f.settle(t, "cm", false)
+	reverting := false
+	f.kube.afterApply = func() {
+		if reverting {
+			f.kube.edit(t, "default", "cm", "reverter", "a", "theirs")
+		}
+	}
+	reverting = true
+	f.kube.edit(t, "default", "cm", "reverter", "a", "theirs")
+	var conflicts int
+	for f.now().Sub(start) < 10*time.Minute {
+		f.settle(t, "cm", false)
+		v := f.rec.Reconcile(ctx, d)
+		switch {
+		case v.Reason() == ReasonDriftConflict:
+			conflicts++
+			if v.Successful() || v.Degraded() || v.after <= 0 || v.after > fightBackoffCap {
+				t.Fatalf("conflict verdict %v after %s", v, v.after)
+			}
+			f.mu.Lock()
+			f.clock = f.clock.Add(v.after)
+			f.mu.Unlock()
+		case v.Successful():
+			f.mu.Lock()
+			f.clock = f.clock.Add(100 * time.Millisecond) // the reverting event arrives
+			f.mu.Unlock()
+		default:
+			t.Fatalf("unexpected verdict %v", v)
+		}
+	}
+	applies := f.kube.appliesSoFar()
+	t.Logf("10 simulated minutes against a reverting writer: %d applies, %d DriftConflict verdicts", applies, conflicts)
+	if applies > 14 || conflicts == 0 {
+		t.Fatalf("applies = %d (conflicts %d), want a bounded number (<= 14) with conflicts reported", applies, conflicts)
+	}
+	// The writer stops: the next repair sticks and the desire is Successful again.
+	reverting = false
+	f.mu.Lock()
+	f.clock = f.clock.Add(fightBackoffCap)
+	f.mu.Unlock()
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
+		t.Fatalf("after the writer stopped: %v", v)
+	}
+	f.settle(t, "cm", false)
+	f.mu.Lock()
+	f.clock = f.clock.Add(time.Minute)
+	f.mu.Unlock()
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
+		t.Fatalf("a minute later: %v", v)
+	}
+}
