@@ -3,7 +3,12 @@ package kubeapplier
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -115,5 +120,90 @@ func TestDeleteFinalizerThenGone(t *testing.T) {
 	delete(kube.objects, objKey(cmGVR, "default", "held"))
 	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
 		t.Fatalf("after finalizer removed: %+v", st.Status.Conditions)
+	}
+}
+
+// finalizingKube is a KubeClient over a fake dynamic client whose Delete, like the apiserver,
+// only sets deletionTimestamp while finalizers remain.
+type finalizingKube struct{ *ssaKube }
+
+func (k finalizingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, _ types.UID) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live, err := k.get(ns, name)
+	if err != nil {
+		return err
+	}
+	if len(live.GetFinalizers()) == 0 {
+		return k.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	now := metav1.Now()
+	live.SetDeletionTimestamp(&now)
+	return k.store(live, false)
+}
+
+// TestDeleteWokenByWatch: a DeleteDesire waiting for a finalizer is not polled (its safety
+// recheck is watchedRecheck once the watch synced) and its watch tells it at once when the
+// finalizer goes and the object with it; forget drops the registration and the watch.
+func TestDeleteWokenByWatch(t *testing.T) {
+	base := newSSAKube()
+	kube := finalizingKube{base}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		woken int
+	)
+	w := newTargetWatches(base.dyn, nil, func(ref desireRef) {
+		if ref.kind == KindDeleteDesire && ref.id == "d1" {
+			mu.Lock()
+			woken++
+			mu.Unlock()
+		}
+	})
+	w.begin(ctx)
+	defer w.end()
+	obj := unstructuredObj("v1", "ConfigMap", "default", "held", nil)
+	obj.SetFinalizers([]string{"example.com/hold"})
+	if err := base.store(obj, true); err != nil {
+		t.Fatal(err)
+	}
+	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), watches: w}
+	d := deleteDesire("d1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
+	var v Verdict
+	waitFor(t, 5*time.Second, "waiting with the watch synced", func() bool {
+		v = rec.Reconcile(ctx, d)
+		return v.after == watchedRecheck
+	})
+	if v.Reason() != ReasonWaitingForDeletion || v.again != lookSoon {
+		t.Fatalf("verdict %v (again %d after %s), want WaitingForDeletion with the long recheck", v, v.again, v.after)
+	}
+	mu.Lock()
+	before := woken
+	mu.Unlock()
+	live, err := base.get("default", "held")
+	if err != nil || live.GetDeletionTimestamp() == nil {
+		t.Fatalf("not being deleted: %v", err)
+	}
+	live.SetFinalizers(nil)
+	base.mu.Lock()
+	if err := base.store(live, false); err != nil {
+		t.Fatal(err)
+	}
+	base.mu.Unlock()
+	if err := base.dyn.Resource(cmGVR).Namespace("default").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the watch wakes the DeleteDesire", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return woken > before
+	})
+	if v = rec.Reconcile(ctx, d); !v.Successful() || !strings.Contains(v.Message(), "is gone") {
+		t.Fatalf("after the finalizer went: %v", v)
+	}
+	rec.forget("d1")
+	if w.count() != 0 || w.registered() != 0 {
+		t.Fatalf("watches %d, registrations %d after forget, want 0", w.count(), w.registered())
 	}
 }

@@ -101,12 +101,17 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)
 	d := detectDrift(rec.stamp, st, exists, dw.fieldManager, dw.now())
-	if d == nil {
-		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message)}
-	}
 	now := dw.now()
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
+	if d == nil {
+		if exists && !olderVersion(st.resourceVersion, rec.stamp.resourceVersion) {
+			// Still as applied: the new baseline, so a later drift names only the managers
+			// that changed something since (not a labeler that came by meanwhile).
+			rec.stamp = st
+		}
+		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message)}
+	}
 	switch {
 	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < fightWindow && overlap(rec.lastBy, d.managers):
 		// Re-taken within the window of our last repair: hold the next repair back.
