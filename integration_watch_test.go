@@ -116,4 +116,3 @@ func TestIntegrationDeleteCompletedByWatch(t *testing.T) {
 		t.Errorf("Successful=True %s after the finalizer's removal, want <= 1s", took)
 	}
 }
-
