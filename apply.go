@@ -18,6 +18,8 @@ type applyReconciler struct {
 	// drift, when set, watches applied objects: an object still as applied is not applied
 	// again, a drifted one is repaired (see driftWatch). nil: every reconcile applies.
 	drift *driftWatch
+	// health computes the Ready condition (kstatus); nil: none.
+	health *healthCheck
 }
 
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
@@ -61,8 +63,20 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	target := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	var repair *drift
+	// Kinds with a status are told of every new resourceVersion: their readiness may change.
+	what := metadataOnly
+	if r.health != nil && hasStatus(gvk.GroupKind()) {
+		what = everyVersion
+	}
 	if r.drift != nil {
-		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref)
+		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref, what)
+		if dec.verified && r.health != nil {
+			ready, err := r.health.ofStamp(ctx, d.DocumentID, target, gvk.GroupKind(), dec.stamp, true)
+			if err != nil {
+				return Transient(ReasonKubeAPIError, err)
+			}
+			dec.verdict.ready = ready
+		}
 		if dec.skip {
 			return dec.verdict
 		}
@@ -80,7 +94,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	v := Applied(live.GetGeneration(), "applied "+ref)
 	if r.drift != nil {
-		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair)
+		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
+	}
+	if r.health != nil {
+		v.ready = r.health.ofObject(d.DocumentID, target, live)
 	}
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
@@ -95,12 +112,18 @@ func (r *applyReconciler) forget(id string) {
 	if r.drift != nil {
 		r.drift.forget(id)
 	}
+	if r.health != nil {
+		r.health.forget(id)
+	}
 }
 
 // endTerm drops every record: a new term verifies each object again.
 func (r *applyReconciler) endTerm() {
 	if r.drift != nil {
 		r.drift.endTerm()
+	}
+	if r.health != nil {
+		r.health.endTerm()
 	}
 }
 

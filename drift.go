@@ -82,20 +82,24 @@ type decision struct {
 	skip    bool    // nothing to do: return verdict
 	verdict Verdict // when skip
 	drift   *drift  // the drift this apply repairs (nil: a first apply or a spec change)
+	// verified: the object is as applied (skip with a Successful verdict); stamp is what the
+	// watch shows of it.
+	verified bool
+	stamp    *objectStamp
 }
 
 // check looks at the watched target of desire id (spec m, object t named ref) before an
 // apply: an object still as last applied needs none (the last verdict is repeated), a
 // drifted one is repaired unless its repairs keep being reverted (then held back with
 // DriftConflict). Without a record, a synced watch or a healthy watch, the apply goes ahead.
-func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref string) decision {
+func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest) decision {
 	dw.mu.Lock()
 	rec := dw.records[id]
 	dw.mu.Unlock()
 	if rec == nil || rec.target != t || rec.spec != identityOf(m) {
 		return decision{}
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, metadataOnly)
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
 	if w.err() != nil || !w.synced() {
 		return decision{}
 	}
@@ -110,7 +114,7 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 			// that changed something since (not a labeler that came by meanwhile).
 			rec.stamp = st
 		}
-		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message)}
+		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message), verified: true, stamp: st}
 	}
 	switch {
 	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < fightWindow && overlap(rec.lastBy, d.managers):
@@ -146,12 +150,12 @@ func fightDelay(n int) time.Duration {
 // applied records the apply of desire id (spec m) that left live on the cluster, with the
 // verdict's message (and the drift it repaired, counted and named in the message), and
 // registers the target with its shared watch. It returns the message to report.
-func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift) string {
+func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift, what interest) string {
 	acc, err := meta.Accessor(live)
 	if err != nil {
 		return message
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, metadataOnly)
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
 	now := dw.now()
 	if d != nil {
 		message += "; " + d.describe() + "; re-applied"

@@ -28,7 +28,8 @@ const (
 	statusStale     statusWriteResult = "stale" // a newer spec version is already recorded
 )
 
-// Conditions returns the Successful and Degraded conditions the controller writes for v,
+// Conditions returns the Successful and Degraded conditions the controller writes for v (and
+// an ApplyDesire's Ready condition when v observed the object's readiness),
 // observed at spec version observedGeneration, with lastTransitionTime now (whole seconds,
 // as metav1.Time serializes them). Messages are cut to metav1.Condition's 32,768-byte limit.
 // Pending has none.
@@ -47,12 +48,16 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Co
 	if v.degraded {
 		deg, degReason, degMsg = metav1.ConditionTrue, v.reason, truncate(v.message)
 	}
-	return []metav1.Condition{
+	conds := []metav1.Condition{
 		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: truncate(v.message),
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 		{Type: ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 	}
+	if v.ready != nil {
+		conds = append(conds, v.ready.condition(observedGeneration, t))
+	}
+	return conds
 }
 
 // truncate keeps messages within metav1.Condition's 32,768-byte limit.
@@ -305,6 +310,11 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 		*next.Meta() = *cur.Meta()
 		conds = cur.StatusCommon().deepCopy().Conditions
 		v = v.carriedOver(cur)
+	}
+	if c := meta.FindStatusCondition(conds, ConditionReady); c != nil && v.ready == nil &&
+		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
+		// A readiness observed for another incarnation of the spec answers nothing here.
+		meta.RemoveStatusCondition(&conds, ConditionReady)
 	}
 	for _, c := range v.Conditions(spec.Meta().Version, now) {
 		meta.SetStatusCondition(&conds, c)

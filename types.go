@@ -16,6 +16,12 @@ const (
 	// errors: apiserver 5xx/429/timeouts, discovery failures, a terminating namespace); False
 	// otherwise.
 	ConditionDegraded = "Degraded"
+	// ConditionReady (ApplyDesires) is True when the applied object is Current in kstatus's
+	// terms (sigs.k8s.io/cli-utils/pkg/kstatus/status): a Deployment rolled out, a CRD
+	// established, a Job complete; kinds without status are Current while they exist. Its
+	// reason is kstatus's status: Current, InProgress, Failed, Terminating, NotFound or
+	// Unknown, its message kstatus's. Updated when the object's resourceVersion changes.
+	ConditionReady = "Ready"
 )
 
 // Condition reasons. They are CamelCase as Kubernetes' metav1.Condition requires.

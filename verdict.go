@@ -60,6 +60,7 @@ type Verdict struct {
 
 	// Observations for the kind's status fields; a verdict without one keeps the last status's.
 	applied  *appliedObject // ApplyDesire: what the apply left on the cluster
+	ready    *readiness     // ApplyDesire: the object's kstatus readiness (nil: not observed)
 	mirrored bool           // ReadDesire: content is the live object (nil: it does not exist)
 	content  []byte
 	// kindsChanged: a CustomResourceDefinition was applied; desires waiting for a kind that

@@ -100,7 +100,7 @@ metadata and spec from the specs table, status from the status table. It writes 
 			}
 			return printDocuments(a.stdout, docs, f.name != "", output)
 		}
-		header := []string{"KIND", "NAMESPACE", "NAME", "SUCCESSFUL", "REASON", "AGE"}
+		header := []string{"KIND", "NAMESPACE", "NAME", "SUCCESSFUL", "REASON", "READY", "AGE"}
 		if output == "wide" {
 			header = append(header, "ID", "VERSION", "MESSAGE")
 		}
@@ -113,7 +113,11 @@ metadata and spec from the specs table, status from the status table. It writes 
 			if ns == "" {
 				ns = "<none>"
 			}
-			row := []string{string(l.kind), ns, l.name, succ, reason, age(now, m.CreateTime)}
+			ready := "-"
+			if l.kind == kubeapplier.KindApplyDesire {
+				ready = readyColumn(l.status, m)
+			}
+			row := []string{string(l.kind), ns, l.name, succ, reason, ready, age(now, m.CreateTime)}
 			if output == "wide" {
 				row = append(row, m.DocumentID, strconv.FormatInt(m.Version, 10), msg)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -48,18 +49,18 @@ func seedDesires(h *harness) {
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadSec, 1, time.Minute),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "foo"}}})
 
-	h.writeStatus(kubeapplier.KindApplyDesire, seedApplyFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "applied ConfigMap default/foo"})
+	h.writeStatus(kubeapplier.KindApplyDesire, seedApplyFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "applied ConfigMap default/foo", ready: metav1.ConditionTrue})
 	h.writeStatus(kubeapplier.KindDeleteDesire, seedDeleteOld, 1, outcome{reason: kubeapplier.ReasonWaitingForDeletion, message: "configmaps/v1 default/old is being deleted; waiting for finalizers: x"})
 	h.writeStatus(kubeapplier.KindReadDesire, seedReadFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "mirrored", content: `{"kind":"ConfigMap"}`})
 }
 
 func TestGetTable(t *testing.T) {
 	all := []string{
-		"KIND           NAMESPACE   NAME   SUCCESSFUL   REASON               AGE",
-		"ApplyDesire    default     foo    True         NoErrors             120m",
-		"ReadDesire     default     foo    Unknown      Pending              90s",
-		"DeleteDesire   default     old    False        WaitingForDeletion   3d",
-		"ApplyDesire    team        bar    Unknown      Pending              5m",
+		"KIND           NAMESPACE   NAME   SUCCESSFUL   REASON               READY     AGE",
+		"ApplyDesire    default     foo    True         NoErrors             True      120m",
+		"ReadDesire     default     foo    Unknown      Pending              -         90s",
+		"DeleteDesire   default     old    False        WaitingForDeletion   -         3d",
+		"ApplyDesire    team        bar    Unknown      Pending              Unknown   5m",
 	}
 	for _, tc := range []struct {
 		name string
@@ -69,14 +70,18 @@ func TestGetTable(t *testing.T) {
 		{"plural", []string{"configmaps"}, all},
 		{"short name", []string{"cm"}, all},
 		{"singular", []string{"configmap"}, all},
-		{"namespace", []string{"cm", "-n", "default"}, all[:4]},
+		{"namespace", []string{"cm", "-n", "default"}, []string{
+			"KIND           NAMESPACE   NAME   SUCCESSFUL   REASON               READY   AGE",
+			"ApplyDesire    default     foo    True         NoErrors             True    120m",
+			"ReadDesire     default     foo    Unknown      Pending              -       90s",
+			"DeleteDesire   default     old    False        WaitingForDeletion   -       3d"}},
 		{"name", []string{"configmaps", "foo"}, []string{
-			"KIND          NAMESPACE   NAME   SUCCESSFUL   REASON     AGE",
-			"ApplyDesire   default     foo    True         NoErrors   120m",
-			"ReadDesire    default     foo    Unknown      Pending    90s"}},
+			"KIND          NAMESPACE   NAME   SUCCESSFUL   REASON     READY   AGE",
+			"ApplyDesire   default     foo    True         NoErrors   True    120m",
+			"ReadDesire    default     foo    Unknown      Pending    -       90s"}},
 		{"other type", []string{"deployments.apps"}, []string{
-			"KIND          NAMESPACE   NAME   SUCCESSFUL   REASON    AGE",
-			"ApplyDesire   shop        web    Unknown      Pending   60m"}},
+			"KIND          NAMESPACE   NAME   SUCCESSFUL   REASON    READY     AGE",
+			"ApplyDesire   shop        web    Unknown      Pending   Unknown   60m"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -98,10 +103,10 @@ func TestGetWide(t *testing.T) {
 	seedDesires(h)
 	out := h.mustRun("get", "configmaps", "-n", "default", "-o", "wide")
 	want := strings.Join([]string{
-		"KIND           NAMESPACE   NAME   SUCCESSFUL   REASON               AGE    ID                                     VERSION   MESSAGE",
-		"ApplyDesire    default     foo    True         NoErrors             120m   " + seedApplyFoo + "   2         applied ConfigMap default/foo",
-		"ReadDesire     default     foo    Unknown      Pending              90s    " + seedReadFoo + "   3         the status is for spec version 2, not yet 3 (Successful=True, reason NoErrors: mirrored)",
-		"DeleteDesire   default     old    False        WaitingForDeletion   3d     " + seedDeleteOld + "   1         configmaps/v1 default/old is being deleted; waiting for finalizers: x",
+		"KIND           NAMESPACE   NAME   SUCCESSFUL   REASON               READY   AGE    ID                                     VERSION   MESSAGE",
+		"ApplyDesire    default     foo    True         NoErrors             True    120m   " + seedApplyFoo + "   2         applied ConfigMap default/foo",
+		"ReadDesire     default     foo    Unknown      Pending              -       90s    " + seedReadFoo + "   3         the status is for spec version 2, not yet 3 (Successful=True, reason NoErrors: mirrored)",
+		"DeleteDesire   default     old    False        WaitingForDeletion   -       3d     " + seedDeleteOld + "   1         configmaps/v1 default/old is being deleted; waiting for finalizers: x",
 	}, "\n") + "\n"
 	if out != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
@@ -146,7 +151,7 @@ func TestGetJSON(t *testing.T) {
 	if err := json.Unmarshal(apply.Spec, &spec); err != nil || spec.ManagementCluster != testMC || !strings.Contains(compact(t, spec.KubeContent), `"data":{"a":"1"}`) {
 		t.Errorf("apply spec: %s (%v)", apply.Spec, err)
 	}
-	if apply.Status == nil || len(apply.Status.Conditions) != 2 || apply.Status.Conditions[0].Type != "Successful" ||
+	if apply.Status == nil || len(apply.Status.Conditions) != 3 || apply.Status.Conditions[0].Type != "Successful" ||
 		apply.Status.Conditions[0].Status != "True" || apply.Status.Conditions[0].ObservedGeneration != 2 {
 		t.Errorf("apply status: %+v", apply.Status)
 	}

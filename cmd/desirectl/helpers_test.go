@@ -189,7 +189,8 @@ type outcome struct {
 	degraded   bool
 	reason     string
 	message    string
-	content    string // ReadDesire status.kubeContent (JSON)
+	content    string                 // ReadDesire status.kubeContent (JSON)
+	ready      metav1.ConditionStatus // ApplyDesire Ready condition; "" for none
 }
 
 // set writes o into d's status as the applier would: Successful and Degraded observed at d's
@@ -210,6 +211,9 @@ func (o outcome) set(d kubeapplier.Desire) {
 	s.Conditions = []metav1.Condition{
 		{Type: kubeapplier.ConditionSuccessful, Status: status(o.successful), Reason: o.reason, Message: o.message, ObservedGeneration: gen},
 		{Type: kubeapplier.ConditionDegraded, Status: deg, Reason: degReason, ObservedGeneration: gen},
+	}
+	if o.ready != "" {
+		s.Conditions = append(s.Conditions, metav1.Condition{Type: kubeapplier.ConditionReady, Status: o.ready, Reason: "Current", ObservedGeneration: gen})
 	}
 	t := d.Meta().UpdateTime
 	s.ObservedDesireUpdateTime = &t

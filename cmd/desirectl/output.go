@@ -52,6 +52,20 @@ func successColumns(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadat
 	return string(c.Status), c.Reason, oneLine(c.Message)
 }
 
+// readyColumn is the READY column of an ApplyDesire: its Ready condition (kstatus: the
+// applied object is Current) as reported for spec; Unknown until reported.
+func readyColumn(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) string {
+	a, ok := status.(*kubeapplier.ApplyDesire)
+	if !ok || a == nil {
+		return string(metav1.ConditionUnknown)
+	}
+	c := meta.FindStatusCondition(a.Status.Conditions, kubeapplier.ConditionReady)
+	if c == nil || !answers(&a.Status.CommonStatus, c, spec) {
+		return string(metav1.ConditionUnknown)
+	}
+	return string(c.Status)
+}
+
 // desireDocument is a desire as `get -o yaml|json` prints it: the spec document's metadata
 // and spec, and the status document's status.
 type desireDocument struct {

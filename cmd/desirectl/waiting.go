@@ -45,7 +45,7 @@ func parseFor(s string) (conditionWant, error) {
 			return conditionWant{}, usageErrorf("--for condition status must be True, False or Unknown, not %q", status)
 		}
 	}
-	for _, known := range []string{kubeapplier.ConditionSuccessful, kubeapplier.ConditionDegraded} {
+	for _, known := range []string{kubeapplier.ConditionSuccessful, kubeapplier.ConditionDegraded, kubeapplier.ConditionReady} {
 		if strings.EqualFold(typ, known) {
 			w.typ = known
 		}
