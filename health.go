@@ -38,9 +38,9 @@ var statusless = map[schema.GroupKind]bool{
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: true, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
 	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: true, {Group: "scheduling.k8s.io", Kind: "PriorityClass"}: true,
 	{Group: "storage.k8s.io", Kind: "StorageClass"}: true, {Group: "coordination.k8s.io", Kind: "Lease"}: true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}: true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
 }
 
