@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -114,5 +115,58 @@ func TestIntegrationDeleteCompletedByWatch(t *testing.T) {
 	t.Logf("finalizer removed -> Successful=True in %s", took.Round(time.Millisecond))
 	if took > time.Second {
 		t.Errorf("Successful=True %s after the finalizer's removal, want <= 1s", took)
+	}
+}
+
+// TestIntegrationReadyAfterRollout: an applied Deployment is Ready=False (InProgress) until
+// its status says the rollout completed (simulated: there is no controller-manager), then
+// Ready=True within a second; a ConfigMap is Ready=True at once.
+func TestIntegrationReadyAfterRollout(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx := context.Background()
+	deployGVR := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	e.putApply("web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"`+e.ns+`"},
+	"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},
+	"spec":{"containers":[{"name":"c","image":"example.invalid/web:1"}]}}}}`)
+	e.putApply("cm", e.configMap("plain", map[string]string{"k": "v"}))
+	ready := func(id string) metav1.Condition {
+		st, err := e.specs.ApplyDesireStatus().Get(ctx, id)
+		if err != nil {
+			return metav1.Condition{}
+		}
+		return condition(st, ConditionReady)
+	}
+	waitCondition(e, e.specs.ApplyDesireStatus(), "web", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "cm", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	if c := ready("cm"); c.Status != metav1.ConditionTrue || c.Reason != "Current" {
+		t.Fatalf("ConfigMap Ready = %+v, want True/Current", c)
+	}
+	if c := ready("web"); c.Status != metav1.ConditionFalse || c.Reason != "InProgress" {
+		t.Fatalf("Deployment Ready before its rollout = %+v, want False/InProgress", c)
+	}
+	res := e.dyn.Resource(deployGVR).Namespace(e.ns)
+	live, err := res.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Object["status"] = map[string]any{"observedGeneration": live.GetGeneration(), "replicas": int64(1), "updatedReplicas": int64(1),
+		"readyReplicas": int64(1), "availableReplicas": int64(1), "conditions": []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok",
+				"lastUpdateTime": time.Now().UTC().Format(time.RFC3339), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok",
+				"lastUpdateTime": time.Now().UTC().Format(time.RFC3339), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
+	applies := e.kubeApplies()
+	start := time.Now()
+	if _, err := res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "Ready=True after the rollout", func() bool { return ready("web").Status == metav1.ConditionTrue })
+	took := time.Since(start)
+	t.Logf("status update -> Ready=True in %s: %+v", took.Round(time.Millisecond), ready("web"))
+	if took > time.Second {
+		t.Errorf("Ready=True %s after the rollout, want <= 1s", took)
+	}
+	if got := e.kubeApplies(); got != applies {
+		t.Errorf("the status update cost %v applies, want 0", got-applies)
 	}
 }
