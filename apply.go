@@ -70,6 +70,11 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	if r.drift != nil {
 		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref, what)
+		if dec.unknown {
+			// First look in this term (a new leader): the last status may prove the object
+			// still as applied, without an apply.
+			dec = r.drift.verify(d.DocumentID, d.Meta(), target, ref, what, lastStatus[*ApplyDesire](ctx))
+		}
 		if dec.verified && r.health != nil {
 			ready, err := r.health.ofStamp(ctx, d.DocumentID, target, gvk.GroupKind(), dec.stamp, true)
 			if err != nil {
@@ -93,6 +98,7 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
 	v := Applied(live.GetGeneration(), "applied "+ref)
+	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
 	if r.drift != nil {
 		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
 	}

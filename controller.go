@@ -88,7 +88,7 @@ func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 	if f, ok := crud.(interface{ fencedBy(int64) ResourceCRUD[T] }); ok && t.number > 0 {
 		crud = f.fencedBy(t.number)
 	}
-	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs}
+	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs, cache: newStatusCache[T]()}
 }
 
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
@@ -307,6 +307,13 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyObject().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
+	if c.kind == KindApplyDesire && !fresh {
+		// The last status lets the default reconciler verify instead of apply (a new term);
+		// read once per term, then cached by the writer, which needs it anyway.
+		if last, found, err := c.writer.Load().last(ctx, id); err == nil && found {
+			ctx = withLastStatus(ctx, last)
+		}
+	}
 	v := c.streaks.judge(d.Meta(), c.verdict(ctx, d), c.now())
 	if v.reason == ReasonKindNotServed {
 		c.waitingKind.Store(id, struct{}{})

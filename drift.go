@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const (
@@ -42,8 +44,10 @@ type driftWatch struct {
 type appliedRecord struct {
 	target  TargetItem
 	spec    specIdentity
-	stamp   *objectStamp // the object as the apply's response showed it
+	stamp   *objectStamp // the object as the apply's response showed it (then as last verified)
 	message string       // the verdict's message, repeated while nothing drifted
+	// uid and resourceVersion of the object after the apply, for the status.
+	uid, resourceVersion string
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
 	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
 	lastRepair time.Time
@@ -86,6 +90,8 @@ type decision struct {
 	// watch shows of it.
 	verified bool
 	stamp    *objectStamp
+	// unknown: no apply of this spec in this term to compare with.
+	unknown bool
 }
 
 // check looks at the watched target of desire id (spec m, object t named ref) before an
@@ -97,7 +103,7 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 	rec := dw.records[id]
 	dw.mu.Unlock()
 	if rec == nil || rec.target != t || rec.spec != identityOf(m) {
-		return decision{}
+		return decision{unknown: rec == nil}
 	}
 	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
 	if w.err() != nil || !w.synced() {
@@ -114,7 +120,9 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 			// that changed something since (not a labeler that came by meanwhile).
 			rec.stamp = st
 		}
-		return decision{skip: true, verdict: Applied(rec.stamp.generation, rec.message), verified: true, stamp: st}
+		v := Applied(rec.stamp.generation, rec.message)
+		v.applied.uid, v.applied.resourceVersion = rec.uid, rec.resourceVersion
+		return decision{skip: true, verdict: v, verified: true, stamp: st}
 	}
 	switch {
 	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < fightWindow && overlap(rec.lastBy, d.managers):
@@ -136,6 +144,73 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 		return decision{skip: true, verdict: v}
 	}
 	return decision{drift: d}
+}
+
+// verifySyncWait bounds how long a new term waits for a target's watch to sync before it
+// applies instead of verifying.
+const verifySyncWait = 10 * time.Second
+
+// verify decides, at the first look of a term (a new leader, a restart), whether the object is
+// still as the last apply left it, from the last status (last: nil when unknown) and the
+// watch: the status is Successful for this very spec, and the watched object has the applied
+// uid and either the applied resourceVersion or, since then, the same generation and no
+// main-resource change by another manager after ours. Then the object is verified (no apply,
+// the status unchanged); otherwise it is applied.
+func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, last *ApplyDesire) decision {
+	if last == nil || last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
+		return decision{}
+	}
+	s := &last.Status
+	c := meta.FindStatusCondition(s.Conditions, ConditionSuccessful)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors || c.ObservedGeneration != m.Version ||
+		s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(m.CreateTime) {
+		return decision{}
+	}
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
+	if w.err() != nil {
+		return decision{}
+	}
+	if !w.synced() {
+		if time.Since(w.started) < verifySyncWait {
+			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
+		}
+		return decision{}
+	}
+	st, exists := w.lookup(t.Namespace, t.Name)
+	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager) {
+		return decision{}
+	}
+	message := "applied " + ref
+	dw.mu.Lock()
+	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message,
+		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion}
+	dw.mu.Unlock()
+	v := Applied(s.AppliedResourceGeneration, message)
+	v.applied.uid, v.applied.resourceVersion = s.AppliedUID, s.AppliedResourceVersion
+	return decision{skip: true, verdict: v, verified: true, stamp: st}
+}
+
+// unchangedSince reports whether the watched stamp st shows the object as the apply recorded
+// in s left it: at the applied resourceVersion, or later with the same generation, our entry
+// in managedFields, and no other manager's main-resource entry as recent as ours (a status
+// update, a subresource, does not count).
+func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) bool {
+	if st.resourceVersion == s.AppliedResourceVersion {
+		return true
+	}
+	if olderVersion(st.resourceVersion, s.AppliedResourceVersion) || st.generation != s.AppliedResourceGeneration {
+		return false
+	}
+	mine, ok := st.entry(fieldManager, true)
+	if !ok {
+		return false
+	}
+	for _, f := range st.fields {
+		if !(f.manager == fieldManager && f.apply) && f.time >= mine.time {
+			return false
+		}
+	}
+	return true
 }
 
 // fightDelay is the back-off before the n-th repair of a fought-over object.
@@ -173,6 +248,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	rec.spec = identityOf(m)
 	rec.stamp = stampOf(acc, &w.strings)
 	rec.message = message
+	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
 	}

@@ -473,3 +473,63 @@ func TestDriftFightBacksOff(t *testing.T) {
 		t.Fatalf("a minute later: %v", v)
 	}
 }
+
+// TestRestartVerifiesWithoutApplying: a new term (records dropped) finds in the last status
+// the uid and resourceVersion the apply left; an object still so (or changed only in its
+// status since) is verified without an apply and its status unchanged; one another manager
+// changed since, a spec newer than the status, or no status at all, is applied.
+func TestRestartVerifiesWithoutApplying(t *testing.T) {
+	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`
+	cases := []struct {
+		name      string
+		meanwhile func(t *testing.T, k *ssaKube)
+		newerSpec bool
+		noStatus  bool
+		applies   int // applies in the new term
+	}{
+		{name: "unchanged", applies: 0},
+		{name: "status-only churn since", meanwhile: func(t *testing.T, k *ssaKube) { k.statusOnly(t, "default", "cm", 1) }, applies: 0},
+		{name: "edited by another manager since", meanwhile: func(t *testing.T, k *ssaKube) {
+			time.Sleep(1100 * time.Millisecond) // managedFields times are whole seconds
+			k.edit(t, "default", "cm", "kubectl-edit", "a", "x")
+		}, applies: 1},
+		{name: "spec newer than the status", newerSpec: true, applies: 1},
+		{name: "no status", noStatus: true, applies: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDriftFixture(t)
+			ctx := context.Background()
+			d := applyDesire("a1", content)
+			v := f.rec.Reconcile(ctx, d)
+			last := statusDocument(d, v, nil, false, time.Now())
+			if last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
+				t.Fatalf("status lacks the applied uid/resourceVersion: %+v", last.Status)
+			}
+			if tc.meanwhile != nil {
+				tc.meanwhile(t, f.kube)
+			}
+			f.settle(t, "cm", false)
+			f.rec.endTerm() // a new term
+			before := f.kube.appliesSoFar()
+			if tc.newerSpec {
+				d.Version++
+			}
+			rctx := ctx
+			if !tc.noStatus {
+				rctx = withLastStatus(ctx, last)
+			}
+			var v2 Verdict
+			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
+			if got := f.kube.appliesSoFar() - before; got != tc.applies || !v2.Successful() {
+				t.Fatalf("applies in the new term = %d (%v), want %d", got, v2, tc.applies)
+			}
+			if tc.applies == 0 {
+				next := statusDocument(d, v2, last, true, time.Now())
+				if !sameStatus(last, next) {
+					t.Fatalf("verified, yet the status would change:\n%+v\n%+v", last.Status, next.Status)
+				}
+			}
+		})
+	}
+}

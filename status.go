@@ -79,6 +79,8 @@ type statusWriter[T Desire] struct {
 	// specs, when set, settles which incarnation is current before a status of another
 	// incarnation is replaced (a consistent read of the spec; rare: re-created specs).
 	specs SpecReader[T]
+	// cache holds the term's status documents as last read or written; nil: none.
+	cache *statusCache[T]
 }
 
 // term is a leadership term as status writers see it.
@@ -131,7 +133,20 @@ func (t term) do(ctx context.Context, call func(context.Context) error) error {
 
 // delete removes the status id within the term.
 func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
+	if w.cache != nil {
+		w.cache.drop(id)
+	}
 	return w.term.do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
+}
+
+// last returns the status of id from the term's cache, or read from the table (and cached).
+func (w *statusWriter[T]) last(ctx context.Context, id string) (T, bool, error) {
+	if w.cache != nil {
+		if d, found, known := w.cache.get(id); known {
+			return d, found, nil
+		}
+	}
+	return w.current(ctx, id)
 }
 
 // write stores the status of spec under verdict v. createFirst (a desire just created in the
@@ -166,7 +181,11 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 		}
 	}
 	for attempt := 0; attempt < statusWriteAttempts; attempt++ {
-		cur, found, err := w.current(ctx, id)
+		read := w.current
+		if attempt == 0 {
+			read = w.last // a retry after a precondition failure reads the table
+		}
+		cur, found, err := read(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -233,15 +252,42 @@ func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, erro
 		var zero T
 		cur = zero
 	}
+	if err == nil && w.cache != nil {
+		if found {
+			w.cache.put(cur)
+		} else {
+			w.cache.none(id)
+		}
+	}
 	return cur, found, err
 }
 
 func (w *statusWriter[T]) create(ctx context.Context, d T) error {
-	return w.term.do(ctx, func(ctx context.Context) error { _, err := w.crud.Create(ctx, d); return err })
+	return w.term.do(ctx, func(ctx context.Context) error {
+		stored, err := w.crud.Create(ctx, d)
+		w.remember(d.Meta().DocumentID, stored, err)
+		return err
+	})
 }
 
 func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
-	return w.term.do(ctx, func(ctx context.Context) error { _, err := w.crud.Replace(ctx, d); return err })
+	return w.term.do(ctx, func(ctx context.Context) error {
+		stored, err := w.crud.Replace(ctx, d)
+		w.remember(d.Meta().DocumentID, stored, err)
+		return err
+	})
+}
+
+// remember caches a document as the table now stores it; after a failed write (a conflict,
+// a timeout that may have written) what the table holds is unknown.
+func (w *statusWriter[T]) remember(id string, stored T, err error) {
+	switch {
+	case w.cache == nil:
+	case err != nil:
+		w.cache.drop(id)
+	default:
+		w.cache.put(stored)
+	}
 }
 
 // otherIncarnation reports whether a stored status answers another incarnation than spec's.
@@ -327,6 +373,7 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 	case *ApplyDesire:
 		if v.applied != nil {
 			n.Status.AppliedResourceGeneration = v.applied.generation
+			n.Status.AppliedUID, n.Status.AppliedResourceVersion = v.applied.uid, v.applied.resourceVersion
 		}
 	case *ReadDesire:
 		if v.mirrored && v.content != nil {
@@ -345,7 +392,8 @@ func (v Verdict) carriedOver(cur Desire) Verdict {
 	switch c := cur.(type) {
 	case *ApplyDesire:
 		if v.applied == nil {
-			v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration}
+			v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
+				uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion}
 		}
 	case *ReadDesire:
 		if !v.mirrored && v.degraded && c.Status.KubeContent != nil {

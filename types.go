@@ -131,6 +131,11 @@ type ApplyDesireStatus struct {
 	CommonStatus `json:",inline"`
 	// AppliedResourceGeneration is metadata.generation of the object after the last apply.
 	AppliedResourceGeneration int64 `json:"appliedResourceGeneration,omitempty" dynamodbav:"appliedResourceGeneration"`
+	// AppliedUID and AppliedResourceVersion are metadata.uid and metadata.resourceVersion of
+	// the object after the last apply: a new leader that finds the object still so (and no
+	// other manager's change since) verifies it instead of applying it again.
+	AppliedUID             string `json:"appliedUID,omitempty" dynamodbav:"appliedUID,omitempty"`
+	AppliedResourceVersion string `json:"appliedResourceVersion,omitempty" dynamodbav:"appliedResourceVersion,omitempty"`
 }
 
 // ApplyDesire is a document of the `...-applydesires` tables.

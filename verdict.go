@@ -72,7 +72,9 @@ type Verdict struct {
 
 // appliedObject is what an ApplyDesire's status records of the object after the apply.
 type appliedObject struct {
-	generation int64
+	generation      int64
+	uid             string // "" when not known (a reconciler of one's own)
+	resourceVersion string
 }
 
 // Applied: the ApplyDesire's object was server-side applied and has metadata.generation

@@ -1,0 +1,63 @@
+package kubeapplier
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestStatusCacheSparesReads: within a term each status is read at most once (resyncs compare
+// with the cached document); a status changed behind the writer's back costs a failed write
+// and one read; a ReadDesire whose content is large is not held; a new term reads again.
+func TestStatusCacheSparesReads(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	d := applyDesire("a", cmJSON("c1"))
+	h.sync(t, d) // first look of the term: one read, one create
+	reads, puts := h.db.Calls("GetItem"), h.db.Calls("PutItem")
+	for i := 0; i < 5; i++ {
+		h.sync(t, d)
+	}
+	// h.sync reads the status once per call for the test's own check: 5 reads are its own.
+	if got := h.db.Calls("GetItem") - reads - 5; got != 0 || h.db.Calls("PutItem") != puts {
+		t.Fatalf("resyncs: %d GetItems beyond the test's own, %d PutItems, want none", got, h.db.Calls("PutItem")-puts)
+	}
+
+	// Someone else replaces the status (a lost term's late write, say): our next write fails
+	// its precondition, reads again and lands.
+	other, err := h.status.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.status.Replace(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	d2 := applyDesire("a", cmJSON("c2"))
+	d2.Version = 4
+	if _, st := h.sync(t, d2); condition(st, ConditionSuccessful).ObservedGeneration != 4 {
+		t.Fatalf("after a write behind the cache: %+v", st.Status.Conditions)
+	}
+
+	// A new term's writer starts empty.
+	w := h.c.newWriter(unelected)
+	if _, _, known := w.cache.get("a"); known {
+		t.Fatal("a new term's cache knows a status")
+	}
+
+	c := newStatusCache[*ReadDesire]()
+	small, big := readDesire("s", TargetItem{}), readDesire("b", TargetItem{})
+	small.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
+	big.Status.KubeContent = rawJSON(`{"data":"` + strings.Repeat("x", maxCachedContent) + `"}`)
+	c.put(small)
+	c.put(big)
+	if _, found, _ := c.get("s"); !found {
+		t.Fatal("a small ReadDesire status is not cached")
+	}
+	if _, _, known := c.get("b"); known {
+		t.Fatal("a ReadDesire status with large content is cached")
+	}
+	c.none("s")
+	if _, found, known := c.get("s"); found || !known {
+		t.Fatal("none: want known absent")
+	}
+}
