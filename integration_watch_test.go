@@ -2,9 +2,15 @@ package kubeapplier
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+	"k8s.io/client-go/dynamic"
 
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,5 +174,118 @@ func TestIntegrationReadyAfterRollout(t *testing.T) {
 	}
 	if got := e.kubeApplies(); got != applies {
 		t.Errorf("the status update cost %v applies, want 0", got-applies)
+	}
+}
+
+// TestIntegrationRestartWithoutApplies: an applier restarted on the same tables (a new term)
+// verifies 50 undrifted ApplyDesires (one of them a Deployment whose status changed meanwhile)
+// from their statuses and the watch: no server-side apply, no status write; the one edited by
+// another manager while no applier ran is applied again.
+func TestIntegrationRestartWithoutApplies(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	ctx := context.Background()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() (*Applier, func()) {
+		app, err := New(Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: env.Client,
+			Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- app.Run(rctx) }()
+		stop := sync.OnceFunc(func() { cancel(); <-done })
+		t.Cleanup(stop)
+		return app, stop
+	}
+	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	status := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	const n = 50
+	for i := range n {
+		d := applyDesire(fmt.Sprintf("cm-%d", i), fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d","namespace":%q},"data":{"k":"v"}}`, i, ns))
+		if _, err := specs.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deploy := applyDesire("web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"`+ns+`"},
+	"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},
+	"spec":{"containers":[{"name":"c","image":"example.invalid/web:1"}]}}}}`)
+	if _, err := specs.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	first, stopFirst := run()
+	allApplied := func() bool {
+		for _, id := range append([]string{"web"}, func() []string {
+			var ids []string
+			for i := range n {
+				ids = append(ids, fmt.Sprintf("cm-%d", i))
+			}
+			return ids
+		}()...) {
+			st, err := status.Get(ctx, id)
+			if err != nil || condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, 30*time.Second, "first term applied everything", allApplied)
+	stopFirst()
+	_ = first
+
+	// While no applier runs: the Deployment's status changes, cm-0 is edited.
+	deployGVR := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	live, err := dyn.Resource(deployGVR).Namespace(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Object["status"] = map[string]any{"observedGeneration": live.GetGeneration(), "replicas": int64(1)}
+	if _, err := dyn.Resource(deployGVR).Namespace(ns).UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // managedFields times are whole seconds
+	cm0, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(cm0.Object, "edited", "data", "k")
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Update(ctx, cm0, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]int64{}
+	// The Deployment's status is rewritten only for its Ready condition (its status changed);
+	// the ConfigMaps' are not rewritten at all.
+	for _, id := range []string{"cm-1", "cm-2", "cm-49"} {
+		st, _ := status.Get(ctx, id)
+		versions[id] = st.Version
+	}
+
+	second, _ := run()
+	start := time.Now()
+	waitFor(t, 30*time.Second, "cm-0 restored", func() bool {
+		u, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		k, _, _ := unstructured.NestedString(u.Object, "data", "k")
+		return err == nil && k == "v"
+	})
+	time.Sleep(2 * time.Second) // the rest of the first pass
+	var applies dto.Metric
+	_ = second.metrics.kubeReqs.WithLabelValues("apply").Write(&applies)
+	t.Logf("second term: %v server-side applies for %d desires (cm-0 restored after %s)", applies.GetCounter().GetValue(), n+1, time.Since(start).Round(time.Millisecond))
+	if got := applies.GetCounter().GetValue(); got != 1 {
+		t.Errorf("server-side applies in the new term = %v, want 1 (cm-0 only)", got)
+	}
+	for id, v := range versions {
+		st, err := status.Get(ctx, id)
+		if err != nil || st.Version != v {
+			t.Errorf("status of %s rewritten by the new term (version %d -> %d): %v", id, v, st.Version, err)
+		}
 	}
 }
