@@ -40,6 +40,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -788,4 +789,54 @@ func streamImages(t *testing.T, db *dynamodb.Client, st *dynamodbstreams.Client,
 		}
 	}
 	return out
+}
+
+// TestChaosAPIServerRestartDuringDriftRepair: a field of an applied ConfigMap is changed by
+// another manager and kube-apiserver is stopped at once, racing the repair; while it is down
+// nothing can be repaired. Once it is back, the watch relists and the object is as applied
+// again, and a second drift after the restart is repaired within a second (the watch came back).
+func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
+	chaosStack(t)
+	e := startE2E(t, nil)
+	ctx := context.Background()
+	res := e.dyn.Resource(cmGVR).Namespace(e.ns)
+	e.putApply("drift", e.configMap("drifty", map[string]string{"k": "ours"}))
+	waitCondition(e, e.specs.ApplyDesireStatus(), "drift", 1, metav1.ConditionTrue, ReasonNoErrors, 20*time.Second)
+	value := func() string {
+		u, err := res.Get(ctx, "drifty", metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		v, _, _ := unstructured.NestedString(u.Object, "data", "k")
+		return v
+	}
+	edit := func() {
+		t.Helper()
+		u, err := res.Get(ctx, "drifty", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(u.Object, "theirs", "data", "k")
+		if _, err := res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit()
+	stack(t, "stop", "kube-apiserver")
+	time.Sleep(10 * time.Second)
+	stack(t, "start", "kube-apiserver")
+	up := time.Now()
+	waitFor(t, 60*time.Second, "repaired after the restart", func() bool { return value() == "ours" })
+	t.Logf("as applied again %s after kube-apiserver was back", time.Since(up).Round(100*time.Millisecond))
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	edit()
+	waitFor(t, 5*time.Second, "a drift after the restart repaired", func() bool { return value() == "ours" })
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a drift after the restart repaired in %s, want <= 1s (the watch did not come back?)", d)
+	}
+	waitFor(t, 10*time.Second, "the status names the other manager", func() bool {
+		st, err := e.specs.ApplyDesireStatus().Get(ctx, "drift")
+		return err == nil && strings.Contains(condition(st, ConditionSuccessful).Message, "changed by kubectl-edit")
+	})
 }
