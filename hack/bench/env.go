@@ -89,8 +89,10 @@ type bench struct {
 
 	mu       sync.Mutex
 	versions []int64 // spec Version of desire i (the harness is its only writer)
-	ids      []string
-	idIndex  map[string]int
+	// extraNamespaces are the watch scenario's namespaces, deleted at cleanup.
+	extraNamespaces []string
+	ids             []string
+	idIndex         map[string]int
 
 	rows    []row
 	details map[string]any
@@ -251,6 +253,18 @@ func (b *bench) cleanup() {
 		if attempt == 5 || ctx.Err() != nil {
 			b.logf("cleanup: delete configmaps in %s: %v", b.ns, err)
 			break
+		}
+	}
+	// The watch scenario's Deployments and namespaces (one ConfigMap each).
+	if err := b.dyn.Resource(deployGVR).Namespace(b.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.logf("cleanup: delete deployments in %s: %v", b.ns, err)
+	}
+	for _, ns := range b.extraNamespaces {
+		if err := b.dyn.Resource(cmGVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			b.logf("cleanup: delete configmaps in %s: %v", ns, err)
+		}
+		if err := b.dyn.Resource(nsGVR).Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			b.logf("cleanup: delete namespace %s: %v", ns, err)
 		}
 	}
 	if err := b.dyn.Resource(nsGVR).Delete(ctx, b.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -71,9 +71,15 @@ type config struct {
 	sweep                   []int
 	sweepPoint              bool   // one N of a sweep (set by the sweep, not a flag)
 	redraw                  string // a sweep's folder: redraw sweep.md and sweep.svg from its sweep.json
+	// watch scenario (watched targets)
+	watchSamples     int           // drift samples
+	deployments      int           // Deployments applied (Ready, status-only churn)
+	churn            time.Duration // status-only churn window (100 updates/s)
+	finalizerDeletes int           // DeleteDesires of finalized ConfigMaps
+	namespaces       int           // namespaces with one ReadDesire each
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness"}
 
 func parseFlags() config {
 	var c config
@@ -101,6 +107,11 @@ func parseFlags() config {
 	flag.Int64Var(&c.seed, "seed", 0, "random seed for sample choice and the baseline model (0: from the clock)")
 	flag.IntVar(&c.burstDesires, "burst-desires", 5000, "fairness: new desires of one clusterID written at once")
 	flag.IntVar(&c.fairRounds, "fairness-rounds", 2, "fairness: FIFO/fair pairs, in ABBA order (fifo fair fair fifo ...): drift cancels")
+	flag.IntVar(&c.watchSamples, "watch-samples", 50, "watch: drift repairs measured (a kubectl-edit Update each)")
+	flag.IntVar(&c.deployments, "deployments", 20, "watch: Deployments applied for Ready and the status-only churn")
+	flag.DurationVar(&c.churn, "churn", 60*time.Second, "watch: status-only churn window, 100 status updates/s")
+	flag.IntVar(&c.finalizerDeletes, "finalizer-deletes", 50, "watch: DeleteDesires of ConfigMaps held by a finalizer")
+	flag.IntVar(&c.namespaces, "namespaces", 50, "watch: namespaces with one ConfigMap and one ReadDesire each")
 	var sweep string
 	flag.StringVar(&c.redraw, "redraw", "", "a sweep's output folder: write its sweep.md and sweep.svg again from its sweep.json (no stack needed)")
 	flag.StringVar(&sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+)
+
+var deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// scenarioWatch measures what the watched targets bring (issue #16), on the N applied
+// ConfigMaps and a few Deployments and finalized ConfigMaps of its own:
+//   - drift: a kubectl-edit-style Update of an applied field -> the object restored, and the
+//     status naming the other manager;
+//   - an applied object deleted behind the applier's back -> re-created;
+//   - Ready: a Deployment's rollout (its status updated as a controller-manager would) ->
+//     Ready=True in the ApplyDesire's status;
+//   - status-only churn: 100 status updates/s on applied Deployments -> server-side applies;
+//   - delete with a finalizer: the finalizer removed -> the DeleteDesire Successful=True;
+//   - namespaces: ReadDesires spread over many namespaces -> watches and goroutines held.
+func (b *bench) scenarioWatch(ctx context.Context) error {
+	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	if err := b.driftRows(ctx, status); err != nil {
+		return err
+	}
+	if err := b.deploymentRows(ctx, specs, status); err != nil {
+		return err
+	}
+	if err := b.finalizerRows(ctx); err != nil {
+		return err
+	}
+	return b.namespaceRows(ctx)
+}
+
+// poll calls cond every interval until it holds or timeout passes.
+func poll(ctx context.Context, interval, timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
+}
+
+func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
+	n := min(b.cfg.watchSamples, b.cfg.desires)
+	picks := b.rng.Perm(b.cfg.desires)[:n]
+	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
+	m0 := b.mustScrape(ctx)
+	var restored, reported []float64
+	for _, i := range picks {
+		name := b.cmName(i)
+		live, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("drift: %w", err)
+		}
+		want, _, _ := unstructured.NestedString(live.Object, "data", "rev")
+		_ = unstructured.SetNestedField(live.Object, "edited", "data", "rev")
+		t0 := time.Now()
+		if _, err := res.Update(ctx, live, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			return fmt.Errorf("drift: %w", err)
+		}
+		ok := poll(ctx, 5*time.Millisecond, 10*time.Second, func() bool {
+			u, err := res.Get(ctx, name, metav1.GetOptions{})
+			v, _, _ := unstructured.NestedString(u.Object, "data", "rev")
+			return err == nil && v == want
+		})
+		if !ok {
+			return fmt.Errorf("drift: %s not restored in 10 s", name)
+		}
+		restored = append(restored, ms(time.Since(t0)))
+		id := b.ids[i]
+		ok = poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool {
+			d, err := status.Get(ctx, id)
+			if err != nil {
+				return false
+			}
+			c := successful(&d.Status.CommonStatus)
+			return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "changed by kubectl-edit at ") &&
+				strings.HasSuffix(c.Message, "re-applied") && !c.LastTransitionTime.Time.Before(t0.Truncate(time.Second))
+		})
+		if ok {
+			reported = append(reported, ms(time.Since(t0)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Deleted behind the applier's back: re-created.
+	var recreated []float64
+	for _, i := range picks[:min(len(picks), 20)] {
+		name := b.cmName(i)
+		t0 := time.Now()
+		if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("drift: %w", err)
+		}
+		if !poll(ctx, 5*time.Millisecond, 10*time.Second, func() bool { _, err := res.Get(ctx, name, metav1.GetOptions{}); return err == nil }) {
+			return fmt.Errorf("drift: deleted %s not re-created in 10 s", name)
+		}
+		recreated = append(recreated, ms(time.Since(t0)))
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	m1 := b.mustScrape(ctx)
+	repairs := m1.sum("kube_applier_drift_repairs_total", nil) - m0.sum("kube_applier_drift_repairs_total", nil)
+	applies := diffBy(m0, m1, "kube_applier_kube_requests_total", "verb", nil)["apply"]
+	b.details["drift"] = map[string]any{"restored_ms": restored, "reported_ms": reported, "recreated_ms": recreated,
+		"drift_repairs": repairs, "applies": applies}
+	note := fmt.Sprintf("%d samples; kubectl-edit Update -> data restored (GET every 5 ms); %g repairs counted, %g applies", len(restored), repairs, applies)
+	b.add("watch", "drift repaired p50", percentile(restored, 50), "ms", le(300), nil, note)
+	b.add("watch", "drift repaired p99", percentile(restored, 99), "ms", le(1000), nil, "")
+	b.add("watch", "drift reported in the status p99", percentile(reported, 99), "ms", le(1000), nil,
+		fmt.Sprintf("%d/%d statuses name kubectl-edit; p50 %.0f ms", len(reported), len(restored), percentile(reported, 50)))
+	b.add("watch", "applied object deleted -> re-created p99", percentile(recreated, 99), "ms", le(1000), nil,
+		fmt.Sprintf("%d samples, p50 %.0f ms", len(recreated), percentile(recreated, 50)))
+	return nil
+}
+
+// deployment is the kubeContent of Deployment name in the bench namespace.
+func (b *bench) deployment(name string) []byte {
+	raw, _ := json.Marshal(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": b.ns, "labels": map[string]any{"app": benchName}},
+		"spec": map[string]any{"replicas": 1, "selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": name}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "example.invalid/" + name + ":1"}}}}}})
+	return raw
+}
+
+// rolledOut is a Deployment status after a completed rollout, as kube-controller-manager
+// writes it; at changes lastUpdateTime only (kstatus's verdict stays Current).
+func rolledOut(generation int64, at time.Time) map[string]any {
+	ts := at.UTC().Format(time.RFC3339)
+	return map[string]any{"observedGeneration": generation, "replicas": int64(1), "updatedReplicas": int64(1),
+		"readyReplicas": int64(1), "availableReplicas": int64(1), "conditions": []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok", "lastUpdateTime": ts, "lastTransitionTime": ts},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok", "lastUpdateTime": ts, "lastTransitionTime": ts}}}
+}
+
+func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
+	k := b.cfg.deployments
+	res := b.dyn.Resource(deployGVR).Namespace(b.ns)
+	ids := make([]string, k)
+	for i := range k {
+		name := fmt.Sprintf("web-%03d", i)
+		d := &kubeapplier.ApplyDesire{}
+		d.DocumentID = kubeapplier.DesireID(taskKey, kubeapplier.TargetItem{Group: "apps", Version: "v1", Resource: "deployments", Namespace: b.ns, Name: name})
+		d.Spec.ManagementCluster, d.Spec.ClusterID = cluster, benchName
+		d.Spec.KubeContent = &runtime.RawExtension{Raw: b.deployment(name)}
+		if _, err := specs.Create(ctx, d); err != nil {
+			return fmt.Errorf("deployments: %w", err)
+		}
+		ids[i] = d.DocumentID
+	}
+	ready := func(id string) *metav1.Condition {
+		d, err := status.Get(ctx, id)
+		if err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(d.Status.Conditions, kubeapplier.ConditionReady)
+	}
+	for _, id := range ids {
+		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool { c := ready(id); return c != nil && c.Reason == "InProgress" }) {
+			return fmt.Errorf("deployments: %s not applied with Ready=False/InProgress in 1 min", id)
+		}
+	}
+	// Rollouts, one at a time: status update -> Ready=True in the status.
+	var rollout []float64
+	for i, id := range ids {
+		live, err := res.Get(ctx, fmt.Sprintf("web-%03d", i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		live.Object["status"] = rolledOut(live.GetGeneration(), time.Now())
+		t0 := time.Now()
+		if _, err := res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+			return fmt.Errorf("deployments: %w", err)
+		}
+		if !poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool { c := ready(id); return c != nil && c.Status == metav1.ConditionTrue }) {
+			return fmt.Errorf("deployments: %s not Ready=True 10 s after its rollout", id)
+		}
+		rollout = append(rollout, ms(time.Since(t0)))
+	}
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	// Status-only churn: 100 status updates/s over the Deployments, for -churn.
+	m0 := b.mustScrape(ctx)
+	t0 := time.Now()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		updates int
+		failed  int
+	)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for i := 0; time.Since(t0) < b.cfg.churn; i++ {
+		<-tick.C
+		wg.Go(func() {
+			name := fmt.Sprintf("web-%03d", i%k)
+			live, err := res.Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				live.Object["status"] = rolledOut(live.GetGeneration(), time.Now().Add(time.Duration(i)*time.Second))
+				_, err = res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+			}
+			mu.Lock()
+			if err != nil {
+				failed++ // a conflict with another update of the same Deployment
+			} else {
+				updates++
+			}
+			mu.Unlock()
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	secs := time.Since(t0).Seconds()
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	m1 := b.mustScrape(ctx)
+	verbs := diffBy(m0, m1, "kube_applier_kube_requests_total", "verb", nil)
+	writes := diffBy(m0, m1, "kube_applier_status_writes_total", "result", kindApply)
+	b.details["deployments"] = map[string]any{"rollout_ms": rollout, "churn_updates": updates, "churn_conflicts": failed,
+		"churn_seconds": secs, "churn_kube_requests": verbs, "churn_status_writes": writes}
+	b.add("watch", "Ready after a rollout p99", percentile(rollout, 99), "ms", le(1000), nil,
+		fmt.Sprintf("%d Deployments; status update -> Ready=True in the status; p50 %.0f ms", k, percentile(rollout, 50)))
+	b.add("watch", "server-side applies during status-only churn", verbs["apply"], "", eq(0), nil,
+		fmt.Sprintf("%d status updates in %.0f s (%.0f/s) over %d Deployments; %g GETs (Ready), status writes %v",
+			updates, secs, float64(updates)/secs, k, verbs["get"], writes))
+	return nil
+}
+
+func (b *bench) finalizerRows(ctx context.Context) error {
+	k := b.cfg.finalizerDeletes
+	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
+	delSpecs := kubeapplier.NewTable[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire))
+	delStatus := kubeapplier.NewTable[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindDeleteDesire))
+	ids := make([]string, k)
+	for i := range k {
+		name := fmt.Sprintf("held-%03d", i)
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": b.ns, "finalizers": []any{"example.com/hold"}}}}
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("finalizers: %w", err)
+		}
+		t := b.target(name)
+		d := &kubeapplier.DeleteDesire{}
+		d.DocumentID = kubeapplier.DesireID(taskKey+"-delete", t)
+		d.Spec.ManagementCluster, d.Spec.ClusterID, d.Spec.TargetItem = cluster, benchName, t
+		if _, err := delSpecs.Create(ctx, d); err != nil {
+			return fmt.Errorf("finalizers: %w", err)
+		}
+		ids[i] = d.DocumentID
+	}
+	reason := func(id string) (string, metav1.ConditionStatus) {
+		d, err := delStatus.Get(ctx, id)
+		if err != nil {
+			return "", ""
+		}
+		c := successful(&d.Status.CommonStatus)
+		if c == nil {
+			return "", ""
+		}
+		return c.Reason, c.Status
+	}
+	for _, id := range ids {
+		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool { r, _ := reason(id); return r == kubeapplier.ReasonWaitingForDeletion }) {
+			return fmt.Errorf("finalizers: %s not WaitingForDeletion in 1 min", id)
+		}
+	}
+	var lat []float64
+	for i, id := range ids {
+		t0 := time.Now()
+		if _, err := res.Patch(ctx, fmt.Sprintf("held-%03d", i), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("finalizers: %w", err)
+		}
+		if !poll(ctx, b.cfg.statusPoll, 15*time.Second, func() bool { _, s := reason(id); return s == metav1.ConditionTrue }) {
+			return fmt.Errorf("finalizers: %s not Successful 15 s after its finalizer went", id)
+		}
+		lat = append(lat, ms(time.Since(t0)))
+	}
+	b.details["finalizer_deletes_ms"] = lat
+	b.add("watch", "delete with a finalizer: removed -> Successful p99", percentile(lat, 99), "ms", le(1000), nil,
+		fmt.Sprintf("%d DeleteDesires; p50 %.0f ms (was: 5 s polling)", k, percentile(lat, 50)))
+	return nil
+}
+
+// namespaceRows spreads ReadDesires over -namespaces namespaces (one ConfigMap each): the
+// watches held on the apiserver and the applier's goroutines must not grow with them.
+func (b *bench) namespaceRows(ctx context.Context) error {
+	k := b.cfg.namespaces
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	lr0, _, err := b.configMapWatches(ctx)
+	if err != nil {
+		b.logf("apiserver metrics: %v", err)
+	}
+	m0 := b.mustScrape(ctx)
+	rss0 := b.steadyRSS(ctx)
+	readSpecs := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindReadDesire))
+	readStatus := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindReadDesire))
+	var ids []string
+	for i := range k {
+		ns := fmt.Sprintf("%s-ns%03d", b.ns, i)
+		if _, err := b.dyn.Resource(nsGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespaces: %w", err)
+		}
+		b.mu.Lock()
+		b.extraNamespaces = append(b.extraNamespaces, ns)
+		b.mu.Unlock()
+		if _, err := b.dyn.Resource(cmGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "cfg", "namespace": ns}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespaces: %w", err)
+		}
+		t := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: "cfg"}
+		d := &kubeapplier.ReadDesire{}
+		d.DocumentID = kubeapplier.DesireID(taskKey+"-read", t)
+		d.Spec.ManagementCluster, d.Spec.ClusterID, d.Spec.TargetItem = cluster, benchName, t
+		if _, err := readSpecs.Create(ctx, d); err != nil {
+			return fmt.Errorf("namespaces: %w", err)
+		}
+		ids = append(ids, d.DocumentID)
+	}
+	for _, id := range ids {
+		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool {
+			d, err := readStatus.Get(ctx, id)
+			return err == nil && d.Status.KubeContent != nil
+		}) {
+			return fmt.Errorf("namespaces: %s not mirrored in 1 min", id)
+		}
+	}
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	lr1, _, err := b.configMapWatches(ctx)
+	if err != nil {
+		b.logf("apiserver metrics: %v", err)
+	}
+	m1 := b.mustScrape(ctx)
+	rss1 := b.steadyRSS(ctx)
+	gor0, gor1 := m0.sum("go_goroutines", nil), m1.sum("go_goroutines", nil)
+	b.details["namespaces"] = map[string]any{"namespaces": k, "watches_before": lr0, "watches_after": lr1,
+		"goroutines_before": gor0, "goroutines_after": gor1, "rss_before_kib": rss0, "rss_after_kib": rss1}
+	b.add("watch", fmt.Sprintf("configmap watches held after ReadDesires in %d more namespaces", k), lr1, "", eq(lr0), &lr0,
+		"apiserver_longrunning_requests WATCH: one cluster-wide watch per resource")
+	b.add("watch", fmt.Sprintf("applier goroutines added by %d namespaces", k), gor1-gor0, "", le(5), nil,
+		fmt.Sprintf("%g -> %g; RSS %+.0f KiB", gor0, gor1, float64(rss1-rss0)))
+	return nil
+}
