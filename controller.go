@@ -296,6 +296,11 @@ func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 // sync reconciles one desire and writes its status; a deleted spec deletes its status. The
 // returned verdict is the one written (Reason "" when nothing was).
 func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
+	if IsReservedID(id) {
+		// Not a desire: a status write would overwrite the applier's own document.
+		c.log.Info("ignoring a spec with a reserved documentID (starting with _)", "desire", id)
+		return Verdict{reason: "ReservedID", again: lookNever}, nil
+	}
 	d, err := c.lister.Get(id)
 	_, fresh := c.fresh.LoadAndDelete(id)
 	if IsNotFoundError(err) {

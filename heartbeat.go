@@ -1,0 +1,4 @@
+package kubeapplier
+
+// HeartbeatID is the documentID of the heartbeat document in the ApplyDesire status table.
+const HeartbeatID = "_heartbeat"
