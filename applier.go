@@ -41,6 +41,7 @@ type Applier struct {
 	failure   atomic.Pointer[error]
 	reach     *reachability
 	running   atomic.Bool
+	heartbeat *heartbeat
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -54,10 +55,14 @@ func New(opts Options) (*Applier, error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	if opts.Stream.ObserveLag == nil {
-		opts.Stream.ObserveLag = m.observeLag
-	}
 	a := &Applier{opts: opts, metrics: m}
+	a.heartbeat = a.newHeartbeat()
+	observe := opts.Stream.ObserveLag
+	if observe == nil {
+		observe = m.observeLag
+	}
+	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
+	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
@@ -86,6 +91,7 @@ func New(opts Options) (*Applier, error) {
 		return nil, err
 	}
 	a.informers.Store(inf)
+	m.extra = append(m.extra, newDesireCollector(a))
 	if err := m.register(opts.MetricsRegisterer); err != nil {
 		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
 	}
@@ -245,5 +251,6 @@ func (a *Applier) lead(ctx context.Context, t term) {
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
+	wg.Go(func() { a.heartbeat.run(ctx, t, start) })
 	wg.Wait()
 }

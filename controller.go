@@ -34,6 +34,8 @@ type controller[T Desire] struct {
 	waitingKind sync.Map
 	// streaks tells a desire that keeps failing the same way from an applier that fails.
 	streaks failureStreaks
+	// outcomes: what this term's statuses say, for the heartbeat and gauges (heartbeat.go).
+	outcomes outcomes
 }
 
 // controllerConfig is what a controller is built from.
@@ -227,6 +229,7 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
 	c.writer.Store(c.newWriter(t))
 	c.fresh.Clear() // a new term reads every status before writing it
+	c.outcomes.clear()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
@@ -343,6 +346,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 		}
 		return Verdict{reason: "StatusWriteFailed", again: lookBackoff}, err
 	}
+	if result != statusStale {
+		c.outcomes.record(d.Meta(), written)
+	}
 	return written, nil
 }
 
@@ -401,6 +407,7 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 
 func (c *controller[T]) forgetDesire(id string) {
 	c.streaks.forget(id)
+	c.outcomes.forget(id)
 	if c.forget != nil {
 		c.forget(id)
 	}

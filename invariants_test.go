@@ -219,8 +219,8 @@ func (w *world) tick() int64 { return w.clock.Add(1) }
 
 // written records every status write and delete, in the order they took effect.
 func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValue) {
-	if !strings.Contains(table, "-status-") {
-		return
+	if !strings.Contains(table, "-status-") || IsReservedID(id) {
+		return // the heartbeat is no status (its watermark: TestTallyDesiresWatermark)
 	}
 	if item == nil {
 		w.statusDeleted(table, id)
@@ -887,6 +887,9 @@ func (w *world) converged() string {
 				return err.Error()
 			}
 			for _, item := range out.Items {
+				if IsReservedID(idOf(item)) {
+					continue
+				}
 				var d Desire = &ApplyDesire{}
 				if tbl.kind == KindDeleteDesire {
 					d = &DeleteDesire{}
