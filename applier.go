@@ -52,6 +52,8 @@ func New(opts Options) (*Applier, error) {
 	}
 	m := newMetrics(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
 	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
+	opts.kubeResources = newKubeResourceCounter()
+	m.extra = append(m.extra, opts.kubeResources.vec)
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}

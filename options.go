@@ -165,6 +165,7 @@ type Options struct {
 	heartbeatInterval, heartbeatMaxAge time.Duration
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
+	kubeResources       *kubeResourceCounter // kube requests by group/resource (kuberesources.go)
 	// Set by complete.
 	logs       *logRoute
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
@@ -331,6 +332,9 @@ func (o *Options) clientsFromRESTConfig() error {
 	}
 	if o.countKube != nil {
 		hc = countedHTTPClient(hc, o.countKube)
+	}
+	if o.kubeResources != nil {
+		hc = countedByResource(hc, o.kubeResources)
 	}
 	o.httpClient = hc
 	if o.DynamicClient == nil {
