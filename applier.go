@@ -53,12 +53,15 @@ func New(opts Options) (*Applier, error) {
 	m := newMetrics(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
 	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
 	opts.kubeResources = newKubeResourceCounter()
+	mon := newMonitoring()
+	opts.Stream.observeRelist = mon.observeRelist
 	m.extra = append(m.extra, opts.kubeResources.vec)
+	m.extra = append(m.extra, mon.collectors()...)
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
 	a := &Applier{opts: opts, metrics: m}
-	a.heartbeat = a.newHeartbeat()
+	a.heartbeat = a.newHeartbeat(mon)
 	observe := opts.Stream.ObserveLag
 	if observe == nil {
 		observe = m.observeLag

@@ -32,3 +32,28 @@ func (c *desireCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// monitoring holds the series added for alerting (examples/deploy/prometheusrule.yaml) that
+// have no place in metrics.go: relists, and the heartbeat's writes.
+type monitoring struct {
+	relists         *prometheus.CounterVec // kind
+	heartbeatWrites *prometheus.CounterVec // result: written, error, fenced
+	heartbeatLast   prometheus.Gauge       // unix seconds of the last heartbeat written
+}
+
+func newMonitoring() *monitoring {
+	return &monitoring{
+		relists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_stream_relists_total",
+			Help: "Stream watches ended for a relist (a full Scan of the specs table), by desire kind: expired or trimmed positions, a replaced stream."}, []string{"kind"}),
+		heartbeatWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_heartbeat_writes_total",
+			Help: "Heartbeat writes by result (written, error, fenced: a newer term owns it)."}, []string{"result"}),
+		heartbeatLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_applier_heartbeat_last_write_timestamp_seconds",
+			Help: "Unix time of the last heartbeat this process wrote (0: none)."}),
+	}
+}
+
+func (m *monitoring) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.relists, m.heartbeatWrites, m.heartbeatLast}
+}
+
+func (m *monitoring) observeRelist(kind DesireKind) { m.relists.WithLabelValues(string(kind)).Inc() }

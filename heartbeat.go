@@ -108,6 +108,7 @@ type heartbeat struct {
 	log      logr.Logger
 	// kinds returns the per-kind content, from the controllers' caches.
 	kinds func() map[string]HeartbeatKind
+	mon   *monitoring // nil: no metrics
 
 	mu   sync.Mutex
 	lags map[DesireKind]streamObservation
@@ -189,11 +190,22 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 	}
 	next.UpdateTime = h.now().UTC()
 	err := t.do(ctx, func(ctx context.Context) error { return h.write(ctx, t, next) })
+	result := "written"
+	defer func() {
+		if h.mon != nil {
+			h.mon.heartbeatWrites.WithLabelValues(result).Inc()
+			if result == "written" {
+				h.mon.heartbeatLast.Set(float64(next.UpdateTime.UnixNano()) / 1e9)
+			}
+		}
+	}()
 	switch {
 	case errors.Is(err, errFenced):
+		result = "fenced"
 		h.log.Info("heartbeat fenced off by a newer leadership term", "term", t.number, "err", err.Error())
 		return false
 	case err != nil:
+		result = "error"
 		if ctx.Err() == nil {
 			h.log.Error(err, "writing the heartbeat; retrying", "after", h.interval)
 		}
@@ -402,7 +414,7 @@ func (a *Applier) heartbeatKinds() map[string]HeartbeatKind {
 }
 
 // newHeartbeat returns the heartbeat writer of a.
-func (a *Applier) newHeartbeat() *heartbeat {
+func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat {
 	interval, maxAge := a.opts.heartbeatInterval, a.opts.heartbeatMaxAge
 	if interval <= 0 {
 		interval = heartbeatInterval
@@ -412,5 +424,5 @@ func (a *Applier) newHeartbeat() *heartbeat {
 	}
 	return &heartbeat{api: a.opts.DynamoDB, table: TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, KindApplyDesire),
 		cluster: a.opts.ManagementCluster, identity: a.opts.Identity, version: binaryVersion(),
-		interval: interval, maxAge: maxAge, now: a.opts.clock, log: a.opts.Log.WithName("heartbeat"), kinds: a.heartbeatKinds}
+		interval: interval, maxAge: maxAge, now: a.opts.clock, log: a.opts.Log.WithName("heartbeat"), kinds: a.heartbeatKinds, mon: mon}
 }

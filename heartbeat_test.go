@@ -261,6 +261,12 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	if got := values(t, reg, "kube_applier_desires", "reason"); len(got) != 1 || got["mc01/NoErrors"] != 1 {
 		t.Fatalf("kube_applier_desires by reason = %v, want one NoErrors desire", got)
 	}
+	if got := values(t, reg, "kube_applier_heartbeat_writes_total", "result"); got["mc01/written"] < 1 || got["mc01/error"] != 0 {
+		t.Fatalf("heartbeat writes %v", got)
+	}
+	if got := values(t, reg, "kube_applier_heartbeat_last_write_timestamp_seconds", ""); got["mc01/"] < float64(hb.UpdateTime.Unix()) {
+		t.Fatalf("last heartbeat %v, want at least %d", got, hb.UpdateTime.Unix())
+	}
 	if got := values(t, reg, "kube_applier_desires", "degraded"); got["mc01/False"] != 1 {
 		t.Fatalf("kube_applier_desires by degraded = %v", got)
 	}

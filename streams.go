@@ -68,6 +68,8 @@ type StreamOptions struct {
 	ObserveLag func(kind DesireKind, lag time.Duration)
 	// Log receives relists and back-offs.
 	Log logr.Logger
+	// observeRelist counts watches ended for a relist (kube_applier_stream_relists_total).
+	observeRelist func(kind DesireKind)
 }
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -322,6 +324,9 @@ func (w *streamWatcher[T]) run(ctx context.Context) {
 		return
 	}
 	w.lw.opts.Log.Info("stream watch ended; relisting", "table", w.lw.table, "reason", err.Error())
+	if w.lw.opts.observeRelist != nil {
+		w.lw.opts.observeRelist(w.lw.kind)
+	}
 	// An "expired" status makes the reflector relist from scratch.
 	status := apierrors.NewResourceExpired(err.Error()).ErrStatus
 	select {
