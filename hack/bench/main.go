@@ -71,9 +71,13 @@ type config struct {
 	sweep                   []int
 	sweepPoint              bool   // one N of a sweep (set by the sweep, not a flag)
 	redraw                  string // a sweep's folder: redraw sweep.md and sweep.svg from its sweep.json
+	heartbeatWindow         time.Duration
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "restart", "fairness", "heartbeat"}
+
+// defaultScenarios run without -only; heartbeat needs a long idle window of its own.
+var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "restart", "fairness"}
 
 func parseFlags() config {
 	var c config
@@ -93,7 +97,8 @@ func parseFlags() config {
 	flag.IntVar(&c.pollScale, "poll-scale", 20, "poll-and-iterate baseline: the real loop runs with period and item count divided by this")
 	flag.IntVar(&c.pollSamples, "poll-samples", 20, "poll-and-iterate baseline: spec changes measured in the scaled run")
 	flag.StringVar(&c.outDir, "out", "", "directory for result.json, result.md and logs (default <repo>/.stack/bench/<time>-<id>)")
-	flag.StringVar(&only, "only", strings.Join(scenarioNames, ","), "scenarios to run (comma-separated); the N desires are always written")
+	flag.StringVar(&only, "only", strings.Join(defaultScenarios, ","), "scenarios to run (comma-separated; heartbeat only when named); the N desires are always written")
+	flag.DurationVar(&c.heartbeatWindow, "heartbeat-window", 20*time.Minute, "heartbeat scenario: how long the applier stays idle while its heartbeat writes are counted")
 	flag.BoolVar(&c.keep, "keep", false, "leave tables, namespace and applier in place (debugging)")
 	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk, restart), heap and goroutine (memory; footprint in a sweep) profiles to the output directory")
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")
