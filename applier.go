@@ -67,6 +67,7 @@ func New(opts Options) (*Applier, error) {
 		observe = m.observeLag
 	}
 	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
+	a.opts.Stream.observeCaughtUp = a.heartbeat.observeCaughtUp
 	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)

@@ -61,10 +61,10 @@ type HeartbeatKind struct {
 	Degraded map[string]int `dynamodbav:"degraded,omitempty" json:"degraded,omitempty"`
 	// Unanswered is the number of cached specs whose current version has no status yet.
 	Unanswered int `dynamodbav:"unanswered" json:"unanswered"`
-	// Watermark: every spec in the cache whose updateTime <= Watermark has a status answering
-	// its version. nil with no spec. A spec still in the stream (see StreamLagSeconds) is not
-	// in the cache yet, and a spec written with an older updateTime than the watermark (a
-	// backend clock behind) lowers it again once it arrives.
+	// Watermark: every spec that had landed in DynamoDB when the stream was last read to its
+	// end, and whose updateTime <= Watermark, has a status answering its version (or a newer
+	// one). nil with no spec, and before the stream was read to its end. A spec landing later
+	// with an older updateTime (a write in flight, a backend clock behind) lowers it again.
 	Watermark *time.Time `dynamodbav:"watermark,omitempty" json:"watermark,omitempty"`
 	// QueueDepth is the workqueue's length when the heartbeat was written.
 	QueueDepth int `dynamodbav:"queueDepth" json:"queueDepth"`
@@ -110,8 +110,19 @@ type heartbeat struct {
 	kinds func() map[string]HeartbeatKind
 	mon   *monitoring // nil: no metrics
 
-	mu   sync.Mutex
-	lags map[DesireKind]streamObservation
+	mu       sync.Mutex
+	lags     map[DesireKind]streamObservation
+	caughtUp map[DesireKind]time.Time
+}
+
+// observeCaughtUp records that kind's stream was read to its end in a round started at.
+func (h *heartbeat) observeCaughtUp(kind DesireKind, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.caughtUp == nil {
+		h.caughtUp = map[DesireKind]time.Time{}
+	}
+	h.caughtUp[kind] = at.UTC().Round(0)
 }
 
 type streamObservation struct {
@@ -141,7 +152,25 @@ func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 		hk.NewestRecord, hk.StreamLagSeconds = &newest, o.lag.Seconds()
 		hb.Kinds[string(k)] = hk
 	}
+	for k, hk := range hb.Kinds {
+		hk.Watermark = capWatermark(hk.Watermark, h.caughtUp[DesireKind(k)])
+		hb.Kinds[k] = hk
+	}
 	return hb
+}
+
+// capWatermark bounds the cache's watermark w by caughtUp, the last time the stream was read
+// to its end: a spec that landed later may not be in the cache. Before the stream was read to
+// its end there is no watermark. (With no spec cached there is none either: caughtUp moves
+// with every idle poll, and a watermark that moves would rewrite the heartbeat every 30 s.)
+func capWatermark(w *time.Time, caughtUp time.Time) *time.Time {
+	switch {
+	case w == nil || caughtUp.IsZero():
+		return nil
+	case caughtUp.Before(*w):
+		return &caughtUp
+	}
+	return w
 }
 
 // changed reports whether next says something prev did not: samples that move without news
@@ -275,6 +304,7 @@ func binaryVersion() string {
 type outcome struct {
 	created    time.Time
 	version    int64
+	updated    time.Time // the answered version's updateTime
 	successful bool
 	degraded   bool
 	reason     string
@@ -300,7 +330,7 @@ func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
 	if o.byID == nil {
 		o.byID = map[string]outcome{}
 	}
-	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, successful: v.successful, degraded: v.degraded, reason: v.reason}
+	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
 }
 
 func (o *outcomes) forget(id string) {
@@ -336,12 +366,17 @@ type tally struct {
 	watermark  *time.Time
 }
 
-// tallyDesires counts specs by their recorded outcome and computes the watermark: just
-// before the oldest updateTime of a spec whose version has no answering status, or, when
-// every spec is answered, the newest updateTime.
+// tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
+// newest updateTime when every spec is answered, else the earliest bound an unanswered spec
+// sets. The versions of one incarnation have increasing updateTimes (each Replace stamps
+// now), so a spec whose answered version is older than its current one bounds the watermark
+// at that answered version's updateTime, and a spec with no answer for its incarnation at
+// just before its createTime (its version 1). heartbeat.content caps it further at the time
+// the stream was last read to its end.
 func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
 	t := tally{counts: map[tallyKey]int{}}
-	var oldestUnanswered, newest time.Time
+	var bound, newest time.Time
+	bounded := false
 	for _, d := range specs {
 		m := d.Meta()
 		if IsReservedID(m.DocumentID) {
@@ -357,16 +392,21 @@ func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool))
 		} else {
 			t.counts[pendingKey]++
 		}
-		if !ok || !o.answers(m) {
-			if t.unanswered == 0 || m.UpdateTime.Before(oldestUnanswered) {
-				oldestUnanswered = m.UpdateTime
-			}
-			t.unanswered++
+		if ok && o.answers(m) {
+			continue
+		}
+		t.unanswered++
+		b := m.CreateTime.Add(-time.Nanosecond)
+		if ok && o.created.Equal(m.CreateTime) {
+			b = o.updated
+		}
+		if !bounded || b.Before(bound) {
+			bound, bounded = b, true
 		}
 	}
 	switch {
-	case t.unanswered > 0:
-		w := oldestUnanswered.Add(-time.Nanosecond).UTC()
+	case bounded:
+		w := bound.UTC()
 		t.watermark = &w
 	case t.desires > 0:
 		w := newest.UTC()

@@ -20,8 +20,8 @@ func specAt(id string, version int64, created, updated time.Time) *ApplyDesire {
 func TestTallyDesiresWatermark(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	ok := func(created time.Time, version int64) outcome {
-		return outcome{created: created, version: version, successful: true, reason: ReasonNoErrors}
+	ok := func(created time.Time, version int64, updated time.Time) outcome {
+		return outcome{created: created, version: version, updated: updated, successful: true, reason: ReasonNoErrors}
 	}
 	tests := []struct {
 		name       string
@@ -34,28 +34,28 @@ func TestTallyDesiresWatermark(t *testing.T) {
 		{name: "no spec: no watermark", counts: map[tallyKey]int{}},
 		{name: "all answered: the newest updateTime",
 			specs:     []*ApplyDesire{specAt("a", 1, at(0), at(1)), specAt("b", 3, at(0), at(5))},
-			recorded:  map[string]outcome{"a": ok(at(0), 1), "b": ok(at(0), 3)},
+			recorded:  map[string]outcome{"a": ok(at(0), 1, at(1)), "b": ok(at(0), 3, at(5))},
 			watermark: func() *time.Time { w := at(5); return &w }(),
 			counts:    map[tallyKey]int{{"True", "False", ReasonNoErrors}: 2}},
-		{name: "an older version answered: just before its updateTime",
+		{name: "an older version answered: its updateTime (later versions are later)",
 			specs:     []*ApplyDesire{specAt("a", 1, at(0), at(1)), specAt("b", 3, at(0), at(5)), specAt("c", 1, at(0), at(9))},
-			recorded:  map[string]outcome{"a": ok(at(0), 1), "b": ok(at(0), 2), "c": ok(at(0), 1)},
-			watermark: func() *time.Time { w := at(5).Add(-time.Nanosecond); return &w }(), unanswered: 1,
+			recorded:  map[string]outcome{"a": ok(at(0), 1, at(1)), "b": ok(at(0), 2, at(3)), "c": ok(at(0), 1, at(9))},
+			watermark: func() *time.Time { w := at(3); return &w }(), unanswered: 1,
 			counts: map[tallyKey]int{{"True", "False", ReasonNoErrors}: 3}},
-		{name: "another incarnation answered is no answer; none written is Pending",
-			specs:     []*ApplyDesire{specAt("a", 1, at(3), at(3)), specAt("b", 1, at(0), at(2))},
-			recorded:  map[string]outcome{"a": ok(at(0), 4)},
-			watermark: func() *time.Time { w := at(2).Add(-time.Nanosecond); return &w }(), unanswered: 2,
+		{name: "no answer for the incarnation: just before its createTime (its version 1)",
+			specs:     []*ApplyDesire{specAt("a", 1, at(3), at(3)), specAt("b", 2, at(1), at(2))},
+			recorded:  map[string]outcome{"a": ok(at(0), 4, at(0))},
+			watermark: func() *time.Time { w := at(1).Add(-time.Nanosecond); return &w }(), unanswered: 2,
 			counts: map[tallyKey]int{{"True", "False", ReasonNoErrors}: 1, pendingKey: 1}},
 		{name: "degraded and refused outcomes count as answers",
 			specs: []*ApplyDesire{specAt("a", 1, at(0), at(1)), specAt("b", 1, at(0), at(2))},
-			recorded: map[string]outcome{"a": {created: at(0), version: 1, degraded: true, reason: ReasonKubeAPIError},
-				"b": {created: at(0), version: 1, reason: ReasonPreCheckFailed}},
+			recorded: map[string]outcome{"a": {created: at(0), version: 1, updated: at(1), degraded: true, reason: ReasonKubeAPIError},
+				"b": {created: at(0), version: 1, updated: at(2), reason: ReasonPreCheckFailed}},
 			watermark: func() *time.Time { w := at(2); return &w }(),
 			counts:    map[tallyKey]int{{"False", "True", ReasonKubeAPIError}: 1, {"False", "False", ReasonPreCheckFailed}: 1}},
 		{name: "reserved IDs are not desires",
 			specs:     []*ApplyDesire{specAt(HeartbeatID, 1, at(0), at(0)), specAt("a", 1, at(0), at(1))},
-			recorded:  map[string]outcome{"a": ok(at(0), 1)},
+			recorded:  map[string]outcome{"a": ok(at(0), 1, at(1))},
 			watermark: func() *time.Time { w := at(1); return &w }(),
 			counts:    map[tallyKey]int{{"True", "False", ReasonNoErrors}: 1}},
 	}
@@ -86,9 +86,32 @@ func TestTallyDesiresWatermark(t *testing.T) {
 
 // testHeartbeat writes into memDB's ApplyDesire status table with a clock the test moves.
 func testHeartbeat(db *memDB, now *time.Time, kinds func() map[string]HeartbeatKind) *heartbeat {
-	return &heartbeat{api: db, table: TableName("", "mc01", StatusTable, KindApplyDesire), cluster: "mc01", identity: "pod-1",
+	h := &heartbeat{api: db, table: TableName("", "mc01", StatusTable, KindApplyDesire), cluster: "mc01", identity: "pod-1",
 		version: "v1", interval: heartbeatInterval, maxAge: heartbeatMaxAge, now: func() time.Time { return *now },
 		log: logr.Discard(), kinds: kinds}
+	h.observeCaughtUp(KindApplyDesire, now.Add(24*time.Hour)) // no cap
+	return h
+}
+
+func TestCapWatermark(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		w        *time.Time
+		caughtUp time.Time
+		want     *time.Time
+	}{
+		{"stream not read to its end yet: none", &t0, time.Time{}, nil},
+		{"no spec: none", nil, t0, nil},
+		{"read to its end after: the cache's", &t0, t0.Add(time.Second), &t0},
+		{"read to its end before: capped", func() *time.Time { w := t0.Add(time.Hour); return &w }(), t0, &t0},
+	}
+	for _, tt := range tests {
+		got := capWatermark(tt.w, tt.caughtUp)
+		if (got == nil) != (tt.want == nil) || (got != nil && !got.Equal(*tt.want)) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 func TestHeartbeatWriteRate(t *testing.T) {
