@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 STACK := hack/local-stack.sh
 # Modules of their own (examples that need dependencies the library must not have).
-EXAMPLE_MODULES := examples/controller-runtime
+EXAMPLE_MODULES := examples/controller-runtime examples/monitoring
 
 .PHONY: up down env status install test test-unit lint demo bench chaos
 

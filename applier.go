@@ -43,6 +43,7 @@ type Applier struct {
 	failure   atomic.Pointer[error]
 	reach     *reachability
 	running   atomic.Bool
+	heartbeat *heartbeat
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -53,13 +54,23 @@ func New(opts Options) (*Applier, error) {
 	}
 	m := newMetrics(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
 	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
+	opts.kubeResources = newKubeResourceCounter()
+	mon := newMonitoring()
+	opts.Stream.observeRelist = mon.observeRelist
+	m.extra = append(m.extra, opts.kubeResources.vec)
+	m.extra = append(m.extra, mon.collectors()...)
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	if opts.Stream.ObserveLag == nil {
-		opts.Stream.ObserveLag = m.observeLag
-	}
 	a := &Applier{opts: opts, metrics: m}
+	a.heartbeat = a.newHeartbeat(mon)
+	observe := opts.Stream.ObserveLag
+	if observe == nil {
+		observe = m.observeLag
+	}
+	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
+	a.opts.Stream.observeCaughtUp = a.heartbeat.observeCaughtUp
+	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
@@ -96,6 +107,7 @@ func New(opts Options) (*Applier, error) {
 		return nil, err
 	}
 	a.informers.Store(inf)
+	m.extra = append(m.extra, newDesireCollector(a))
 	if err := m.register(opts.MetricsRegisterer); err != nil {
 		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
 	}
@@ -256,5 +268,6 @@ func (a *Applier) lead(ctx context.Context, t term) {
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
+	wg.Go(func() { a.heartbeat.run(ctx, t, start) })
 	wg.Wait()
 }

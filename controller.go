@@ -34,6 +34,8 @@ type controller[T Desire] struct {
 	waitingKind sync.Map
 	// streaks tells a desire that keeps failing the same way from an applier that fails.
 	streaks failureStreaks
+	// outcomes: what this term's statuses say, for the heartbeat and gauges (heartbeat.go).
+	outcomes outcomes
 }
 
 // controllerConfig is what a controller is built from.
@@ -227,6 +229,7 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
 	c.writer.Store(c.newWriter(t))
 	c.fresh.Clear() // a new term reads every status before writing it
+	c.outcomes.clear()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
@@ -296,6 +299,11 @@ func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 // sync reconciles one desire and writes its status; a deleted spec deletes its status. The
 // returned verdict is the one written (Reason "" when nothing was).
 func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
+	if IsReservedID(id) {
+		// Not a desire: a status write would overwrite the applier's own document.
+		c.log.Info("ignoring a spec with a reserved documentID (starting with _)", "desire", id)
+		return Verdict{reason: "ReservedID", again: lookNever}, nil
+	}
 	d, err := c.lister.Get(id)
 	_, fresh := c.fresh.LoadAndDelete(id)
 	if IsNotFoundError(err) {
@@ -344,6 +352,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 			return Verdict{reason: "StatusTooLarge"}, nil
 		}
 		return Verdict{reason: "StatusWriteFailed", again: lookBackoff}, err
+	}
+	if result != statusStale {
+		c.outcomes.record(d.Meta(), written)
 	}
 	return written, nil
 }
@@ -403,6 +414,7 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 
 func (c *controller[T]) forgetDesire(id string) {
 	c.streaks.forget(id)
+	c.outcomes.forget(id)
 	if c.forget != nil {
 		c.forget(id)
 	}

@@ -71,6 +71,9 @@ type Table[T Desire] struct {
 	// applierTerm); a write over an item of a newer term is refused by DynamoDB.
 	term   int64
 	fenced bool
+	// status: a status table, whose documents carry `shard` (shard.go) and whose reserved
+	// documentIDs (heartbeat.go) are not desires.
+	status bool
 }
 
 // NewTable returns the CRUD client of one table.
@@ -145,6 +148,9 @@ func (t *Table[T]) List(ctx context.Context) ([]T, error) {
 		bad []error
 	)
 	err := scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
+		if t.status && IsReservedID(idOf(item)) {
+			return // the heartbeat, not a desire
+		}
 		d := newDesire[T]()
 		if err := DecodeItem(item, d); err != nil {
 			bad = append(bad, err)
@@ -168,7 +174,7 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	var ids []string
 	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
-		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok {
+		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
 			ids = append(ids, id.Value)
 		}
 	})
@@ -246,6 +252,9 @@ func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilde
 	if t.fenced {
 		item[attrApplierTerm] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.term, 10)}
 	}
+	if t.status {
+		withShard(item)
+	}
 	if size := ItemSize(item); size > MaxItemSize {
 		return &ItemTooLargeError{Table: t.name, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
 	}
@@ -322,17 +331,17 @@ func (c *KubeApplierDBClient) ReadDesireSpecs() SpecReader[*ReadDesire] {
 
 // ApplyDesireStatus returns the client of the ApplyDesire status table.
 func (c *KubeApplierDBClient) ApplyDesireStatus() ResourceCRUD[*ApplyDesire] {
-	return NewTable[*ApplyDesire](c.api, c.name(StatusTable, KindApplyDesire))
+	return statusTable(NewTable[*ApplyDesire](c.api, c.name(StatusTable, KindApplyDesire)))
 }
 
 // DeleteDesireStatus returns the client of the DeleteDesire status table.
 func (c *KubeApplierDBClient) DeleteDesireStatus() ResourceCRUD[*DeleteDesire] {
-	return NewTable[*DeleteDesire](c.api, c.name(StatusTable, KindDeleteDesire))
+	return statusTable(NewTable[*DeleteDesire](c.api, c.name(StatusTable, KindDeleteDesire)))
 }
 
 // ReadDesireStatus returns the client of the ReadDesire status table.
 func (c *KubeApplierDBClient) ReadDesireStatus() ResourceCRUD[*ReadDesire] {
-	return NewTable[*ReadDesire](c.api, c.name(StatusTable, KindReadDesire))
+	return statusTable(NewTable[*ReadDesire](c.api, c.name(StatusTable, KindReadDesire)))
 }
 
 // TableAdminAPI is the part of *dynamodb.Client EnsureTables uses.
@@ -344,7 +353,12 @@ type TableAdminAPI interface {
 // EnsureTables creates the six tables of managementCluster when missing: `documentID` (S) as
 // hash key, PAY_PER_REQUEST, and Streams NEW_AND_OLD_IMAGES on the specs tables. It waits
 // until each table is ACTIVE and is idempotent. It returns the table names it made.
-func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementCluster string) ([]string, error) {
+// WithStatusIndex adds the status tables' GSI (StatusIndexName), to existing tables too.
+func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementCluster string, opts ...TableOption) ([]string, error) {
+	var o tableOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var created []string
 	for _, tk := range []TableKind{SpecsTable, StatusTable} {
 		for _, k := range DesireKinds {
@@ -357,6 +371,10 @@ func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementClus
 			}
 			if tk == SpecsTable {
 				in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+			}
+			if tk == StatusTable && o.statusIndex {
+				in.AttributeDefinitions = append(in.AttributeDefinitions, statusIndexAttributes()...)
+				in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{statusIndex()}
 			}
 			_, err := api.CreateTable(ctx, in)
 			var inUse *types.ResourceInUseException
@@ -374,6 +392,11 @@ func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementClus
 					o.MaxDelay = time.Second
 				}); err != nil {
 				return created, fmt.Errorf("wait for table %s: %w", name, err)
+			}
+			if tk == StatusTable && o.statusIndex {
+				if err := ensureStatusIndex(ctx, api, name); err != nil {
+					return created, err
+				}
 			}
 		}
 	}

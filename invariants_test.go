@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"math/rand"
 	"os"
 	"sort"
@@ -74,7 +75,7 @@ func TestInvariantsUnderFaults(t *testing.T) {
 		schedules, first = 1, seed
 	}
 	start := time.Now()
-	var writes, applies, steps int
+	var writes, applies, steps, heartbeats, claims int
 	for seed := first; seed < first+int64(schedules); seed++ {
 		w := newWorld(t, seed)
 		w.run(25)
@@ -83,6 +84,8 @@ func TestInvariantsUnderFaults(t *testing.T) {
 			return
 		}
 		steps += len(w.steps)
+		heartbeats += w.heartbeats
+		claims += w.claims
 		for _, ws := range w.statuses {
 			writes += len(ws)
 		}
@@ -94,7 +97,10 @@ func TestInvariantsUnderFaults(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d schedules (%d steps, %d status writes, %d applies) in %v", schedules, steps, writes, applies, time.Since(start).Round(time.Millisecond))
+	if schedules >= 100 && claims == 0 {
+		t.Fatal("no heartbeat watermark vouched for any spec (I7 checked nothing)")
+	}
+	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions) in %v", schedules, steps, writes, applies, heartbeats, claims, time.Since(start).Round(time.Millisecond))
 }
 
 // world is one schedule: the fakes, two applier instances, and everything that happened.
@@ -120,6 +126,11 @@ type world struct {
 	objects  map[string][]objectEvent // object name -> changes
 	statuses map[string][]statusWrite // status table|documentID -> successful writes
 	failure  string
+	// stray holds the desires a stray REMOVE dropped from the caches while their spec exists:
+	// no cache holds them, so no watermark speaks for them (I7 skips them).
+	stray map[string]bool
+	// heartbeats counts the heartbeats checked (I7), claims the spec versions they vouched for.
+	heartbeats, claims int
 }
 
 // instance is one applier process; each of its terms starts from a fresh List of the specs
@@ -169,6 +180,8 @@ type incarnation struct {
 	deletedAt int64
 	// landed is the logical time just after the incarnation's create returned.
 	landed int64
+	// landedAt is the wall time just after each version's write returned (I7).
+	landedAt map[int64]time.Time
 }
 
 type objectEvent struct {
@@ -200,7 +213,7 @@ var (
 func newWorld(t *testing.T, seed int64) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: &throttledMapper{ResettableRESTMapper: newMapper()}, incs: map[string][]incarnation{},
-		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}}
+		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, TableName("", "mc01", SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
@@ -222,6 +235,12 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 	if !strings.Contains(table, "-status-") {
 		return
 	}
+	if IsReservedID(id) {
+		if item != nil {
+			w.heartbeatWritten(item)
+		}
+		return // the heartbeat is no status
+	}
 	if item == nil {
 		w.statusDeleted(table, id)
 		return
@@ -236,6 +255,7 @@ func (w *world) newApplier(in *instance) *Applier {
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(),
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
+	opts.heartbeatInterval = 2 * time.Millisecond // a heartbeat (I7) every few steps
 	a, err := New(opts)
 	if err != nil {
 		w.t.Fatal(err)
@@ -478,6 +498,9 @@ func (w *world) randomStep() {
 		// that exists: the cache drops the spec, but its status must stay.
 		if id := w.existingSpec(); id != "" && id[0] == 'a' {
 			w.step("stray REMOVE without an image for %s", id)
+			w.mu.Lock()
+			w.stray[id] = true
+			w.mu.Unlock()
 			arn := w.db.StreamARN(invApplyTable)
 			w.db.AppendRecord(arn, w.openShard(arn), streamtypes.OperationTypeRemove,
 				map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: id}}, nil, nil)
@@ -565,7 +588,8 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	}
 	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
 	w.mu.Lock()
-	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, landed: w.tick()})
+	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, landed: w.tick(),
+		landedAt: map[int64]time.Time{1: time.Now()}})
 	w.mu.Unlock()
 }
 
@@ -580,7 +604,8 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 		stored, err = w.dspecs.Create(ctx, d)
 		if err == nil {
 			w.mu.Lock()
-			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick()})
+			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick(),
+				landedAt: map[int64]time.Time{}})
 			w.mu.Unlock()
 		}
 	} else if err == nil {
@@ -610,6 +635,7 @@ func (w *world) recordSpec(id string, created time.Time, version, at int64) {
 		w.t.Fatalf("seed %d: %s incarnation mismatch", w.seed, id)
 	}
 	inc.versions[version] = at
+	inc.landedAt[version] = time.Now()
 }
 
 func (w *world) removeSpec(ctx context.Context) {
@@ -761,6 +787,55 @@ func (w *world) check() {
 	}
 }
 
+// heartbeatWritten checks I7 when a heartbeat lands: for each kind, every live spec version
+// that had landed by the watermark (its write returned before it) has a status answering its
+// incarnation at that version or a newer one.
+func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
+	var hb Heartbeat
+	if err := attributevalue.UnmarshalMap(item, &hb); err != nil {
+		w.fail("heartbeat does not decode: %v", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for kind, k := range map[string]struct{ prefix, status string }{
+		string(KindApplyDesire): {"a", invApplyStatus}, string(KindDeleteDesire): {"d", invDelStatus}} {
+		wm := hb.Kinds[kind].Watermark
+		if wm == nil {
+			continue
+		}
+		for id, incs := range w.incs {
+			inc := incs[len(incs)-1]
+			if !strings.HasPrefix(id, k.prefix) || inc.deleted || w.stray[id] {
+				continue
+			}
+			var want int64
+			for v, at := range inc.landedAt {
+				if !at.After(*wm) && v > want {
+					want = v
+				}
+			}
+			if want == 0 {
+				continue
+			}
+			w.claims++
+			writes := w.statuses[k.status+"|"+id]
+			var last statusWrite
+			if len(writes) > 0 {
+				last = writes[len(writes)-1]
+			}
+			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want {
+				if w.failure == "" {
+					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s",
+						hb.Term, kind, wm.Format(time.StampMicro), id, want, inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes))
+				}
+				return
+			}
+		}
+	}
+	w.heartbeats++
+}
+
 // specAbsentBetween reports whether desire id had no live spec at some moment in (from, to]:
 // an incarnation was deleted by then and the next one (if any) was not created before from.
 func (w *world) specAbsentBetween(id string, from, to int64) bool {
@@ -887,6 +962,9 @@ func (w *world) converged() string {
 				return err.Error()
 			}
 			for _, item := range out.Items {
+				if IsReservedID(idOf(item)) {
+					continue
+				}
 				var d Desire = &ApplyDesire{}
 				if tbl.kind == KindDeleteDesire {
 					d = &DeleteDesire{}

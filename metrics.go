@@ -34,7 +34,8 @@ type metrics struct {
 	driftMu      sync.Mutex
 	driftSeen    map[string]struct{}
 	now          func() time.Time
-	constLabels  prometheus.Labels // added to every series at registration
+	constLabels  prometheus.Labels      // added to every series at registration
+	extra        []prometheus.Collector // computed at scrape time (gauges.go)
 }
 
 // newMetrics builds the series; register adds constLabels (nil: none) to each.
@@ -78,9 +79,9 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 
 // collectors lists every series of m.
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
+	return append([]prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
 		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
-		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs}
+		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs}, m.extra...)
 }
 
 // register registers every series with reg (nil: none). An error (e.g. a second Applier of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 	"unicode"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/go-logr/logr"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -161,8 +163,11 @@ type Options struct {
 	MetricsRegisterer prometheus.Registerer
 
 	clock func() time.Time
+	// heartbeatInterval and heartbeatMaxAge shorten the heartbeat's cadence in tests.
+	heartbeatInterval, heartbeatMaxAge time.Duration
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
+	kubeResources       *kubeResourceCounter // kube requests by group/resource (kuberesources.go)
 	// Set by complete.
 	logs       *logRoute
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
@@ -231,6 +236,10 @@ func (o *Options) setDefaults() {
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)
 	setDefault(&o.LeaseName, DefaultLeaseName)
 	setDefault(&o.LeaseNamespace, DefaultLeaseNamespace)
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = host + "_" + uuid.NewString()[:8]
+	}
 	if o.clock == nil {
 		o.clock = time.Now
 	}
@@ -330,6 +339,9 @@ func (o *Options) clientsFromRESTConfig() error {
 	}
 	if o.countKube != nil {
 		hc = countedHTTPClient(hc, o.countKube)
+	}
+	if o.kubeResources != nil {
+		hc = countedByResource(hc, o.kubeResources)
 	}
 	o.httpClient = hc
 	if o.DynamicClient == nil {

@@ -68,6 +68,11 @@ type StreamOptions struct {
 	ObserveLag func(kind DesireKind, lag time.Duration)
 	// Log receives relists and back-offs.
 	Log logr.Logger
+	// observeRelist counts watches ended for a relist (kube_applier_stream_relists_total).
+	observeRelist func(kind DesireKind)
+	// observeCaughtUp receives the start of a poll round in which every open shard of kind's
+	// stream answered with no record: every record written before it has been delivered.
+	observeCaughtUp func(kind DesireKind, at time.Time)
 }
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -322,6 +327,9 @@ func (w *streamWatcher[T]) run(ctx context.Context) {
 		return
 	}
 	w.lw.opts.Log.Info("stream watch ended; relisting", "table", w.lw.table, "reason", err.Error())
+	if w.lw.opts.observeRelist != nil {
+		w.lw.opts.observeRelist(w.lw.kind)
+	}
 	// An "expired" status makes the reflector relist from scratch.
 	status := apierrors.NewResourceExpired(err.Error()).ErrStatus
 	select {
@@ -336,6 +344,7 @@ func (w *streamWatcher[T]) poll(ctx context.Context) error {
 	shards := w.start.shards
 	d := newDiscoverySchedule(lw.opts.PollInterval, lw.opts.DiscoveryInterval)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: lw.opts.MaxBackoff}
+	var emptySince time.Time // start of the last round that found every open shard empty
 	for {
 		if d.due(time.Now(), anyReadable(shards)) {
 			if err := w.discover(ctx, shards); err != nil {
@@ -344,9 +353,22 @@ func (w *streamWatcher[T]) poll(ctx context.Context) error {
 				}
 			}
 		}
+		round := time.Now()
+		readable := anyReadable(shards)
 		got, closed, err := w.pollOnce(ctx, shards)
 		if closed {
 			d.now() // a shard ended: its children are looked for at once, not at the next interval
+		}
+		if err == nil && !got && readable {
+			// Every open shard answered with no record: what landed before round was delivered
+			// to the reflector. Reported one empty round later, when the informer has had a
+			// poll interval to put it in its cache.
+			if !emptySince.IsZero() && lw.opts.observeCaughtUp != nil {
+				lw.opts.observeCaughtUp(lw.kind, emptySince)
+			}
+			emptySince = round
+		} else {
+			emptySince = time.Time{}
 		}
 		var delay time.Duration
 		switch ok, rerr := w.classify(err); {

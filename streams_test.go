@@ -58,16 +58,24 @@ func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.Attribut
 }
 
 type stInformer struct {
-	f   *memDB
-	inf *DesireInformer[*ApplyDesire]
-	rec *recorder
+	f       *memDB
+	inf     *DesireInformer[*ApplyDesire]
+	rec     *recorder
+	relists *atomic.Int32 // watches ended for a relist (StreamOptions.observeRelist)
 }
 
 // startStreamInformer runs an ApplyDesire informer on stTable until the test ends, and waits
 // for its first List.
 func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 	t.Helper()
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, streamTestOpts().withDefaults())
+	opts := streamTestOpts()
+	relists := &atomic.Int32{}
+	opts.observeRelist = func(k DesireKind) {
+		if k == KindApplyDesire {
+			relists.Add(1)
+		}
+	}
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
 	rec := &recorder{}
 	if _, err := inf.Informer.AddEventHandler(rec.handler()); err != nil {
 		t.Fatalf("AddEventHandler: %v", err)
@@ -87,7 +95,7 @@ func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 		}
 	})
 	waitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
-	return &stInformer{f: f, inf: inf, rec: rec}
+	return &stInformer{f: f, inf: inf, rec: rec, relists: relists}
 }
 
 // store returns the cached desires as documentID -> Version.
@@ -334,9 +342,15 @@ func TestStreamInformerTrimmedDataRelists(t *testing.T) {
 			// A record is read first: the position lost to trimming is a real one.
 			lastRead := f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
 			h.waitStore(t, map[string]int64{"doc-a": 1, "doc-b": 1})
+			if n := h.relists.Load(); n != 0 {
+				t.Fatalf("%d relists counted before any was needed", n)
+			}
 
 			tc.lose(t, f, arn)
 			waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 2 }, nil)
+			if h.relists.Load() < 1 {
+				t.Fatal("the relist was not counted (kube_applier_stream_relists_total)")
+			}
 			h.waitStore(t, map[string]int64{"doc-b": 1, "doc-c": 1})
 
 			if tc.wantIter != nil {

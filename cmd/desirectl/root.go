@@ -52,6 +52,7 @@ func (a *app) newRootCommand() *cobra.Command {
 		a.newDeleteCommand(),
 		a.newWaitCommand(),
 		a.newTablesCommand(),
+		a.newStatusCommand(),
 	)
 	return root
 }

@@ -10,13 +10,18 @@ import (
 
 func (a *app) newTablesCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tables", Short: "Manage the six tables of a management cluster"}
-	cmd.AddCommand(&cobra.Command{
+	var statusIndex bool
+	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
 		Long: `Create mc-{cluster}-specs-{apply,delete,read}desires (with Streams NEW_AND_OLD_IMAGES) and
 mc-{cluster}-status-{apply,delete,read}desires, each keyed by documentID and billed per request.
 Tables that exist are left alone. For local development and tests; production tables usually
-come from infrastructure code.`,
+come from infrastructure code.
+
+--status-index gives each status table the global secondary index updateTime-index (partition
+key shard N, sort key updateTime S) that index-poll backends query, adding it to status tables
+that exist without it.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			s, err := a.settings()
@@ -31,7 +36,11 @@ come from infrastructure code.`,
 			if !ok {
 				return fmt.Errorf("the DynamoDB client cannot create tables")
 			}
-			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster)
+			var opts []kubeapplier.TableOption
+			if statusIndex {
+				opts = append(opts, kubeapplier.WithStatusIndex())
+			}
+			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
 			for _, name := range created {
 				fmt.Fprintf(a.stdout, "table/%s created\n", name)
 			}
@@ -39,8 +48,13 @@ come from infrastructure code.`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
+			if statusIndex {
+				fmt.Fprintf(a.stdout, "index %s ready on the 3 status tables\n", kubeapplier.StatusIndexName)
+			}
 			return nil
 		}),
-	})
+	}
+	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
+	cmd.AddCommand(create)
 	return cmd
 }

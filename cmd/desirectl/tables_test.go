@@ -16,6 +16,7 @@ import (
 type adminDB struct {
 	*fakeDB
 	created []string
+	indexes map[string][]types.GlobalSecondaryIndexDescription
 }
 
 func (d *adminDB) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
@@ -29,18 +30,30 @@ func (d *adminDB) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, 
 }
 
 func (d *adminDB) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive}}, nil
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive,
+		GlobalSecondaryIndexes: d.indexes[*in.TableName]}}, nil
+}
+
+// UpdateTable records the index added to a table.
+func (d *adminDB) UpdateTable(_ context.Context, in *dynamodb.UpdateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	if d.indexes == nil {
+		d.indexes = map[string][]types.GlobalSecondaryIndexDescription{}
+	}
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		d.indexes[*in.TableName] = append(d.indexes[*in.TableName], types.GlobalSecondaryIndexDescription{IndexName: u.Create.IndexName, IndexStatus: types.IndexStatusActive})
+	}
+	return &dynamodb.UpdateTableOutput{}, nil
 }
 
 func TestTablesCreate(t *testing.T) {
 	h := newHarness(t)
 	admin := &adminDB{fakeDB: h.db}
-	run := func() (string, string, int) {
+	run := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
 		a := newApp(strings.NewReader(""), &out, &errb)
 		a.getenv = func(k string) string { return h.env[k] }
 		a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return admin, nil }
-		code := a.run(context.Background(), []string{"tables", "create"})
+		code := a.run(context.Background(), append([]string{"tables", "create"}, args...))
 		return out.String(), errb.String(), code
 	}
 	out, errOut, code := run()
@@ -49,6 +62,15 @@ func TestTablesCreate(t *testing.T) {
 	}
 	if out, _, code := run(); code != exitOK || !strings.Contains(out, "(0 created)") {
 		t.Fatalf("second run: code %d, out %q", code, out)
+	}
+	// --status-index adds the GSI to the existing status tables only.
+	if out, _, code := run("--status-index"); code != exitOK || !strings.Contains(out, "index updateTime-index ready") || len(admin.indexes) != 3 {
+		t.Fatalf("--status-index: code %d, out %q, indexes %v", code, out, admin.indexes)
+	}
+	for name := range admin.indexes {
+		if !strings.Contains(name, "-status-") {
+			t.Fatalf("index added to %s", name)
+		}
 	}
 	// A client that cannot create tables is an operation failure, not a crash.
 	if _, errOut, code := h.run("tables", "create"); code != exitFailed || !strings.Contains(errOut, "cannot create tables") {

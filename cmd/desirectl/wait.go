@@ -34,10 +34,20 @@ its own.
 Which desire: the object's ApplyDesire or DeleteDesire (apply and delete remove each other, so
 there is one of them), else its ReadDesire; the one used is named in every line printed. When
 an object has both an ApplyDesire and a DeleteDesire (written by another tool), --kind must
-choose. --kind apply|delete|read waits for that kind only.`,
+choose. --kind apply|delete|read waits for that kind only.
+
+--for=watermark=TIME (RFC 3339, no TYPE NAME) waits instead until the heartbeat's watermark of
+the --kind (default apply) reaches TIME: every spec of that kind whose updateTime is at or
+before TIME has a status answering it.`,
 		Example: `  desirectl wait configmaps foo -n default --for=condition=Successful --timeout=60s
-  desirectl wait configmaps foo --kind read --for=condition=Successful`,
-		Args: usageArgs(cobra.ExactArgs(2)),
+  desirectl wait configmaps foo --kind read --for=condition=Successful
+  desirectl wait --for=watermark=2026-12-01T10:00:00Z --kind apply`,
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if f, _ := cmd.Flags().GetString("for"); strings.HasPrefix(f, "watermark=") {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		}),
 	}
 	addObjectNamespaceFlag(cmd, &namespace)
 	cmd.Flags().StringVar(&forCond, "for", "condition="+kubeapplier.ConditionSuccessful, "condition=TYPE[=STATUS] to wait for; STATUS defaults to True")
@@ -46,6 +56,9 @@ choose. --kind apply|delete|read waits for that kind only.`,
 	addTypeFlags(cmd, &ta)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
+		if at, ok := strings.CutPrefix(forCond, "watermark="); ok {
+			return a.runWaitWatermark(ctx, at, kind, timeout)
+		}
 		want, err := parseFor(forCond)
 		if err != nil {
 			return err

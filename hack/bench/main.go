@@ -77,9 +77,13 @@ type config struct {
 	churn            time.Duration // status-only churn window (100 updates/s)
 	finalizerDeletes int           // DeleteDesires of finalized ConfigMaps
 	namespaces       int           // namespaces with one ReadDesire each
+	heartbeatWindow  time.Duration
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat"}
+
+// defaultScenarios run without -only; heartbeat needs a long idle window of its own.
+var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness"}
 
 func parseFlags() config {
 	var c config
@@ -99,7 +103,8 @@ func parseFlags() config {
 	flag.IntVar(&c.pollScale, "poll-scale", 20, "poll-and-iterate baseline: the real loop runs with period and item count divided by this")
 	flag.IntVar(&c.pollSamples, "poll-samples", 20, "poll-and-iterate baseline: spec changes measured in the scaled run")
 	flag.StringVar(&c.outDir, "out", "", "directory for result.json, result.md and logs (default <repo>/.stack/bench/<time>-<id>)")
-	flag.StringVar(&only, "only", strings.Join(scenarioNames, ","), "scenarios to run (comma-separated); the N desires are always written")
+	flag.StringVar(&only, "only", strings.Join(defaultScenarios, ","), "scenarios to run (comma-separated; heartbeat only when named); the N desires are always written")
+	flag.DurationVar(&c.heartbeatWindow, "heartbeat-window", 20*time.Minute, "heartbeat scenario: how long the applier stays idle while its heartbeat writes are counted")
 	flag.BoolVar(&c.keep, "keep", false, "leave tables, namespace and applier in place (debugging)")
 	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk, restart), heap and goroutine (memory; footprint in a sweep) profiles to the output directory")
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")

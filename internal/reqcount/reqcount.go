@@ -90,6 +90,25 @@ func KubeVerb(r *http.Request) string {
 	return strings.ToLower(r.Method)
 }
 
+// KubeResource returns the API group ("" for the core group) and resource a kube-apiserver
+// request addresses: "configmaps" for /api/v1/namespaces/ns/configmaps/x/status, "namespaces"
+// for /api/v1/namespaces/ns. ok is false for non-resource paths (discovery).
+func KubeResource(r *http.Request) (group, resource string, ok bool) {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case len(segs) > 2 && segs[0] == "api":
+		segs = segs[2:]
+	case len(segs) > 3 && segs[0] == "apis":
+		group, segs = segs[1], segs[3:]
+	default:
+		return "", "", false
+	}
+	if segs[0] == "namespaces" && len(segs) > 2 {
+		segs = segs[2:]
+	}
+	return group, segs[0], true
+}
+
 // Wrap returns a wrapper for rest.Config.Wrap that calls count with KubeVerb of every request.
 func Wrap(count func(verb string)) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper { return &roundTripper{next: rt, count: count} }

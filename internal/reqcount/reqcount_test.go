@@ -40,6 +40,30 @@ func TestKubeVerb(t *testing.T) {
 	}
 }
 
+func TestKubeResource(t *testing.T) {
+	for _, c := range []struct {
+		url, group, resource string
+		ok                   bool
+	}{
+		{"/api/v1/namespaces/ns/configmaps/cm", "", "configmaps", true},
+		{"/api/v1/namespaces/ns/configmaps/cm/status", "", "configmaps", true},
+		{"/api/v1/namespaces/ns/configmaps?watch=true", "", "configmaps", true},
+		{"/api/v1/namespaces", "", "namespaces", true},
+		{"/api/v1/namespaces/ns", "", "namespaces", true},
+		{"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "coordination.k8s.io", "leases", true},
+		{"/apis/apps/v1/deployments", "apps", "deployments", true},
+		{"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x", "apiextensions.k8s.io", "customresourcedefinitions", true},
+		{"/api", "", "", false},
+		{"/apis/apps/v1", "", "", false},
+		{"/version", "", "", false},
+	} {
+		g, r, ok := KubeResource(httptest.NewRequest("GET", c.url, nil))
+		if g != c.group || r != c.resource || ok != c.ok {
+			t.Errorf("%s: got %q %q %v, want %q %q %v", c.url, g, r, ok, c.group, c.resource, c.ok)
+		}
+	}
+}
+
 func TestWrapCounts(t *testing.T) {
 	var c Counts
 	rt := Wrap(c.Inc)(roundTripFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: 200}, nil }))

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// defaultStaleAfter is the heartbeat age from which status warns and exits 1. An idle leader
+// rewrites an unchanged heartbeat every 5 minutes, so an older one means no leader; under 2
+// minutes is a leader that wrote within the last change-or-keepalive (see README).
+const defaultStaleAfter = 2 * time.Minute
+
+func (a *app) newStatusCommand() *cobra.Command {
+	var (
+		staleAfter time.Duration
+		output     string
+	)
+	cmd := &cobra.Command{
+		Use:     "status",
+		Aliases: []string{"cluster-info"},
+		Short:   "Show the applier's heartbeat: leader, lag, queues, desires by outcome, watermarks",
+		Long: `Read the heartbeat the leading kube-applier-aws writes for the context's management cluster
+(documentID _heartbeat in its ApplyDesire status table) and print it.
+
+It warns and exits 1 when the heartbeat is older than --stale-after (default 2m), or when there
+is none: no applier has led with these tables.
+
+Per desire kind: the desires in the leader's cache, how many have no status for their current
+version yet (unanswered), the watermark (every spec whose updateTime is at or before it has a
+status answering it), the workqueue depth, and the newest stream record read with its lag.`,
+		Example: `  desirectl status
+  desirectl cluster-info -o json`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.Flags().DurationVar(&staleAfter, "stale-after", defaultStaleAfter, "a heartbeat older than this is stale: warn and exit 1")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: \"\" (readable) or json")
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+		if output != "" && output != "json" {
+			return usageErrorf("--output must be json or empty, not %q", output)
+		}
+		hb, err := a.readHeartbeat(cmd.Context())
+		if err != nil {
+			return err
+		}
+		age := a.clock.Now().Sub(hb.UpdateTime)
+		if output == "json" {
+			enc := json.NewEncoder(a.stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(hb); err != nil {
+				return err
+			}
+		} else {
+			printHeartbeat(a.stdout, hb, a.clock.Now())
+		}
+		if age > staleAfter {
+			return failedErrorf("the heartbeat is %s old (more than %s): is kube-applier-aws running and leading for management cluster %s?",
+				roundAge(age), staleAfter, hb.ManagementCluster)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// readHeartbeat reads the heartbeat of the context's management cluster; none is a failure.
+func (a *app) readHeartbeat(ctx context.Context) (*kubeapplier.Heartbeat, error) {
+	s, err := a.settings()
+	if err != nil {
+		return nil, err
+	}
+	api, err := a.newDynamoDB(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	hb, err := kubeapplier.ReadHeartbeat(ctx, api, s.TablePrefix, s.ManagementCluster)
+	if kubeapplier.IsNotFoundError(err) {
+		return nil, failedErrorf("no heartbeat for management cluster %s: is kube-applier-aws running for it?", s.ManagementCluster)
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return hb, nil
+}
+
+func roundAge(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// printHeartbeat writes hb readably, ages relative to now.
+func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
+	ago := func(t time.Time) string {
+		return t.UTC().Format(time.RFC3339) + " (" + roundAge(now.Sub(t)).String() + " ago)"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Management cluster:\t%s\n", hb.ManagementCluster)
+	fmt.Fprintf(tw, "Leader:\t%s\n", hb.Leader)
+	fmt.Fprintf(tw, "Term:\t%d, since %s\n", hb.Term, ago(hb.TermStart))
+	fmt.Fprintf(tw, "Version:\t%s\n", hb.Version)
+	fmt.Fprintf(tw, "Heartbeat written:\t%s\n", ago(hb.UpdateTime))
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tDESIRES\tUNANSWERED\tWATERMARK\tQUEUE\tSTREAM LAG\tNEWEST RECORD\tOUTCOMES")
+	for _, k := range kubeapplier.DesireKinds {
+		hk, ok := hb.Kinds[string(k)]
+		if !ok {
+			continue
+		}
+		wm, newest, lag := "-", "-", "-"
+		if hk.Watermark != nil {
+			wm = hk.Watermark.UTC().Format(time.RFC3339Nano)
+		}
+		if hk.NewestRecord != nil {
+			newest, lag = hk.NewestRecord.UTC().Format(time.RFC3339), fmt.Sprintf("%.1fs", hk.StreamLagSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", k, hk.Desires, hk.Unanswered, wm, hk.QueueDepth, lag, newest, outcomes(hk))
+	}
+	tw.Flush()
+}
+
+// outcomes is "True/NoErrors=10 False/KubeAPIError=2 (Degraded: KubeAPIError=2)".
+func outcomes(hk kubeapplier.HeartbeatKind) string {
+	join := func(m map[string]int) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+		}
+		return strings.Join(parts, " ")
+	}
+	s := join(hk.Successful)
+	if len(hk.Degraded) > 0 {
+		s += " (Degraded: " + join(hk.Degraded) + ")"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// waitWatermark waits until the heartbeat's watermark of kind reaches at, printing the
+// watermark it saw last on timeout.
+func (a *app) waitWatermark(ctx context.Context, kind kubeapplier.DesireKind, at time.Time, timeout time.Duration) error {
+	deadline := a.clock.Now().Add(timeout)
+	var last string
+	for {
+		hb, err := a.readHeartbeat(ctx)
+		if err != nil && exitCode(err, exitFailed) == exitUsage {
+			return err
+		}
+		if err == nil {
+			last = "no watermark (no " + string(kind) + " in the leader's cache)"
+			if w := hb.Kinds[string(kind)].Watermark; w != nil {
+				if !w.Before(at) {
+					fmt.Fprintf(a.stdout, "%s watermark %s reached %s\n", kind, w.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
+					return nil
+				}
+				last = "watermark " + w.UTC().Format(time.RFC3339Nano)
+			}
+		} else {
+			last = err.Error()
+		}
+		if !a.clock.Now().Before(deadline) {
+			return failedErrorf("timed out after %s waiting for the %s watermark to reach %s: %s", timeout, kind, at.UTC().Format(time.RFC3339Nano), last)
+		}
+		if err := a.clock.Sleep(ctx, a.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// runWaitWatermark is `wait --for=watermark=TIME`: no TYPE NAME, --kind apply by default.
+func (a *app) runWaitWatermark(ctx context.Context, at, kind string, timeout time.Duration) error {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return usageErrorf("--for=watermark=TIME: %q is not an RFC 3339 time", at)
+	}
+	k := kubeapplier.KindApplyDesire
+	if kind != "" {
+		var ok bool
+		if k, ok = desireKindFlag[strings.ToLower(kind)]; !ok {
+			return usageErrorf("--kind must be apply, delete or read, not %q", kind)
+		}
+	}
+	return a.waitWatermark(ctx, k, t, timeout)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// putHeartbeat stores hb as the leader writes it.
+func putHeartbeat(t *testing.T, h *harness, hb kubeapplier.Heartbeat) {
+	t.Helper()
+	item, err := attributevalue.MarshalMap(hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item["documentID"] = &types.AttributeValueMemberS{Value: kubeapplier.HeartbeatID}
+	h.db.PutRaw(kubeapplier.TableName(testPrefix, testMC, kubeapplier.StatusTable, kubeapplier.KindApplyDesire), item)
+}
+
+func sampleHeartbeat(written time.Time) kubeapplier.Heartbeat {
+	w := written.Add(-10 * time.Second)
+	newest := written.Add(-20 * time.Second)
+	return kubeapplier.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", Term: 3,
+		TermStart: written.Add(-time.Hour), UpdateTime: written,
+		Kinds: map[string]kubeapplier.HeartbeatKind{
+			"ApplyDesire": {Desires: 12, Unanswered: 1, Watermark: &w, QueueDepth: 2, NewestRecord: &newest, StreamLagSeconds: 0.25,
+				Successful: map[string]int{"True/NoErrors": 10, "False/KubeAPIError": 1, "Unknown/Pending": 1}, Degraded: map[string]int{"KubeAPIError": 1}},
+			"DeleteDesire": {},
+			"ReadDesire":   {Desires: 1, Watermark: &w, Successful: map[string]int{"True/NotFound": 1}},
+		}}
+}
+
+func TestStatusCommand(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		heartbeat *kubeapplier.Heartbeat
+		age       time.Duration
+		wantCode  int
+		wantOut   []string
+		wantErr   string
+	}{
+		{name: "fresh", age: 30 * time.Second, wantCode: exitOK, wantOut: []string{
+			"Leader:              pod-a_1234", "Term:                3, since 2025-03-01T10:59:30Z (1h0m30s ago)",
+			"Heartbeat written:   2025-03-01T11:59:30Z (30s ago)",
+			"ApplyDesire   12       1           2025-03-01T11:59:20Z  2      0.2s        2025-03-01T11:59:10Z  False/KubeAPIError=1 True/NoErrors=10 Unknown/Pending=1 (Degraded: KubeAPIError=1)",
+			"DeleteDesire  0        0           -                     0      -           -                     -"}},
+		{name: "cluster-info alias", args: []string{"cluster-info"}, age: time.Second, wantCode: exitOK, wantOut: []string{"Management cluster:  mc1"}},
+		{name: "stale: printed, then exit 1", age: 3 * time.Minute, wantCode: exitFailed, wantOut: []string{"Leader:"},
+			wantErr: "error: the heartbeat is 3m0s old (more than 2m0s): is kube-applier-aws running and leading for management cluster mc1?\n"},
+		{name: "shorter staleness", args: []string{"status", "--stale-after", "10s"}, age: 30 * time.Second, wantCode: exitFailed,
+			wantErr: "error: the heartbeat is 30s old (more than 10s): is kube-applier-aws running and leading for management cluster mc1?\n"},
+		{name: "json", args: []string{"status", "-o", "json"}, age: time.Second, wantCode: exitOK, wantOut: []string{`"leader": "pod-a_1234"`, `"watermark": "2025-03-01T11:59:49Z"`}},
+		{name: "none", args: []string{"status"}, heartbeat: &kubeapplier.Heartbeat{}, wantCode: exitFailed,
+			wantErr: "error: no heartbeat for management cluster mc1: is kube-applier-aws running for it?\n"},
+		{name: "bad output", args: []string{"status", "-o", "yaml"}, age: time.Second, wantCode: exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tt.heartbeat == nil {
+				putHeartbeat(t, h, sampleHeartbeat(h.clock.now.Add(-tt.age)))
+			}
+			args := tt.args
+			if args == nil {
+				args = []string{"status"}
+			}
+			out, errOut, code := h.run(args...)
+			assertExit(t, code, tt.wantCode, errOut)
+			for _, want := range tt.wantOut {
+				if !strings.Contains(out, want) {
+					t.Fatalf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			if tt.wantErr != "" && errOut != tt.wantErr {
+				t.Fatalf("stderr %q, want %q", errOut, tt.wantErr)
+			}
+			if tt.name == "json" {
+				var hb kubeapplier.Heartbeat
+				if err := json.Unmarshal([]byte(out), &hb); err != nil || hb.Kinds["ApplyDesire"].Desires != 12 {
+					t.Fatalf("json %v: %s", err, out)
+				}
+			}
+		})
+	}
+}
+
+func TestWaitWatermark(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		advance  int // the heartbeat's watermark moves past the target after this many polls; 0: never
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{name: "reached", args: []string{"--for=watermark=2025-03-01T11:59:00Z"}, wantCode: exitOK,
+			wantOut: "ApplyDesire watermark 2025-03-01T11:59:50Z reached 2025-03-01T11:59:00Z\n"},
+		{name: "reached later", args: []string{"--for=watermark=2025-03-01T12:00:02Z", "--timeout", "10s"}, advance: 3, wantCode: exitOK},
+		{name: "times out", args: []string{"--for=watermark=2025-03-01T13:00:00Z", "--timeout", "3s"}, wantCode: exitFailed,
+			wantErr: "error: timed out after 3s waiting for the ApplyDesire watermark to reach 2025-03-01T13:00:00Z: watermark 2025-03-01T11:59:50Z\n"},
+		{name: "kind without desires", args: []string{"--for=watermark=2025-03-01T11:00:00Z", "--kind", "delete", "--timeout", "1s"}, wantCode: exitFailed,
+			wantErr: "error: timed out after 1s waiting for the DeleteDesire watermark to reach 2025-03-01T11:00:00Z: no watermark (no DeleteDesire in the leader's cache)\n"},
+		{name: "read kind", args: []string{"--for=watermark=2025-03-01T11:00:00Z", "--kind", "read"}, wantCode: exitOK},
+		{name: "bad time", args: []string{"--for=watermark=yesterday"}, wantCode: exitUsage},
+		{name: "no TYPE NAME with a watermark", args: []string{"configmaps", "foo", "--for=watermark=2025-03-01T11:00:00Z"}, wantCode: exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			putHeartbeat(t, h, sampleHeartbeat(h.clock.now))
+			if tt.advance > 0 {
+				h.clock.onSleep = func(n int) {
+					if n == tt.advance {
+						putHeartbeat(t, h, sampleHeartbeat(h.clock.now.Add(20*time.Second)))
+					}
+				}
+			}
+			out, errOut, code := h.run(append([]string{"wait"}, tt.args...)...)
+			assertExit(t, code, tt.wantCode, errOut)
+			if tt.wantOut != "" && out != tt.wantOut {
+				t.Fatalf("stdout %q, want %q", out, tt.wantOut)
+			}
+			if tt.wantErr != "" && errOut != tt.wantErr {
+				t.Fatalf("stderr %q, want %q", errOut, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,20 @@
+package kubeapplier_test
+
+import (
+	"fmt"
+
+	"github.com/kube-applier-aws/kubeapplier"
+)
+
+// An index-poll backend finds a status document in shard StatusShard(documentID) of the
+// status tables' updateTime-index; the heartbeat's reserved ID is in none.
+func ExampleStatusShard() {
+	for _, id := range []string{"7b1fdb4e-decf-5d4c-a307-6718bada47d7", "EF461CCD-F3C9-5C36-95FC-3187F1CC60BA", kubeapplier.HeartbeatID} {
+		shard, ok := kubeapplier.StatusShard(id)
+		fmt.Println(id, shard, ok, kubeapplier.IsReservedID(id))
+	}
+	// Output:
+	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7 2 true false
+	// EF461CCD-F3C9-5C36-95FC-3187F1CC60BA 1 true false
+	// _heartbeat 0 false true
+}

@@ -1,0 +1,59 @@
+package kubeapplier
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// desireCollector computes kube_applier_desires at scrape time from the leader's caches and
+// the outcomes of this term's status writes: gauges that never drift after a restart, as
+// counters would. A standby (no cache) exports none.
+type desireCollector struct {
+	a    *Applier
+	desc *prometheus.Desc
+}
+
+func newDesireCollector(a *Applier) *desireCollector {
+	return &desireCollector{a: a, desc: prometheus.NewDesc("kube_applier_desires",
+		"Desires in the leader's cache by kind and what their status says: Successful (True, False; Unknown: no status written this term yet), Degraded and the Successful reason (Pending: none yet).",
+		[]string{"kind", "successful", "degraded", "reason"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *desireCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *desireCollector) Collect(ch chan<- prometheus.Metric) {
+	if !c.a.Leading() {
+		return
+	}
+	for kind, t := range map[DesireKind]tally{KindApplyDesire: c.a.apply.tally(), KindDeleteDesire: c.a.delete.tally(), KindReadDesire: c.a.read.tally()} {
+		for k, n := range t.counts {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(kind), k.successful, k.degraded, k.reason)
+		}
+	}
+}
+
+// monitoring holds the series added for alerting (examples/deploy/prometheusrule.yaml) that
+// have no place in metrics.go: relists, and the heartbeat's writes.
+type monitoring struct {
+	relists         *prometheus.CounterVec // kind
+	heartbeatWrites *prometheus.CounterVec // result: written, error, fenced
+	heartbeatLast   prometheus.Gauge       // unix seconds of the last heartbeat written
+}
+
+func newMonitoring() *monitoring {
+	return &monitoring{
+		relists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_stream_relists_total",
+			Help: "Stream watches ended for a relist (a full Scan of the specs table), by desire kind: expired or trimmed positions, a replaced stream."}, []string{"kind"}),
+		heartbeatWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_heartbeat_writes_total",
+			Help: "Heartbeat writes by result (written, error, fenced: a newer term owns it)."}, []string{"result"}),
+		heartbeatLast: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_applier_heartbeat_last_write_timestamp_seconds",
+			Help: "Unix time of the last heartbeat this process wrote (0: none)."}),
+	}
+}
+
+func (m *monitoring) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.relists, m.heartbeatWrites, m.heartbeatLast}
+}
+
+func (m *monitoring) observeRelist(kind DesireKind) { m.relists.WithLabelValues(string(kind)).Inc() }

@@ -1,0 +1,468 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/go-logr/logr"
+)
+
+// HeartbeatID is the documentID of the heartbeat: one document per management cluster in its
+// ApplyDesire status table, which a backend can already read. Reserved (IsReservedID), it is
+// no status: listings of status tables skip it, and it has no `shard`, so it is in no index.
+const HeartbeatID = "_heartbeat"
+
+// Heartbeat cadence: a write at most every heartbeatInterval, and only when the content changed
+// or heartbeatMaxAge passed since the last one (idle: 12 writes an hour).
+const (
+	heartbeatInterval = 30 * time.Second
+	heartbeatMaxAge   = 5 * time.Minute
+)
+
+// Heartbeat is the document the leader writes at HeartbeatID (README "The heartbeat"), for
+// backends that cannot scrape the management cluster's Prometheus.
+type Heartbeat struct {
+	// ManagementCluster is the management cluster served.
+	ManagementCluster string `dynamodbav:"managementCluster" json:"managementCluster"`
+	// Leader is the identity of the leading process (Options.Identity, the Lease holder).
+	Leader string `dynamodbav:"leader" json:"leader"`
+	// Version is the leader's binary version (module version and VCS revision).
+	Version string `dynamodbav:"binaryVersion" json:"binaryVersion"`
+	// Term is the leadership term (0 without leader election) and TermStart when it began.
+	Term      int64     `dynamodbav:"applierTerm" json:"applierTerm"`
+	TermStart time.Time `dynamodbav:"termStart" json:"termStart"`
+	// UpdateTime is when the heartbeat was written; a reader judges staleness by it.
+	UpdateTime time.Time `dynamodbav:"updateTime" json:"updateTime"`
+	// Kinds has one entry per desire kind ("ApplyDesire", "DeleteDesire", "ReadDesire").
+	Kinds map[string]HeartbeatKind `dynamodbav:"kinds" json:"kinds"`
+}
+
+// HeartbeatKind is what the heartbeat says about one desire kind, from the leader's caches
+// (never a scan of DynamoDB).
+type HeartbeatKind struct {
+	// Desires is the number of specs in the informer's cache.
+	Desires int `dynamodbav:"desires" json:"desires"`
+	// Successful counts desires by the Successful condition of the last status this term
+	// wrote, "True/NoErrors", "False/KubeAPIError"…; "Unknown/Pending": none written yet.
+	Successful map[string]int `dynamodbav:"successful,omitempty" json:"successful,omitempty"`
+	// Degraded counts desires whose last status says Degraded=True, by reason.
+	Degraded map[string]int `dynamodbav:"degraded,omitempty" json:"degraded,omitempty"`
+	// Unanswered is the number of cached specs whose current version has no status yet.
+	Unanswered int `dynamodbav:"unanswered" json:"unanswered"`
+	// Watermark: every spec that had landed in DynamoDB when the stream was last read to its
+	// end, and whose updateTime <= Watermark, has a status answering its version (or a newer
+	// one). nil with no spec, and before the stream was read to its end. A spec landing later
+	// with an older updateTime (a write in flight, a backend clock behind) lowers it again.
+	Watermark *time.Time `dynamodbav:"watermark,omitempty" json:"watermark,omitempty"`
+	// QueueDepth is the workqueue's length when the heartbeat was written.
+	QueueDepth int `dynamodbav:"queueDepth" json:"queueDepth"`
+	// NewestRecord is the ApproximateCreationDateTime of the newest stream record read, and
+	// StreamLagSeconds how old it was when read; nil and 0 before the first record.
+	NewestRecord     *time.Time `dynamodbav:"newestRecord,omitempty" json:"newestRecord,omitempty"`
+	StreamLagSeconds float64    `dynamodbav:"streamLagSeconds" json:"streamLagSeconds"`
+}
+
+// ReadHeartbeat returns the heartbeat of managementCluster (a consistent GetItem of
+// HeartbeatID in its ApplyDesire status table); ErrNotFound when no leader wrote one yet,
+// ErrInvalidItem when it does not decode.
+func ReadHeartbeat(ctx context.Context, api DynamoDBAPI, prefix, managementCluster string) (*Heartbeat, error) {
+	table := TableName(prefix, managementCluster, StatusTable, KindApplyDesire)
+	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID}}})
+	if err != nil {
+		return nil, fmt.Errorf("get %s from %s: %w", HeartbeatID, table, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("get %s from %s: %w", HeartbeatID, table, ErrNotFound)
+	}
+	var hb Heartbeat
+	if err := attributevalue.UnmarshalMap(out.Item, &hb); err != nil {
+		return nil, fmt.Errorf("%w: %s in %s: %w", ErrInvalidItem, HeartbeatID, table, err)
+	}
+	return &hb, nil
+}
+
+// heartbeat writes the heartbeat during a leadership term, and keeps what it reports that no
+// cache holds: the stream lag observations.
+type heartbeat struct {
+	api      DynamoDBAPI
+	table    string
+	cluster  string
+	identity string
+	version  string
+	interval time.Duration
+	maxAge   time.Duration
+	now      func() time.Time
+	log      logr.Logger
+	// kinds returns the per-kind content, from the controllers' caches.
+	kinds func() map[string]HeartbeatKind
+	mon   *monitoring // nil: no metrics
+
+	mu       sync.Mutex
+	lags     map[DesireKind]streamObservation
+	caughtUp map[DesireKind]time.Time
+}
+
+// observeCaughtUp records that kind's stream was read to its end in a round started at.
+func (h *heartbeat) observeCaughtUp(kind DesireKind, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.caughtUp == nil {
+		h.caughtUp = map[DesireKind]time.Time{}
+	}
+	h.caughtUp[kind] = at.UTC().Round(0)
+}
+
+type streamObservation struct {
+	newest time.Time
+	lag    time.Duration
+}
+
+// observeLag records the newest record read from kind's stream, lag old when read.
+func (h *heartbeat) observeLag(kind DesireKind, lag time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lags == nil {
+		h.lags = map[DesireKind]streamObservation{}
+	}
+	h.lags[kind] = streamObservation{newest: h.now().Add(-lag).UTC(), lag: lag}
+}
+
+// content returns the heartbeat of term t as of now, UpdateTime unset.
+func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
+	hb := Heartbeat{ManagementCluster: h.cluster, Leader: h.identity, Version: h.version,
+		Term: t.number, TermStart: termStart.UTC(), Kinds: h.kinds()}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, o := range h.lags {
+		hk := hb.Kinds[string(k)]
+		newest := o.newest
+		hk.NewestRecord, hk.StreamLagSeconds = &newest, o.lag.Seconds()
+		hb.Kinds[string(k)] = hk
+	}
+	for k, hk := range hb.Kinds {
+		hk.Watermark = capWatermark(hk.Watermark, h.caughtUp[DesireKind(k)])
+		hb.Kinds[k] = hk
+	}
+	return hb
+}
+
+// capWatermark bounds the cache's watermark w by caughtUp, the last time the stream was read
+// to its end: a spec that landed later may not be in the cache. Before the stream was read to
+// its end there is no watermark. (With no spec cached there is none either: caughtUp moves
+// with every idle poll, and a watermark that moves would rewrite the heartbeat every 30 s.)
+func capWatermark(w *time.Time, caughtUp time.Time) *time.Time {
+	switch {
+	case w == nil || caughtUp.IsZero():
+		return nil
+	case caughtUp.Before(*w):
+		return &caughtUp
+	}
+	return w
+}
+
+// changed reports whether next says something prev did not: samples that move without news
+// (queue depth, the lag of the same newest record) do not count, else an idle applier whose
+// resyncs pass through the queue would write every interval.
+func (h *heartbeat) changed(prev, next Heartbeat) bool {
+	strip := func(hb Heartbeat) Heartbeat {
+		hb.UpdateTime = time.Time{}
+		hb.Kinds = maps.Clone(hb.Kinds)
+		for k, v := range hb.Kinds {
+			v.QueueDepth, v.StreamLagSeconds = 0, 0
+			hb.Kinds[k] = v
+		}
+		return hb
+	}
+	return !reflect.DeepEqual(strip(prev), strip(next))
+}
+
+// run writes the heartbeat of term t until ctx ends: at once, then every interval when it
+// changed or maxAge passed. A newer term's heartbeat ends it (fenced like status writes).
+func (h *heartbeat) run(ctx context.Context, t term, termStart time.Time) {
+	var last *Heartbeat
+	tick := time.NewTicker(h.interval)
+	defer tick.Stop()
+	for {
+		if !h.beat(ctx, t, termStart, &last) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// beat writes the heartbeat when it changed since *last (nil: none written this term) or
+// maxAge passed, and records what it wrote in *last. false: fenced off, write no more.
+func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last **Heartbeat) bool {
+	next := h.content(t, termStart)
+	if *last != nil && !h.changed(**last, next) && h.now().Sub((*last).UpdateTime) < h.maxAge {
+		return true
+	}
+	if t.valid != nil && !t.valid() {
+		return true // the lease may have passed: write nothing now, the term may renew it
+	}
+	next.UpdateTime = h.now().UTC()
+	err := t.do(ctx, func(ctx context.Context) error { return h.write(ctx, t, next) })
+	result := "written"
+	defer func() {
+		if h.mon != nil {
+			h.mon.heartbeatWrites.WithLabelValues(result).Inc()
+			if result == "written" {
+				h.mon.heartbeatLast.Set(float64(next.UpdateTime.UnixNano()) / 1e9)
+			}
+		}
+	}()
+	switch {
+	case errors.Is(err, errFenced):
+		result = "fenced"
+		h.log.Info("heartbeat fenced off by a newer leadership term", "term", t.number, "err", err.Error())
+		return false
+	case err != nil:
+		result = "error"
+		if ctx.Err() == nil {
+			h.log.Error(err, "writing the heartbeat; retrying", "after", h.interval)
+		}
+	default:
+		*last = &next
+	}
+	return true
+}
+
+// write puts hb at HeartbeatID. In an elected term the item carries applierTerm and the put
+// is conditional on the stored heartbeat's term being at most ours, as status writes are.
+func (h *heartbeat) write(ctx context.Context, t term, hb Heartbeat) error {
+	item, err := attributevalue.MarshalMap(hb)
+	if err != nil {
+		return fmt.Errorf("encode heartbeat: %w", err)
+	}
+	item[attrDocumentID] = &types.AttributeValueMemberS{Value: HeartbeatID}
+	in := &dynamodb.PutItemInput{TableName: &h.table, Item: item,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	if t.number > 0 {
+		name := expression.Name(attrApplierTerm)
+		expr, err := expression.NewBuilder().WithCondition(expression.Or(expression.AttributeNotExists(name),
+			name.LessThanEqual(expression.Value(t.number)))).Build()
+		if err != nil {
+			return fmt.Errorf("build condition: %w", err)
+		}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+	}
+	_, err = h.api.PutItem(ctx, in)
+	if isConditionalCheckFailed(err) {
+		return fmt.Errorf("put %s into %s at term %d: %w: %w", HeartbeatID, h.table, t.number, errFenced, err)
+	}
+	if err != nil {
+		return fmt.Errorf("put %s into %s: %w", HeartbeatID, h.table, err)
+	}
+	return nil
+}
+
+// binaryVersion is the running binary's module version and VCS revision, from its build info.
+func binaryVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if b, _ := strconv.ParseBool(s.Value); b {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	return v + " " + info.GoVersion
+}
+
+// outcome is what the last status this term wrote for a desire says, and which spec it answers.
+type outcome struct {
+	created    time.Time
+	version    int64
+	updated    time.Time // the answered version's updateTime
+	successful bool
+	degraded   bool
+	reason     string
+}
+
+// answers reports whether the status recorded answers m's incarnation at its version or newer.
+func (o outcome) answers(m *DynamoDBMetadata) bool {
+	return o.created.Equal(m.CreateTime) && o.version >= m.Version
+}
+
+// outcomes holds, per desire, the outcome of the last status written (or found unchanged) in
+// the current term: the source of the heartbeat's counts and watermark, and of the
+// kube_applier_desires gauges. Cleared at each term: another leader may have written since.
+type outcomes struct {
+	mu   sync.Mutex
+	byID map[string]outcome
+}
+
+// record notes that the status of spec m now says v.
+func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byID == nil {
+		o.byID = map[string]outcome{}
+	}
+	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
+}
+
+func (o *outcomes) forget(id string) {
+	o.mu.Lock()
+	delete(o.byID, id)
+	o.mu.Unlock()
+}
+
+func (o *outcomes) clear() {
+	o.mu.Lock()
+	o.byID = nil
+	o.mu.Unlock()
+}
+
+func (o *outcomes) get(id string) (outcome, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out, ok := o.byID[id]
+	return out, ok
+}
+
+// tallyKey is one series of kube_applier_desires.
+type tallyKey struct{ successful, degraded, reason string }
+
+// pendingKey counts cached desires without a status written this term.
+var pendingKey = tallyKey{successful: "Unknown", degraded: "Unknown", reason: "Pending"}
+
+// tally is the state of one kind's cached desires: counts by outcome, and the watermark.
+type tally struct {
+	desires    int
+	counts     map[tallyKey]int
+	unanswered int
+	watermark  *time.Time
+}
+
+// tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
+// newest updateTime when every spec is answered, else the earliest bound an unanswered spec
+// sets. The versions of one incarnation have increasing updateTimes (each Replace stamps
+// now), so a spec whose answered version is older than its current one bounds the watermark
+// at that answered version's updateTime, and a spec with no answer for its incarnation at
+// just before its createTime (its version 1). heartbeat.content caps it further at the time
+// the stream was last read to its end.
+func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
+	t := tally{counts: map[tallyKey]int{}}
+	var bound, newest time.Time
+	bounded := false
+	for _, d := range specs {
+		m := d.Meta()
+		if IsReservedID(m.DocumentID) {
+			continue
+		}
+		t.desires++
+		if m.UpdateTime.After(newest) {
+			newest = m.UpdateTime
+		}
+		o, ok := recorded(m.DocumentID)
+		if ok {
+			t.counts[tallyKey{successful: conditionValue(o.successful), degraded: conditionValue(o.degraded), reason: o.reason}]++
+		} else {
+			t.counts[pendingKey]++
+		}
+		if ok && o.answers(m) {
+			continue
+		}
+		t.unanswered++
+		b := m.CreateTime.Add(-time.Nanosecond)
+		if ok && o.created.Equal(m.CreateTime) {
+			b = o.updated
+		}
+		if !bounded || b.Before(bound) {
+			bound, bounded = b, true
+		}
+	}
+	switch {
+	case bounded:
+		w := bound.UTC()
+		t.watermark = &w
+	case t.desires > 0:
+		w := newest.UTC()
+		t.watermark = &w
+	}
+	return t
+}
+
+func conditionValue(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// tally counts the desires of the current term's cache.
+func (c *controller[T]) tally() tally { return tallyDesires(c.lister.List(), c.outcomes.get) }
+
+// heartbeatKind is c's part of the heartbeat (stream observations are added by heartbeat).
+func (c *controller[T]) heartbeatKind() HeartbeatKind {
+	t := c.tally()
+	hk := HeartbeatKind{Desires: t.desires, Unanswered: t.unanswered, Watermark: t.watermark, QueueDepth: c.q().Len()}
+	for k, n := range t.counts {
+		if hk.Successful == nil {
+			hk.Successful = map[string]int{}
+		}
+		hk.Successful[k.successful+"/"+k.reason] += n
+		if k.degraded == "True" {
+			if hk.Degraded == nil {
+				hk.Degraded = map[string]int{}
+			}
+			hk.Degraded[k.reason] += n
+		}
+	}
+	return hk
+}
+
+// heartbeatKinds is the per-kind content of the Applier's heartbeat.
+func (a *Applier) heartbeatKinds() map[string]HeartbeatKind {
+	return map[string]HeartbeatKind{
+		string(KindApplyDesire):  a.apply.heartbeatKind(),
+		string(KindDeleteDesire): a.delete.heartbeatKind(),
+		string(KindReadDesire):   a.read.heartbeatKind(),
+	}
+}
+
+// newHeartbeat returns the heartbeat writer of a.
+func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat {
+	interval, maxAge := a.opts.heartbeatInterval, a.opts.heartbeatMaxAge
+	if interval <= 0 {
+		interval = heartbeatInterval
+	}
+	if maxAge <= 0 {
+		maxAge = heartbeatMaxAge
+	}
+	return &heartbeat{api: a.opts.DynamoDB, table: TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, KindApplyDesire),
+		cluster: a.opts.ManagementCluster, identity: a.opts.Identity, version: binaryVersion(),
+		interval: interval, maxAge: maxAge, now: a.opts.clock, log: a.opts.Log.WithName("heartbeat"), kinds: a.heartbeatKinds, mon: mon}
+}

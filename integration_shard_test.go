@@ -1,0 +1,65 @@
+package kubeapplier
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+)
+
+// An index-poll backend finds our status through the GSI, by shard and updateTime.
+func TestIntegrationStatusIndex(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	ctx := t.Context()
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
+	before := time.Now().UTC().Add(-time.Second)
+	id := "7b1fdb4e-decf-5d4c-a307-6718bada47d7" // shard 2
+	if _, err := st.Create(ctx, sampleApply(id)); err != nil {
+		t.Fatal(err)
+	}
+	// The index is added to the existing table, and DynamoDB backfills the status.
+	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01", WithStatusIndex()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Create(ctx, sampleApply("task-1")); err != nil { // no shard: not in the index
+		t.Fatal(err)
+	}
+	for shard := range 4 {
+		var found []string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			out, err := env.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)),
+				IndexName:                aws.String(StatusIndexName),
+				KeyConditionExpression:   aws.String("#s = :s AND #u > :t"),
+				ExpressionAttributeNames: map[string]string{"#s": "shard", "#u": "updateTime"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
+					":t": &types.AttributeValueMemberS{Value: before.Format(time.RFC3339Nano)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found[:0]
+			for _, item := range out.Items {
+				found = append(found, idOf(item))
+			}
+			if shard != 2 || len(found) > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond) // the backfill is asynchronous on real DynamoDB
+		}
+		want := 0
+		if shard == 2 {
+			want = 1
+		}
+		if len(found) != want || (want == 1 && found[0] != id) {
+			t.Fatalf("shard %d holds %v, want %d item(s) (%s in shard 2)", shard, found, want, id)
+		}
+	}
+}
