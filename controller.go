@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -369,7 +370,8 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		return refusal
 	}
 	v := c.reconciler.Reconcile(ctx, d)
-	if v.decided && note != "" {
+	if v.decided && note != "" && !strings.HasSuffix(v.message, note) {
+		// (A message verified from the last status may carry the note already.)
 		v.message += note
 	}
 	return v

@@ -180,7 +180,8 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager) {
 		return decision{}
 	}
-	message := "applied " + ref
+	// The last message stays (it may name the last drift repaired): the status is unchanged.
+	message := c.Message
 	dw.mu.Lock()
 	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message,
 		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion}
