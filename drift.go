@@ -248,10 +248,15 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	}
 	rec.spec = identityOf(m)
 	rec.stamp = stampOf(acc, &w.strings)
-	rec.message = message
+	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
+	}
+	if err := w.err(); err != nil {
+		// A failing watch is reported, not silently kept: until it works again every
+		// reconcile applies, and drift is seen only at the resync.
+		return fmt.Sprintf("%s; its watch fails, drift is repaired only at the resync: %v", message, err)
 	}
 	return message
 }
