@@ -241,6 +241,7 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	}
 	wg.Wait()
 	<-stopped
+	c.writer.Load().cache.clear() // the next term reads each status again
 }
 
 func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {

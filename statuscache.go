@@ -65,6 +65,13 @@ func (c *statusCache[T]) drop(id string) {
 	c.mu.Unlock()
 }
 
+// clear drops everything: a term that ended holds nothing (a standby keeps no status).
+func (c *statusCache[T]) clear() {
+	c.mu.Lock()
+	c.docs, c.absent = map[string]T{}, map[string]struct{}{}
+	c.mu.Unlock()
+}
+
 func (c *statusCache[T]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -60,4 +60,9 @@ func TestStatusCacheSparesReads(t *testing.T) {
 	if _, found, known := c.get("s"); found || !known {
 		t.Fatal("none: want known absent")
 	}
+	c.put(small)
+	c.clear() // the term ended
+	if _, _, known := c.get("s"); known || c.len() != 0 {
+		t.Fatalf("after clear: %d documents held", c.len())
+	}
 }
