@@ -197,6 +197,35 @@ func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLim
 	go c.sweepOrphans(ctx, q)
 }
 
+// preloadTimeout bounds the Scan that fills a new term's status cache.
+const preloadTimeout = 30 * time.Second
+
+// preloadStatuses fills a new term's status cache with one paged Scan of the status table
+// (pages of 1,000 items) instead of a GetItem per desire in the first pass: the pass that
+// verifies 10k ApplyDesires then reads DynamoDB ~10 times, not 10,000. ReadDesire statuses
+// are not scanned (their content may be up to 400 KB each): they are read when needed. A
+// failed or partial Scan leaves the rest to be read one by one.
+func (c *controller[T]) preloadStatuses(ctx context.Context, w *statusWriter[T]) {
+	lister, ok := c.statusCRUD.(interface {
+		List(context.Context) ([]T, error)
+	})
+	if !ok || c.kind == KindReadDesire || w.cache == nil {
+		return
+	}
+	start := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
+	defer cancel()
+	docs, err := lister.List(lctx)
+	for _, d := range docs {
+		w.cache.putIfAbsent(d)
+	}
+	if err != nil {
+		c.log.Info("status cache preload incomplete; the rest is read as needed", "loaded", len(docs), "err", err.Error())
+		return
+	}
+	c.log.V(1).Info("status cache preloaded", "statuses", len(docs), "took", time.Since(start).Round(time.Millisecond).String())
+}
+
 // sweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
 // queues every status whose spec is not cached; sync deletes it once a consistent read of the
 // specs table confirms the spec is gone. A failed listing is retried with back-off until it
@@ -226,8 +255,10 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 // drains in-flight work.
 func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
-	c.writer.Store(c.newWriter(t))
+	w := c.newWriter(t)
+	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it
+	c.preloadStatuses(ctx, w)
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
