@@ -258,7 +258,10 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	w := c.newWriter(t)
 	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it
-	c.preloadStatuses(ctx, w)
+	// The preload runs while the first reconciles wait for their targets' watches to sync.
+	var preload sync.WaitGroup
+	preload.Go(func() { c.preloadStatuses(ctx, w) })
+	defer preload.Wait()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
@@ -272,6 +275,7 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	}
 	wg.Wait()
 	<-stopped
+	preload.Wait()
 	c.writer.Load().cache.clear() // the next term reads each status again
 }
 
@@ -341,11 +345,17 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
 	if c.kind == KindApplyDesire && !fresh {
-		// The last status lets the default reconciler verify instead of apply (a new term);
-		// read once per term, then cached by the writer, which needs it anyway.
-		if last, found, err := c.writer.Load().last(ctx, id); err == nil && found {
-			ctx = withLastStatus(ctx, last)
-		}
+		// The last status lets the default reconciler verify instead of apply (a new term):
+		// from the term's cache (preloaded), else read once, then cached by the writer, which
+		// needs it anyway.
+		w, lctx := c.writer.Load(), ctx
+		ctx = withLastStatus(ctx, func() Desire {
+			last, found, err := w.last(lctx, id)
+			if err != nil || !found {
+				return nil
+			}
+			return last
+		})
 	}
 	v := c.streaks.judge(d.Meta(), c.verdict(ctx, d), c.now())
 	if v.reason == ReasonKindNotServed {

@@ -156,7 +156,19 @@ const verifySyncWait = 10 * time.Second
 // uid and either the applied resourceVersion or, since then, the same generation and no
 // main-resource change by another manager after ours. Then the object is verified (no apply,
 // the status unchanged); otherwise it is applied.
-func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, last *ApplyDesire) decision {
+func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, load func() *ApplyDesire) decision {
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
+	if w.err() != nil {
+		return decision{}
+	}
+	if !w.synced() {
+		// The status is read only once the watch can answer (meanwhile it is preloaded).
+		if time.Since(w.started) < verifySyncWait {
+			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
+		}
+		return decision{}
+	}
+	last := load()
 	if last == nil || last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
 		return decision{}
 	}
@@ -164,16 +176,6 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	c := meta.FindStatusCondition(s.Conditions, ConditionSuccessful)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors || c.ObservedGeneration != m.Version ||
 		s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(m.CreateTime) {
-		return decision{}
-	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
-	if w.err() != nil {
-		return decision{}
-	}
-	if !w.synced() {
-		if time.Since(w.started) < verifySyncWait {
-			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
-		}
 		return decision{}
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)

@@ -518,7 +518,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			}
 			rctx := ctx
 			if !tc.noStatus {
-				rctx = withLastStatus(ctx, last)
+				rctx = withLastStatus(ctx, func() Desire { return last })
 			}
 			var v2 Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })

@@ -122,17 +122,26 @@ func (c *statusCache[T]) len() int {
 	return len(c.docs)
 }
 
-// lastStatusKey carries a desire's last status document into its reconcile.
+// lastStatusKey carries, into a reconcile, how to get the desire's last status document.
 type lastStatusKey struct{}
 
-// withLastStatus returns ctx carrying d, the desire's status document as last stored.
-func withLastStatus(ctx context.Context, d Desire) context.Context {
-	return context.WithValue(ctx, lastStatusKey{}, d)
+// withLastStatus returns ctx carrying load, which returns the desire's status document as
+// last stored (nil when there is none or it cannot be read). It is called only when needed:
+// a reconcile still waiting for its target's watch reads nothing.
+func withLastStatus(ctx context.Context, load func() Desire) context.Context {
+	return context.WithValue(ctx, lastStatusKey{}, load)
 }
 
-// lastStatus returns the status document ctx carries, or nil: the default reconcilers use it
-// to verify instead of redo (a reconciler's desire argument has an empty status).
-func lastStatus[T Desire](ctx context.Context) T {
-	d, _ := ctx.Value(lastStatusKey{}).(T)
-	return d
+// lastStatus returns the loader of the status document ctx carries, nil without one (a
+// desire just created: it has none): the default reconcilers use it to verify instead of
+// redo (a reconciler's desire argument has an empty status).
+func lastStatus[T Desire](ctx context.Context) func() T {
+	load, _ := ctx.Value(lastStatusKey{}).(func() Desire)
+	if load == nil {
+		return nil
+	}
+	return func() T {
+		d, _ := load().(T)
+		return d
+	}
 }
