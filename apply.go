@@ -70,10 +70,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	if r.drift != nil {
 		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref, what)
-		if dec.unknown {
+		if load := lastStatus[*ApplyDesire](ctx); dec.unknown && load != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply.
-			dec = r.drift.verify(d.DocumentID, d.Meta(), target, ref, what, lastStatus[*ApplyDesire](ctx))
+			dec = r.drift.verify(d.DocumentID, d.Meta(), target, ref, what, load)
 		}
 		if dec.verified && r.health != nil {
 			ready, err := r.health.ofStamp(ctx, d.DocumentID, target, gvk.GroupKind(), dec.stamp, true)

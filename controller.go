@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,6 +199,35 @@ func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLim
 	go c.sweepOrphans(ctx, q)
 }
 
+// preloadTimeout bounds the Scan that fills a new term's status cache.
+const preloadTimeout = 30 * time.Second
+
+// preloadStatuses fills a new term's status cache with one paged Scan of the status table
+// (pages of 1,000 items) instead of a GetItem per desire in the first pass: the pass that
+// verifies 10k ApplyDesires then reads DynamoDB ~10 times, not 10,000. ReadDesire statuses
+// are not scanned (their content may be up to 400 KB each): they are read when needed. A
+// failed or partial Scan leaves the rest to be read one by one.
+func (c *controller[T]) preloadStatuses(ctx context.Context, w *statusWriter[T]) {
+	lister, ok := c.statusCRUD.(interface {
+		List(context.Context) ([]T, error)
+	})
+	if !ok || c.kind == KindReadDesire || w.cache == nil {
+		return
+	}
+	start := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
+	defer cancel()
+	docs, err := lister.List(lctx)
+	for _, d := range docs {
+		w.cache.putIfAbsent(d)
+	}
+	if err != nil {
+		c.log.Info("status cache preload incomplete; the rest is read as needed", "loaded", len(docs), "err", err.Error())
+		return
+	}
+	c.log.V(1).Info("status cache preloaded", "statuses", len(docs), "took", time.Since(start).Round(time.Millisecond).String())
+}
+
 // sweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
 // queues every status whose spec is not cached; sync deletes it once a consistent read of the
 // specs table confirms the spec is gone. A failed listing is retried with back-off until it
@@ -227,9 +257,14 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 // drains in-flight work.
 func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
-	c.writer.Store(c.newWriter(t))
+	w := c.newWriter(t)
+	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it
 	c.outcomes.clear()
+	// The preload runs while the first reconciles wait for their targets' watches to sync.
+	var preload sync.WaitGroup
+	preload.Go(func() { c.preloadStatuses(ctx, w) })
+	defer preload.Wait()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
@@ -243,6 +278,8 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	}
 	wg.Wait()
 	<-stopped
+	preload.Wait()
+	c.writer.Load().cache.clear() // the next term reads each status again
 }
 
 func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
@@ -316,11 +353,17 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
 	if c.kind == KindApplyDesire && !fresh {
-		// The last status lets the default reconciler verify instead of apply (a new term);
-		// read once per term, then cached by the writer, which needs it anyway.
-		if last, found, err := c.writer.Load().last(ctx, id); err == nil && found {
-			ctx = withLastStatus(ctx, last)
-		}
+		// The last status lets the default reconciler verify instead of apply (a new term):
+		// from the term's cache (preloaded), else read once, then cached by the writer, which
+		// needs it anyway.
+		w, lctx := c.writer.Load(), ctx
+		ctx = withLastStatus(ctx, func() Desire {
+			last, found, err := w.last(lctx, id)
+			if err != nil || !found {
+				return nil
+			}
+			return last
+		})
 	}
 	v := c.streaks.judge(d.Meta(), c.verdict(ctx, d), c.now())
 	if v.reason == ReasonKindNotServed {
@@ -380,7 +423,8 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		return refusal
 	}
 	v := c.reconciler.Reconcile(ctx, d)
-	if v.decided && note != "" {
+	if v.decided && note != "" && !strings.HasSuffix(v.message, note) {
+		// (A message verified from the last status may carry the note already.)
 		v.message += note
 	}
 	return v

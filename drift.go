@@ -156,7 +156,19 @@ const verifySyncWait = 10 * time.Second
 // uid and either the applied resourceVersion or, since then, the same generation and no
 // main-resource change by another manager after ours. Then the object is verified (no apply,
 // the status unchanged); otherwise it is applied.
-func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, last *ApplyDesire) decision {
+func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, load func() *ApplyDesire) decision {
+	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
+	if w.err() != nil {
+		return decision{}
+	}
+	if !w.synced() {
+		// The status is read only once the watch can answer (meanwhile it is preloaded).
+		if time.Since(w.started) < verifySyncWait {
+			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
+		}
+		return decision{}
+	}
+	last := load()
 	if last == nil || last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
 		return decision{}
 	}
@@ -166,21 +178,12 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 		s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(m.CreateTime) {
 		return decision{}
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
-	if w.err() != nil {
-		return decision{}
-	}
-	if !w.synced() {
-		if time.Since(w.started) < verifySyncWait {
-			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
-		}
-		return decision{}
-	}
 	st, exists := w.lookup(t.Namespace, t.Name)
 	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager) {
 		return decision{}
 	}
-	message := "applied " + ref
+	// The last message stays (it may name the last drift repaired): the status is unchanged.
+	message := c.Message
 	dw.mu.Lock()
 	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message,
 		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion}
@@ -247,10 +250,15 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	}
 	rec.spec = identityOf(m)
 	rec.stamp = stampOf(acc, &w.strings)
-	rec.message = message
+	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
+	}
+	if err := w.err(); err != nil {
+		// A failing watch is reported, not silently kept: until it works again every
+		// reconcile applies, and drift is seen only at the resync.
+		return fmt.Sprintf("%s; its watch fails, drift is repaired only at the resync: %v", message, err)
 	}
 	return message
 }

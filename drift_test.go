@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // ssaKube is a KubeClient over a fake dynamic client that keeps ConfigMaps' data with
@@ -517,7 +518,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			}
 			rctx := ctx
 			if !tc.noStatus {
-				rctx = withLastStatus(ctx, last)
+				rctx = withLastStatus(ctx, func() Desire { return last })
 			}
 			var v2 Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
@@ -531,5 +532,46 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDriftWatchFailureReported: while the watch of an applied object fails (forbidden), each
+// reconcile applies and its message says drift is repaired only at the resync; once the watch
+// works again the note goes and nothing is applied.
+func TestDriftWatchFailureReported(t *testing.T) {
+	f := newDriftFixture(t)
+	var (
+		mu      sync.Mutex
+		failing = true
+	)
+	f.kube.dyn.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return true, nil, apierrors.NewForbidden(cmGVR.GroupResource(), "", fmt.Errorf("RBAC changed"))
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+	var v Verdict
+	waitFor(t, 5*time.Second, "the failing watch reported", func() bool {
+		v = f.rec.Reconcile(ctx, d)
+		return strings.Contains(v.Message(), "its watch fails, drift is repaired only at the resync") && strings.Contains(v.Message(), "RBAC changed")
+	})
+	if !v.Successful() {
+		t.Fatalf("verdict %v: the apply itself succeeded", v)
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	waitFor(t, 10*time.Second, "the note gone once the watch works", func() bool {
+		v = f.rec.Reconcile(ctx, d)
+		return v.Message() == "applied ConfigMap default/cm"
+	})
+	before := f.kube.appliesSoFar()
+	f.rec.Reconcile(ctx, d)
+	if n := f.kube.appliesSoFar() - before; n != 0 {
+		t.Fatalf("%d applies with the watch working again, want 0", n)
 	}
 }

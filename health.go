@@ -77,6 +77,9 @@ func newHealthCheck(kube KubeClient) *healthCheck {
 // for live's resourceVersion.
 func (h *healthCheck) ofObject(id string, t TargetItem, live *unstructured.Unstructured) *readiness {
 	r := compute(live)
+	if !hasStatus(live.GroupVersionKind().GroupKind()) {
+		return r // never looked up: ofStamp answers such kinds from the stamp
+	}
 	h.mu.Lock()
 	h.last[id] = readAt{target: t, rv: live.GetResourceVersion(), ready: r}
 	h.mu.Unlock()

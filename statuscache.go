@@ -3,6 +3,8 @@ package kubeapplier
 import (
 	"context"
 	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxCachedContent bounds what the status cache keeps of a ReadDesire: a status whose
@@ -19,6 +21,9 @@ type statusCache[T Desire] struct {
 	docs map[string]T
 	// absent are the desires known to have no status document (read as NotFound).
 	absent map[string]struct{}
+	// strings shares the values every status repeats (condition types, statuses, reasons,
+	// the management cluster, clusterIDs) between the cached documents.
+	strings interner
 }
 
 func newStatusCache[T Desire]() *statusCache[T] {
@@ -47,14 +52,53 @@ func (c *statusCache[T]) none(id string) {
 
 // put caches d (as stored: its version is the table's), unless its content is too large.
 func (c *statusCache[T]) put(d T) {
+	c.mu.Lock()
+	c.putLocked(d)
+	c.mu.Unlock()
+}
+
+// putIfAbsent caches d unless something is known of its ID already (a preload racing a
+// worker's newer read or write).
+func (c *statusCache[T]) putIfAbsent(d T) {
+	id := d.Meta().DocumentID
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, have := c.docs[id]
+	_, none := c.absent[id]
+	if !have && !none {
+		c.putLocked(d)
+	}
+}
+
+func (c *statusCache[T]) putLocked(d T) {
+	id := d.Meta().DocumentID
 	if r, ok := any(d).(*ReadDesire); ok && r.Status.KubeContent != nil && len(r.Status.KubeContent.Raw) > maxCachedContent {
-		c.drop(d.Meta().DocumentID)
+		delete(c.docs, id)
+		delete(c.absent, id)
 		return
 	}
-	c.mu.Lock()
-	c.docs[d.Meta().DocumentID] = d
-	delete(c.absent, d.Meta().DocumentID)
-	c.mu.Unlock()
+	c.compact(d)
+	c.docs[id] = d
+	delete(c.absent, id)
+}
+
+// compact replaces the strings d shares with other statuses by one shared copy (the cache
+// owns d: nobody else holds it).
+func (c *statusCache[T]) compact(d T) {
+	conds := d.StatusCommon().Conditions
+	for i := range conds {
+		conds[i].Type = c.strings.intern(conds[i].Type)
+		conds[i].Status = metav1.ConditionStatus(c.strings.intern(string(conds[i].Status)))
+		conds[i].Reason = c.strings.intern(conds[i].Reason)
+		degradedFalse := conds[i].Type == ConditionDegraded && conds[i].Status == metav1.ConditionFalse
+		readyTrue := conds[i].Type == ConditionReady && conds[i].Status == metav1.ConditionTrue
+		if degradedFalse || readyTrue {
+			// Their messages repeat; others (errors, per-object text) are not interned.
+			conds[i].Message = c.strings.intern(conds[i].Message)
+		}
+	}
+	cs := d.Common()
+	cs.ManagementCluster, cs.ClusterID = c.strings.intern(cs.ManagementCluster), c.strings.intern(cs.ClusterID)
 }
 
 // drop forgets what is known of id.
@@ -65,23 +109,39 @@ func (c *statusCache[T]) drop(id string) {
 	c.mu.Unlock()
 }
 
+// clear drops everything: a term that ended holds nothing (a standby keeps no status).
+func (c *statusCache[T]) clear() {
+	c.mu.Lock()
+	c.docs, c.absent = map[string]T{}, map[string]struct{}{}
+	c.mu.Unlock()
+}
+
 func (c *statusCache[T]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.docs)
 }
 
-// lastStatusKey carries a desire's last status document into its reconcile.
+// lastStatusKey carries, into a reconcile, how to get the desire's last status document.
 type lastStatusKey struct{}
 
-// withLastStatus returns ctx carrying d, the desire's status document as last stored.
-func withLastStatus(ctx context.Context, d Desire) context.Context {
-	return context.WithValue(ctx, lastStatusKey{}, d)
+// withLastStatus returns ctx carrying load, which returns the desire's status document as
+// last stored (nil when there is none or it cannot be read). It is called only when needed:
+// a reconcile still waiting for its target's watch reads nothing.
+func withLastStatus(ctx context.Context, load func() Desire) context.Context {
+	return context.WithValue(ctx, lastStatusKey{}, load)
 }
 
-// lastStatus returns the status document ctx carries, or nil: the default reconcilers use it
-// to verify instead of redo (a reconciler's desire argument has an empty status).
-func lastStatus[T Desire](ctx context.Context) T {
-	d, _ := ctx.Value(lastStatusKey{}).(T)
-	return d
+// lastStatus returns the loader of the status document ctx carries, nil without one (a
+// desire just created: it has none): the default reconcilers use it to verify instead of
+// redo (a reconciler's desire argument has an empty status).
+func lastStatus[T Desire](ctx context.Context) func() T {
+	load, _ := ctx.Value(lastStatusKey{}).(func() Desire)
+	if load == nil {
+		return nil
+	}
+	return func() T {
+		d, _ := load().(T)
+		return d
+	}
 }

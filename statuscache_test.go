@@ -60,4 +60,40 @@ func TestStatusCacheSparesReads(t *testing.T) {
 	if _, found, known := c.get("s"); found || !known {
 		t.Fatal("none: want known absent")
 	}
+	c.put(small)
+	c.clear() // the term ended
+	if _, _, known := c.get("s"); known || c.len() != 0 {
+		t.Fatalf("after clear: %d documents held", c.len())
+	}
+}
+
+// TestStatusPreload: a new term fills its cache with one Scan of the status table, so its
+// first pass reads no status one by one; ReadDesire statuses are not scanned.
+func TestStatusPreload(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	for _, id := range []string{"a", "b", "c"} {
+		h.sync(t, applyDesire(id, cmJSON(id)))
+	}
+	scans, gets := h.db.Calls("Scan"), h.db.Calls("GetItem")
+	w := h.c.newWriter(unelected) // the next term
+	h.c.preloadStatuses(ctx, w)
+	if w.cache.len() != 3 || h.db.Calls("Scan") != scans+1 {
+		t.Fatalf("preloaded %d statuses with %d Scans, want 3 with one", w.cache.len(), h.db.Calls("Scan")-scans)
+	}
+	h.c.writer.Store(w)
+	if _, err := h.c.sync(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.db.Calls("GetItem") - gets; n != 0 {
+		t.Fatalf("%d GetItems in the new term's first reconcile, want 0", n)
+	}
+
+	r := newHarness[*ReadDesire](KindReadDesire, ReconcilerFunc[*ReadDesire](func(context.Context, *ReadDesire) Verdict { return Absent("none") }))
+	r.sync(t, readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}))
+	rw := r.c.newWriter(unelected)
+	r.c.preloadStatuses(ctx, rw)
+	if rw.cache.len() != 0 {
+		t.Fatal("ReadDesire statuses were scanned into the cache")
+	}
 }

@@ -150,9 +150,9 @@ func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged boo
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	refs := make([]desireRef, 0, len(w.names[key]))
-	for ref, what := range w.names[key] {
-		if metadataChanged || what == everyVersion {
-			refs = append(refs, ref)
+	for _, r := range w.names[key] {
+		if metadataChanged || r.what == everyVersion {
+			refs = append(refs, r.ref)
 		}
 	}
 	return refs
@@ -165,9 +165,9 @@ func (h *targetWatches) notifyAll(w *metaWatch) {
 	}
 	h.mu.Lock()
 	var refs []desireRef
-	for _, ids := range w.names {
-		for ref := range ids {
-			refs = append(refs, ref)
+	for _, ws := range w.names {
+		for _, r := range ws {
+			refs = append(refs, r.ref)
 		}
 	}
 	h.mu.Unlock()
@@ -197,8 +197,9 @@ type metaWatch struct {
 	cancel   context.CancelFunc
 	started  time.Time
 	done     chan struct{}
-	// names maps an object key to the desires interested in it; guarded by targetWatches.mu.
-	names map[string]map[desireRef]interest
+	// names maps an object key to the desires interested in it (almost always one: a slice,
+	// not a map per object); guarded by targetWatches.mu.
+	names map[string][]watcher
 	// strings interns namespaces and field managers: a handful of values shared by every
 	// stamp instead of a copy per object.
 	strings interner
@@ -230,18 +231,36 @@ func (w *metaWatch) lookup(namespace, name string) (*objectStamp, bool) {
 	return stamp, err == nil && exists && ok
 }
 
+// watcher is one desire's interest in one object.
+type watcher struct {
+	ref  desireRef
+	what interest
+}
+
 func (w *metaWatch) add(key string, ref desireRef, what interest) {
-	if w.names[key] == nil {
-		w.names[key] = map[desireRef]interest{}
+	ws := w.names[key]
+	for i := range ws {
+		if ws[i].ref == ref {
+			ws[i].what = what
+			return
+		}
 	}
-	w.names[key][ref] = what
+	w.names[key] = append(ws, watcher{ref: ref, what: what})
 }
 
 // remove drops ref's interest in key and reports whether the watch has no desire left.
 func (w *metaWatch) remove(key string, ref desireRef) bool {
-	delete(w.names[key], ref)
-	if len(w.names[key]) == 0 {
+	ws := w.names[key]
+	for i := range ws {
+		if ws[i].ref == ref {
+			ws = append(ws[:i:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
 		delete(w.names, key)
+	} else {
+		w.names[key] = ws
 	}
 	return len(w.names) == 0
 }
@@ -263,7 +282,7 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &metaWatch{gvr: gvr, cancel: cancel, started: time.Now(), done: make(chan struct{}),
-		names: map[string]map[desireRef]interest{}}
+		names: map[string][]watcher{}}
 	lw, objType := h.listWatch(w)
 	// A plain informer (store + controller), not a SharedIndexInformer: nothing else shares
 	// it, and the shared one's event distribution costs two goroutines and a buffer more.
