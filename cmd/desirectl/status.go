@@ -36,7 +36,7 @@ It warns and exits 1 when the heartbeat is older than --stale-after (default 2m)
 is none: no applier has led with these tables.
 
 Per desire kind: the desires in the leader's cache, how many have no status for their current
-version yet (unanswered), the watermark (every spec whose updateTime is at or before it has a
+version yet (unanswered), the watermark (every spec that had landed with an updateTime at or before it has a
 status answering it), the workqueue depth, and the newest stream record read with its lag.`,
 		Example: `  desirectl status
   desirectl cluster-info -o json`,
