@@ -214,6 +214,9 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 	if *last != nil && !h.changed(**last, next) && h.now().Sub((*last).UpdateTime) < h.maxAge {
 		return true
 	}
+	if ctx.Err() != nil {
+		return false // the term is over
+	}
 	if t.valid != nil && !t.valid() {
 		return true // the lease may have passed: write nothing now, the term may renew it
 	}
