@@ -45,6 +45,10 @@ type Heartbeat struct {
 	TermStart time.Time `dynamodbav:"termStart" json:"termStart"`
 	// UpdateTime is when the heartbeat was written; a reader judges staleness by it.
 	UpdateTime time.Time `dynamodbav:"updateTime" json:"updateTime"`
+	// KeepaliveSeconds is the longest the leader waits between two writes (300: an unchanged
+	// heartbeat is rewritten every 5 minutes): one older than UpdateTime + KeepaliveSeconds is
+	// overdue.
+	KeepaliveSeconds int `dynamodbav:"keepaliveSeconds" json:"keepaliveSeconds"`
 	// Kinds has one entry per desire kind ("ApplyDesire", "DeleteDesire", "ReadDesire").
 	Kinds map[string]HeartbeatKind `dynamodbav:"kinds" json:"kinds"`
 }
@@ -143,7 +147,7 @@ func (h *heartbeat) observeLag(kind DesireKind, lag time.Duration) {
 // content returns the heartbeat of term t as of now, UpdateTime unset.
 func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 	hb := Heartbeat{ManagementCluster: h.cluster, Leader: h.identity, Version: h.version,
-		Term: t.number, TermStart: termStart.UTC(), Kinds: h.kinds()}
+		Term: t.number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k, o := range h.lags {
@@ -213,6 +217,9 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 	next := h.content(t, termStart)
 	if *last != nil && !h.changed(**last, next) && h.now().Sub((*last).UpdateTime) < h.maxAge {
 		return true
+	}
+	if ctx.Err() != nil {
+		return false // the term is over
 	}
 	if t.valid != nil && !t.valid() {
 		return true // the lease may have passed: write nothing now, the term may renew it

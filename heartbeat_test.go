@@ -234,7 +234,7 @@ func TestReadHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := hb.Kinds["ApplyDesire"]
-	if hb.Leader != "pod-1" || hb.Term != 7 || !hb.UpdateTime.Equal(now) || !hb.TermStart.Equal(now.Add(-time.Hour)) ||
+	if hb.Leader != "pod-1" || hb.Term != 7 || hb.KeepaliveSeconds != 300 || !hb.UpdateTime.Equal(now) || !hb.TermStart.Equal(now.Add(-time.Hour)) ||
 		k.Desires != 2 || k.Successful["False/KubeAPIError"] != 1 || k.Degraded["KubeAPIError"] != 1 || !k.Watermark.Equal(w) ||
 		k.QueueDepth != 3 || k.StreamLagSeconds != 1.5 || !k.NewestRecord.Equal(now.Add(-1500*time.Millisecond)) {
 		t.Fatalf("read back %+v, kind %+v", hb, k)

@@ -35,7 +35,7 @@ type metrics struct {
 	driftSeen    map[string]struct{}
 	now          func() time.Time
 	constLabels  prometheus.Labels      // added to every series at registration
-	extra        []prometheus.Collector // computed at scrape time (gauges.go)
+	extra        []prometheus.Collector // computed at scrape time (monitoring.go)
 }
 
 // newMetrics builds the series; register adds constLabels (nil: none) to each.

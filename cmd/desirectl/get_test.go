@@ -46,6 +46,9 @@ func seedDesires(h *harness) {
 		Spec: kubeapplier.DeleteDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "old"}}})
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadFoo, 3, 90*time.Second),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}})
+	// A reserved documentID is no desire: get lists none of its kind (TestGetTable's rows).
+	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(kubeapplier.HeartbeatID, 1, time.Minute),
+		Spec: kubeapplier.ApplyDesireSpec{CommonSpec: testCommon, KubeContent: raw(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"reserved","namespace":"default"}}`)}})
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadSec, 1, time.Minute),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "foo"}}})
 

@@ -15,10 +15,19 @@ import (
 	"github.com/kube-applier-aws/kubeapplier"
 )
 
-// defaultStaleAfter is the heartbeat age from which status warns and exits 1. An idle leader
-// rewrites an unchanged heartbeat every 5 minutes, so an older one means no leader; under 2
-// minutes is a leader that wrote within the last change-or-keepalive (see README).
-const defaultStaleAfter = 2 * time.Minute
+// overdueAfter is how late a heartbeat may be before status calls it stale: the leader
+// promises a write at least every keepaliveSeconds (5 min idle, every 30 s while anything
+// changes), so a heartbeat more than 2 minutes past that promise means no leader is writing.
+const overdueAfter = 2 * time.Minute
+
+// staleAge is the age from which hb is stale: its keepalive plus overdueAfter, or staleAfter
+// when set.
+func staleAge(hb *kubeapplier.Heartbeat, staleAfter time.Duration) time.Duration {
+	if staleAfter > 0 {
+		return staleAfter
+	}
+	return time.Duration(hb.KeepaliveSeconds)*time.Second + overdueAfter
+}
 
 func (a *app) newStatusCommand() *cobra.Command {
 	var (
@@ -32,17 +41,19 @@ func (a *app) newStatusCommand() *cobra.Command {
 		Long: `Read the heartbeat the leading kube-applier-aws writes for the context's management cluster
 (documentID _heartbeat in its ApplyDesire status table) and print it.
 
-It warns and exits 1 when the heartbeat is older than --stale-after (default 2m), or when there
-is none: no applier has led with these tables.
+It warns and exits 1 when the heartbeat is more than 2 minutes overdue (older than the
+keepalive it states, 5m, plus 2m: an idle leader rewrites an unchanged heartbeat only every 5
+minutes), or older than --stale-after when given, or when there is none: no applier has led
+with these tables.
 
 Per desire kind: the desires in the leader's cache, how many have no status for their current
-version yet (unanswered), the watermark (every spec whose updateTime is at or before it has a
+version yet (unanswered), the watermark (every spec that had landed with an updateTime at or before it has a
 status answering it), the workqueue depth, and the newest stream record read with its lag.`,
 		Example: `  desirectl status
   desirectl cluster-info -o json`,
 		Args: usageArgs(cobra.NoArgs),
 	}
-	cmd.Flags().DurationVar(&staleAfter, "stale-after", defaultStaleAfter, "a heartbeat older than this is stale: warn and exit 1")
+	cmd.Flags().DurationVar(&staleAfter, "stale-after", 0, "a heartbeat older than this is stale: warn and exit 1 (default: its keepalive + 2m)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: \"\" (readable) or json")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		if output != "" && output != "json" {
@@ -62,9 +73,9 @@ status answering it), the workqueue depth, and the newest stream record read wit
 		} else {
 			printHeartbeat(a.stdout, hb, a.clock.Now())
 		}
-		if age > staleAfter {
+		if limit := staleAge(hb, staleAfter); age > limit {
 			return failedErrorf("the heartbeat is %s old (more than %s): is kube-applier-aws running and leading for management cluster %s?",
-				roundAge(age), staleAfter, hb.ManagementCluster)
+				roundAge(age), limit, hb.ManagementCluster)
 		}
 		return nil
 	})
@@ -108,7 +119,8 @@ func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
 	fmt.Fprintf(tw, "Leader:\t%s\n", hb.Leader)
 	fmt.Fprintf(tw, "Term:\t%d, since %s\n", hb.Term, ago(hb.TermStart))
 	fmt.Fprintf(tw, "Version:\t%s\n", hb.Version)
-	fmt.Fprintf(tw, "Heartbeat written:\t%s\n", ago(hb.UpdateTime))
+	fmt.Fprintf(tw, "Heartbeat written:\t%s, next by %s\n", ago(hb.UpdateTime),
+		hb.UpdateTime.Add(time.Duration(hb.KeepaliveSeconds)*time.Second).UTC().Format(time.RFC3339))
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

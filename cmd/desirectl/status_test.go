@@ -27,7 +27,7 @@ func sampleHeartbeat(written time.Time) kubeapplier.Heartbeat {
 	w := written.Add(-10 * time.Second)
 	newest := written.Add(-20 * time.Second)
 	return kubeapplier.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", Term: 3,
-		TermStart: written.Add(-time.Hour), UpdateTime: written,
+		TermStart: written.Add(-time.Hour), UpdateTime: written, KeepaliveSeconds: 300,
 		Kinds: map[string]kubeapplier.HeartbeatKind{
 			"ApplyDesire": {Desires: 12, Unanswered: 1, Watermark: &w, QueueDepth: 2, NewestRecord: &newest, StreamLagSeconds: 0.25,
 				Successful: map[string]int{"True/NoErrors": 10, "False/KubeAPIError": 1, "Unknown/Pending": 1}, Degraded: map[string]int{"KubeAPIError": 1}},
@@ -48,12 +48,13 @@ func TestStatusCommand(t *testing.T) {
 	}{
 		{name: "fresh", age: 30 * time.Second, wantCode: exitOK, wantOut: []string{
 			"Leader:              pod-a_1234", "Term:                3, since 2025-03-01T10:59:30Z (1h0m30s ago)",
-			"Heartbeat written:   2025-03-01T11:59:30Z (30s ago)",
+			"Heartbeat written:   2025-03-01T11:59:30Z (30s ago), next by 2025-03-01T12:04:30Z",
 			"ApplyDesire   12       1           2025-03-01T11:59:20Z  2      0.2s        2025-03-01T11:59:10Z  False/KubeAPIError=1 True/NoErrors=10 Unknown/Pending=1 (Degraded: KubeAPIError=1)",
 			"DeleteDesire  0        0           -                     0      -           -                     -"}},
 		{name: "cluster-info alias", args: []string{"cluster-info"}, age: time.Second, wantCode: exitOK, wantOut: []string{"Management cluster:  mc1"}},
-		{name: "stale: printed, then exit 1", age: 3 * time.Minute, wantCode: exitFailed, wantOut: []string{"Leader:"},
-			wantErr: "error: the heartbeat is 3m0s old (more than 2m0s): is kube-applier-aws running and leading for management cluster mc1?\n"},
+		{name: "idle: 4 minutes old is not overdue", age: 4 * time.Minute, wantCode: exitOK},
+		{name: "more than 2 minutes overdue: printed, then exit 1", age: 7*time.Minute + time.Second, wantCode: exitFailed, wantOut: []string{"Leader:"},
+			wantErr: "error: the heartbeat is 7m1s old (more than 7m0s): is kube-applier-aws running and leading for management cluster mc1?\n"},
 		{name: "shorter staleness", args: []string{"status", "--stale-after", "10s"}, age: 30 * time.Second, wantCode: exitFailed,
 			wantErr: "error: the heartbeat is 30s old (more than 10s): is kube-applier-aws running and leading for management cluster mc1?\n"},
 		{name: "json", args: []string{"status", "-o", "json"}, age: time.Second, wantCode: exitOK, wantOut: []string{`"leader": "pod-a_1234"`, `"watermark": "2025-03-01T11:59:49Z"`}},

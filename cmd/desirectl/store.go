@@ -109,9 +109,11 @@ func (t kindTables[T]) getSpec(ctx context.Context, id string) (kubeapplier.Desi
 
 func (t kindTables[T]) listSpecs(ctx context.Context) ([]kubeapplier.Desire, error) {
 	ds, err := t.specs.List(ctx)
-	out := make([]kubeapplier.Desire, len(ds))
-	for i, d := range ds {
-		out[i] = d
+	out := make([]kubeapplier.Desire, 0, len(ds))
+	for _, d := range ds {
+		if !kubeapplier.IsReservedID(d.Meta().DocumentID) { // not a desire (README "Reserved documentIDs")
+			out = append(out, d)
+		}
 	}
 	return out, dbError(err)
 }
