@@ -271,7 +271,12 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	var hb *Heartbeat
 	waitFor(t, 10*time.Second, "a heartbeat answering the desire", func() bool {
 		hb, err = ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
-		return err == nil && hb.Kinds["ApplyDesire"].Successful["True/NoErrors"] == 1 && hb.Kinds["ApplyDesire"].Unanswered == 0
+		if err != nil {
+			return false
+		}
+		k := hb.Kinds["ApplyDesire"]
+		// The watermark comes once the stream was read to its end twice after the spec arrived.
+		return k.Successful["True/NoErrors"] == 1 && k.Unanswered == 0 && k.Watermark != nil
 	})
 	spec := applyDesire("7b1fdb4e-decf-5d4c-a307-6718bada47d7", cmJSON("c1"))
 	if hb.Leader != "replica-a" || hb.Term != 0 || hb.ManagementCluster != offCluster || hb.Version == "" ||
