@@ -164,7 +164,11 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	if !w.synced() {
 		// The status is read only once the watch can answer (meanwhile it is preloaded).
 		if time.Since(w.started) < verifySyncWait {
-			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
+			// The watch's sync notifies the desire; the delay is only a fallback.
+			if w.wakeOnSync(desireRef{KindApplyDesire, id}) {
+				return decision{skip: true, verdict: Pending(10 * time.Millisecond)} // synced meanwhile
+			}
+			return decision{skip: true, verdict: Pending(2 * time.Second)}
 		}
 		return decision{}
 	}

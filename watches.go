@@ -206,6 +206,39 @@ type metaWatch struct {
 
 	mu      sync.Mutex
 	lastErr error // the last list/watch error, cleared by the next event
+	// waiting are the desires that looked before the first list completed and want to be
+	// told when it does; nil once it did.
+	waiting  map[desireRef]struct{}
+	isSynced bool
+}
+
+// wakeOnSync asks for ref to be notified when the watch's first list completes (it is looking
+// at an unsynced watch), and reports true, doing nothing, when that already happened (the
+// caller looks again at once).
+func (w *metaWatch) wakeOnSync(ref desireRef) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.isSynced {
+		return true
+	}
+	if w.waiting == nil {
+		w.waiting = map[desireRef]struct{}{}
+	}
+	w.waiting[ref] = struct{}{}
+	return false
+}
+
+// syncedNow marks the watch synced and returns the desires waiting for it.
+func (w *metaWatch) syncedNow() []desireRef {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.isSynced = true
+	refs := make([]desireRef, 0, len(w.waiting))
+	for ref := range w.waiting {
+		refs = append(refs, ref)
+	}
+	w.waiting = nil
+	return refs
 }
 
 // setErr records the outcome of a list or watch call and reports whether the watch went from
@@ -294,7 +327,19 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 	})
 	go func() {
 		defer close(w.done)
+		var synced sync.WaitGroup
+		// The desires that looked while the first list ran were told to look again later:
+		// tell them at once when it completes (a new term's 10k desires would otherwise
+		// poll until it does).
+		synced.Go(func() {
+			if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) && h.notify != nil {
+				for _, ref := range w.syncedNow() {
+					h.notify(ref)
+				}
+			}
+		})
 		w.informer.RunWithContext(ctx)
+		synced.Wait()
 	}()
 	return w
 }
