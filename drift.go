@@ -237,7 +237,10 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	if err != nil {
 		return message
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
+	ref := desireRef{KindApplyDesire, id}
+	w := dw.watches.watch(ref, t, what)
+	// The watch's event of this very version is our own apply: not news.
+	dw.watches.knows(ref, acc.GetResourceVersion())
 	now := dw.now()
 	if d != nil {
 		message += "; " + d.describe() + "; re-applied"

@@ -145,17 +145,35 @@ func (h *targetWatches) registered() int {
 }
 
 // interested returns the desires registered for the object key on w that want to hear of a
-// change: all of them when the stamp's metadata changed, else those of everyVersion.
-func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool) []desireRef {
+// change: all of them when the stamp's metadata changed, else those of everyVersion; none
+// that already know resourceVersion rv (their own apply left it; "" for a deletion).
+func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool, rv string) []desireRef {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	refs := make([]desireRef, 0, len(w.names[key]))
 	for _, r := range w.names[key] {
-		if metadataChanged || r.what == everyVersion {
+		if (metadataChanged || r.what == everyVersion) && (rv == "" || r.known != rv) {
 			refs = append(refs, r.ref)
 		}
 	}
 	return refs
+}
+
+// knows records that ref already knows its target at resourceVersion rv (its own apply's
+// response): the watch's event of that version is not news to it.
+func (h *targetWatches) knows(ref desireRef, rv string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	reg, ok := h.regs[ref]
+	if !ok {
+		return
+	}
+	ws := reg.watch.names[objectKey(reg.target.Namespace, reg.target.Name)]
+	for i := range ws {
+		if ws[i].ref == ref {
+			ws[i].known = rv
+		}
+	}
 }
 
 // notifyAll notifies every desire registered on w.
@@ -266,8 +284,9 @@ func (w *metaWatch) lookup(namespace, name string) (*objectStamp, bool) {
 
 // watcher is one desire's interest in one object.
 type watcher struct {
-	ref  desireRef
-	what interest
+	ref   desireRef
+	what  interest
+	known string // a resourceVersion the desire knows already (see knows)
 }
 
 func (w *metaWatch) add(key string, ref desireRef, what interest) {
@@ -390,7 +409,7 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 // update that changed only the resourceVersion (a status update, say) reaches only the
 // desires that want every version.
 func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
-	notify := func(obj any, metadataChanged bool) {
+	notify := func(obj any, metadataChanged bool, rv string) {
 		if h.notify == nil {
 			return
 		}
@@ -398,24 +417,31 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		if err != nil {
 			return
 		}
-		for _, ref := range h.interested(w, key, metadataChanged) {
+		for _, ref := range h.interested(w, key, metadataChanged, rv) {
 			h.notify(ref)
 		}
 	}
+	version := func(obj any) string {
+		if s, ok := obj.(*objectStamp); ok {
+			return s.resourceVersion
+		}
+		return ""
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { notify(obj, true) },
+		AddFunc: func(obj any) { notify(obj, true, version(obj)) },
 		UpdateFunc: func(o, n any) {
 			os, ok1 := o.(*objectStamp)
 			ns, ok2 := n.(*objectStamp)
 			if !ok1 || !ok2 {
-				notify(n, true)
+				notify(n, true, "")
 				return
 			}
 			if os.resourceVersion == ns.resourceVersion {
 				return
 			}
-			notify(n, !os.sameMetadata(ns))
+			notify(n, !os.sameMetadata(ns), ns.resourceVersion)
 		},
-		DeleteFunc: func(obj any) { notify(obj, true) },
+		// A deletion is news whatever version the object had.
+		DeleteFunc: func(obj any) { notify(obj, true, "") },
 	}
 }
