@@ -258,12 +258,16 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 func (c *controller[T]) run(ctx context.Context, t term) {
 	q := c.newQueue()
 	w := c.newWriter(t)
+	// The preload runs while the first reconciles wait for their targets' watches to sync;
+	// a reconcile that needs its last status before the preload ended waits for it (the
+	// GetItem it would send instead is what the preload spares).
+	preloaded := make(chan struct{})
+	w.preloaded = preloaded
 	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it
 	c.outcomes.clear()
-	// The preload runs while the first reconciles wait for their targets' watches to sync.
 	var preload sync.WaitGroup
-	preload.Go(func() { c.preloadStatuses(ctx, w) })
+	preload.Go(func() { defer close(preloaded); c.preloadStatuses(ctx, w) })
 	defer preload.Wait()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.

@@ -164,7 +164,11 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	if !w.synced() {
 		// The status is read only once the watch can answer (meanwhile it is preloaded).
 		if time.Since(w.started) < verifySyncWait {
-			return decision{skip: true, verdict: Pending(100 * time.Millisecond)}
+			// The watch's sync notifies the desire; the delay is only a fallback.
+			if w.wakeOnSync(desireRef{KindApplyDesire, id}) {
+				return decision{skip: true, verdict: Pending(10 * time.Millisecond)} // synced meanwhile
+			}
+			return decision{skip: true, verdict: Pending(2 * time.Second)}
 		}
 		return decision{}
 	}
@@ -233,7 +237,10 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	if err != nil {
 		return message
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
+	ref := desireRef{KindApplyDesire, id}
+	w := dw.watches.watch(ref, t, what)
+	// The watch's event of this very version is our own apply: not news.
+	dw.watches.knows(ref, acc.GetResourceVersion())
 	now := dw.now()
 	if d != nil {
 		message += "; " + d.describe() + "; re-applied"

@@ -69,7 +69,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
 	}
 	if !w.synced() {
-		return r.unsynced(w, t)
+		return r.unsynced(w, t, d.DocumentID)
 	}
 	stamp, exists := w.lookup(t.Namespace, t.Name)
 	if !exists {
@@ -93,11 +93,14 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 
 // unsynced is the verdict while a target's watch has not completed its first list: a
 // timeout, or Pending (nothing written yet).
-func (r *readReconciler) unsynced(w *metaWatch, t TargetItem) Verdict {
+func (r *readReconciler) unsynced(w *metaWatch, t TargetItem, id string) Verdict {
 	if waited := time.Since(w.started); waited > r.syncTimeout {
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
 	}
-	return Pending(200 * time.Millisecond)
+	if w.wakeOnSync(desireRef{KindReadDesire, id}) {
+		return Pending(10 * time.Millisecond) // synced meanwhile
+	}
+	return Pending(time.Second) // the watch's sync notifies the desire; this is a fallback
 }
 
 // fetch returns the target's content, with a GET only when the watched resourceVersion moved

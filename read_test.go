@@ -261,10 +261,13 @@ func TestReadWatchFailureReported(t *testing.T) {
 		w.Stop() // the watch ends; the reflector's next list and watch are refused
 	}
 	mu.Unlock()
+	// (A notification may also come from the first sync, which wakes the ReadDesire that
+	// looked before it: the watch's failure is awaited too.)
+	w := rec.watches.watch(desireRef{KindReadDesire, "r"}, d.Spec.TargetItem, everyVersion)
 	waitFor(t, 5*time.Second, "the failing watch notifies its ReadDesire", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return notified > before
+		return notified > before && w.err() != nil
 	})
 	_, st = h.sync(t, d)
 	succ, deg := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)

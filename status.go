@@ -81,6 +81,8 @@ type statusWriter[T Desire] struct {
 	specs SpecReader[T]
 	// cache holds the term's status documents as last read or written; nil: none.
 	cache *statusCache[T]
+	// preloaded, when set, is closed once the term's preload of the cache ended.
+	preloaded <-chan struct{}
 }
 
 // term is a leadership term as status writers see it.
@@ -141,6 +143,12 @@ func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
 
 // last returns the status of id from the term's cache, or read from the table (and cached).
 func (w *statusWriter[T]) last(ctx context.Context, id string) (T, bool, error) {
+	if w.preloaded != nil {
+		select {
+		case <-w.preloaded:
+		case <-ctx.Done():
+		}
+	}
 	if w.cache != nil {
 		if d, found, known := w.cache.get(id); known {
 			return d, found, nil

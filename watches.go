@@ -145,17 +145,35 @@ func (h *targetWatches) registered() int {
 }
 
 // interested returns the desires registered for the object key on w that want to hear of a
-// change: all of them when the stamp's metadata changed, else those of everyVersion.
-func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool) []desireRef {
+// change: all of them when the stamp's metadata changed, else those of everyVersion; none
+// that already know resourceVersion rv (their own apply left it; "" for a deletion).
+func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool, rv string) []desireRef {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	refs := make([]desireRef, 0, len(w.names[key]))
 	for _, r := range w.names[key] {
-		if metadataChanged || r.what == everyVersion {
+		if (metadataChanged || r.what == everyVersion) && (rv == "" || r.known != rv) {
 			refs = append(refs, r.ref)
 		}
 	}
 	return refs
+}
+
+// knows records that ref already knows its target at resourceVersion rv (its own apply's
+// response): the watch's event of that version is not news to it.
+func (h *targetWatches) knows(ref desireRef, rv string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	reg, ok := h.regs[ref]
+	if !ok {
+		return
+	}
+	ws := reg.watch.names[objectKey(reg.target.Namespace, reg.target.Name)]
+	for i := range ws {
+		if ws[i].ref == ref {
+			ws[i].known = rv
+		}
+	}
 }
 
 // notifyAll notifies every desire registered on w.
@@ -206,6 +224,39 @@ type metaWatch struct {
 
 	mu      sync.Mutex
 	lastErr error // the last list/watch error, cleared by the next event
+	// waiting are the desires that looked before the first list completed and want to be
+	// told when it does; nil once it did.
+	waiting  map[desireRef]struct{}
+	isSynced bool
+}
+
+// wakeOnSync asks for ref to be notified when the watch's first list completes (it is looking
+// at an unsynced watch), and reports true, doing nothing, when that already happened (the
+// caller looks again at once).
+func (w *metaWatch) wakeOnSync(ref desireRef) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.isSynced {
+		return true
+	}
+	if w.waiting == nil {
+		w.waiting = map[desireRef]struct{}{}
+	}
+	w.waiting[ref] = struct{}{}
+	return false
+}
+
+// syncedNow marks the watch synced and returns the desires waiting for it.
+func (w *metaWatch) syncedNow() []desireRef {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.isSynced = true
+	refs := make([]desireRef, 0, len(w.waiting))
+	for ref := range w.waiting {
+		refs = append(refs, ref)
+	}
+	w.waiting = nil
+	return refs
 }
 
 // setErr records the outcome of a list or watch call and reports whether the watch went from
@@ -233,8 +284,9 @@ func (w *metaWatch) lookup(namespace, name string) (*objectStamp, bool) {
 
 // watcher is one desire's interest in one object.
 type watcher struct {
-	ref  desireRef
-	what interest
+	ref   desireRef
+	what  interest
+	known string // a resourceVersion the desire knows already (see knows)
 }
 
 func (w *metaWatch) add(key string, ref desireRef, what interest) {
@@ -294,7 +346,19 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 	})
 	go func() {
 		defer close(w.done)
+		var synced sync.WaitGroup
+		// The desires that looked while the first list ran were told to look again later:
+		// tell them at once when it completes (a new term's 10k desires would otherwise
+		// poll until it does).
+		synced.Go(func() {
+			if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) && h.notify != nil {
+				for _, ref := range w.syncedNow() {
+					h.notify(ref)
+				}
+			}
+		})
 		w.informer.RunWithContext(ctx)
+		synced.Wait()
 	}()
 	return w
 }
@@ -345,7 +409,7 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 // update that changed only the resourceVersion (a status update, say) reaches only the
 // desires that want every version.
 func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
-	notify := func(obj any, metadataChanged bool) {
+	notify := func(obj any, metadataChanged bool, rv string) {
 		if h.notify == nil {
 			return
 		}
@@ -353,24 +417,31 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		if err != nil {
 			return
 		}
-		for _, ref := range h.interested(w, key, metadataChanged) {
+		for _, ref := range h.interested(w, key, metadataChanged, rv) {
 			h.notify(ref)
 		}
 	}
+	version := func(obj any) string {
+		if s, ok := obj.(*objectStamp); ok {
+			return s.resourceVersion
+		}
+		return ""
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { notify(obj, true) },
+		AddFunc: func(obj any) { notify(obj, true, version(obj)) },
 		UpdateFunc: func(o, n any) {
 			os, ok1 := o.(*objectStamp)
 			ns, ok2 := n.(*objectStamp)
 			if !ok1 || !ok2 {
-				notify(n, true)
+				notify(n, true, "")
 				return
 			}
 			if os.resourceVersion == ns.resourceVersion {
 				return
 			}
-			notify(n, !os.sameMetadata(ns))
+			notify(n, !os.sameMetadata(ns), ns.resourceVersion)
 		},
-		DeleteFunc: func(obj any) { notify(obj, true) },
+		// A deletion is news whatever version the object had.
+		DeleteFunc: func(obj any) { notify(obj, true, "") },
 	}
 }

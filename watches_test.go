@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestSharedWatches: desires share one cluster-wide watch per resource whatever their
@@ -109,5 +110,40 @@ func TestSharedWatches(t *testing.T) {
 	}
 	if n := h.count(); n != 0 {
 		t.Fatalf("watches = %d after every Forget", n)
+	}
+}
+
+// TestWakeOnSync: a desire that looked at a watch before its first list completed is told
+// when it does (instead of polling); one that looks afterwards is not.
+func TestWakeOnSync(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		woken []string
+	)
+	h := newTargetWatches(dyn, nil, func(ref desireRef) { mu.Lock(); woken = append(woken, ref.id); mu.Unlock() })
+	h.begin(ctx)
+	defer h.end()
+	release := make(chan struct{})
+	dyn.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // the first list completes only when the test says so
+		return false, nil, nil
+	})
+	w := h.watch(desireRef{KindApplyDesire, "early"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, metadataOnly)
+	if w.wakeOnSync(desireRef{KindApplyDesire, "early"}) {
+		t.Fatal("synced before its first list completed")
+	}
+	close(release)
+	waitFor(t, 5*time.Second, "the early desire woken", func() bool { mu.Lock(); defer mu.Unlock(); return len(woken) == 1 && woken[0] == "early" })
+	if !w.wakeOnSync(desireRef{KindApplyDesire, "late"}) {
+		t.Fatal("wakeOnSync after the sync: want already synced")
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(woken) != 1 {
+		t.Fatalf("woken %v: a desire looking after the sync was woken", woken)
 	}
 }
