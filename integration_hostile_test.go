@@ -321,11 +321,6 @@ func TestIntegrationHostileDesires(t *testing.T) {
 			versions = 2
 		}
 		limit := versions
-		if c.want.status == "True" || id == "svc" || id == "job" {
-			// The watch's first event of an applied object: one look that verifies it from the
-			// watch cache, with no kube call and no status write.
-			limit++
-		}
 		if c.want.transient {
 			limit = int(elapsed/(5*time.Second)) + 8 // 0.2, 0.4, ... 3.2 s, then every 5 s
 		}
