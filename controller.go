@@ -356,8 +356,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyObject().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	d.resetStatus()
-	if c.kind == KindApplyDesire && !fresh {
-		// The last status lets the default reconciler verify instead of apply (a new term):
+	if c.kind != KindDeleteDesire && !fresh {
+		// The last status lets the default reconcilers verify instead of apply (a new term),
+		// and reuse a mirrored object that did not change instead of GETting it:
 		// from the term's cache (preloaded), else read once, then cached by the writer, which
 		// needs it anyway.
 		w, lctx := c.writer.Load(), ctx

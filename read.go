@@ -76,6 +76,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		r.drop(d.DocumentID)
 		return Absent(fmt.Sprintf("%s does not exist", t))
 	}
+	r.seed(ctx, d.DocumentID, t, stamp.resourceVersion)
 	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.resourceVersion)
 	switch {
 	case objectNotFound(err, t.Name):
@@ -125,6 +126,38 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 	r.fetched[id] = f
 	r.mu.Unlock()
 	return f, nil
+}
+
+// seed takes, at the first look of a term, the content the last status holds as fetched
+// when it is the watched resourceVersion of the same target: a new leader then GETs only the
+// objects that changed since. Secrets are always fetched again (the redaction options may
+// have changed with the process).
+func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watchedRV string) {
+	load := lastStatus[*ReadDesire](ctx)
+	if load == nil || (t.Group == "" && t.Resource == "secrets") {
+		return
+	}
+	r.mu.Lock()
+	_, have := r.fetched[id]
+	r.mu.Unlock()
+	if have {
+		return
+	}
+	last := load()
+	if last == nil || last.Status.KubeContent == nil || last.Spec.TargetItem != t {
+		return
+	}
+	var meta struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(last.Status.KubeContent.Raw, &meta); err != nil || meta.Metadata.ResourceVersion != watchedRV {
+		return
+	}
+	r.mu.Lock()
+	r.fetched[id] = &fetchedObject{target: t, watchedRV: watchedRV, objectRV: watchedRV, raw: last.Status.KubeContent.Raw}
+	r.mu.Unlock()
 }
 
 func (r *readReconciler) drop(id string) {

@@ -285,3 +285,37 @@ func TestReadWatchFailureReported(t *testing.T) {
 		return condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
 	})
 }
+
+// TestReadSeededFromLastStatus: at a term's first look, a ReadDesire whose last status holds
+// the object at the watched resourceVersion is mirrored without a GET; an older content, or
+// a Secret, is fetched again.
+func TestReadSeededFromLastStatus(t *testing.T) {
+	cm := unstructuredObj("v1", "ConfigMap", "default", "a", map[string]any{"data": map[string]any{"k": "1"}})
+	cm.SetResourceVersion("5")
+	cases := []struct {
+		name     string
+		statusRV string
+		wantGets int
+	}{
+		{"same resourceVersion", "5", 0},
+		{"older content", "4", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, cm.DeepCopy())
+			rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, nil)
+			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+			last := d.DeepCopyObject().(*ReadDesire)
+			last.Status.KubeContent = rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","resourceVersion":"` + tc.statusRV + `"},"data":{"k":"1"}}`)
+			ctx := withLastStatus(context.Background(), func() Desire { return last })
+			var v Verdict
+			waitFor(t, 5*time.Second, "mirrored", func() bool { v = rec.Reconcile(ctx, d); return v.Successful() })
+			if got := countVerb(dyn.Actions(), "get"); got != tc.wantGets {
+				t.Fatalf("GETs = %d, want %d (%v)", got, tc.wantGets, v)
+			}
+			if !strings.Contains(v.Message(), "resourceVersion 5") {
+				t.Fatalf("message %q", v.Message())
+			}
+		})
+	}
+}
