@@ -2,9 +2,11 @@ package kubeapplier
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -397,8 +399,21 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			wi, err := watchFn(ctx, o)
-			observe(err)
-			return wi, err
+			if err != nil {
+				observe(err)
+				return nil, err
+			}
+			// An opened watch is not yet a working one: after an outage the apiserver may answer
+			// with an error event (410 Gone: the store stays stale until the reflector relists,
+			// after its back-off). The watch is healthy again with its first other event.
+			return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) {
+				if ev.Type == watch.Error {
+					observe(fmt.Errorf("watch of %s: %w", gvrString(w.gvr), apierrors.FromObject(ev.Object)))
+				} else {
+					observe(nil)
+				}
+				return ev, true
+			}), nil
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, lwClient), objType

@@ -2,6 +2,8 @@ package kubeapplier
 
 import (
 	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -146,4 +149,49 @@ func TestWakeOnSync(t *testing.T) {
 	if len(woken) != 1 {
 		t.Fatalf("woken %v: a desire looking after the sync was woken", woken)
 	}
+}
+
+// TestWatchErrorEventMarksFailing: an opened watch whose stream answers with an error event
+// (410 Gone after an apiserver restart: the store is stale until the reflector relists, after
+// its back-off) is failing, not healthy because the watch call succeeded; its next other event
+// makes it healthy again.
+func TestWatchErrorEventMarksFailing(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
+		unstructuredObj("v1", "ConfigMap", "n", "a", nil))
+	var (
+		mu       sync.Mutex
+		watchers []*watch.FakeWatcher
+	)
+	dyn.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		w := watch.NewFake()
+		watchers = append(watchers, w)
+		return true, w, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newTargetWatches(dyn, nil, func(desireRef) {})
+	h.begin(ctx)
+	defer h.end()
+	w := h.watch(desireRef{KindApplyDesire, "a"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, metadataOnly)
+	last := func() *watch.FakeWatcher {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(watchers) == 0 {
+			return nil
+		}
+		return watchers[len(watchers)-1]
+	}
+	waitFor(t, 5*time.Second, "synced and watching", func() bool { return w.synced() && last() != nil })
+	if err := w.err(); err != nil {
+		t.Fatalf("err = %v after the sync, want none", err)
+	}
+	gone := apierrors.NewResourceExpired("too old resource version: 1 (5)")
+	last().Error(&gone.ErrStatus)
+	waitFor(t, 5*time.Second, "the watch reported failing", func() bool { return apierrors.IsResourceExpired(w.err()) || apierrors.IsGone(w.err()) })
+	// The reflector relists and watches again; an event on the new watch is the proof.
+	waitFor(t, 5*time.Second, "a new watch", func() bool { mu.Lock(); defer mu.Unlock(); return len(watchers) >= 2 })
+	last().Add(unstructuredObj("v1", "ConfigMap", "n", "b", nil))
+	waitFor(t, 5*time.Second, "healthy again", func() bool { return w.err() == nil })
 }
