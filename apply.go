@@ -99,6 +99,8 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	v := Applied(live.GetGeneration(), "applied "+ref)
 	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
+	var in interner
+	v.applied.fieldsDigest = ownFieldsDigest(stampOf(live, &in), r.fieldManager)
 	if r.drift != nil {
 		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
 	}

@@ -425,6 +425,11 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 	}
 	refusal, refused, note := c.conflicts.check(d)
 	if refused {
+		// What the reconciler knew of its last apply is void while another desire owns the
+		// object (it may write the same fields with other values): look afresh when ours again.
+		if c.forget != nil {
+			c.forget(id)
+		}
 		return refusal
 	}
 	v := c.reconciler.Reconcile(ctx, d)

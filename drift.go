@@ -21,6 +21,11 @@ const (
 	// 1 s, 2 s, 4 s, ... up to 5 min between repairs while the other writer keeps reverting.
 	fightBackoff    = time.Second
 	fightBackoffCap = 5 * time.Minute
+	// reapplyPeriod: an object verified from metadata for this long is applied again anyway.
+	// Metadata shows most drift, not all: an apply under our own field-manager name with other
+	// values leaves our entry's field set, every other entry and (on most kinds) the
+	// generation as they were.
+	reapplyPeriod = time.Hour
 )
 
 // driftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
@@ -48,6 +53,8 @@ type appliedRecord struct {
 	message string       // the verdict's message, repeated while nothing drifted
 	// uid and resourceVersion of the object after the apply, for the status.
 	uid, resourceVersion string
+	fieldsDigest         string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
+	lastApply            time.Time // the last apply or verification from a status: see reapplyPeriod
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
 	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
 	lastRepair time.Time
@@ -105,6 +112,12 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 	if rec == nil || rec.target != t || rec.spec != identityOf(m) {
 		return decision{unknown: rec == nil}
 	}
+	dw.mu.Lock()
+	due := dw.now().Sub(rec.lastApply) >= reapplyPeriod
+	dw.mu.Unlock()
+	if due {
+		return decision{}
+	}
 	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
 	if w.err() != nil || !w.synced() {
 		return decision{}
@@ -121,7 +134,7 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 			rec.stamp = st
 		}
 		v := Applied(rec.stamp.generation, rec.message)
-		v.applied.uid, v.applied.resourceVersion = rec.uid, rec.resourceVersion
+		v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = rec.uid, rec.resourceVersion, rec.fieldsDigest
 		return decision{skip: true, verdict: v, verified: true, stamp: st}
 	}
 	switch {
@@ -190,17 +203,18 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	message := c.Message
 	dw.mu.Lock()
 	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message,
-		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion}
+		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion, fieldsDigest: s.AppliedFieldsDigest, lastApply: dw.now()}
 	dw.mu.Unlock()
 	v := Applied(s.AppliedResourceGeneration, message)
-	v.applied.uid, v.applied.resourceVersion = s.AppliedUID, s.AppliedResourceVersion
+	v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = s.AppliedUID, s.AppliedResourceVersion, s.AppliedFieldsDigest
 	return decision{skip: true, verdict: v, verified: true, stamp: st}
 }
 
 // unchangedSince reports whether the watched stamp st shows the object as the apply recorded
 // in s left it: at the applied resourceVersion, or later with the same generation, our entry
-// in managedFields, and no other manager's main-resource entry as recent as ours (a status
-// update, a subresource, does not count).
+// in managedFields holding the same field set (a field removed or taken by another client's
+// Update changes only that), and no other manager's main-resource entry as recent as ours (a
+// status update, a subresource, does not count).
 func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) bool {
 	if st.resourceVersion == s.AppliedResourceVersion {
 		return true
@@ -209,7 +223,7 @@ func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) 
 		return false
 	}
 	mine, ok := st.entry(fieldManager, true)
-	if !ok {
+	if !ok || s.AppliedFieldsDigest == "" || formatDigest(mine.digest) != s.AppliedFieldsDigest {
 		return false
 	}
 	for _, f := range st.fields {
@@ -259,6 +273,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	rec.stamp = stampOf(acc, &w.strings)
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
+	rec.fieldsDigest, rec.lastApply = ownFieldsDigest(rec.stamp, dw.fieldManager), now
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
 	}
@@ -369,3 +384,14 @@ func compactStrings(s []string) []string {
 	}
 	return out
 }
+
+// ownFieldsDigest is the status's AppliedFieldsDigest of stamp st: our Apply entry's field set
+// ("" without one).
+func ownFieldsDigest(st *objectStamp, fieldManager string) string {
+	if f, ok := st.entry(fieldManager, true); ok {
+		return formatDigest(f.digest)
+	}
+	return ""
+}
+
+func formatDigest(d uint64) string { return strconv.FormatUint(d, 16) }

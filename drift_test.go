@@ -12,11 +12,14 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/managedfields/managedfieldstest"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -583,5 +586,90 @@ func TestDriftWatchFailureReported(t *testing.T) {
 	f.rec.Reconcile(ctx, d)
 	if n := f.kube.appliesSoFar() - before; n != 0 {
 		t.Fatalf("%d applies with the watch working again, want 0", n)
+	}
+}
+
+// TestUnchangedSinceSeesRemovedFields: a field we applied removed by another client's Update
+// (kubectl edit, a controller's PUT) gives the remover no entry and moves no time or
+// generation; only our entry's field set shrinks. A new term must not verify such an object
+// from its last status: the status records that field set (AppliedFieldsDigest).
+func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
+	const fm = "kaa"
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	obj := func(data map[string]any, labels map[string]any) *unstructured.Unstructured {
+		md := map[string]any{"name": "c1", "namespace": "default", "uid": "u-1"}
+		if labels != nil {
+			md["labels"] = labels
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data}}
+	}
+	stampAt := func(f managedfieldstest.TestFieldManager, rv string) *objectStamp {
+		acc, err := meta.Accessor(f.Live())
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc.SetResourceVersion(rv)
+		acc.SetUID("u-1")
+		var in interner
+		return stampOf(acc, &in)
+	}
+	cases := []struct {
+		name   string
+		change func(live *unstructured.Unstructured) // by kubectl-edit's Update; nil: a status-like no-op
+		want   bool
+	}{
+		{name: "nothing of ours changed", want: true},
+		{name: "a data key removed", change: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "data", "b") }},
+		{name: "a label removed", change: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "metadata", "labels") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := managedfieldstest.NewTestFieldManager(managedfields.NewDeducedTypeConverter(), gvk)
+			if err := f.Apply(obj(map[string]any{"a": "1", "b": "2"}, map[string]any{"team": "x"}), fm, true); err != nil {
+				t.Fatal(err)
+			}
+			applied := stampAt(f, "100")
+			s := &ApplyDesireStatus{AppliedUID: "u-1", AppliedResourceVersion: "100", AppliedFieldsDigest: ownFieldsDigest(applied, fm)}
+			if s.AppliedFieldsDigest == "" {
+				t.Fatal("no digest of our Apply entry")
+			}
+			if tc.change != nil {
+				edited := f.Live().(*unstructured.Unstructured).DeepCopy()
+				tc.change(edited)
+				if err := f.Update(edited, "kubectl-edit"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := unchangedSince(stampAt(f, "105"), s, fm); got != tc.want {
+				t.Fatalf("unchangedSince = %v, want %v (managedFields %+v)", got, tc.want, f.ManagedFields())
+			}
+		})
+	}
+}
+
+// TestReapplyPeriod: metadata does not show every drift (an apply under our own field-manager
+// name with other values): an object verified from its watch for reapplyPeriod is applied
+// again anyway.
+func TestReapplyPeriod(t *testing.T) {
+	f := newDriftFixture(t)
+	f.mu.Lock()
+	f.useReal, f.clock = false, time.Now()
+	f.mu.Unlock()
+	ctx := context.Background()
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+	f.rec.Reconcile(ctx, d)
+	f.settle(t, "cm", false)
+	advance := func(by time.Duration) { f.mu.Lock(); f.clock = f.clock.Add(by); f.mu.Unlock() }
+	advance(reapplyPeriod - time.Minute)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() || f.kube.appliesSoFar() != 1 {
+		t.Fatalf("before the period: %v, applies %d, want 1", v, f.kube.appliesSoFar())
+	}
+	advance(time.Minute)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() || f.kube.appliesSoFar() != 2 {
+		t.Fatalf("after the period: %v, applies %d, want 2", v, f.kube.appliesSoFar())
+	}
+	f.settle(t, "cm", false)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() || f.kube.appliesSoFar() != 2 {
+		t.Fatalf("right after the re-apply: %v, applies %d, want 2", v, f.kube.appliesSoFar())
 	}
 }

@@ -141,3 +141,6 @@ func (h *healthCheck) endTerm() {
 	h.last = map[string]readAt{}
 	h.mu.Unlock()
 }
+
+// readyUnknown is the Ready reason when the object was not observed (kstatus's name for it).
+const readyUnknown = string(status.UnknownStatus)

@@ -369,6 +369,12 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
 		// A readiness observed for another incarnation of the spec answers nothing here.
 		meta.RemoveStatusCondition(&conds, ConditionReady)
+	} else if c != nil && v.ready == nil && v.decided && !v.successful {
+		// A failed or held reconcile did not look at the object (it may be gone or drifted):
+		// the last readiness is not carried over as if observed.
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionUnknown,
+			Reason: readyUnknown, ObservedGeneration: spec.Meta().Version, LastTransitionTime: metav1.NewTime(now),
+			Message: "not observed: the last reconcile did not succeed (see Successful)"})
 	}
 	for _, c := range v.Conditions(spec.Meta().Version, now) {
 		meta.SetStatusCondition(&conds, c)
@@ -382,6 +388,7 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 		if v.applied != nil {
 			n.Status.AppliedResourceGeneration = v.applied.generation
 			n.Status.AppliedUID, n.Status.AppliedResourceVersion = v.applied.uid, v.applied.resourceVersion
+			n.Status.AppliedFieldsDigest = v.applied.fieldsDigest
 		}
 	case *ReadDesire:
 		if v.mirrored && v.content != nil {
@@ -401,7 +408,7 @@ func (v Verdict) carriedOver(cur Desire) Verdict {
 	case *ApplyDesire:
 		if v.applied == nil {
 			v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
-				uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion}
+				uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}
 		}
 	case *ReadDesire:
 		if !v.mirrored && v.degraded && c.Status.KubeContent != nil {

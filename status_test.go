@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -298,5 +299,36 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	}
 	if res, _, err := w.write(ctx, older, Applied(1, "older"), false); err != nil || res != statusReplaced {
 		t.Fatalf("current incarnation: %v %v, want replaced", res, err)
+	}
+}
+
+// TestReadyNotCarriedOverByFailure: a Ready=True observed at this spec version is not kept by
+// a verdict that did not look at the object (a failed repair, a held one): the object may be
+// gone or drifted, so Ready turns Unknown; a successful verdict without readiness (a
+// reconciler of one's own) keeps it.
+func TestReadyNotCarriedOverByFailure(t *testing.T) {
+	spec := applyDesire("d1", cmJSON("c1"))
+	spec.CreateTime = testTime
+	ok := Applied(1, "applied")
+	ok.ready = &readiness{status: "Current", message: "Deployment is available"}
+	cur := statusDocument(spec, ok, (*ApplyDesire)(nil), false, testTime)
+	cur.Version = 1
+	cases := []struct {
+		name string
+		v    Verdict
+		want metav1.ConditionStatus
+	}{
+		{"transient failure", Transient(ReasonKubeAPIError, errors.New("namespace is being terminated")), metav1.ConditionUnknown},
+		{"held repair", Refused(ReasonDriftConflict, "deleted within 10s of each repair"), metav1.ConditionUnknown},
+		{"applied without readiness", Applied(1, "applied"), metav1.ConditionTrue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			next := statusDocument(spec, tc.v, cur, true, testTime.Add(time.Minute))
+			c := meta.FindStatusCondition(next.Status.Conditions, ConditionReady)
+			if c == nil || c.Status != tc.want {
+				t.Fatalf("Ready = %+v, want %s", c, tc.want)
+			}
+		})
 	}
 }

@@ -136,6 +136,10 @@ type ApplyDesireStatus struct {
 	// other manager's change since) verifies it instead of applying it again.
 	AppliedUID             string `json:"appliedUID,omitempty" dynamodbav:"appliedUID,omitempty"`
 	AppliedResourceVersion string `json:"appliedResourceVersion,omitempty" dynamodbav:"appliedResourceVersion,omitempty"`
+	// AppliedFieldsDigest is an order-independent hash (hex) of the field set our Apply entry
+	// in managedFields held after the last apply: a field removed or taken since changes it,
+	// even when no other entry and no generation moved.
+	AppliedFieldsDigest string `json:"appliedFieldsDigest,omitempty" dynamodbav:"appliedFieldsDigest,omitempty"`
 }
 
 // ApplyDesire is a document of the `...-applydesires` tables.

@@ -75,6 +75,7 @@ type appliedObject struct {
 	generation      int64
 	uid             string // "" when not known (a reconciler of one's own)
 	resourceVersion string
+	fieldsDigest    string // our Apply entry's field set (AppliedFieldsDigest)
 }
 
 // Applied: the ApplyDesire's object was server-side applied and has metadata.generation
