@@ -55,6 +55,7 @@ type appliedRecord struct {
 	uid, resourceVersion string
 	fieldsDigest         string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
 	lastApply            time.Time // the last apply or verification from a status: see reapplyPeriod
+	driftSeen            time.Time // when the drift not yet repaired was first seen (zero: none)
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
 	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
 	lastRepair time.Time
@@ -77,6 +78,7 @@ func identityOf(m *DynamoDBMetadata) specIdentity {
 // drift is a change of an applied object that may have touched what was applied.
 type drift struct {
 	what     string   // "deleted", "replaced", "changed"
+	seenRV   string   // the resourceVersion the watch showed drifted ("" when deleted)
 	managers []string // the other managers whose entries changed, sorted
 	at       time.Time
 }
@@ -127,6 +129,20 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 	now := dw.now()
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
+	if d != nil {
+		if exists {
+			d.seenRV = st.resourceVersion
+		}
+		// A drift without a manager's time (deleted, replaced, a generation by nobody named)
+		// keeps the time it was first seen: a held repair's message does not change, and its
+		// status is not rewritten, with every event.
+		if rec.driftSeen.IsZero() {
+			rec.driftSeen = d.at
+		}
+		if d.what != "changed" || len(d.managers) == 0 {
+			d.at = rec.driftSeen
+		}
+	}
 	if d == nil {
 		if exists && !olderVersion(st.resourceVersion, rec.stamp.resourceVersion) {
 			// Still as applied: the new baseline, so a later drift names only the managers
@@ -256,6 +272,11 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	// The watch's event of this very version is our own apply: not news.
 	dw.watches.knows(ref, acc.GetResourceVersion())
 	now := dw.now()
+	if d != nil && d.seenRV != "" && acc.GetResourceVersion() == d.seenRV {
+		// The apply changed nothing: what looked like drift (a generation moved by a
+		// subresource such as /scale, defaults written into a spec) touched nothing of ours.
+		d = nil
+	}
 	if d != nil {
 		message += "; " + d.describe() + "; re-applied"
 		if dw.repaired != nil {
@@ -273,7 +294,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	rec.stamp = stampOf(acc, &w.strings)
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
-	rec.fieldsDigest, rec.lastApply = ownFieldsDigest(rec.stamp, dw.fieldManager), now
+	rec.fieldsDigest, rec.lastApply, rec.driftSeen = ownFieldsDigest(rec.stamp, dw.fieldManager), now, time.Time{}
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
 	}

@@ -673,3 +673,51 @@ func TestReapplyPeriod(t *testing.T) {
 		t.Fatalf("right after the re-apply: %v, applies %d, want 2", v, f.kube.appliesSoFar())
 	}
 }
+
+// TestDriftTimesAndNoOpRepairs: a drift without a manager's time (the object deleted) keeps
+// the time it was first seen, so a held repair's message and status do not change with every
+// event; a "repair" whose apply changed nothing (a generation moved by /scale, say) is not
+// reported or counted as one.
+func TestDriftTimesAndNoOpRepairs(t *testing.T) {
+	f := newDriftFixture(t)
+	f.mu.Lock()
+	f.useReal, f.clock = false, time.Now()
+	f.mu.Unlock()
+	ctx := context.Background()
+	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`
+	d := applyDesire("a1", content)
+	f.rec.Reconcile(ctx, d)
+	f.settle(t, "cm", false)
+	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", ""); err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, "cm", true)
+	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}
+	first := f.rec.drift.check("a1", d.Meta(), target, "ConfigMap default/cm", metadataOnly)
+	f.mu.Lock()
+	f.clock = f.clock.Add(time.Minute)
+	f.mu.Unlock()
+	again := f.rec.drift.check("a1", d.Meta(), target, "ConfigMap default/cm", metadataOnly)
+	if first.drift == nil || again.drift == nil || first.drift.describe() != again.drift.describe() {
+		t.Fatalf("the same deletion seen a minute apart: %+v then %+v, want one description", first.drift, again.drift)
+	}
+
+	live := &unstructured.Unstructured{}
+	if err := live.UnmarshalJSON([]byte(content)); err != nil {
+		t.Fatal(err)
+	}
+	live.SetResourceVersion("7")
+	noop := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
+	if noop != "applied ConfigMap default/cm" {
+		t.Fatalf("an apply that changed nothing reads %q, want no repair named", noop)
+	}
+	live.SetResourceVersion("8")
+	repaired := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
+	if !strings.HasSuffix(repaired, "; re-applied") {
+		t.Fatalf("a real repair reads %q, want it named", repaired)
+	}
+	var repairs dto.Metric
+	if err := f.m.driftRepairs.WithLabelValues("", "configmaps").Write(&repairs); err != nil || repairs.GetCounter().GetValue() != 1 {
+		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1 (the no-op not counted)", repairs.GetCounter().GetValue())
+	}
+}

@@ -21,13 +21,16 @@ type statusCache[T Desire] struct {
 	docs map[string]T
 	// absent are the desires known to have no status document (read as NotFound).
 	absent map[string]struct{}
+	// dropped are the desires whose status this term deleted or lost track of (a failed
+	// write): the term's preload, whose Scan page may predate that, must not put them back.
+	dropped map[string]struct{}
 	// strings shares the values every status repeats (condition types, statuses, reasons,
 	// the management cluster, clusterIDs) between the cached documents.
 	strings interner
 }
 
 func newStatusCache[T Desire]() *statusCache[T] {
-	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}}
+	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}, dropped: map[string]struct{}{}}
 }
 
 // get returns the cached status of id and whether it exists; known is false when the cache
@@ -65,7 +68,8 @@ func (c *statusCache[T]) putIfAbsent(d T) {
 	defer c.mu.Unlock()
 	_, have := c.docs[id]
 	_, none := c.absent[id]
-	if !have && !none {
+	_, gone := c.dropped[id]
+	if !have && !none && !gone {
 		c.putLocked(d)
 	}
 }
@@ -106,13 +110,14 @@ func (c *statusCache[T]) drop(id string) {
 	c.mu.Lock()
 	delete(c.docs, id)
 	delete(c.absent, id)
+	c.dropped[id] = struct{}{}
 	c.mu.Unlock()
 }
 
 // clear drops everything: a term that ended holds nothing (a standby keeps no status).
 func (c *statusCache[T]) clear() {
 	c.mu.Lock()
-	c.docs, c.absent = map[string]T{}, map[string]struct{}{}
+	c.docs, c.absent, c.dropped = map[string]T{}, map[string]struct{}{}, map[string]struct{}{}
 	c.mu.Unlock()
 }
 

@@ -97,3 +97,19 @@ func TestStatusPreload(t *testing.T) {
 		t.Fatal("ReadDesire statuses were scanned into the cache")
 	}
 }
+
+// TestPreloadDoesNotResurrect: a status the term deleted (or lost track of after a failed
+// write) is not put back by the term's preload, whose Scan page may have been read before.
+func TestPreloadDoesNotResurrect(t *testing.T) {
+	c := newStatusCache[*ApplyDesire]()
+	scanned := applyDesire("gone", cmJSON("c1"))
+	c.drop("gone")
+	c.putIfAbsent(scanned)
+	if _, found, known := c.get("gone"); found || known {
+		t.Fatalf("after drop then preload: found %v known %v, want unknown (read again)", found, known)
+	}
+	c.putIfAbsent(applyDesire("other", cmJSON("c2")))
+	if _, found, known := c.get("other"); !found || !known {
+		t.Fatalf("an untouched status is not preloaded: found %v known %v", found, known)
+	}
+}
