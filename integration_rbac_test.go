@@ -148,8 +148,10 @@ func TestIntegrationRBAC(t *testing.T) {
 		t.Errorf("read cluster-admin: %q (content %v), want forbidden and no content", msg, rst.Status.KubeContent != nil)
 	}
 	time.Sleep(3 * time.Second)
-	if n := applyRec.count("escalate"); n != 1 {
-		t.Errorf("forbidden apply reconciled %d times, want 1 (permanent until the spec or RBAC changes)", n)
+	// Permanent until the spec or RBAC changes: one reconcile, and at most one more when the
+	// target's watch (forbidden too) reports failing to the desires it serves.
+	if n := applyRec.count("escalate"); n < 1 || n > 2 {
+		t.Errorf("forbidden apply reconciled %d times, want 1 or 2 (permanent until the spec or RBAC changes)", n)
 	}
 }
 

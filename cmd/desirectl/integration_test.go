@@ -18,42 +18,17 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+	"k8s.io/client-go/rest"
 )
 
 // TestIntegration drives desirectl, with its real AWS client and cluster discovery, against
 // DynamoDB Local and kube-apiserver, with a real applier carrying out the desires.
 func TestIntegration(t *testing.T) {
-	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
-	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
-	if endpoint == "" || kubeconfig == "" {
-		msg := "integration test: the local stack is not running; run `make test`"
-		if testenv.Required() {
-			t.Fatal(msg + " (CI or KAA_INTEGRATION=1 forbids skipping)")
-		}
-		t.Skip(msg)
-	}
-	// DynamoDB Local keeps one database per access key: a fresh key isolates this test. The
-	// CLI reads the same environment, as a user's shell would provide it.
-	t.Setenv("AWS_ACCESS_KEY_ID", fmt.Sprintf("desirectl%d", rand.Int64()))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_REGION", "")
-	prefix := fmt.Sprintf("d%d-", rand.IntN(1_000_000))
-	const mc = "mc01"
-
+	s := newE2EStack(t, "d")
+	db, streams, restCfg, ns, prefix := s.db, s.streams, s.restCfg, s.ns, s.prefix
+	const mc = e2eCluster
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	if _, err := kubeapplier.EnsureTables(ctx, db, prefix, mc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testenv.DeleteTablesWithPrefix(t, db, prefix) })
-	restCfg := testenv.Kube(t)
-	ns := testenv.Namespace(t, restCfg)
 	applier, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: mc, TablePrefix: prefix, DynamoDB: db,
 		Streams: kubeapplier.AWSStreams{DB: db, Streams: streams}, RESTConfig: restCfg,
 		ReadResync: 5 * time.Second, DeleteResync: 5 * time.Second})
@@ -74,34 +49,12 @@ func TestIntegration(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
 	run := func(stdin string, args ...string) (string, string, int) {
 		t.Helper()
-		var out, errb bytes.Buffer
-		a := newApp(strings.NewReader(stdin), &out, &errb)
-		a.getenv = func(k string) string {
-			if k == configEnv {
-				return filepath.Join(dir, "config.yaml")
-			}
-			return ""
-		}
-		a.pollInterval = 200 * time.Millisecond
-		code := a.run(ctx, append([]string{"--kubeconfig", kubeconfig}, args...))
-		t.Logf("desirectl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-		return out.String(), errb.String(), code
+		return s.run(ctx, t, stdin, args...)
 	}
-	mustRun := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := run(stdin, args...)
-		if code != 0 {
-			t.Fatalf("desirectl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-		}
-		return out
-	}
-
-	mustRun("", "config", "set-context", "e2e", "--aws-region", "us-east-1", "--endpoint-url", endpoint,
-		"--management-cluster", mc, "--cluster-id", "cluster-e2e", "--table-prefix", prefix)
-	mustRun("", "config", "use-context", "e2e")
+	mustRun := func(stdin string, args ...string) string { t.Helper(); return s.mustRun(ctx, t, stdin, args...) }
+	s.useContext(ctx, t)
 
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\ndata:\n  a: \"1\"\n"
 	out := mustRun(cm, "apply", "-f", "-", "-n", ns, "--wait", "--timeout", "60s")
@@ -158,4 +111,82 @@ func TestIntegration(t *testing.T) {
 	if !strings.Contains(out, "kind: ConfigMap\n") {
 		t.Fatalf("read after apply after delete: %q", out)
 	}
+}
+
+// e2eStack is one desirectl integration test's share of the local stack: a fresh DynamoDB
+// Local database (an access key of its own, set in the environment as a user's shell would),
+// the tables under a random prefix, a namespace, and desirectl run against them under a
+// context named e2e.
+type e2eStack struct {
+	endpoint, kubeconfig, prefix, ns string
+	db                               *dynamodb.Client
+	streams                          *dynamodbstreams.Client
+	restCfg                          *rest.Config
+	dir                              string
+}
+
+const e2eCluster = "mc01"
+
+// newE2EStack skips (or fails under CI / KAA_INTEGRATION=1) without the local stack.
+func newE2EStack(t *testing.T, prefixLetter string, opts ...kubeapplier.TableOption) *e2eStack {
+	t.Helper()
+	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
+	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	if endpoint == "" || kubeconfig == "" {
+		msg := "integration test: the local stack is not running; run `make test`"
+		if testenv.Required() {
+			t.Fatal(msg + " (CI or KAA_INTEGRATION=1 forbids skipping)")
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", fmt.Sprintf("desirectl%d", rand.Int64()))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "")
+	s := &e2eStack{endpoint: endpoint, kubeconfig: kubeconfig, prefix: fmt.Sprintf("%s%d-", prefixLetter, rand.IntN(1_000_000)), dir: t.TempDir()}
+	awsCfg, err := config.LoadDefaultConfig(t.Context(), config.WithRegion("us-east-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.db = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	s.streams = dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	if _, err := kubeapplier.EnsureTables(t.Context(), s.db, s.prefix, e2eCluster, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testenv.DeleteTablesWithPrefix(t, s.db, s.prefix) })
+	s.restCfg = testenv.Kube(t)
+	s.ns = testenv.Namespace(t, s.restCfg)
+	return s
+}
+
+// run runs desirectl with args and stdin; mustRun fails the test on a non-zero exit.
+func (s *e2eStack) run(ctx context.Context, t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := newApp(strings.NewReader(stdin), &out, &errb)
+	a.getenv = func(k string) string {
+		if k == configEnv {
+			return filepath.Join(s.dir, "config.yaml")
+		}
+		return ""
+	}
+	a.pollInterval = 200 * time.Millisecond
+	code := a.run(ctx, append([]string{"--kubeconfig", s.kubeconfig}, args...))
+	t.Logf("desirectl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+	return out.String(), errb.String(), code
+}
+
+func (s *e2eStack) mustRun(ctx context.Context, t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, code := s.run(ctx, t, stdin, args...)
+	if code != 0 {
+		t.Fatalf("desirectl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// useContext points desirectl at the stack's tables.
+func (s *e2eStack) useContext(ctx context.Context, t *testing.T) {
+	s.mustRun(ctx, t, "", "config", "set-context", "e2e", "--aws-region", "us-east-1", "--endpoint-url", s.endpoint,
+		"--management-cluster", e2eCluster, "--cluster-id", "cluster-e2e", "--table-prefix", s.prefix)
+	s.mustRun(ctx, t, "", "config", "use-context", "e2e")
 }

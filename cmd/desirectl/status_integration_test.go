@@ -1,57 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-
 	"github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // TestIntegrationStatus: an elected applier writes its heartbeat on the real stack, desirectl
 // status reads it, wait --for=watermark sees a desire answered, and once the applier stops
 // the heartbeat goes stale and status exits 1.
 func TestIntegrationStatus(t *testing.T) {
-	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
-	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
-	if endpoint == "" || kubeconfig == "" {
-		msg := "integration test: the local stack is not running; run `make test`"
-		if testenv.Required() {
-			t.Fatal(msg + " (CI or KAA_INTEGRATION=1 forbids skipping)")
-		}
-		t.Skip(msg)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", fmt.Sprintf("desirectl%d", rand.Int64()))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_REGION", "")
-	prefix := fmt.Sprintf("h%d-", rand.IntN(1_000_000))
-	const mc = "mc01"
-
+	s := newE2EStack(t, "h", kubeapplier.WithStatusIndex())
+	db, streams, restCfg, ns, prefix := s.db, s.streams, s.restCfg, s.ns, s.prefix
+	const mc = e2eCluster
 	ctx := t.Context()
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	if _, err := kubeapplier.EnsureTables(ctx, db, prefix, mc, kubeapplier.WithStatusIndex()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testenv.DeleteTablesWithPrefix(t, db, prefix) })
-	restCfg := testenv.Kube(t)
-	ns := testenv.Namespace(t, restCfg)
 	applier, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: mc, TablePrefix: prefix, DynamoDB: db,
 		Streams: kubeapplier.AWSStreams{DB: db, Streams: streams}, RESTConfig: restCfg,
 		LeaderElection: true, LeaseNamespace: ns, Identity: "replica-it",
@@ -74,33 +39,12 @@ func TestIntegrationStatus(t *testing.T) {
 	}
 	defer stopApplier()
 
-	dir := t.TempDir()
 	run := func(stdin string, args ...string) (string, string, int) {
 		t.Helper()
-		var out, errb bytes.Buffer
-		a := newApp(strings.NewReader(stdin), &out, &errb)
-		a.getenv = func(k string) string {
-			if k == configEnv {
-				return filepath.Join(dir, "config.yaml")
-			}
-			return ""
-		}
-		a.pollInterval = 200 * time.Millisecond
-		code := a.run(ctx, append([]string{"--kubeconfig", kubeconfig}, args...))
-		t.Logf("desirectl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-		return out.String(), errb.String(), code
+		return s.run(ctx, t, stdin, args...)
 	}
-	mustRun := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := run(stdin, args...)
-		if code != 0 {
-			t.Fatalf("desirectl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-		}
-		return out
-	}
-	mustRun("", "config", "set-context", "e2e", "--aws-region", "us-east-1", "--endpoint-url", endpoint,
-		"--management-cluster", mc, "--cluster-id", "cluster-e2e", "--table-prefix", prefix)
-	mustRun("", "config", "use-context", "e2e")
+	mustRun := func(stdin string, args ...string) string { t.Helper(); return s.mustRun(ctx, t, stdin, args...) }
+	s.useContext(ctx, t)
 
 	// The leader writes its heartbeat as soon as it reconciles.
 	deadline := time.Now().Add(60 * time.Second)
