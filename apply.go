@@ -99,10 +99,9 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	v := Applied(live.GetGeneration(), "applied "+ref)
 	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
-	var in interner
-	v.applied.fieldsDigest = ownFieldsDigest(stampOf(live, &in), r.fieldManager)
 	if r.drift != nil {
-		v.message = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
+		// The fields digest serves only the next term's verification, which needs the watches.
+		v.message, v.applied.fieldsDigest = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
 	}
 	if r.health != nil {
 		v.ready = r.health.ofObject(d.DocumentID, target, live)

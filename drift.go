@@ -261,11 +261,12 @@ func fightDelay(n int) time.Duration {
 
 // applied records the apply of desire id (spec m) that left live on the cluster, with the
 // verdict's message (and the drift it repaired, counted and named in the message), and
-// registers the target with its shared watch. It returns the message to report.
-func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift, what interest) string {
+// registers the target with its shared watch. It returns the message to report and the
+// status's AppliedFieldsDigest.
+func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift, what interest) (string, string) {
 	acc, err := meta.Accessor(live)
 	if err != nil {
-		return message
+		return message, ""
 	}
 	ref := desireRef{KindApplyDesire, id}
 	w := dw.watches.watch(ref, t, what)
@@ -301,9 +302,9 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	if err := w.err(); err != nil {
 		// A failing watch is reported, not silently kept: until it works again every
 		// reconcile applies, and drift is seen only at the resync.
-		return fmt.Sprintf("%s; its watch fails, drift is repaired only at the resync: %v", message, err)
+		return fmt.Sprintf("%s; its watch fails, drift is repaired only at the resync: %v", message, err), rec.fieldsDigest
 	}
-	return message
+	return message, rec.fieldsDigest
 }
 
 // forget drops what is held for desire id.

@@ -707,12 +707,12 @@ func TestDriftTimesAndNoOpRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.SetResourceVersion("7")
-	noop := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
+	noop, _ := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
 	if noop != "applied ConfigMap default/cm" {
 		t.Fatalf("an apply that changed nothing reads %q, want no repair named", noop)
 	}
 	live.SetResourceVersion("8")
-	repaired := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
+	repaired, _ := f.rec.drift.applied("a1", d.Meta(), target, live, "applied ConfigMap default/cm", &drift{what: "changed", seenRV: "7"}, metadataOnly)
 	if !strings.HasSuffix(repaired, "; re-applied") {
 		t.Fatalf("a real repair reads %q, want it named", repaired)
 	}

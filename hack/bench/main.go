@@ -197,6 +197,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	runErr := b.runAndReport(ctx)
+	if runErr != nil {
+		os.Exit(1)
+	}
+}
+
+// runAndReport runs the scenarios, cleans up and writes the report whatever happened; a failed
+// run is noted in the report and returned.
+func (b *bench) runAndReport(ctx context.Context) error {
 	runErr := b.run(ctx)
 	if runErr != nil {
 		b.logf("run failed: %v", runErr)
@@ -206,7 +215,5 @@ func main() {
 	if err := b.report(); err != nil {
 		b.logf("report: %v", err)
 	}
-	if runErr != nil {
-		os.Exit(1)
-	}
+	return runErr
 }

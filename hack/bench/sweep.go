@@ -219,15 +219,7 @@ func runSweep(ctx context.Context, cfg config) error {
 		if err != nil {
 			return err
 		}
-		runErr := b.run(ctx)
-		if runErr != nil {
-			b.logf("run failed: %v", runErr)
-			b.notes = append(b.notes, "run failed: "+runErr.Error())
-		}
-		b.cleanup()
-		if err := b.report(); err != nil {
-			b.logf("report: %v", err)
-		}
+		runErr := b.runAndReport(ctx)
 		p := sweepPointOf(b)
 		p.Seconds = time.Since(t0).Seconds()
 		if runErr != nil {
