@@ -582,6 +582,10 @@ func TestDriftWatchFailureReported(t *testing.T) {
 		v = f.rec.Reconcile(ctx, d)
 		return v.Message() == "applied ConfigMap default/cm"
 	})
+	// The list that cleared the error has yet to fill the store: until the watch has synced,
+	// a reconcile applies (it cannot verify).
+	w := f.rec.drift.watches.watch(desireRef{KindApplyDesire, "a1"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, metadataOnly)
+	waitFor(t, 10*time.Second, "the watch synced", w.synced)
 	before := f.kube.appliesSoFar()
 	f.rec.Reconcile(ctx, d)
 	if n := f.kube.appliesSoFar() - before; n != 0 {
