@@ -44,6 +44,9 @@ type Applier struct {
 	reach     *reachability
 	running   atomic.Bool
 	heartbeat *heartbeat
+	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
+	// it takes is above it (term.go).
+	newestTerm atomic.Int64
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -201,8 +204,7 @@ func (a *Applier) Run(ctx context.Context) error {
 		return err
 	}
 	if !a.opts.LeaderElection {
-		a.lead(ctx, term{callTimeout: a.opts.CallTimeout})
-		return nil
+		return a.runElected(ctx)
 	}
 	a.setPhase(phaseStandby)
 	return a.runWithLeaderElection(ctx)
@@ -230,8 +232,23 @@ func (a *Applier) checkTables(ctx context.Context) error {
 // positions, then a Scan of each specs table), waits for them to sync, and reconciles. When
 // it returns, the controllers have drained, the informers have stopped and a fresh set is
 // ready for the next term.
-func (a *Applier) lead(ctx context.Context, t term) {
+//
+// It returns an error wrapping errNewerTerm when a write met a newer term: another replica
+// leads, and this one must not write on.
+func (a *Applier) lead(ctx context.Context, t term) error {
+	ctx, endTerm := context.WithCancelCause(ctx)
+	defer endTerm(nil)
+	t.lost = func(err error) {
+		if n := newerTermOf(err); n > 0 {
+			storeMax(&a.newestTerm, n)
+		}
+		endTerm(err)
+	}
+	storeMax(&a.newestTerm, t.number)
 	start := time.Now()
+	if t.start.IsZero() {
+		t.start = start
+	}
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
 	inf := a.informers.Load()
@@ -250,7 +267,7 @@ func (a *Applier) lead(ctx context.Context, t term) {
 		a.informers.Store(next)
 	}()
 	if err := inf.WaitForSync(ctx); err != nil {
-		return
+		return lostTerm(ctx)
 	}
 	synced := time.Since(start)
 	a.metrics.leaderSync.Set(synced.Seconds())
@@ -268,6 +285,25 @@ func (a *Applier) lead(ctx context.Context, t term) {
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
-	wg.Go(func() { a.heartbeat.run(ctx, t, start) })
+	wg.Go(func() { a.heartbeat.run(ctx, t, t.start) })
 	wg.Wait()
+	return lostTerm(ctx)
+}
+
+// lostTerm returns why a term's context ended when a newer term ended it, else nil.
+func lostTerm(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, errNewerTerm) {
+		return err
+	}
+	return nil
+}
+
+// storeMax raises v to n.
+func storeMax(v *atomic.Int64, n int64) {
+	for {
+		cur := v.Load()
+		if n <= cur || v.CompareAndSwap(cur, n) {
+			return
+		}
+	}
 }

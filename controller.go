@@ -228,6 +228,65 @@ func (c *controller[T]) preloadStatuses(ctx context.Context, w *statusWriter[T])
 	c.log.V(1).Info("status cache preloaded", "statuses", len(docs), "took", time.Since(start).Round(time.Millisecond).String())
 }
 
+// refreshStatuses keeps the term's status cache true to the table: once per resync period
+// (checkStatuses) it re-queues each desire whose status was deleted, put back or rewritten by
+// someone else, and each status without a spec, so a status that vanished or changed is
+// written back within one resync of its kind, and the heartbeat stops counting it answered.
+func (c *controller[T]) refreshStatuses(ctx context.Context, w *statusWriter[T], q workqueue.TypedRateLimitingInterface[string], preloaded <-chan struct{}) {
+	if w.cache == nil || c.resync <= 0 {
+		return
+	}
+	select {
+	case <-preloaded:
+	case <-ctx.Done():
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait.Jitter(c.resync, 0.1)):
+		}
+		ids, err := c.checkStatuses(ctx, w)
+		if err != nil && ctx.Err() == nil {
+			c.log.Info("checking the status cache against the table failed; next try in one resync period", "err", err.Error())
+		}
+		for _, id := range ids {
+			q.Add(id)
+		}
+	}
+}
+
+// checkStatuses reads every status document's version (one paged Scan projected on
+// documentID and version; no GetItem), drops what the table contradicts from w's cache and
+// the outcomes (heartbeat.go), and returns the desires to reconcile: those, and the statuses
+// without a spec. Idle cost: that Scan (billed by the items' full size), no write.
+func (c *controller[T]) checkStatuses(ctx context.Context, w *statusWriter[T]) ([]string, error) {
+	lister, ok := c.statusCRUD.(interface {
+		listVersions(context.Context) (map[string]int64, error)
+	})
+	if !ok || w.cache == nil {
+		return nil, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
+	versions, err := lister.listVersions(lctx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	ids := w.cache.contradicted(versions)
+	for _, id := range ids {
+		c.outcomes.forget(id)
+	}
+	ids = append(ids, c.outcomes.forgetAbsent(versions)...)
+	for id := range versions {
+		if _, err := c.lister.Get(id); IsNotFoundError(err) {
+			ids = append(ids, id) // sync deletes it once the spec is confirmed gone
+		}
+	}
+	return ids, nil
+}
+
 // sweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
 // queues every status whose spec is not cached; sync deletes it once a consistent read of the
 // specs table confirms the spec is gone. A failed listing is retried with back-off until it
@@ -273,6 +332,7 @@ func (c *controller[T]) run(ctx context.Context, t term) {
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
 	c.enqueueAll(ctx, q)
+	preload.Go(func() { c.refreshStatuses(ctx, w, q, preloaded) })
 	var wg sync.WaitGroup
 	for i := 0; i < c.workers; i++ {
 		wg.Go(func() {

@@ -14,7 +14,8 @@ import (
 // Every call to DynamoDB, DynamoDB Streams and the kube-apiserver gets a deadline
 // (Options.CallTimeout): a hung call cannot hold a reconcile, a term or a shutdown for ever.
 // These wrappers put it on whatever client Options holds, the caller's own included; the
-// cluster's wrapper also refuses mutations of a term that may be over (ErrFenced).
+// cluster's wrapper also refuses mutations of a term that may be over (errFenced) and ends
+// each within the term's expiry (term.go), so none lands after another process may lead.
 
 type deadlineDynamoDB struct {
 	api     DynamoDBAPI
@@ -80,10 +81,10 @@ type deadlineKube struct {
 }
 
 func (d deadlineKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
-	if err := termValid(ctx); err != nil {
+	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.kube.Apply(ctx, gvr, obj, fieldManager)
 }
@@ -95,10 +96,10 @@ func (d deadlineKube) Get(ctx context.Context, gvr schema.GroupVersionResource, 
 }
 
 func (d deadlineKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
-	if err := termValid(ctx); err != nil {
+	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.kube.Delete(ctx, gvr, namespace, name, uid)
 }

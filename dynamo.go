@@ -104,19 +104,28 @@ func (t *Table[T]) fence(cond expression.ConditionBuilder) expression.ConditionB
 	return cond.And(expression.Or(expression.AttributeNotExists(term), term.LessThanEqual(expression.Value(t.term))))
 }
 
-// fencedOut reports whether a failed conditional write was refused because the stored item
-// (returned with ReturnValuesOnConditionCheckFailure=ALL_OLD) belongs to a newer term.
-func (t *Table[T]) fencedOut(err error) bool {
+// fencedOut returns a *newerTermError when a failed conditional write was refused because the
+// stored item (returned with ReturnValuesOnConditionCheckFailure=ALL_OLD) belongs to a newer
+// term, else nil.
+func (t *Table[T]) fencedOut(err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if !t.fenced || !errors.As(err, &ccf) {
-		return false
+		return nil
 	}
-	n, ok := ccf.Item[attrApplierTerm].(*types.AttributeValueMemberN)
+	return newerTerm(ccf.Item, t.term)
+}
+
+// newerTerm returns a *newerTermError when item's applierTerm is newer than term, else nil.
+func newerTerm(item map[string]types.AttributeValue, term int64) error {
+	n, ok := item[attrApplierTerm].(*types.AttributeValueMemberN)
 	if !ok {
-		return false
+		return nil
 	}
 	stored, perr := strconv.ParseInt(n.Value, 10, 64)
-	return perr == nil && stored > t.term
+	if perr != nil || stored <= term {
+		return nil
+	}
+	return &newerTermError{stored: stored}
 }
 
 func (t *Table[T]) key(id string) map[string]types.AttributeValue {
@@ -181,6 +190,23 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
+// listVersions returns the version of every item (documentID to version; a paged Scan
+// projected on both, reserved documents of a status table skipped).
+func (t *Table[T]) listVersions(ctx context.Context) (map[string]int64, error) {
+	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID), expression.Name(attrVersion))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build projection: %w", err)
+	}
+	versions := map[string]int64{}
+	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
+		ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
+		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
+			versions[id.Value] = parseVersion(item)
+		}
+	})
+	return versions, err
+}
+
 // scanPageLimit caps the items of one Scan page. A 1 MB page holds ~1,000 desires anyway, so
 // DynamoDB answers with as many pages; DynamoDB Local, asked for a page without a Limit, reads
 // the rest of the table for each one: a full Scan took 0.37 s at 2,500 items and 22.6 s at
@@ -233,8 +259,8 @@ func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
 	m.UpdateTime = t.clock().UTC().Round(0)
 	cond := t.fence(expression.Name(attrVersion).Equal(expression.Value(expected)))
 	if err := t.put(ctx, d, cond); err != nil {
-		if t.fencedOut(err) {
-			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, errFenced, err)
+		if fenced := t.fencedOut(err); fenced != nil {
+			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, fenced, err)
 		}
 		if isConditionalCheckFailed(err) {
 			return zero, fmt.Errorf("replace %s in %s at version %d: %w: %w", m.DocumentID, t.name, expected, ErrPreconditionFailed, err)
@@ -281,8 +307,8 @@ func (t *Table[T]) Delete(ctx context.Context, id string) error {
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	if err != nil {
-		if t.fencedOut(err) {
-			return fmt.Errorf("delete %s from %s: %w: %w", id, t.name, errFenced, err)
+		if fenced := t.fencedOut(err); fenced != nil {
+			return fmt.Errorf("delete %s from %s: %w: %w", id, t.name, fenced, err)
 		}
 		if isConditionalCheckFailed(err) {
 			return fmt.Errorf("delete %s from %s: %w", id, t.name, ErrNotFound)

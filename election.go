@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 )
 
 // runWithLeaderElection campaigns for the Lease until ctx ends; each won campaign is one
@@ -52,12 +57,20 @@ func (a *Applier) leaseLock() (*resourcelock.LeaseLock, error) {
 }
 
 // campaign runs one leader election until the lease is lost or, after ctx ends, released. It
-// returns only once the term's in-flight reconciles and status writes have finished.
+// returns only once the term's in-flight reconciles and status writes have finished. A term
+// that cannot be taken in DynamoDB, or that meets a newer one there, gives the lease up: the
+// next campaign (or another replica) starts afresh.
 func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) error {
 	term := newLeaseTerm()
+	renewals := &renewTracker{Interface: lock}
+	// On shutdown, keep renewing the lease until the term's in-flight work has finished, and
+	// only then release it (ReleaseOnCancel): releasing at once would let a standby start
+	// reconciling while this process still applies and writes statuses.
+	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer leCancel()
 	var le *leaderelection.LeaderElector
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true, Name: a.opts.LeaseName,
+		Lock: renewals, ReleaseOnCancel: true, Name: a.opts.LeaseName,
 		LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			// le.Run does not wait for this callback; term does. Reconciling stops when the
@@ -70,12 +83,16 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 				wctx, cancel := context.WithCancel(lctx)
 				defer cancel()
 				defer context.AfterFunc(ctx, cancel)()
-				t, err := a.termOf(wctx, lock, le)
+				t, err := a.termOf(wctx, lock, le, renewals)
 				if err != nil {
-					a.opts.Log.Error(err, "reading the lease at the start of a term; giving it up")
+					a.opts.Log.Error(err, "starting a term; giving the lease up")
+					leCancel()
 					return
 				}
-				a.lead(wctx, t)
+				if err := a.lead(wctx, t); err != nil {
+					a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.number)
+					leCancel()
+				}
 			},
 			OnStoppedLeading: func() { a.opts.Log.Info("stopped leading", "identity", lock.Identity()) },
 		},
@@ -83,11 +100,6 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	// On shutdown, keep renewing the lease until the term's in-flight work has finished, and
-	// only then release it (ReleaseOnCancel): releasing at once would let a standby start
-	// reconciling while this process still applies and writes statuses.
-	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer leCancel()
 	stopRelease := context.AfterFunc(ctx, func() {
 		term.stop()
 		term.wait()
@@ -102,14 +114,14 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	return nil
 }
 
-// termOf returns the term just won: its number is the Lease's spec.leaseTransitions, which
-// client-go increments at every change of holder, so it only grows; a write is valid while a
-// write started now still lands before the lease could expire (the renew deadline's slack
-// before the lease duration, see writeMargin).
-func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector) (term, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
-	defer cancel()
-	rec, _, err := lock.Get(ctx)
+// termOf returns the term just won: its number is taken from DynamoDB (takeTerm), so it only
+// grows whatever happens to the Lease; a call is valid while one started now still ends
+// before the lease could expire (the renew deadline's slack before the lease duration, see
+// writeMargin), and none runs past the lease's earliest expiry (renewals).
+func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector, renewals *renewTracker) (term, error) {
+	rctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	rec, _, err := lock.Get(rctx)
+	cancel()
 	if err != nil {
 		return term{}, fmt.Errorf("get lease %s/%s: %w", a.opts.LeaseNamespace, a.opts.LeaseName, err)
 	}
@@ -117,12 +129,30 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 		return term{}, fmt.Errorf("lease %s/%s is held by %q, not %q", a.opts.LeaseNamespace, a.opts.LeaseName, rec.HolderIdentity, lock.Identity())
 	}
 	margin := a.writeMargin()
-	return term{
-		// +1: a term is never 0, the number of an Applier without election.
-		number:      int64(rec.LeaderTransitions) + 1,
+	t := term{
+		leader:      lock.Identity(),
 		valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil },
+		expiry:      func() time.Time { return renewals.expiry(a.opts.LeaseDuration) },
 		callTimeout: margin,
-	}, nil
+	}
+	return a.takeTerm(ctx, t)
+}
+
+// takeTerm numbers term t in DynamoDB (see term.go): the heartbeat document is put with the
+// next term, saying nothing yet of the desires, and t ends when a write meets a newer term.
+func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
+	now := a.opts.clock().UTC()
+	hb := a.heartbeat.content(term{leader: t.leader}, now)
+	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
+	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
+	hb, err := takeTerm(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load())
+	if err != nil {
+		return term{}, err
+	}
+	t.number, t.start = hb.Term, now
+	a.opts.Log.Info("took a leadership term", "term", t.number, "leader", t.leader)
+	return t, nil
 }
 
 // writeMargin is how long before the lease could expire the leader stops starting status
@@ -130,6 +160,47 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 // client-go steps down) and the lease duration (after which a standby may take over).
 func (a *Applier) writeMargin() time.Duration {
 	return min(max(a.opts.LeaseDuration-a.opts.RenewDeadline, 500*time.Millisecond), a.opts.CallTimeout)
+}
+
+// renewTracker is the applier's Lease lock, recording when the last successful write of the
+// Lease (an acquire or a renewal) started: no other process can hold the Lease until
+// LeaseDuration after that (client-go's standbys wait LeaseDuration from when they saw it
+// change, which is later).
+type renewTracker struct {
+	resourcelock.Interface
+	last atomic.Int64 // unix nanoseconds; 0: never written
+}
+
+func (r *renewTracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
+	err := r.Interface.Create(ctx, ler)
+	if err == nil {
+		r.last.Store(start.UnixNano())
+	}
+	return err
+}
+
+func (r *renewTracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
+	err := r.Interface.Update(ctx, ler)
+	if err == nil {
+		r.last.Store(start.UnixNano())
+	}
+	return err
+}
+
+// leaseSafety is kept between a call's deadline and the Lease's earliest expiry, for the
+// clocks' drift between the holder and a standby: a tenth of the lease duration.
+func leaseSafety(leaseDuration time.Duration) time.Duration { return leaseDuration / 10 }
+
+// expiry is the earliest instant another process could hold the Lease, less leaseSafety;
+// zero before the first write.
+func (r *renewTracker) expiry(leaseDuration time.Duration) time.Time {
+	last := r.last.Load()
+	if last == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, last).Add(leaseDuration - leaseSafety(leaseDuration))
 }
 
 // leaseTerm is the leadership term of one campaign: it starts at most once, never after the
@@ -171,3 +242,151 @@ func (t *leaseTerm) stop() {
 
 // wait blocks until the term has finished (or the campaign ended without one).
 func (t *leaseTerm) wait() { <-t.finished }
+
+// runElected runs the applier under an election it does not hold itself (a controller-runtime
+// manager's, which starts it on its leader only, or none): one term from Run until ctx ends,
+// numbered in DynamoDB like every term. With Options.FollowLease the term also follows the
+// manager's Lease: the heartbeat names its holder, and no status write or cluster change
+// starts once the Lease may have passed to another holder, nor runs past its expiry. A term
+// that meets a newer one writes no more: Run then waits for ctx (the manager that lost its
+// Lease stops it).
+func (a *Applier) runElected(ctx context.Context) error {
+	t := term{leader: a.opts.Identity, callTimeout: a.opts.CallTimeout}
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if a.opts.FollowLease {
+		f, err := a.followLease(ctx)
+		if err != nil {
+			a.failure.Store(&err)
+			return err
+		}
+		margin := a.writeMargin()
+		t.leader, t.callTimeout = f.holder, margin
+		t.valid = func() bool { return f.valid(margin) }
+		t.expiry = f.expiry
+		go f.run(tctx, a.opts.RetryPeriod, a.opts.CallTimeout, func(why string) {
+			a.opts.Log.Info("the followed Lease may have passed to another holder: ending the term", "lease", f.name(), "why", why)
+			cancel()
+		})
+	}
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 30 * time.Second}
+	for {
+		numbered, err := a.takeTerm(tctx, t)
+		if err == nil {
+			t = numbered
+			break
+		}
+		if tctx.Err() != nil {
+			return nil
+		}
+		delay := backoff.Step()
+		a.opts.Log.Error(err, "taking a leadership term in DynamoDB; retrying", "after", delay)
+		select {
+		case <-tctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+	if err := a.lead(tctx, t); err != nil {
+		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", t.number)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// followedLease is the Lease of the election that runs the applier, read every retry period:
+// its holder when the term began, and when that holder last renewed it.
+type followedLease struct {
+	get      func(context.Context) (*coordinationv1.Lease, error)
+	ns, nm   string
+	holder   string
+	mu       sync.Mutex
+	renew    time.Time
+	duration time.Duration
+	lost     bool
+}
+
+func (f *followedLease) name() string { return f.ns + "/" + f.nm }
+
+// followLease reads the Lease at LeaseNamespace/LeaseName; it must be held.
+func (a *Applier) followLease(ctx context.Context) (*followedLease, error) {
+	client, err := a.opts.leaderClient()
+	if err != nil {
+		return nil, fmt.Errorf("lease client: %w", err)
+	}
+	leases := client.CoordinationV1().Leases(a.opts.LeaseNamespace)
+	f := &followedLease{ns: a.opts.LeaseNamespace, nm: a.opts.LeaseName,
+		get: func(ctx context.Context) (*coordinationv1.Lease, error) {
+			return leases.Get(ctx, a.opts.LeaseName, metav1.GetOptions{})
+		}}
+	gctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
+	l, err := f.get(gctx)
+	if err != nil {
+		return nil, fmt.Errorf("FollowLease: get lease %s: %w", f.name(), err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return nil, fmt.Errorf("FollowLease: lease %s has no holder", f.name())
+	}
+	f.holder = *l.Spec.HolderIdentity
+	f.observe(l)
+	return f, nil
+}
+
+// observe records l; a Lease held by another holder than the term's is lost for good.
+func (f *followedLease) observe(l *coordinationv1.Lease) (lost bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != f.holder {
+		f.lost = true
+	}
+	if l.Spec.RenewTime != nil {
+		f.renew = l.Spec.RenewTime.Time
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		f.duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return f.lost
+}
+
+// valid reports whether a call started now ends margin before the Lease could expire.
+func (f *followedLease) valid(margin time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.lost && time.Now().Before(f.renew.Add(f.duration-margin))
+}
+
+// expiry is the Lease's earliest expiry as last read, less leaseSafety.
+func (f *followedLease) expiry() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renew.Add(f.duration - leaseSafety(f.duration))
+}
+
+// run reads the Lease every period until ctx ends or it was lost (then it calls lost once).
+// A failed read keeps the last observation, which expires by itself.
+func (f *followedLease) run(ctx context.Context, period, timeout time.Duration, lost func(why string)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		gctx, cancel := context.WithTimeout(ctx, timeout)
+		l, err := f.get(gctx)
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			lost("the Lease was deleted")
+			return
+		case err != nil:
+			continue
+		}
+		if f.observe(l) {
+			lost(fmt.Sprintf("held by %q now", ptr.Deref(l.Spec.HolderIdentity, "")))
+			return
+		}
+	}
+}

@@ -36,11 +36,13 @@ const (
 type Heartbeat struct {
 	// ManagementCluster is the management cluster served.
 	ManagementCluster string `dynamodbav:"managementCluster" json:"managementCluster"`
-	// Leader is the identity of the leading process (Options.Identity, the Lease holder).
+	// Leader is the identity of the Lease holder that leads: Options.Identity with the
+	// applier's own election, the manager's identity with Options.FollowLease.
 	Leader string `dynamodbav:"leader" json:"leader"`
 	// Version is the leader's binary version (module version and VCS revision).
 	Version string `dynamodbav:"binaryVersion" json:"binaryVersion"`
-	// Term is the leadership term (0 without leader election) and TermStart when it began.
+	// Term is the leadership term, taken here at the start of every term (it only grows: a
+	// write of an older term is refused by DynamoDB), and TermStart when it began.
 	Term      int64     `dynamodbav:"applierTerm" json:"applierTerm"`
 	TermStart time.Time `dynamodbav:"termStart" json:"termStart"`
 	// UpdateTime is when the heartbeat was written; a reader judges staleness by it.
@@ -146,7 +148,11 @@ func (h *heartbeat) observeLag(kind DesireKind, lag time.Duration) {
 
 // content returns the heartbeat of term t as of now, UpdateTime unset.
 func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
-	hb := Heartbeat{ManagementCluster: h.cluster, Leader: h.identity, Version: h.version,
+	leader := t.leader
+	if leader == "" {
+		leader = h.identity
+	}
+	hb := Heartbeat{ManagementCluster: h.cluster, Leader: leader, Version: h.version,
 		Term: t.number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -271,8 +277,13 @@ func (h *heartbeat) write(ctx context.Context, t term, hb Heartbeat) error {
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 	}
 	_, err = h.api.PutItem(ctx, in)
-	if isConditionalCheckFailed(err) {
-		return fmt.Errorf("put %s into %s at term %d: %w: %w", HeartbeatID, h.table, t.number, errFenced, err)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		fenced := newerTerm(ccf.Item, t.number)
+		if fenced == nil {
+			fenced = errNewerTerm
+		}
+		return fmt.Errorf("put %s into %s at term %d: %w: %w", HeartbeatID, h.table, t.number, fenced, err)
 	}
 	if err != nil {
 		return fmt.Errorf("put %s into %s: %w", HeartbeatID, h.table, err)
@@ -346,6 +357,21 @@ func (o *outcomes) forget(id string) {
 	o.mu.Unlock()
 }
 
+// forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
+// status table as a Scan read it): a status deleted behind the writer's back answers nothing.
+func (o *outcomes) forgetAbsent(versions map[string]int64) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var gone []string
+	for id := range o.byID {
+		if _, ok := versions[id]; !ok {
+			gone = append(gone, id)
+			delete(o.byID, id)
+		}
+	}
+	return gone
+}
+
 func (o *outcomes) clear() {
 	o.mu.Lock()
 	o.byID = nil
@@ -375,11 +401,10 @@ type tally struct {
 
 // tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
 // newest updateTime when every spec is answered, else the earliest bound an unanswered spec
-// sets. The versions of one incarnation have increasing updateTimes (each Replace stamps
-// now), so a spec whose answered version is older than its current one bounds the watermark
-// at that answered version's updateTime, and a spec with no answer for its incarnation at
-// just before its createTime (its version 1). heartbeat.content caps it further at the time
-// the stream was last read to its end.
+// sets: just before the earlier of its createTime and updateTime, or its answered version's
+// updateTime when that is earlier still. No clock is trusted to order versions (a backend
+// clock behind gives a version 2 an updateTime before version 1's). heartbeat.content caps it
+// further at the time the stream was last read to its end.
 func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
 	t := tally{counts: map[tallyKey]int{}}
 	var bound, newest time.Time
@@ -403,9 +428,17 @@ func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool))
 			continue
 		}
 		t.unanswered++
-		b := m.CreateTime.Add(-time.Nanosecond)
-		if ok && o.created.Equal(m.CreateTime) {
-			b = o.updated
+		// Just before the spec's own times: whatever the backend clocks say, an unanswered
+		// spec is never at or below the watermark (its version 2 may carry an updateTime
+		// earlier than its answered version 1's, or than its createTime).
+		b := m.UpdateTime.Add(-time.Nanosecond)
+		switch {
+		case ok && o.created.Equal(m.CreateTime):
+			if o.updated.Before(b) {
+				b = o.updated // its answered version's time (later versions are later, clocks permitting)
+			}
+		case m.CreateTime.Add(-time.Nanosecond).Before(b):
+			b = m.CreateTime.Add(-time.Nanosecond) // no version of the incarnation answered
 		}
 		if !bounded || b.Before(bound) {
 			bound, bounded = b, true

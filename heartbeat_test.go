@@ -47,6 +47,16 @@ func TestTallyDesiresWatermark(t *testing.T) {
 			recorded:  map[string]outcome{"a": ok(at(0), 4, at(0))},
 			watermark: func() *time.Time { w := at(1).Add(-time.Nanosecond); return &w }(), unanswered: 2,
 			counts: map[tallyKey]int{{"True", "False", ReasonNoErrors}: 1, pendingKey: 1}},
+		{name: "a backend clock behind: version 2 earlier than its answered version 1 stays above the watermark",
+			specs:     []*ApplyDesire{specAt("a", 2, at(0), at(4)), specAt("b", 1, at(0), at(9))},
+			recorded:  map[string]outcome{"a": ok(at(0), 1, at(6)), "b": ok(at(0), 1, at(9))},
+			watermark: func() *time.Time { w := at(4).Add(-time.Nanosecond); return &w }(), unanswered: 1,
+			counts: map[tallyKey]int{{"True", "False", ReasonNoErrors}: 2}},
+		{name: "a re-created spec whose updateTime is before its createTime (clocks): below both",
+			specs:     []*ApplyDesire{specAt("a", 1, at(5), at(2)), specAt("b", 1, at(0), at(9))},
+			recorded:  map[string]outcome{"b": ok(at(0), 1, at(9))},
+			watermark: func() *time.Time { w := at(2).Add(-time.Nanosecond); return &w }(), unanswered: 1,
+			counts: map[tallyKey]int{{"True", "False", ReasonNoErrors}: 1, pendingKey: 1}},
 		{name: "degraded and refused outcomes count as answers",
 			specs: []*ApplyDesire{specAt("a", 1, at(0), at(1)), specAt("b", 1, at(0), at(2))},
 			recorded: map[string]outcome{"a": {created: at(0), version: 1, updated: at(1), degraded: true, reason: ReasonKubeAPIError},
@@ -278,8 +288,9 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 		// The watermark comes once the stream was read to its end twice after the spec arrived.
 		return k.Successful["True/NoErrors"] == 1 && k.Unanswered == 0 && k.Watermark != nil
 	})
+	// Term 1: every term is numbered in DynamoDB, without leader election too.
 	spec := applyDesire("7b1fdb4e-decf-5d4c-a307-6718bada47d7", cmJSON("c1"))
-	if hb.Leader != "replica-a" || hb.Term != 0 || hb.ManagementCluster != offCluster || hb.Version == "" ||
+	if hb.Leader != "replica-a" || hb.Term != 1 || hb.ManagementCluster != offCluster || hb.Version == "" ||
 		hb.Kinds["ApplyDesire"].Watermark == nil || hb.Kinds["ApplyDesire"].Desires != 1 {
 		t.Fatalf("heartbeat %+v (spec updateTime %v)", hb, spec.UpdateTime)
 	}

@@ -140,6 +140,14 @@ type Options struct {
 	// controller-runtime manager runs it under the manager's own election (one Lease). The
 	// binary turns it on.
 	LeaderElection bool
+	// FollowLease, with LeaderElection off, makes the applier follow the Lease of the election
+	// that runs it, at LeaseNamespace/LeaseName (a controller-runtime manager's
+	// LeaderElectionNamespace and LeaderElectionID): the heartbeat names its holder, and no
+	// status write or cluster change starts once the Lease may have passed to another holder
+	// (the renew deadline's slack before its expiry), nor runs past its expiry. Run fails
+	// when the Lease cannot be read or has no holder. One GET of the Lease per RetryPeriod.
+	// Without it, such a term is fenced in DynamoDB only (a newer term's writes refuse its).
+	FollowLease bool
 	// LeaseNamespace and LeaseName locate the Lease. Defaults "kube-system", "kube-applier-aws".
 	LeaseNamespace, LeaseName string
 	// Identity is this process's holder identity. Default hostname + random suffix.
@@ -314,8 +322,11 @@ func (o *Options) completeKube() error {
 	if o.Kube == nil || o.mapper == nil || o.DynamicClient == nil {
 		return fmt.Errorf("%w: set RESTConfig, or DynamicClient and RESTMapper", ErrInvalidOptions)
 	}
-	if o.LeaderElection && o.RESTConfig == nil {
-		return fmt.Errorf("%w: LeaderElection needs RESTConfig", ErrInvalidOptions)
+	if (o.LeaderElection || o.FollowLease) && o.RESTConfig == nil {
+		return fmt.Errorf("%w: LeaderElection and FollowLease need RESTConfig", ErrInvalidOptions)
+	}
+	if o.LeaderElection && o.FollowLease {
+		return fmt.Errorf("%w: FollowLease is for an applier run under another election (LeaderElection off)", ErrInvalidOptions)
 	}
 	return nil
 }

@@ -85,54 +85,6 @@ type statusWriter[T Desire] struct {
 	preloaded <-chan struct{}
 }
 
-// term is a leadership term as status writers see it.
-type term struct {
-	// number grows with every change of leader (the Lease's spec.leaseTransitions); 0
-	// without leader election. Status writes are fenced by it in DynamoDB.
-	number int64
-	// valid reports whether a write started now still lands before the lease could pass to
-	// another process; nil: always (no election).
-	valid func() bool
-	// callTimeout bounds each status read or write.
-	callTimeout time.Duration
-}
-
-// termKey carries the term of a reconcile in its context, so every cluster mutation it makes
-// can check that the term is still valid (see deadlineKube).
-type termKey struct{}
-
-// withTerm returns ctx carrying t.
-func withTerm(ctx context.Context, t term) context.Context {
-	return context.WithValue(ctx, termKey{}, t)
-}
-
-// termValid returns errFenced when ctx carries a term that may be over: a leader that may have
-// lost its lease does not change the cluster any more than it writes a status.
-func termValid(ctx context.Context) error {
-	if t, ok := ctx.Value(termKey{}).(term); ok && t.valid != nil && !t.valid() {
-		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
-	}
-	return nil
-}
-
-// unelected is the term of an Applier without leader election.
-var unelected = term{callTimeout: defaultCallTimeout}
-
-// do runs one status call within the term: errFenced, without calling, when the term may be
-// over; else call under the term's call deadline.
-func (t term) do(ctx context.Context, call func(context.Context) error) error {
-	if t.valid != nil && !t.valid() {
-		return fmt.Errorf("term %d: the lease may have passed to another process: %w", t.number, errFenced)
-	}
-	timeout := t.callTimeout
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return call(cctx)
-}
-
 // delete removes the status id within the term.
 func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
 	if w.cache != nil {

@@ -150,3 +150,29 @@ func lastStatus[T Desire](ctx context.Context) func() T {
 		return d
 	}
 }
+
+// contradicted drops and returns the cached entries that versions (the status table as a Scan
+// read it: documentID to the status document's version) contradicts: a status deleted, put
+// back, or rewritten by someone else (an operator, a restored table, another applier), which
+// the cache would otherwise hide from every resync for the rest of the term. An entry written
+// while the Scan ran may be dropped too: it is read again when needed, no harm.
+func (c *statusCache[T]) contradicted(versions map[string]int64) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for id, d := range c.docs {
+		if v, ok := versions[id]; !ok || v != d.Meta().Version {
+			out = append(out, id)
+		}
+	}
+	for id := range c.absent {
+		if _, ok := versions[id]; ok {
+			out = append(out, id)
+		}
+	}
+	for _, id := range out {
+		delete(c.docs, id)
+		delete(c.absent, id)
+	}
+	return out
+}

@@ -113,3 +113,81 @@ func TestPreloadDoesNotResurrect(t *testing.T) {
 		t.Fatalf("an untouched status is not preloaded: found %v known %v", found, known)
 	}
 }
+
+// TestStatusVanishedIsWrittenBack: a status deleted or rewritten behind the term's back (an
+// operator, a restored table, another writer) is found by the periodic check, a Scan with no
+// GetItem, and written back by the next reconcile; the heartbeat stops counting it answered
+// meanwhile. With nothing changed, the check re-queues nothing.
+func TestStatusVanishedIsWrittenBack(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	for _, id := range []string{"a", "b", "c"} {
+		h.sync(t, applyDesire(id, cmJSON(id)))
+	}
+	w := h.c.writer.Load()
+	gets := h.db.Calls("GetItem")
+	if ids, err := h.c.checkStatuses(ctx, w); err != nil || len(ids) != 0 {
+		t.Fatalf("nothing changed: check re-queues %v, %v; want none", ids, err)
+	}
+	if n := h.db.Calls("GetItem") - gets; n != 0 {
+		t.Fatalf("the check read %d statuses one by one, want 0", n)
+	}
+
+	// "a" deleted, "b" rewritten by another writer.
+	if err := h.status.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.status.Get(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Status.Conditions = nil
+	if _, err := h.status.Replace(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	// Without the check a resync compares with the cache and writes nothing back.
+	if _, err := h.c.sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
+		t.Fatalf("precondition: the cache hides the deleted status (err %v)", err)
+	}
+	ids, err := h.c.checkStatuses(ctx, w)
+	if err != nil || !sameSet(ids, []string{"a", "b"}) {
+		t.Fatalf("check re-queues %v, %v; want [a b]", ids, err)
+	}
+	if tl := h.c.tally(); tl.unanswered != 2 {
+		t.Fatalf("heartbeat counts %d unanswered, want 2 (the statuses it wrote are gone or changed)", tl.unanswered)
+	}
+	for _, id := range ids {
+		if _, err := h.c.sync(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		st, err := h.status.Get(ctx, id)
+		if err != nil || condition(st, ConditionSuccessful).Status != "True" {
+			t.Fatalf("status %s after the next reconcile: %v, %v; want written back Successful", id, st, err)
+		}
+	}
+	if tl := h.c.tally(); tl.unanswered != 0 {
+		t.Fatalf("heartbeat counts %d unanswered after the rewrite, want 0", tl.unanswered)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, s := range a {
+		seen[s]++
+	}
+	for _, s := range b {
+		if seen[s] == 0 {
+			return false
+		}
+		seen[s]--
+	}
+	return true
+}

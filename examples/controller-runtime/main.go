@@ -68,7 +68,7 @@ func run(ctx context.Context, f flags) error {
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                true,
-		LeaderElectionID:              "controller-runtime-example",
+		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       f.leaseNamespace,
 		LeaderElectionReleaseOnCancel: true, // the applier's in-flight writes finish first
 		LeaseDuration:                 &f.leaseDuration,
@@ -90,6 +90,7 @@ func run(ctx context.Context, f flags) error {
 	// EMBED-BEGIN
 	applier, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: f.cluster, TablePrefix: f.tablePrefix,
 		RESTConfig: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), RESTMapper: mgr.GetRESTMapper(),
+		FollowLease: true, LeaseNamespace: f.leaseNamespace, LeaseName: leaseName, // the manager's Lease
 		Log: mgr.GetLogger().WithName("kubeapplier"), MetricsRegisterer: metrics.Registry})
 	if err == nil {
 		err = errors.Join(mgr.Add(applier), mgr.AddReadyzCheck("kubeapplier", applier.ReadyzCheck))
@@ -104,6 +105,9 @@ func run(ctx context.Context, f flags) error {
 
 // seenByAnnotation names the replica whose controller saw the ConfigMap first.
 const seenByAnnotation = "example.com/seen-by"
+
+// leaseName is the manager's LeaderElectionID: the Lease the applier follows (FollowLease).
+const leaseName = "controller-runtime-example"
 
 // seenBy is the operator's own controller: it annotates each ConfigMap once.
 type seenBy struct {

@@ -1,0 +1,239 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// TestTakeTermOnlyGrows: a term is taken in DynamoDB one above the stored one and the newest
+// met, whatever a Lease says: a Lease deleted and re-created (0 transitions) cannot give the
+// next leader a term below the one its statuses carry.
+func TestTakeTermOnlyGrows(t *testing.T) {
+	ctx := context.Background()
+	table := TableName("", "mc01", StatusTable, KindApplyDesire)
+	hbItem := func(term string) map[string]types.AttributeValue {
+		item := map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
+			"leader": &types.AttributeValueMemberS{Value: "old"}}
+		if term != "" {
+			item[attrApplierTerm] = &types.AttributeValueMemberN{Value: term}
+		}
+		return item
+	}
+	tests := []struct {
+		name    string
+		stored  map[string]types.AttributeValue // the heartbeat document; nil: none
+		floor   int64
+		want    int64
+		wantErr error
+	}{
+		{name: "first term of a table", want: 1},
+		{name: "after term 7 (any Lease: re-created, renamed, restored)", stored: hbItem("7"), want: 8},
+		{name: "a newer term was met on a status", stored: hbItem("3"), floor: 10, want: 11},
+		{name: "heartbeat of an applier that numbered no term", stored: hbItem(""), want: 1},
+		{name: "applierTerm that is no number", stored: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
+			attrApplierTerm: &types.AttributeValueMemberS{Value: "7"}}, wantErr: ErrInvalidItem},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := newMemDB()
+			if tt.stored != nil {
+				db.PutRaw(table, tt.stored)
+			}
+			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || hb.Term != tt.want {
+				t.Fatalf("took term %d, %v; want %d", hb.Term, err, tt.want)
+			}
+			stored, err := ReadHeartbeat(ctx, db, "", "mc01")
+			if err != nil || stored.Term != tt.want || stored.Leader != "pod-1" {
+				t.Fatalf("stored heartbeat %+v, %v; want term %d led by pod-1", stored, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTakeTermConcurrently: replicas taking terms at once each get a term of their own.
+func TestTakeTermConcurrently(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	table := TableName("", "mc01", StatusTable, KindApplyDesire)
+	const replicas = 4
+	var (
+		mu    sync.Mutex
+		terms = map[int64]bool{}
+		wg    sync.WaitGroup
+	)
+	for range replicas {
+		wg.Go(func() {
+			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0)
+			if err != nil {
+				return // conflicts past takeTermAttempts: tolerated, no term
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if terms[hb.Term] {
+				t.Errorf("term %d taken twice", hb.Term)
+			}
+			terms[hb.Term] = true
+		})
+	}
+	wg.Wait()
+	if len(terms) == 0 {
+		t.Fatal("no replica took a term")
+	}
+}
+
+// TestTermCallContext: no call starts in a term that may be over, and none runs past the
+// term's expiry, whatever its own timeout.
+func TestTermCallContext(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	tests := []struct {
+		name       string
+		t          term
+		timeout    time.Duration
+		wantFenced bool
+		maxLeft    time.Duration // the call's deadline at most this far ahead
+	}{
+		{name: "no lease known: the timeout", t: term{}, timeout: 10 * time.Second, maxLeft: 10 * time.Second},
+		{name: "expiry before the timeout bounds the call", t: term{expiry: func() time.Time { return now.Add(300 * time.Millisecond) }},
+			timeout: 10 * time.Second, maxLeft: 300 * time.Millisecond},
+		{name: "timeout before the expiry", t: term{expiry: func() time.Time { return now.Add(time.Hour) }},
+			timeout: time.Second, maxLeft: time.Second},
+		{name: "expired", t: term{expiry: func() time.Time { return now.Add(-time.Millisecond) }}, timeout: time.Second, wantFenced: true},
+		{name: "lease may have passed", t: term{valid: func() bool { return false }}, timeout: time.Second, wantFenced: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cctx, cancel, err := tt.t.callContext(ctx, tt.timeout)
+			if tt.wantFenced {
+				if !errors.Is(err, errFenced) {
+					t.Fatalf("err = %v, want errFenced", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cancel()
+			dl, ok := cctx.Deadline()
+			if !ok || dl.After(now.Add(tt.maxLeft).Add(50*time.Millisecond)) {
+				t.Fatalf("deadline %v ahead, want at most %v", time.Until(dl), tt.maxLeft)
+			}
+		})
+	}
+}
+
+// deadlineRecorder records the deadline of each cluster call.
+type deadlineRecorder struct {
+	KubeClient
+	deadlines []time.Time
+}
+
+func (r *deadlineRecorder) Apply(ctx context.Context, _ schema.GroupVersionResource, obj *unstructured.Unstructured, _ string) (*unstructured.Unstructured, error) {
+	dl, _ := ctx.Deadline()
+	r.deadlines = append(r.deadlines, dl)
+	return obj, nil
+}
+
+// TestClusterMutationEndsWithinTheTerm: an apply started at the last valid moment of a term
+// cannot land after the Lease expired: its deadline is the term's expiry, not the call timeout.
+func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
+	rec := &deadlineRecorder{}
+	kube := deadlineKube{kube: rec, timeout: 10 * time.Second}
+	expiry := time.Now().Add(200 * time.Millisecond)
+	ctx := withTerm(context.Background(), term{number: 3, valid: func() bool { return true }, expiry: func() time.Time { return expiry }})
+	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.deadlines) != 1 || rec.deadlines[0].After(expiry) {
+		t.Fatalf("apply deadline %v, want at most the term's expiry %v", rec.deadlines, expiry)
+	}
+}
+
+// TestNewerTermEndsTheTerm: a status write or a heartbeat that meets a newer term in DynamoDB
+// ends the writer's term, and the newest term met is known (the next term is taken above it).
+func TestNewerTermEndsTheTerm(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	table := NewTable[*ApplyDesire](db, "status")
+	table.clock = fixedClock
+	newer := table.fencedBy(5)
+	d := applyDesire("a", cmJSON("c1"))
+	if _, err := newer.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var lost []error
+	old := term{number: 3, callTimeout: time.Second, lost: func(err error) { lost = append(lost, err) }}
+	w := &statusWriter[*ApplyDesire]{crud: table.fencedBy(3), now: fixedClock, term: old}
+	_, _, err := w.write(ctx, d, Applied(1, "ok"), false)
+	if !errors.Is(err, errNewerTerm) || len(lost) != 1 || newerTermOf(lost[0]) != 5 {
+		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want errNewerTerm, the term ended having met term 5", err, lost)
+	}
+
+	// The heartbeat too.
+	now := testTime
+	h := testHeartbeat(db, &now, func() map[string]HeartbeatKind { return map[string]HeartbeatKind{} })
+	if err := h.write(ctx, term{number: 6}, Heartbeat{ManagementCluster: "mc01", Term: 6}); err != nil {
+		t.Fatal(err)
+	}
+	lost = nil
+	var last *Heartbeat
+	if h.beat(ctx, old, now, &last) || len(lost) != 1 || newerTermOf(lost[0]) != 6 {
+		t.Fatalf("heartbeat of term 3 over term 6: lost %v; want the term ended having met term 6", lost)
+	}
+
+	// A term whose Lease may have passed is not ended by it: it may renew.
+	lost = nil
+	maybe := old
+	maybe.valid = func() bool { return false }
+	if err := maybe.do(ctx, func(context.Context) error { return nil }); !errors.Is(err, errFenced) || errors.Is(err, errNewerTerm) || len(lost) != 0 {
+		t.Fatalf("invalid term: err %v, lost %v; want errFenced only, the term going on", err, lost)
+	}
+}
+
+// TestFollowedLease: under a manager's election the term follows the manager's Lease: valid
+// while its holder renews it, over once another holder has it or it was not renewed.
+func TestFollowedLease(t *testing.T) {
+	lease := func(holder string, renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
+			LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: renewed}}}
+	}
+	margin := 5 * time.Second
+	f := &followedLease{holder: "mgr-1"}
+	if f.observe(lease("mgr-1", time.Now())) || !f.valid(margin) {
+		t.Fatal("a Lease just renewed by the term's holder: want valid")
+	}
+	if e := f.expiry(); e.After(time.Now().Add(15*time.Second)) || e.Before(time.Now().Add(10*time.Second)) {
+		t.Fatalf("expiry %v ahead, want within the lease duration less its safety", time.Until(e))
+	}
+	f.observe(lease("mgr-1", time.Now().Add(-11*time.Second)))
+	if f.valid(margin) {
+		t.Fatal("a Lease not renewed for 11 s of 15: want invalid (the margin is 5 s)")
+	}
+	f.observe(lease("mgr-1", time.Now()))
+	if !f.valid(margin) {
+		t.Fatal("renewed again: want valid")
+	}
+	if !f.observe(lease("mgr-2", time.Now())) || f.valid(margin) {
+		t.Fatal("another holder: want lost for good")
+	}
+	if !f.observe(lease("mgr-1", time.Now())) || f.valid(margin) {
+		t.Fatal("a lost term does not come back")
+	}
+}
