@@ -238,9 +238,16 @@ func (a *Applier) checkTables(ctx context.Context) error {
 func (a *Applier) lead(ctx context.Context, t term) error {
 	ctx, endTerm := context.WithCancelCause(ctx)
 	defer endTerm(nil)
+	// Once a write met a newer term, no call of this term starts any more, in-flight
+	// reconciles included.
+	over, valid := new(atomic.Bool), t.valid
+	t.valid = func() bool { return !over.Load() && (valid == nil || valid()) }
 	t.lost = func(err error) {
 		if n := newerTermOf(err); n > 0 {
 			storeMax(&a.newestTerm, n)
+		}
+		if !over.Swap(true) {
+			a.opts.Log.Info("a write met a newer leadership term: ending this term", "term", t.number, "err", err.Error())
 		}
 		endTerm(err)
 	}

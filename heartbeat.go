@@ -152,6 +152,11 @@ func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 	if leader == "" {
 		leader = h.identity
 	}
+	// When the streams were last read to their end is taken before the caches are counted:
+	// a round reported meanwhile may vouch for specs the count did not see.
+	h.mu.Lock()
+	caughtUp := maps.Clone(h.caughtUp)
+	h.mu.Unlock()
 	hb := Heartbeat{ManagementCluster: h.cluster, Leader: leader, Version: h.version,
 		Term: t.number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
 	h.mu.Lock()
@@ -163,7 +168,7 @@ func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 		hb.Kinds[string(k)] = hk
 	}
 	for k, hk := range hb.Kinds {
-		hk.Watermark = capWatermark(hk.Watermark, h.caughtUp[DesireKind(k)])
+		hk.Watermark = capWatermark(hk.Watermark, caughtUp[DesireKind(k)])
 		hb.Kinds[k] = hk
 	}
 	return hb

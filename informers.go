@@ -56,6 +56,11 @@ func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table strin
 	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
 		newDesire[T](), cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: targetIndexers})
+	lw.stored = func(id string) (Desire, bool) {
+		obj, ok, err := inf.GetIndexer().GetByKey(id)
+		d, isDesire := obj.(Desire)
+		return d, ok && err == nil && isDesire
+	}
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
 }
 

@@ -46,20 +46,25 @@ import (
 //	   version's content got on the cluster, applied after that version was written;
 //	I4 an object never receives the content of a spec version older than one already applied;
 //	I5 no status write of an older term lands after a newer term wrote that status;
+//	I8 terms only grow: a term taken is above every term any write ever carried (it is taken
+//	   in DynamoDB, takeTerm, whatever happened to a Lease), under every handover;
 //	I6 at quiescence every spec has a status answering its latest version, and no status lacks
 //	   a spec.
 //
 // A failure prints the seed and the schedule. Replay one with
 // KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
-// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 200).
+// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 500).
 
 const (
 	invNamespace = "ns"
 	invObjects   = 4 // ConfigMaps o0..o3
+	// invResync is the worlds' resync period: a status deleted by someone else is noticed
+	// within one (checkStatuses), so a heartbeat may vouch for it that long (I7).
+	invResync = 40 * time.Millisecond
 )
 
 func TestInvariantsUnderFaults(t *testing.T) {
-	schedules, first := 200, int64(1)
+	schedules, first := 500, int64(1)
 	if s := os.Getenv("KAA_INVARIANT_SCHEDULES"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -131,6 +136,8 @@ type world struct {
 	stray map[string]bool
 	// heartbeats counts the heartbeats checked (I7), claims the spec versions they vouched for.
 	heartbeats, claims int
+	// newestTerm is the newest term any write carried (I8).
+	newestTerm int64
 }
 
 // instance is one applier process; each of its terms starts from a fresh List of the specs
@@ -180,8 +187,9 @@ type incarnation struct {
 	deletedAt int64
 	// landed is the logical time just after the incarnation's create returned.
 	landed int64
-	// landedAt is the wall time just after each version's write returned (I7).
-	landedAt map[int64]time.Time
+	// landedAt is the wall time just after each version's write returned, and updated its
+	// updateTime as the backend's clock stamped it (I7).
+	landedAt, updated map[int64]time.Time
 }
 
 type objectEvent struct {
@@ -201,6 +209,9 @@ type statusWrite struct {
 	reason     string
 	generation int64
 	deleted    bool
+	// external: deleted by someone else (an operator), at wall time wall.
+	external bool
+	wall     time.Time
 }
 
 var (
@@ -253,7 +264,7 @@ func (w *world) newApplier(in *instance) *Applier {
 	opts := Options{ManagementCluster: "mc01", DynamoDB: w.db, Streams: w.db,
 		Kube: cutKube{KubeClient: w.kube, cut: &in.cut}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
-		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(),
+		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
 	opts.heartbeatInterval = 2 * time.Millisecond // a heartbeat (I7) every few steps
 	a, err := New(opts)
@@ -296,7 +307,24 @@ func (w *world) grant(i int, h handover) {
 	in := w.inst[i]
 	in.endTerm() // an instance that leads again starts a new term
 	in.cut.Store(false)
-	w.term++
+	if in.a == nil {
+		in.a = w.newApplier(in)
+	}
+	// The term is taken in DynamoDB, as every term in production (I8).
+	w.mu.Lock()
+	newest := w.newestTerm
+	w.mu.Unlock()
+	numbered, err := in.a.takeTerm(context.Background(), term{leader: fmt.Sprintf("instance-%d", i)})
+	if err != nil {
+		w.t.Fatalf("seed %d: take a term: %v", w.seed, err)
+	}
+	if numbered.number <= newest {
+		w.mu.Lock()
+		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.number, newest)
+		w.mu.Unlock()
+	}
+	w.term = numbered.number
+	w.seeTerm(w.term)
 	in.number = w.term
 	w.termStart = map[string]int{}
 	for _, tbl := range []string{invApplyTable, invDeleteTable} {
@@ -308,10 +336,8 @@ func (w *world) grant(i int, h handover) {
 	in.valid.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
-	if in.a == nil {
-		in.a = w.newApplier(in)
-	}
-	t := term{number: w.term, valid: in.valid.Load, callTimeout: time.Second}
+	t := numbered
+	t.valid, t.callTimeout = in.valid.Load, time.Second
 	go func() {
 		defer close(in.done)
 		in.a.lead(ctx, t)
@@ -378,7 +404,19 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 	key := table + "|" + d.Meta().DocumentID
 	w.mu.Lock()
 	w.statuses[key] = append(w.statuses[key], sw)
+	w.seeTermLocked(sw.term)
 	w.mu.Unlock()
+}
+
+// seeTerm records that a write carried term n.
+func (w *world) seeTerm(n int64) {
+	w.mu.Lock()
+	w.seeTermLocked(n)
+	w.mu.Unlock()
+}
+
+func (w *world) seeTermLocked(n int64) {
+	w.newestTerm = max(w.newestTerm, n)
 }
 
 func (w *world) statusDeleted(table, id string) {
@@ -493,6 +531,8 @@ func (w *world) randomStep() {
 		i := w.leader()
 		w.step("instance %d cut off from the apiserver unaware: instance %d leads (term %d)", i, 1-i, w.term+1)
 		w.grant(1-i, cutOff)
+	case r < 98:
+		w.deleteStatusBehindTheApplier()
 	default:
 		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
 		// that exists: the cache drops the spec, but its status must stay.
@@ -565,14 +605,14 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	default:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(w.content(id, cur.CreateTime, cur.Version+1))}
-		w.specs.clock = time.Now
+		w.specs.clock = w.backendClock()
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
 		if err != nil {
 			w.t.Fatalf("seed %d: replace spec: %v", w.seed, err)
 		}
 		w.step("ApplyDesire %s v%d", id, stored.Version)
-		w.recordSpec(id, stored.CreateTime, stored.Version, at)
+		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
 	}
 }
 
@@ -589,7 +629,7 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
 	w.mu.Lock()
 	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, landed: w.tick(),
-		landedAt: map[int64]time.Time{1: time.Now()}})
+		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}})
 	w.mu.Unlock()
 }
 
@@ -605,7 +645,7 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 		if err == nil {
 			w.mu.Lock()
 			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick(),
-				landedAt: map[int64]time.Time{}})
+				landedAt: map[int64]time.Time{}, updated: map[int64]time.Time{}})
 			w.mu.Unlock()
 		}
 	} else if err == nil {
@@ -616,7 +656,7 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 		w.t.Fatalf("seed %d: write DeleteDesire: %v", w.seed, err)
 	}
 	w.step("DeleteDesire %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
-	w.recordSpec(id, stored.CreateTime, stored.Version, at)
+	w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
 	w.mu.Lock()
 	incs := w.incs[id]
 	if incs[len(incs)-1].target == nil {
@@ -626,7 +666,7 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 	w.mu.Unlock()
 }
 
-func (w *world) recordSpec(id string, created time.Time, version, at int64) {
+func (w *world) recordSpec(id string, created, updated time.Time, version, at int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	incs := w.incs[id]
@@ -636,6 +676,7 @@ func (w *world) recordSpec(id string, created time.Time, version, at int64) {
 	}
 	inc.versions[version] = at
 	inc.landedAt[version] = time.Now()
+	inc.updated[version] = updated
 }
 
 func (w *world) removeSpec(ctx context.Context) {
@@ -661,7 +702,7 @@ func (w *world) removeSpec(ctx context.Context) {
 }
 
 // recreate deletes an ApplyDesire and creates it again at once (the REMOVE and the INSERT may
-// merge in the workqueue), sometimes with a createTime before the old one's: clocks skew.
+// merge in the workqueue), with a backend clock right, behind or ahead.
 func (w *world) recreate(ctx context.Context) {
 	id := w.existingSpec()
 	if id == "" || id[0] != 'a' {
@@ -675,12 +716,39 @@ func (w *world) recreate(ctx context.Context) {
 	w.incs[id][len(w.incs[id])-1].deleted = true
 	w.incs[id][len(w.incs[id])-1].deletedAt = at
 	w.mu.Unlock()
-	now := time.Now()
-	if w.rng.Intn(2) == 0 {
-		now = now.Add(-time.Hour) // the backend's clock is behind
-	}
+	now := w.backendClock()()
 	w.step("spec %s deleted and created again", id)
 	w.createApply(ctx, id, now)
+}
+
+// deleteStatusBehindTheApplier deletes a status as an operator (or a restored table) would:
+// no applier wrote it, no cache was told. The applier must write it back (I6) and stop
+// vouching for it within a resync period (I7).
+func (w *world) deleteStatusBehindTheApplier() {
+	id := w.existingSpec()
+	if id == "" {
+		return
+	}
+	table := invApplyStatus
+	if id[0] == 'd' {
+		table = invDelStatus
+	}
+	if w.db.Item(table, id) == nil {
+		return
+	}
+	w.step("status %s deleted behind the applier's back", id)
+	w.mu.Lock()
+	w.db.DeleteRaw(table, id)
+	key := table + "|" + id
+	w.statuses[key] = append(w.statuses[key], statusWrite{at: w.tick(), deleted: true, external: true, wall: time.Now()})
+	w.mu.Unlock()
+}
+
+// backendClock is the clock of the backend writing the next spec: right, an hour behind or
+// an hour ahead.
+func (w *world) backendClock() func() time.Time {
+	skew := []time.Duration{0, -time.Hour, time.Hour}[w.rng.Intn(3)]
+	return func() time.Time { return time.Now().Add(skew) }
 }
 
 func (w *world) existingSpec() string {
@@ -714,8 +782,9 @@ func (w *world) check() {
 		var last statusWrite
 		for i, s := range writes {
 			if s.deleted {
-				// I6, all along: a status goes only when its spec went.
-				if !w.specAbsentBetween(id, last.at, s.at) {
+				// I6, all along: a status goes only when its spec went (or someone else
+				// deleted it).
+				if !s.external && !w.specAbsentBetween(id, last.at, s.at) {
 					w.report("I6: status %s deleted at t%d while its spec existed since t%d; its writes: %s; its specs: %s", id, s.at, last.at, w.describeWrites(id, writes), w.describeSpecs(id))
 					return
 				}
@@ -810,12 +879,17 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 				continue
 			}
 			var want int64
+			// The watermark vouches for each spec as it is now (as the leader's cache held it)
+			// when that version landed before the watermark (so before the stream was read to
+			// its end) and its updateTime is at or below it, whatever the clocks.
+			var newest int64
 			for v, at := range inc.landedAt {
 				if !at.After(*wm) && v > want {
 					want = v
 				}
+				newest = max(newest, v)
 			}
-			if want == 0 {
+			if want == 0 || want != newest || inc.updated[want].After(*wm) {
 				continue
 			}
 			w.claims++
@@ -824,10 +898,13 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 			if len(writes) > 0 {
 				last = writes[len(writes)-1]
 			}
+			if last.external && time.Since(last.wall) < 3*invResync {
+				continue // deleted behind the applier: noticed within a resync period
+			}
 			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want {
 				if w.failure == "" {
-					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s",
-						hb.Term, kind, wm.Format(time.StampMicro), id, want, inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes))
+					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
+						hb.Term, kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
 				}
 				return
 			}
@@ -925,7 +1002,19 @@ func (w *world) quiesce() {
 	for _, verb := range []string{"apply", "get", "delete"} {
 		w.kube.setErr(verb, nil)
 	}
-	w.grant(w.leader(), clean) // one leader, every other term ended
+	// One leader, every other term ended. The leader's term goes on (a status deleted behind
+	// it must be written back in its term), unless a stray REMOVE dropped a spec from its
+	// cache: only a new term's List brings that back.
+	if l := w.leader(); len(w.stray) > 0 {
+		w.grant(l, clean)
+	} else {
+		for j, in := range w.inst {
+			if j != l {
+				in.valid.Store(false)
+				in.endTerm()
+			}
+		}
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	var why string
 	for time.Now().Before(deadline) {

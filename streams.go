@@ -91,11 +91,13 @@ func (o StreamOptions) withDefaults() StreamOptions {
 // streamListWatch is the ListerWatcher of one specs table: List is a full Scan, Watch polls
 // the table's stream from positions taken before that Scan.
 type streamListWatch[T Desire] struct {
-	kind   DesireKind
-	table  string
-	db     DynamoDBAPI
-	api    StreamsAPI
-	opts   StreamOptions
+	kind  DesireKind
+	table string
+	db    DynamoDBAPI
+	api   StreamsAPI
+	opts  StreamOptions
+	// stored returns the informer cache's desire of a documentID (see streamWatcher.cached).
+	stored func(id string) (Desire, bool)
 	mu     sync.Mutex
 	starts map[string]*streamStart // by the List's resourceVersion
 }
@@ -306,6 +308,10 @@ type streamWatcher[T Desire] struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	cancel   context.CancelFunc
+	// unconfirmed are the desires delivered since the cache was last seen to hold what was
+	// delivered (nil with listUnconfirmed: every desire of the List too); see cached.
+	unconfirmed   map[string]struct{}
+	listConfirmed bool
 }
 
 func (w *streamWatcher[T]) ResultChan() <-chan watch.Event { return w.result }
@@ -361,12 +367,17 @@ func (w *streamWatcher[T]) poll(ctx context.Context) error {
 		}
 		if err == nil && !got && readable {
 			// Every open shard answered with no record: what landed before round was delivered
-			// to the reflector. Reported one empty round later, when the informer has had a
-			// poll interval to put it in its cache.
-			if !emptySince.IsZero() && lw.opts.observeCaughtUp != nil {
+			// to the reflector. Reported one empty round later, once the informer's cache holds
+			// it (cached).
+			switch {
+			case emptySince.IsZero() || lw.opts.observeCaughtUp == nil:
+				emptySince = round
+			case w.cached():
 				lw.opts.observeCaughtUp(lw.kind, emptySince)
+				emptySince = round
 			}
-			emptySince = round
+			// else: what landed before emptySince is delivered but not cached yet: asked again
+			// after the next empty round.
 		} else {
 			emptySince = time.Time{}
 		}
@@ -646,6 +657,10 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		return nil
 	}
 	w.start.latest[m.DocumentID] = w.start.latest[m.DocumentID].next(m, ev.Type == watch.Deleted)
+	if w.unconfirmed == nil {
+		w.unconfirmed = map[string]struct{}{}
+	}
+	w.unconfirmed[m.DocumentID] = struct{}{}
 	ev.Object = d
 	select {
 	case w.result <- ev:
@@ -655,6 +670,40 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	case <-ctx.Done():
 		return context.Canceled
 	}
+}
+
+// cached reports whether the informer's cache holds what this watch delivered (and what its
+// List returned): the reflector hands events to the informer, which updates its cache a
+// moment later, so a round that found the stream at its end vouches for the cache only once
+// the cache caught up (the heartbeat's watermark counts on it). Without a cache to ask
+// (lw.stored nil), true.
+func (w *streamWatcher[T]) cached() bool {
+	if w.lw.stored == nil {
+		return true
+	}
+	check := func(id string) bool {
+		want := w.start.latest[id]
+		got, ok := w.lw.stored(id)
+		if want.deleted {
+			return !ok
+		}
+		return ok && got.Meta().CreateTime.Equal(want.created) && got.Meta().Version == want.version
+	}
+	if !w.listConfirmed {
+		for id := range w.start.latest {
+			if !check(id) {
+				return false
+			}
+		}
+		w.listConfirmed = true
+	}
+	for id := range w.unconfirmed {
+		if !check(id) {
+			return false
+		}
+		delete(w.unconfirmed, id)
+	}
+	return true
 }
 
 // hasIncarnation reports whether a record's image says which incarnation it belongs to: a
