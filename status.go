@@ -381,8 +381,7 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 	}
 	s := next.StatusCommon()
 	s.Conditions = conds
-	updated, created := spec.Meta().UpdateTime, spec.Meta().CreateTime
-	s.ObservedDesireUpdateTime, s.ObservedDesireCreateTime = &updated, &created
+	s.observe(spec.Meta())
 	switch n := any(next).(type) {
 	case *ApplyDesire:
 		if v.applied != nil {

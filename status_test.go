@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -329,6 +330,63 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 			if c == nil || c.Status != tc.want {
 				t.Fatalf("Ready = %+v, want %s", c, tc.want)
 			}
+		})
+	}
+}
+
+// TestStatusEchoesSpecTimeSpellings: the status table receives the spec item's own strings for
+// observedDesireUpdateTime and observedDesireCreateTime, through the term's status cache and
+// re-writes: an unchanged verdict writes nothing more (the cached and the stored status compare
+// equal), and a writer of a new term that reads the status back does not rewrite it either.
+func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
+	cases := []struct{ name, created, updated string }{
+		{"fractional zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:00.200000Z"},
+		{"+00:00 offset", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.2+00:00"},
+		{"no fraction", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newMemDB()
+			item, err := EncodeItem(applyDesire("a", cmJSON("c1")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
+			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
+			spec := &ApplyDesire{}
+			if err := DecodeItem(item, spec); err != nil {
+				t.Fatal(err)
+			}
+			newWriter := func() *statusWriter[*ApplyDesire] {
+				st := NewTable[*ApplyDesire](db, "status")
+				st.clock = fixedClock
+				return &statusWriter[*ApplyDesire]{crud: st, now: fixedClock, term: unelected, cache: newStatusCache[*ApplyDesire]()}
+			}
+			w := newWriter()
+			if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != statusCreated {
+				t.Fatalf("first write: %v %v", res, err)
+			}
+			check := func() {
+				t.Helper()
+				st := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value
+				for attr, want := range map[string]string{"observedDesireCreateTime": tc.created, "observedDesireUpdateTime": tc.updated} {
+					if got := st[attr].(*types.AttributeValueMemberS).Value; got != want {
+						t.Errorf("stored status.%s = %q, want the spec's %q", attr, got, want)
+					}
+				}
+			}
+			check()
+			puts := db.Calls("PutItem")
+			for i, w := range []*statusWriter[*ApplyDesire]{w, newWriter()} {
+				if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != statusUnchanged {
+					t.Fatalf("re-write %d: %v %v, want unchanged", i, res, err)
+				}
+			}
+			if n := db.Calls("PutItem"); n != puts {
+				t.Fatalf("PutItem calls %d -> %d: an unchanged status was rewritten", puts, n)
+			}
+			check()
 		})
 	}
 }
