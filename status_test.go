@@ -390,3 +390,70 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable: a status with a higher version and no
+// observedDesireCreateTime (written by an earlier applier) answers either a newer version of
+// the spec or an earlier incarnation; a consistent read of the specs table settles it, not the
+// updateTimes (a re-created spec's is earlier when the backend's clock is behind). A spec the
+// table has moved past is stale whatever the status says.
+func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
+	ctx := context.Background()
+	old, recreated := testTime, testTime.Add(-time.Hour) // the re-creation's clock is behind
+	spec := func(version int64, created, updated time.Time) *ApplyDesire {
+		d := applyDesire("a", cmJSON("c1"))
+		d.Version, d.CreateTime, d.UpdateTime = version, created, updated
+		return d
+	}
+	cases := []struct {
+		name          string
+		status        *ApplyDesire // the spec the stored status answers
+		keepCreated   bool         // the stored status has observedDesireCreateTime
+		table, cached *ApplyDesire // nil table: the spec is gone
+		want          statusWriteResult
+	}{
+		{"re-created, updateTime earlier", spec(3, old, old.Add(time.Minute)), false,
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+		{"re-created, updateTime later", spec(3, old, old), false,
+			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), statusReplaced},
+		{"same incarnation, the cache lags", spec(3, old, old.Add(3*time.Second)), false,
+			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), statusStale},
+		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), statusStale},
+		{"another incarnation's status, the table moved past the cache", spec(3, old, old), true,
+			spec(2, recreated, recreated), spec(1, recreated, recreated), statusStale},
+		{"another incarnation's status, the cache is current", spec(3, old, old), true,
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newMemDB()
+			status := NewTable[*ApplyDesire](db, "status")
+			prior := statusDocument(tc.status, Applied(1, "applied earlier"), (*ApplyDesire)(nil), false, testTime)
+			if !tc.keepCreated {
+				prior.Status.ObservedDesireCreateTime = nil
+			}
+			if _, err := status.Create(ctx, prior); err != nil {
+				t.Fatal(err)
+			}
+			if tc.table != nil {
+				item, err := EncodeItem(tc.table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.PutRaw("specs", item)
+			}
+			w := &statusWriter[*ApplyDesire]{crud: status, now: fixedClock, term: unelected, specs: NewTable[*ApplyDesire](db, "specs")}
+			res, _, err := w.write(ctx, tc.cached, Applied(2, "applied now"), false)
+			if err != nil || res != tc.want {
+				t.Fatalf("write = %v, %v; want %v", res, err, tc.want)
+			}
+			got, err := status.Get(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered := condition(got, ConditionSuccessful).ObservedGeneration
+			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == statusReplaced]; answered != wantGen {
+				t.Fatalf("status answers version %d, want %d", answered, wantGen)
+			}
+		})
+	}
+}
