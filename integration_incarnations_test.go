@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Issue 21 items 4 and 6 on DynamoDB Local: incarnations told apart by stream order, and a
@@ -147,4 +148,88 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestIntegrationApplierFollowsIncarnations: the whole applier on DynamoDB Local and
+// kube-apiserver. A spec replaced in place by a new incarnation (its createTime an hour
+// earlier: the backend's clock is behind) gets its content applied and a status answering it;
+// deleted and put back unchanged, it gets its status back. Every status echoes the spec's time
+// strings byte for byte.
+func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx := t.Context()
+	statusTable := e.specs.ApplyDesireStatus()
+	specItem := func(created, updated, value string) map[string]types.AttributeValue {
+		d := applyDesire("inc", e.configMap("inc", map[string]string{"v": value}))
+		d.Version = 1
+		item, err := EncodeItem(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		item[attrCreateTime] = &types.AttributeValueMemberS{Value: created}
+		item[attrUpdateTime] = &types.AttributeValueMemberS{Value: updated}
+		return item
+	}
+	put := func(item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := e.app.opts.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.applyS.Name()), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waitAnswered waits for a Successful status whose observed times are the given strings.
+	waitAnswered := func(created, updated string) {
+		t.Helper()
+		var last map[string]types.AttributeValue
+		waitFor(t, 30*time.Second, "a status answering createTime "+created, func() bool {
+			out, err := e.app.opts.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(TableName(e.app.opts.TablePrefix, "mc01", StatusTable, KindApplyDesire)),
+				Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}, ConsistentRead: aws.Bool(true)})
+			if err != nil || len(out.Item) == 0 {
+				return false
+			}
+			last = out.Item
+			st, _ := out.Item[attrStatus].(*types.AttributeValueMemberM)
+			if st == nil {
+				return false
+			}
+			c, _ := st.Value[attrObservedDesireCreateTime].(*types.AttributeValueMemberS)
+			u, _ := st.Value[attrObservedDesireUpdateTime].(*types.AttributeValueMemberS)
+			d, err := statusTable.Get(ctx, "inc")
+			return c != nil && u != nil && c.Value == created && u.Value == updated && err == nil &&
+				condition(d, ConditionSuccessful).Status == "True"
+		}, func() string { return fmt.Sprint("last status item: ", last) })
+	}
+	waitData := func(value string) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "ConfigMap data v="+value, func() bool {
+			cm, err := e.getConfigMap("inc")
+			if err != nil {
+				return false
+			}
+			got, _, _ := unstructured.NestedString(cm.Object, "data", "v")
+			return got == value
+		})
+	}
+
+	first := specItem("2026-01-01T10:00:00.100000Z", "2026-01-01T10:00:00.100000+00:00", "1")
+	put(first)
+	waitData("1")
+	waitAnswered("2026-01-01T10:00:00.100000Z", "2026-01-01T10:00:00.100000+00:00")
+
+	// Replaced in place: a new incarnation, created an hour "earlier" by a clock behind.
+	put(specItem("2026-01-01T09:00:00.500Z", "2026-01-01T09:00:00.500Z", "2"))
+	waitData("2")
+	waitAnswered("2026-01-01T09:00:00.500Z", "2026-01-01T09:00:00.500Z")
+
+	// Deleted (the applier removes its status) and put back unchanged.
+	if _, err := e.app.opts.DynamoDB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.applyS.Name()),
+		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the status removed with its spec", func() bool {
+		_, err := statusTable.Get(ctx, "inc")
+		return IsNotFoundError(err)
+	})
+	put(specItem("2026-01-01T09:00:00.500Z", "2026-01-01T09:00:00.500Z", "2"))
+	waitAnswered("2026-01-01T09:00:00.500Z", "2026-01-01T09:00:00.500Z")
+	waitData("2")
 }
