@@ -67,6 +67,7 @@ func EncodeItem(d Desire) (map[string]types.AttributeValue, error) {
 		}
 		status.Value[attrConditions] = av
 	}
+	echoSpellings(item, d)
 	if attr, raw := d.content(); raw != nil && *raw != nil && len((*raw).Raw) > 0 {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, (*raw).Raw); err != nil {
@@ -88,6 +89,7 @@ func DecodeItem(item map[string]types.AttributeValue, d Desire) error {
 	if err := attributevalue.UnmarshalMap(item, d); err != nil {
 		return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), idOf(item), err)
 	}
+	keepSpellings(item, d)
 	status := d.StatusCommon()
 	status.Conditions = nil
 	if s, ok := item[attrStatus].(*types.AttributeValueMemberM); ok {
@@ -226,5 +228,7 @@ func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logg
 	if s, ok := item["createTime"].(*types.AttributeValueMemberS); ok {
 		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
 	}
+	m.createTimeText = keptSpelling(item[attrCreateTime], m.CreateTime)
+	m.updateTimeText = keptSpelling(item[attrUpdateTime], m.UpdateTime)
 	return d, true
 }

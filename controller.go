@@ -127,8 +127,9 @@ func (c *controller[T]) clusterOf(id string) string {
 // next term enqueues everything anyway.
 func (c *controller[T]) q() workqueue.TypedRateLimitingInterface[string] { return *c.queue.Load() }
 
-// handler enqueues adds, deletes, and updates whose UpdateTime or Version changed; relists that
-// deliver an unchanged desire are not work.
+// handler enqueues adds, deletes, and updates whose UpdateTime, Version or incarnation
+// (CreateTime: a spec replaced in place) changed; relists that deliver an unchanged desire
+// are not work.
 func (c *controller[T]) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
@@ -141,7 +142,8 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(T)
 			n, ok2 := newObj.(T)
-			if ok1 && ok2 && o.Meta().UpdateTime.Equal(n.Meta().UpdateTime) && o.Meta().Version == n.Meta().Version && o.Meta().Invalid == n.Meta().Invalid {
+			if ok1 && ok2 && o.Meta().UpdateTime.Equal(n.Meta().UpdateTime) && o.Meta().Version == n.Meta().Version &&
+				o.Meta().CreateTime.Equal(n.Meta().CreateTime) && o.Meta().Invalid == n.Meta().Invalid {
 				return
 			}
 			c.enqueueObject(newObj)

@@ -118,7 +118,7 @@ func (q *recordingQueue) Forget(string)                      { q.forgets++ }
 func (q *recordingQueue) AddAfter(_ string, d time.Duration) { q.after = d }
 
 // TestHandlerQueuesChangesOnly: the informer handler queues adds, deletes and updates whose
-// updateTime, version or decodability changed, and nothing for a relist's unchanged desire;
+// updateTime, version, incarnation (createTime) or decodability changed, and nothing for a relist's unchanged desire;
 // adds that arrive from the stream while leading are fresh (their status is created first).
 func TestHandlerQueuesChangesOnly(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
@@ -132,6 +132,8 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 	touched.UpdateTime = touched.UpdateTime.Add(time.Second)
 	broken := d.DeepCopy()
 	broken.Invalid = "bad"
+	reborn := d.DeepCopy() // replaced in place by another incarnation at the same version and updateTime
+	reborn.CreateTime = reborn.CreateTime.Add(-time.Hour)
 	handler := h.c.handler()
 	cases := []struct {
 		name  string
@@ -142,6 +144,7 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 		{"new version", func() { handler.OnUpdate(d, newer) }, 1},
 		{"new updateTime", func() { handler.OnUpdate(d, touched) }, 1},
 		{"became undecodable", func() { handler.OnUpdate(d, broken) }, 1},
+		{"another incarnation", func() { handler.OnUpdate(d, reborn) }, 1},
 		{"add from the initial list", func() { handler.OnAdd(d, true) }, 1},
 		{"delete", func() { handler.OnDelete(d) }, 1},
 		{"delete tombstone", func() { handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "a", Obj: d}) }, 1},

@@ -178,3 +178,72 @@ func TestIntegrationFollowLease(t *testing.T) {
 		t.Fatal("the status of version 1 was lost")
 	}
 }
+
+// TestIntegrationLeaseDeletedWhileDesiresChange: two replicas with leader election while the
+// Lease is deleted again and again (kubectl delete lease) and desires change: whichever
+// replica leads after each deletion takes a term above every earlier one, so statuses keep
+// following their specs within seconds, and the current leader's writes are never fenced
+// (a replaced leader's may be, once: it ends its term).
+func TestIntegrationLeaseDeletedWhileDesiresChange(t *testing.T) {
+	s := newTermStack(t)
+	kube := kubernetes.NewForConfigOrDie(s.cfg)
+	type replica struct {
+		a    *Applier
+		logs *logCapture
+	}
+	var replicas []replica
+	for _, id := range []string{"a", "b"} {
+		logs := &logCapture{}
+		a, _ := s.start(Options{LeaderElection: true, Identity: id, Log: logs.logger()})
+		replicas = append(replicas, replica{a, logs})
+	}
+	leader := func() *Applier {
+		for _, r := range replicas {
+			if r.a.Leading() {
+				return r.a
+			}
+		}
+		return nil
+	}
+	waitFor(t, 20*time.Second, "a leader", func() bool { return leader() != nil })
+	const n = 20
+	latest := map[string]int64{}
+	var terms []int64
+	for round := range 6 {
+		for i := range n {
+			id := fmt.Sprintf("d%02d", i)
+			latest[id] = s.put(id, fmt.Sprintf("r%d", round))
+		}
+		err := kube.CoordinationV1().Leases(s.ns).Delete(t.Context(), DefaultLeaseName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if hb, err := ReadHeartbeat(t.Context(), s.env.Client, s.env.Prefix, "mc01"); err == nil {
+			terms = append(terms, hb.Term)
+		}
+	}
+	start := time.Now()
+	waitFor(t, 30*time.Second, "every status answers its spec's latest version", func() bool {
+		for id, v := range latest {
+			if !s.answered(id, v)() {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("statuses followed their specs %v after the last change; heartbeat terms seen %v", time.Since(start).Round(time.Millisecond), terms)
+	for i := 1; i < len(terms); i++ {
+		if terms[i] < terms[i-1] {
+			t.Fatalf("the heartbeat's term went back: %v", terms)
+		}
+	}
+	// The replica leading now has not been fenced in its current term.
+	l := leader()
+	hb := s.heartbeat()
+	for _, r := range replicas {
+		if r.a == l && r.logs.has("fenced", fmt.Sprintf("term=%d", hb.Term)) {
+			t.Fatalf("the leader's term %d was fenced:\n%s", hb.Term, r.logs.dump())
+		}
+	}
+}

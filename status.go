@@ -149,8 +149,19 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 		if err != nil {
 			return "", err
 		}
-		if found && newerSpec(cur.StatusCommon(), spec.Meta()) {
-			return statusStale, nil
+		if found {
+			switch newerSpec(cur.StatusCommon(), spec.Meta()) {
+			case specNewer:
+				return statusStale, nil
+			case specMaybeNewer:
+				current, err := w.isCurrent(ctx, spec.Meta())
+				if err != nil {
+					return "", err
+				}
+				if !current {
+					return statusStale, nil
+				}
+			}
 		}
 		if found && otherIncarnation(cur.StatusCommon(), spec.Meta()) {
 			current, err := w.isCurrent(ctx, spec.Meta())
@@ -255,10 +266,12 @@ func otherIncarnation(s *CommonStatus, spec *DynamoDBMetadata) bool {
 	return s.ObservedDesireCreateTime != nil && !s.ObservedDesireCreateTime.Equal(spec.CreateTime)
 }
 
-// isCurrent reports whether spec's incarnation is the one the specs table holds now: a status
-// of another incarnation may have been written by a process whose cache was ahead of ours (an
-// older term that has not yet noticed it lost its lease), and must not be replaced by an
-// older incarnation. Without a specs reader the cache is taken as current.
+// isCurrent reports whether spec is what the specs table holds now, its incarnation and its
+// version: a status of another incarnation, or of a higher version written before
+// incarnations were recorded, may have been written by a process whose cache was ahead of
+// ours (an older term that has not yet noticed it lost its lease), and must not be replaced
+// by an older spec; a spec the table has moved past is stale (its newer version comes next).
+// Without a specs reader the cache is taken as current.
 func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata) (bool, error) {
 	if w.specs == nil {
 		return true, nil
@@ -275,25 +288,38 @@ func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata)
 		case err != nil:
 			return err
 		}
-		current = stored.Meta().CreateTime.Equal(spec.CreateTime)
+		current = stored.Meta().CreateTime.Equal(spec.CreateTime) && stored.Meta().Version == spec.Version
 		return nil
 	})
 	return current, err
 }
 
-// newerSpec reports whether a stored status answers a newer spec than spec: a higher version
-// of the same incarnation. A status of another incarnation (the documentID was deleted and
-// put again, restarting at version 1) is never newer: the spec in the informer's cache is the
-// newest the stream delivered, whatever the backend clocks say. Statuses written before
-// incarnations were recorded fall back to comparing updateTime.
-func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) bool {
-	if s.ObservedSpecVersion() <= spec.Version {
-		return false
+// specOrder is how the spec a stored status answers compares with a spec to write for.
+type specOrder int
+
+const (
+	specNotNewer   specOrder = iota
+	specNewer                // the status answers a higher version of the same incarnation
+	specMaybeNewer           // a higher version, of this incarnation or of an earlier one
+)
+
+// newerSpec tells whether a stored status answers a newer spec than spec: a higher version of
+// the same incarnation. A status of another incarnation (the documentID was deleted and put
+// again, restarting at version 1) is never newer: the spec in the informer's cache is the
+// newest the stream delivered. A status written before incarnations were recorded (no
+// observedDesireCreateTime) with a higher version may answer either; its updateTime cannot
+// tell (backend clocks skew: a re-created spec's may be earlier), so the caller settles it
+// with a consistent read of the specs table (isCurrent).
+func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
+	switch {
+	case s.ObservedSpecVersion() <= spec.Version:
+		return specNotNewer
+	case s.ObservedDesireCreateTime == nil:
+		return specMaybeNewer
+	case s.ObservedDesireCreateTime.Equal(spec.CreateTime):
+		return specNewer
 	}
-	if s.ObservedDesireCreateTime != nil {
-		return s.ObservedDesireCreateTime.Equal(spec.CreateTime)
-	}
-	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
+	return specNotNewer
 }
 
 // statusDocument is what the status table stores for spec under verdict v: the status
@@ -333,8 +359,7 @@ func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Tim
 	}
 	s := next.StatusCommon()
 	s.Conditions = conds
-	updated, created := spec.Meta().UpdateTime, spec.Meta().CreateTime
-	s.ObservedDesireUpdateTime, s.ObservedDesireCreateTime = &updated, &created
+	s.observe(spec.Meta())
 	switch n := any(next).(type) {
 	case *ApplyDesire:
 		if v.applied != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -328,6 +329,130 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 			c := meta.FindStatusCondition(next.Status.Conditions, ConditionReady)
 			if c == nil || c.Status != tc.want {
 				t.Fatalf("Ready = %+v, want %s", c, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatusEchoesSpecTimeSpellings: the status table receives the spec item's own strings for
+// observedDesireUpdateTime and observedDesireCreateTime, through the term's status cache and
+// re-writes: an unchanged verdict writes nothing more (the cached and the stored status compare
+// equal), and a writer of a new term that reads the status back does not rewrite it either.
+func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
+	cases := []struct{ name, created, updated string }{
+		{"fractional zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:00.200000Z"},
+		{"+00:00 offset", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.2+00:00"},
+		{"no fraction", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newMemDB()
+			item, err := EncodeItem(applyDesire("a", cmJSON("c1")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
+			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
+			spec := &ApplyDesire{}
+			if err := DecodeItem(item, spec); err != nil {
+				t.Fatal(err)
+			}
+			newWriter := func() *statusWriter[*ApplyDesire] {
+				st := NewTable[*ApplyDesire](db, "status")
+				st.clock = fixedClock
+				return &statusWriter[*ApplyDesire]{crud: st, now: fixedClock, term: unelected, cache: newStatusCache[*ApplyDesire]()}
+			}
+			w := newWriter()
+			if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != statusCreated {
+				t.Fatalf("first write: %v %v", res, err)
+			}
+			check := func() {
+				t.Helper()
+				st := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value
+				for attr, want := range map[string]string{"observedDesireCreateTime": tc.created, "observedDesireUpdateTime": tc.updated} {
+					if got := st[attr].(*types.AttributeValueMemberS).Value; got != want {
+						t.Errorf("stored status.%s = %q, want the spec's %q", attr, got, want)
+					}
+				}
+			}
+			check()
+			puts := db.Calls("PutItem")
+			for i, w := range []*statusWriter[*ApplyDesire]{w, newWriter()} {
+				if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != statusUnchanged {
+					t.Fatalf("re-write %d: %v %v, want unchanged", i, res, err)
+				}
+			}
+			if n := db.Calls("PutItem"); n != puts {
+				t.Fatalf("PutItem calls %d -> %d: an unchanged status was rewritten", puts, n)
+			}
+			check()
+		})
+	}
+}
+
+// TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable: a status with a higher version and no
+// observedDesireCreateTime (written by an earlier applier) answers either a newer version of
+// the spec or an earlier incarnation; a consistent read of the specs table settles it, not the
+// updateTimes (a re-created spec's is earlier when the backend's clock is behind). A spec the
+// table has moved past is stale whatever the status says.
+func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
+	ctx := context.Background()
+	old, recreated := testTime, testTime.Add(-time.Hour) // the re-creation's clock is behind
+	spec := func(version int64, created, updated time.Time) *ApplyDesire {
+		d := applyDesire("a", cmJSON("c1"))
+		d.Version, d.CreateTime, d.UpdateTime = version, created, updated
+		return d
+	}
+	cases := []struct {
+		name          string
+		status        *ApplyDesire // the spec the stored status answers
+		keepCreated   bool         // the stored status has observedDesireCreateTime
+		table, cached *ApplyDesire // nil table: the spec is gone
+		want          statusWriteResult
+	}{
+		{"re-created, updateTime earlier", spec(3, old, old.Add(time.Minute)), false,
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+		{"re-created, updateTime later", spec(3, old, old), false,
+			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), statusReplaced},
+		{"same incarnation, the cache lags", spec(3, old, old.Add(3*time.Second)), false,
+			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), statusStale},
+		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), statusStale},
+		{"another incarnation's status, the table moved past the cache", spec(3, old, old), true,
+			spec(2, recreated, recreated), spec(1, recreated, recreated), statusStale},
+		{"another incarnation's status, the cache is current", spec(3, old, old), true,
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newMemDB()
+			status := NewTable[*ApplyDesire](db, "status")
+			prior := statusDocument(tc.status, Applied(1, "applied earlier"), (*ApplyDesire)(nil), false, testTime)
+			if !tc.keepCreated {
+				prior.Status.ObservedDesireCreateTime = nil
+			}
+			if _, err := status.Create(ctx, prior); err != nil {
+				t.Fatal(err)
+			}
+			if tc.table != nil {
+				item, err := EncodeItem(tc.table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.PutRaw("specs", item)
+			}
+			w := &statusWriter[*ApplyDesire]{crud: status, now: fixedClock, term: unelected, specs: NewTable[*ApplyDesire](db, "specs")}
+			res, _, err := w.write(ctx, tc.cached, Applied(2, "applied now"), false)
+			if err != nil || res != tc.want {
+				t.Fatalf("write = %v, %v; want %v", res, err, tc.want)
+			}
+			got, err := status.Get(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered := condition(got, ConditionSuccessful).ObservedGeneration
+			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == statusReplaced]; answered != wantGen {
+				t.Fatalf("status answers version %d, want %d", answered, wantGen)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -70,6 +69,9 @@ type StreamOptions struct {
 	Log logr.Logger
 	// observeRelist counts watches ended for a relist (kube_applier_stream_relists_total).
 	observeRelist func(kind DesireKind)
+	// observeStamps receives, after each poll round, how many desires the watch of kind holds
+	// stamps for (tests: the bookkeeping stays bounded).
+	observeStamps func(kind DesireKind, n int)
 	// observeCaughtUp receives the start of a poll round in which every open shard of kind's
 	// stream answered with no record: every record written before it has been delivered.
 	observeCaughtUp func(kind DesireKind, at time.Time)
@@ -103,58 +105,17 @@ type streamListWatch[T Desire] struct {
 }
 
 // streamStart is where a Watch begins: the stream, every shard known when List began, and
-// the incarnation and version of every desire the List returned.
+// the incarnation and version of every desire the List returned (see incarnations.go).
 type streamStart struct {
 	arn    string
 	shards map[string]*shardState
-	latest map[string]desireStamp // by documentID
-}
-
-// desireStamp is the newest state of one desire a watch has delivered: its live incarnation
-// (the spec document's createTime) and version, or that it is deleted, and the incarnations
-// whose REMOVE the watch delivered.
-type desireStamp struct {
-	created time.Time
-	version int64
-	deleted bool
-	ended   []time.Time
-}
-
-// next returns the stamp after an event for desire m was delivered.
-func (s desireStamp) next(m *DynamoDBMetadata, deleted bool) desireStamp {
-	out := desireStamp{created: m.CreateTime, version: m.Version, deleted: deleted, ended: s.ended}
-	if deleted && !slices.ContainsFunc(s.ended, m.CreateTime.Equal) {
-		out.ended = append(slices.Clip(s.ended), m.CreateTime)
-	}
-	return out
-}
-
-// replayed reports whether an event for desire m is older than what was delivered: a record
-// of an incarnation whose REMOVE was delivered (an incarnation never comes back), of another
-// incarnation while one is live (records of a deleted and re-created spec arrive REMOVE first,
-// so another incarnation can only be an earlier one replayed), or of the live incarnation with
-// a lower version. Records replayed after a relist (positions are taken before the Scan) or
-// read again are dropped this way, so an old spec is never applied over a newer one and an old
-// REMOVE never deletes a re-created spec. (Records of an incarnation that began and ended
-// before the watch's List and that it never saw cannot be told from a new one: a relist may
-// deliver such a short-lived desire, followed by its REMOVE.)
-func (s desireStamp) replayed(m *DynamoDBMetadata) bool {
-	if slices.ContainsFunc(s.ended, m.CreateTime.Equal) {
-		return true
-	}
-	if s.deleted {
-		return false
-	}
-	if !s.created.Equal(m.CreateTime) {
-		return true
-	}
-	return m.Version < s.version
+	book   *stampBook
 }
 
 type shardState struct {
 	id, parent  string
 	iter        string // next iterator; "" until opened
-	lastSeq     string // last processed sequence number
+	lastSeq     string // last processed sequence number (the highest: records come in order)
 	fromTrim    bool   // opened at TRIM_HORIZON, so an expired iterator can reopen there
 	emptyAtList bool   // had no record when List took its LATEST iterator
 	done        bool   // drained (closed and read to the end) or covered by the Scan
@@ -236,7 +197,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	if err != nil {
 		return nil, err
 	}
-	start := &streamStart{arn: arn, shards: map[string]*shardState{}, latest: map[string]desireStamp{}}
+	start := &streamStart{arn: arn, shards: map[string]*shardState{}, book: newStampBook()}
 	for _, s := range shards {
 		if s.ShardId == nil {
 			continue // no shard to read without an ID
@@ -265,7 +226,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 		return nil, err
 	}
 	for _, d := range items {
-		start.latest[d.Meta().DocumentID] = desireStamp{}.next(d.Meta(), false)
+		start.book.listed(d.Meta())
 	}
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
@@ -530,6 +491,12 @@ func anyReadable(shards map[string]*shardState) bool {
 // pollOnce issues one GetRecords per readable shard; got reports whether any record came or a
 // shard ended, closed whether a shard was read to its end.
 func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got, closed bool, err error) {
+	defer func() {
+		w.start.book.endRound()
+		if w.lw.opts.observeStamps != nil {
+			w.lw.opts.observeStamps(w.lw.kind, w.start.book.len())
+		}
+	}()
 	for _, s := range shards {
 		if !readable(s, shards) {
 			continue
@@ -572,10 +539,17 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 			if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
 				continue // nothing to apply and no position to record
 			}
+			seq := aws.ToString(r.Dynamodb.SequenceNumber)
+			if floor := shardFloor(s, shards); floor != "" && !seqAfter(seq, floor) {
+				// Read again: the same iterator after a failed batch, or a parent's record in a
+				// child shard. It was processed already (and a deletion's tombstone is gone).
+				w.lw.opts.Log.V(1).Info("dropping a stream record read again", "table", w.lw.table, "shard", s.id, "sequenceNumber", seq)
+				continue
+			}
 			if err := w.emit(ctx, r); err != nil {
 				return got, closed, err
 			}
-			s.lastSeq = aws.ToString(r.Dynamodb.SequenceNumber)
+			s.lastSeq = seq
 			if t := r.Dynamodb.ApproximateCreationDateTime; t != nil {
 				newest = t
 			}
@@ -592,6 +566,19 @@ func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shar
 		}
 	}
 	return got, closed, nil
+}
+
+// shardFloor returns the highest sequence number processed in s or in its ancestors ("" for
+// none): a record of s at or below it was processed already. A shard's records come in
+// increasing order, and a child's after its parent's.
+func shardFloor(s *shardState, shards map[string]*shardState) string {
+	floor := s.lastSeq
+	for p, steps := shards[s.parent], 0; p != nil && steps < len(shards); p, steps = shards[p.parent], steps+1 {
+		if seqAfter(p.lastSeq, floor) {
+			floor = p.lastSeq
+		}
+	}
+	return floor
 }
 
 // open gets an iterator for a shard: after the last processed record when there is one, else
@@ -651,12 +638,27 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		return nil
 	}
 	m := d.Meta()
-	if last, known := w.start.latest[m.DocumentID]; known && last.replayed(m) && hasIncarnation(img) && (m.Invalid == "" || m.Version > 0) {
-		w.lw.opts.Log.V(1).Info("dropping a replayed stream record", "table", w.lw.table, "desire", m.DocumentID,
-			"event", string(r.EventName), "version", m.Version, "latestVersion", last.version)
-		return nil
+	seq, removed := aws.ToString(r.Dynamodb.SequenceNumber), ev.Type == watch.Deleted
+	if last, known := w.start.book.stamps[m.DocumentID]; known {
+		fate := last.fate(seq, m, hasIncarnation(img) && (m.Invalid == "" || m.Version > 0))
+		if fate == settleRecord {
+			cctx, cancel := context.WithTimeout(ctx, defaultCallTimeout)
+			current, err := w.lw.settle(cctx, m, removed)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if fate = dropRecord; current {
+				fate = deliverRecord
+			}
+		}
+		if fate == dropRecord {
+			w.lw.opts.Log.V(1).Info("dropping a stream record older than the watch's state", "table", w.lw.table, "desire", m.DocumentID,
+				"event", string(r.EventName), "version", m.Version, "latestVersion", last.version, "sequenceNumber", seq)
+			return nil
+		}
 	}
-	w.start.latest[m.DocumentID] = w.start.latest[m.DocumentID].next(m, ev.Type == watch.Deleted)
+	w.start.book.delivered(seq, m, removed)
 	if w.unconfirmed == nil {
 		w.unconfirmed = map[string]struct{}{}
 	}
@@ -682,15 +684,15 @@ func (w *streamWatcher[T]) cached() bool {
 		return true
 	}
 	check := func(id string) bool {
-		want := w.start.latest[id]
+		want, known := w.start.book.stamps[id] // a freed stamp was a deletion
 		got, ok := w.lw.stored(id)
-		if want.deleted {
+		if !known || want.deleted {
 			return !ok
 		}
 		return ok && got.Meta().CreateTime.Equal(want.created) && got.Meta().Version == want.version
 	}
 	if !w.listConfirmed {
-		for id := range w.start.latest {
+		for id := range w.start.book.stamps {
 			if !check(id) {
 				return false
 			}
@@ -707,8 +709,8 @@ func (w *streamWatcher[T]) cached() bool {
 }
 
 // hasIncarnation reports whether a record's image says which incarnation it belongs to: a
-// REMOVE with Keys only does not, and is never taken for a replay (nor is an undecodable
-// item without a version: it must be reported).
+// REMOVE with Keys only does not, and is never taken for an older record than the List's
+// (nor is an undecodable item without a version: it must be reported).
 func hasIncarnation(img map[string]types.AttributeValue) bool {
 	_, ok := img["createTime"]
 	return ok

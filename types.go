@@ -68,6 +68,10 @@ type DynamoDBMetadata struct {
 	// Invalid is set by the applier's informers when the item could not be decoded, with the
 	// reason; the controllers report it as PreCheckFailed. It is never stored.
 	Invalid string `json:"-" dynamodbav:"-"`
+	// createTimeText and updateTimeText are the item's own strings for CreateTime and
+	// UpdateTime when the codec would spell them otherwise, so statuses echo them byte for
+	// byte (see spelling.go); "" when the codec's spelling is the item's.
+	createTimeText, updateTimeText string
 }
 
 // TargetItem names one Kubernetes object by resource (GVR), namespace and name.
@@ -116,6 +120,9 @@ type CommonStatus struct {
 	// incarnations of one documentID apart (a spec deleted and put again restarts at version 1,
 	// and its updateTime may be earlier than the old one's when backend clocks skew).
 	ObservedDesireCreateTime *time.Time `json:"observedDesireCreateTime,omitempty" dynamodbav:"observedDesireCreateTime,omitempty"`
+	// observedUpdateTimeText and observedCreateTimeText are the spec item's own strings for
+	// the two times above (see spelling.go); "" when the codec's spelling is the spec's.
+	observedUpdateTimeText, observedCreateTimeText string
 }
 
 // ApplyDesireSpec asks for a server-side apply (force) of KubeContent.

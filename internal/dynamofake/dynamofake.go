@@ -14,8 +14,8 @@
 // (the identical item, or deleting an absent one) appends none, as in DynamoDB. Tests drive
 // the stream directly too: records without a table change (AppendRecord) and table changes
 // without a record (PutRaw, DeleteRaw), closed shards and children, held shards, trimming,
-// expired iterators, a replaced or disabled stream, and replayed or late records
-// (ReplayFrom, Redeliver).
+// expired iterators, a replaced or disabled stream, and records read again (same sequence
+// numbers: ReplayFrom, Redeliver).
 //
 // Faults and observation: FailNext and FailIf inject errors, Calls counts calls by method and
 // by "method:detail", CallLog lists them, IteratorCalls and RecordCalls keep the Streams

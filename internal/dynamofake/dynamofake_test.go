@@ -583,7 +583,8 @@ func TestReplayAndRedeliver(t *testing.T) {
 	for i, c := range got {
 		o := orig[i+1]
 		if aws.ToString(c.EventID) != aws.ToString(o.EventID) || !reflect.DeepEqual(c.Dynamodb.NewImage, o.Dynamodb.NewImage) ||
-			!reflect.DeepEqual(c.Dynamodb.OldImage, o.Dynamodb.OldImage) || aws.ToString(c.Dynamodb.SequenceNumber) <= removed {
+			!reflect.DeepEqual(c.Dynamodb.OldImage, o.Dynamodb.OldImage) ||
+			aws.ToString(c.Dynamodb.SequenceNumber) != aws.ToString(o.Dynamodb.SequenceNumber) || aws.ToString(c.Dynamodb.SequenceNumber) > removed {
 			t.Fatalf("copy %+v of %+v", c.Dynamodb, o.Dynamodb)
 		}
 	}
@@ -598,7 +599,8 @@ func TestReplayAndRedeliver(t *testing.T) {
 	late := db.Redeliver(arn, "c", aws.ToString(orig[0].Dynamodb.SequenceNumber))
 	child := newReader(t, db, arn, "c", streamtypes.ShardIteratorTypeTrimHorizon, "")
 	kids := child.mustNext()
-	if want := []string{"INSERT b", "INSERT a"}; !reflect.DeepEqual(ids(kids), want) || aws.ToString(kids[1].Dynamodb.SequenceNumber) != late {
+	if want := []string{"INSERT b", "INSERT a"}; !reflect.DeepEqual(ids(kids), want) || aws.ToString(kids[1].Dynamodb.SequenceNumber) != late ||
+		late != aws.ToString(orig[0].Dynamodb.SequenceNumber) {
 		t.Fatalf("child records %v %v, want %v ending with %s", ids(kids), seqs(kids), want, late)
 	}
 	if v := kids[1].Dynamodb.NewImage["version"].(*streamtypes.AttributeValueMemberN).Value; v != "1" {

@@ -181,9 +181,10 @@ func (d *DB) AppendRecordRaw(arn, shard string, r streamtypes.Record) {
 }
 
 // ReplayFrom appends to the shard (open) copies of its records from index n on (0 is its
-// first record; trimmed ones count), as a consumer sees records delivered again: the same
-// EventID, event name, keys and images, with new sequence numbers and creation times. It
-// returns the copies' sequence numbers.
+// first record; trimmed ones count), as a consumer sees records read again: the same EventID,
+// event name, keys, images and sequence number (DynamoDB Streams keeps each record once, with
+// one sequence number; a record read again has the same one). It returns the copies' sequence
+// numbers.
 func (d *DB) ReplayFrom(arn, shard string, n int) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -193,14 +194,14 @@ func (d *DB) ReplayFrom(arn, shard string, n int) []string {
 	}
 	var seqs []string
 	for _, r := range sh.records[n:len(sh.records):len(sh.records)] {
-		seqs = append(seqs, d.appendLocked(sh, r))
+		seqs = append(seqs, d.appendCopyLocked(sh, r))
 	}
 	return seqs
 }
 
 // Redeliver appends to the open shard to a copy of the stream's record with sequence number
-// seq (from any of its shards): a late or duplicated delivery, e.g. a parent's record again
-// in its child. The copy is as in ReplayFrom; its sequence number is returned.
+// seq (from any of its shards): a duplicated delivery, e.g. a parent's record again in its
+// child. The copy is as in ReplayFrom, with the same sequence number, which is returned.
 func (d *DB) Redeliver(arn, to, seq string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -208,7 +209,7 @@ func (d *DB) Redeliver(arn, to, seq string) string {
 	for _, sh := range d.streamLocked(arn).shards {
 		for _, r := range sh.records {
 			if aws.ToString(r.Dynamodb.SequenceNumber) == seq {
-				return d.appendLocked(dst, r)
+				return d.appendCopyLocked(dst, r)
 			}
 		}
 	}
@@ -383,6 +384,16 @@ func (d *DB) appendLocked(sh *shard, r streamtypes.Record) string {
 	}
 	sh.records = append(sh.records, r)
 	return seq
+}
+
+// appendCopyLocked appends r to an open shard as it is, sequence number and creation time
+// included (a record read again), and returns its sequence number.
+func (d *DB) appendCopyLocked(sh *shard, r streamtypes.Record) string {
+	if sh.endSeq != "" {
+		panic("dynamofake: append to closed shard " + sh.id)
+	}
+	sh.records = append(sh.records, r)
+	return aws.ToString(r.Dynamodb.SequenceNumber)
 }
 
 func (d *DB) newIterLocked(arn, shard string, pos int) string {
