@@ -82,8 +82,11 @@ func (s *termStack) put(id, v string) int64 {
 func (s *termStack) answered(id string, version int64) func() bool {
 	return func() bool {
 		st, err := s.status.Get(s.t.Context(), id)
+		if err != nil {
+			return false
+		}
 		c := condition(st, ConditionSuccessful)
-		return err == nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
+		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
 	}
 }
 
