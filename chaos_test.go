@@ -592,8 +592,15 @@ func (p *tcpProxy) cutOff() {
 // standby takes over. The status tables' own streams (enabled by the test) record every
 // status write with its applierTerm: after the standby's term began (the Lease's acquireTime),
 // no status written by the old term lands, and every desire converges under the new term.
+// Run with the binary (the applier's own Lease) and with two replicas of
+// examples/controller-runtime (the manager's Lease, followed with FollowLease).
 func TestChaosLeaderLosesAPIServer(t *testing.T) {
 	chaosStack(t)
+	t.Run("binary", func(t *testing.T) { leaderLosesAPIServer(t, false) })
+	t.Run("controller-runtime", func(t *testing.T) { leaderLosesAPIServer(t, true) })
+}
+
+func leaderLosesAPIServer(t *testing.T, manager bool) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
@@ -612,7 +619,13 @@ func TestChaosLeaderLosesAPIServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kube-applier-aws")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kube-applier-aws").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kube-applier-aws")
+	leaseName := "kaa-cut"
+	if manager {
+		build = exec.Command("go", "build", "-o", bin, ".")
+		build.Dir, leaseName = "examples/controller-runtime", "controller-runtime-example"
+	}
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	// a's kubeconfig points at the proxy.
@@ -638,12 +651,19 @@ func TestChaosLeaderLosesAPIServer(t *testing.T) {
 	start := func(name, kubeconfig string) *proc {
 		p := &proc{name: name, metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)), exited: make(chan error, 1), done: make(chan struct{})}
 		p.log, _ = os.Create(filepath.Join(dir, name+".log"))
-		p.cmd = exec.Command(bin, "--management-cluster=mc01", "--table-prefix="+env.Prefix, "--aws-endpoint-url="+env.Endpoint,
-			"--aws-region=us-east-1", "--kubeconfig="+kubeconfig,
-			"--leader-elect", "--leader-election-namespace="+ns, "--leader-election-id=kaa-cut",
-			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
-			"--metrics-bind-address="+p.metrics, "--health-probe-bind-address=0")
-		p.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=local", "POD_NAME="+name)
+		lease := []string{"--leader-election-namespace=" + ns, "--leader-election-lease-duration=4s",
+			"--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
+			"--metrics-bind-address=" + p.metrics, "--health-probe-bind-address=0",
+			"--management-cluster=mc01", "--table-prefix=" + env.Prefix}
+		if manager {
+			p.cmd = exec.Command(bin, append(lease, "--namespace="+ns, "--identity="+name)...)
+		} else {
+			p.cmd = exec.Command(bin, append(lease, "--aws-endpoint-url="+env.Endpoint, "--aws-region=us-east-1",
+				"--leader-elect", "--leader-election-id=kaa-cut", "--kubeconfig="+kubeconfig)...)
+		}
+		// The last of duplicate keys counts.
+		p.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=local", "POD_NAME="+name,
+			"AWS_ENDPOINT_URL="+env.Endpoint, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true", "KUBECONFIG="+kubeconfig)
 		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -661,17 +681,21 @@ func TestChaosLeaderLosesAPIServer(t *testing.T) {
 	}
 	leading := func(p *proc) bool { return p.metric("kube_applier_leader") == 1 }
 	kube, _ := kubernetes.NewForConfig(cfg)
+	// The term is the heartbeat's (taken in DynamoDB); when it began, at the latest, is when
+	// the Lease was acquired.
 	leaseTerm := func() (int64, time.Time) {
-		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "kaa-cut", metav1.GetOptions{})
-		if err != nil || l.Spec.LeaseTransitions == nil || l.Spec.AcquireTime == nil {
+		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+		hb, herr := ReadHeartbeat(ctx, env.Client, env.Prefix, "mc01")
+		if err != nil || herr != nil || l.Spec.AcquireTime == nil {
 			return 0, time.Time{}
 		}
-		return int64(*l.Spec.LeaseTransitions) + 1, l.Spec.AcquireTime.Time
+		return hb.Term, l.Spec.AcquireTime.Time
 	}
 
 	a := start("a", viaProxy)
 	waitFor(t, 30*time.Second, "a leads", func() bool { return leading(a) })
-	termA, _ := leaseTerm()
+	var termA int64
+	waitFor(t, 10*time.Second, "a's term in the heartbeat", func() bool { termA, _ = leaseTerm(); return termA > 0 })
 	b := start("b", kcPath)
 	waitFor(t, 30*time.Second, "b stands by", func() bool { return b.metric("kube_applier_leader") == 0 })
 
@@ -713,7 +737,11 @@ func TestChaosLeaderLosesAPIServer(t *testing.T) {
 	proxy.cutOff()
 	cut := time.Now()
 	waitFor(t, 30*time.Second, "b takes over", func() bool { return leading(b) })
-	termB, acquired := leaseTerm()
+	var (
+		termB    int64
+		acquired time.Time
+	)
+	waitFor(t, 10*time.Second, "b's term in the heartbeat", func() bool { termB, acquired = leaseTerm(); return termB > termA })
 	waitFor(t, 2*time.Minute, "every desire Successful at version 2 under b", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		ok, _ := successfulCount(t, status, 2)

@@ -247,7 +247,8 @@ func (t *leaseTerm) wait() { <-t.finished }
 // manager's, which starts it on its leader only, or none): one term from Run until ctx ends,
 // numbered in DynamoDB like every term. With Options.FollowLease the term also follows the
 // manager's Lease: the heartbeat names its holder, and no status write or cluster change
-// starts once the Lease may have passed to another holder, nor runs past its expiry. A term
+// starts once the Lease may have passed to another holder (a third of its duration before it
+// could expire), nor runs past its expiry. A term
 // that meets a newer one writes no more: Run then waits for ctx (the manager that lost its
 // Lease stops it).
 func (a *Applier) runElected(ctx context.Context) error {
@@ -260,9 +261,8 @@ func (a *Applier) runElected(ctx context.Context) error {
 			a.failure.Store(&err)
 			return err
 		}
-		margin := a.writeMargin()
-		t.leader, t.callTimeout = f.holder, margin
-		t.valid = func() bool { return f.valid(margin) }
+		t.leader, t.callTimeout = f.holder, f.margin()
+		t.valid = func() bool { return f.valid(f.margin()) }
 		t.expiry = f.expiry
 		go f.run(tctx, a.opts.RetryPeriod, a.opts.CallTimeout, func(why string) {
 			a.opts.Log.Info("the followed Lease may have passed to another holder: ending the term", "lease", f.name(), "why", why)
@@ -347,6 +347,15 @@ func (f *followedLease) observe(l *coordinationv1.Lease) (lost bool) {
 		f.duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
 	return f.lost
+}
+
+// margin is how long before the Lease could expire no call starts: a third of its duration
+// (the slack client-go's defaults leave between the renew deadline and the lease duration,
+// 5 s of 15), at least 500 ms; the Lease's own duration, not Options', is the manager's.
+func (f *followedLease) margin() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(f.duration/3, 500*time.Millisecond)
 }
 
 // valid reports whether a call started now ends margin before the Lease could expire.

@@ -144,7 +144,7 @@ type Options struct {
 	// that runs it, at LeaseNamespace/LeaseName (a controller-runtime manager's
 	// LeaderElectionNamespace and LeaderElectionID): the heartbeat names its holder, and no
 	// status write or cluster change starts once the Lease may have passed to another holder
-	// (the renew deadline's slack before its expiry), nor runs past its expiry. Run fails
+	// (a third of its leaseDurationSeconds before it could expire), nor runs past its expiry. Run fails
 	// when the Lease cannot be read or has no holder. One GET of the Lease per RetryPeriod.
 	// Without it, such a term is fenced in DynamoDB only (a newer term's writes refuse its).
 	FollowLease bool

@@ -17,7 +17,9 @@ import (
 	"context"
 	"errors" // EMBED
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +66,14 @@ func main() {
 }
 
 func run(ctx context.Context, f flags) error {
+	if f.leaseNamespace == "" {
+		// The manager's own default, which the applier follows (FollowLease) too.
+		ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+		if err != nil {
+			return fmt.Errorf("--leader-election-namespace is required outside a pod: %w", err)
+		}
+		f.leaseNamespace = strings.TrimSpace(string(ns))
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
