@@ -37,12 +37,8 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	v := r.apply(ctx, d, obj)
-	if isSecret(obj) {
-		// The apiserver quotes offending values in its errors.
-		v.message = newSecretScrubber(obj).scrub(v.message)
-	}
-	return v
+	// The apiserver quotes offending values in its errors.
+	return scrubVerdict(d, r.apply(ctx, d, obj))
 }
 
 // apply maps and applies one parsed object, unless its watch shows it still as applied.
