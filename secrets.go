@@ -64,12 +64,13 @@ func isSecret(obj *unstructured.Unstructured) bool {
 
 // secretScrubber removes a Secret manifest's values from messages, as a class: every value
 // of data and stringData at any depth (strings, numbers, booleans, the keys and elements of
-// nested maps and lists; a data string also base64-decoded), each in every rendering an
-// error may give it: as written, Go-quoted (%q, %#v), JSON-escaped, and escaped twice (JSON
-// inside a JSON or Go string). Values of four bytes or more are removed wherever they appear;
-// shorter ones where they stand as a word of their own, so a message stays readable without
-// revealing them. A structured-merge-diff rendering of a value
-// (`valueUnstructured{Value:…}`) is removed whole, whatever it holds.
+// nested maps and lists; a data string also base64-decoded, a string also base64-encoded as
+// stringData becomes data), each in every rendering an error may give it: as written,
+// Go-quoted (%q, %#v), JSON-escaped, and escaped twice (JSON inside a JSON or Go string).
+// Values of four bytes or more are removed wherever they appear; shorter ones where they
+// stand as a word of their own, so a message stays readable without revealing them. A
+// structured-merge-diff rendering of a value (`valueUnstructured{Value:…}`) is removed
+// whole, whatever it holds.
 type secretScrubber struct{ values []string }
 
 func newSecretScrubber(obj *unstructured.Unstructured) secretScrubber {
@@ -109,6 +110,10 @@ func collectSecretValues(v any, b64 bool, add func(string)) {
 	case nil:
 	case string:
 		add(x)
+		if len(x) >= 3 {
+			// stringData becomes data: an error about the latter quotes it base64-encoded.
+			add(base64.StdEncoding.EncodeToString([]byte(x)))
+		}
 		if b64 {
 			if dec, err := base64.StdEncoding.DecodeString(x); err == nil {
 				collectSecretValues(string(dec), false, add)

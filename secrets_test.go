@@ -35,6 +35,9 @@ func TestSecretValuesNeverReachAStatus(t *testing.T) {
 		{"a leaf of JSON inside a base64 data value (a dockerconfigjson) quoted alone", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"data":{".dockerconfigjson":"` +
 			base64.StdEncoding.EncodeToString([]byte(`{"auths":{"r.example":{"auth":"Zq7x-registry-token"}}}`)) + `"}}`,
 			apierrors.NewBadRequest(`auth "Zq7x-registry-token" for r.example is refused`), []string{"Zq7x"}, "is refused"},
+		{"stringData value quoted base64-encoded, as data", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"token":"Zq7x-string-data"}}`,
+			apierrors.NewBadRequest(`data[token]: invalid value "` + base64.StdEncoding.EncodeToString([]byte("Zq7x-string-data")) + `" refused`),
+			[]string{base64.StdEncoding.EncodeToString([]byte("Zq7x-string-data"))}, "refused"},
 		{"short value as a word", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"k":"ab1"}}`,
 			apierrors.NewBadRequest(`invalid value "ab1" for key k`), []string{`"ab1"`}, "invalid value"},
 	}
