@@ -22,8 +22,8 @@ const maxMessageBytes = 1024
 var longToken = regexp.MustCompile(`[^\s"'/:,;=(){}\[\]<>` + "`" + `]{` + fmt.Sprint(longTokenRunes+1) + `,}`)
 
 const (
-	longTokenRunes = 64 // a token longer than this is shortened
-	tokenKeepRunes = 24 // runes kept at each end of a shortened token
+	longTokenRunes = 100 // a token longer than this is shortened (a long DNS name stays whole)
+	tokenKeepRunes = 40  // runes kept at each end of a shortened token
 )
 
 // compactMessage returns s within maxMessageBytes, valid UTF-8, with long tokens shortened in
