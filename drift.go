@@ -296,10 +296,10 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		rec = &appliedRecord{target: t}
 		dw.records[id] = rec
 	}
-	if d != nil && d.what == "deleted" && rec.uid != "" && string(acc.GetUID()) == rec.uid {
-		// The watch no longer showed the object (a watch re-opened after its resource type
-		// went and came back), but the apply found the very object applied before: it was
-		// never deleted, and the message says only what was seen.
+	if d != nil && (d.what == "deleted" || d.what == "replaced") && rec.uid != "" && string(acc.GetUID()) == rec.uid {
+		// The watch no longer showed the object as applied (a watch re-opened after its
+		// resource type went and came back), but the apply found the very object applied
+		// before: it was neither deleted nor replaced, and the message says only what was seen.
 		d = nil
 	}
 	if d != nil {
