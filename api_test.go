@@ -41,6 +41,7 @@ func ExampleVerdict() {
 		kubeapplier.Refused(kubeapplier.ReasonTargetConflict, "ApplyDesire 7b1f… keeps the object"),
 		kubeapplier.Refused(kubeapplier.ReasonDriftConflict, "fields re-taken by kubectl-edit within 10s of each repair"),
 		kubeapplier.NotYet(kubeapplier.ReasonKindNotServed, "kind example.com/v1, Kind=Widget is not known to the cluster"),
+		kubeapplier.NotYet(kubeapplier.ReasonStaleFieldOwners, "managedFields entries of old-operator (Apply) at example.org/v1alpha1, which the cluster no longer serves, …"),
 		kubeapplier.Transient(kubeapplier.ReasonKubeAPIError, errors.New("etcdserver: request timed out")),
 	} {
 		c := v.Conditions(1, now)
@@ -60,6 +61,7 @@ func ExampleVerdict() {
 	// TargetConflict     Successful=False Degraded=False
 	// DriftConflict      Successful=False Degraded=False
 	// KindNotServed      Successful=False Degraded=False
+	// StaleFieldOwners   Successful=False Degraded=False
 	// KubeAPIError       Successful=False Degraded=True
 	// true true true
 }
@@ -370,4 +372,30 @@ func exportedNames(d ast.Decl) []string {
 		}
 	}
 	return out
+}
+
+// TestReplaceManagedFieldsFromOutside: DynamicKube.ReplaceManagedFields replaces an object's
+// managedFields only while its resourceVersion is the one given (a JSON patch with a test).
+func TestReplaceManagedFieldsFromOutside(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "namespace": "n", "resourceVersion": "5"}}}
+	cm.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "old", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1alpha1"},
+		{Manager: "kaa", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}})
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), cm)
+	kube := kubeapplier.DynamicKube{Client: client}
+	keep := []metav1.ManagedFieldsEntry{{Manager: "kaa", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}}
+	if err := kube.ReplaceManagedFields(context.Background(), gvr, "n", "c", "4", keep); err == nil {
+		t.Fatal("replaced under a stale resourceVersion")
+	}
+	if err := kube.ReplaceManagedFields(context.Background(), gvr, "n", "c", "5", keep); err != nil {
+		t.Fatal(err)
+	}
+	live, err := kube.Get(context.Background(), gvr, "n", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := live.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kaa" {
+		t.Fatalf("managedFields = %+v, want only kaa's", mf)
+	}
 }

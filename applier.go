@@ -123,7 +123,9 @@ func (a *Applier) newInformers() (*KubeApplierInformers, error) {
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.handler())
 	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.handler())
-	return inf, errors.Join(err1, err2, err3)
+	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
+	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(deleteRivalHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.enqueue))
+	return inf, errors.Join(err1, err2, err3, err4)
 }
 
 // termLister reads the cache of the current term's informer of one kind.
@@ -139,7 +141,9 @@ func (l termLister[T]) List() []T                { return l.pick(l.a.informers.L
 type termConflicts struct{ a *Applier }
 
 func (c termConflicts) current() objectConflicts {
-	return objectConflicts{indexer: c.a.informers.Load().ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster}
+	inf := c.a.informers.Load()
+	return objectConflicts{indexer: inf.ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster,
+		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.opts.mapper}
 }
 
 func (c termConflicts) check(d Desire) (Verdict, bool, string) { return c.current().check(d) }

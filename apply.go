@@ -27,6 +27,9 @@ type applyReconciler struct {
 // force as fieldManager. Its verdicts: Applied; Refused(PreCheckFailed) for a bad manifest;
 // NotYet(KindNotServed) for a kind the cluster does not serve yet; Refused(KubeAPIError) for
 // an apiserver refusal (4xx); Transient(KubeAPIError) for 5xx, 429, timeouts and conflicts.
+// An apply refused for managedFields entries at a version the CRD no longer serves removes
+// those entries (when kube has ReplaceManagedFields, as DynamicKube does) and applies again;
+// else NotYet(StaleFieldOwners) names the version and the managers.
 func NewApplyReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, fieldManager string) Reconciler[*ApplyDesire] {
 	return &applyReconciler{kube: kube, mapper: mapper, fieldManager: fieldManager}
 }
@@ -37,12 +40,8 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	v := r.apply(ctx, d, obj)
-	if isSecret(obj) {
-		// The apiserver quotes offending values in its errors.
-		v.message = newSecretScrubber(obj).scrub(v.message)
-	}
-	return v
+	// The apiserver quotes offending values in its errors.
+	return scrubVerdict(d, r.apply(ctx, d, obj))
 }
 
 // apply maps and applies one parsed object, unless its watch shows it still as applied.
@@ -87,7 +86,12 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 		}
 		repair = dec.drift
 	}
-	live, err := r.kube.Apply(ctx, mapping.Resource, obj, r.fieldManager)
+	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
+	if stale != nil {
+		// Neither the desire's fault nor the applier's: retried with back-off, never taken
+		// for a bad manifest.
+		return NotYet(ReasonStaleFieldOwners, fmt.Sprintf("server-side apply of %s failed: %v (the apiserver said: %v)", ref, stale, err))
+	}
 	if resourceNotServed(err) {
 		// The kind went away (its CRD deleted) since discovery said otherwise: refresh it, and
 		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
@@ -97,7 +101,7 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
-	v := Applied(live.GetGeneration(), "applied "+ref)
+	v := Applied(live.GetGeneration(), "applied "+ref+note)
 	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -20,7 +21,8 @@ import (
 // targetIndex is the informers' index of ApplyDesires by the object they apply.
 const targetIndex = "target"
 
-// targetIndexers indexes ApplyDesires by objectKey; other kinds are not indexed.
+// targetIndexers indexes ApplyDesires by objectKey, and Apply and Delete desires by their
+// object's family (see deleteconflicts.go); ReadDesires are not indexed.
 var targetIndexers = cache.Indexers{targetIndex: func(obj any) ([]string, error) {
 	if d, ok := obj.(*ApplyDesire); ok {
 		if k := d.objectKey(); k != "" {
@@ -28,7 +30,7 @@ var targetIndexers = cache.Indexers{targetIndex: func(obj any) ([]string, error)
 		}
 	}
 	return nil, nil
-}}
+}, familyIndex: indexFamily}
 
 // objectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
 // any version. "" when the content does not name one (it is refused anyway).
@@ -124,11 +126,15 @@ func objectName(d *ApplyDesire) string {
 	return parts[1] + " " + objectRef(parts[2], parts[3])
 }
 
-// objectConflicts is the controller's view of the rule for ApplyDesires of cluster, over the
-// informer's index.
+// objectConflicts is the controller's view of the rules for ApplyDesires of cluster, over the
+// informers' indexes.
 type objectConflicts struct {
 	indexer cache.Indexer
 	cluster string
+	// deletes is the DeleteDesire informer's index (nil: no DeleteDesire is a rival); mapper
+	// maps an ApplyDesire's kind to the resource DeleteDesires name.
+	deletes cache.Indexer
+	mapper  meta.ResettableRESTMapper
 }
 
 // rivals returns the other ApplyDesires of this management cluster that target d's object and
@@ -149,6 +155,10 @@ func (c objectConflicts) check(d Desire) (Verdict, bool, string) {
 	ad, ok := d.(*ApplyDesire)
 	if !ok {
 		return Verdict{}, false, ""
+	}
+	if dels := deleteRivals(c.deletes, c.mapper, c.cluster, ad); len(dels) > 0 {
+		// A DeleteDesire wins while it exists (deleteconflicts.go).
+		return deleteConflictVerdict(ad, dels), true, ""
 	}
 	rivals := c.rivals(ad)
 	if v, refused := conflictVerdict(ad, rivals); refused {

@@ -483,7 +483,8 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	}
 	if c.conflicts == nil {
-		return c.reconciler.Reconcile(ctx, d)
+		// Whichever reconciler judged (a wrapper too), no Secret value leaves the cluster.
+		return scrubVerdict(d, c.reconciler.Reconcile(ctx, d))
 	}
 	refusal, refused, note := c.conflicts.check(d)
 	if refused {
@@ -494,7 +495,7 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		}
 		return refusal
 	}
-	v := c.reconciler.Reconcile(ctx, d)
+	v := scrubVerdict(d, c.reconciler.Reconcile(ctx, d))
 	if v.decided && note != "" && !strings.HasSuffix(v.message, note) {
 		// (A message verified from the last status may carry the note already.)
 		v.message += note

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,4 +103,18 @@ func (d deadlineKube) Delete(ctx context.Context, gvr schema.GroupVersionResourc
 	}
 	defer cancel()
 	return d.kube.Delete(ctx, gvr, namespace, name, uid)
+}
+
+// ReplaceManagedFields passes the call to the wrapped client when it has the method.
+func (d deadlineKube) ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error {
+	ed, ok := d.kube.(managedFieldsEditor)
+	if !ok {
+		return errNoManagedFieldsEditor
+	}
+	if err := termValid(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	return ed.ReplaceManagedFields(ctx, gvr, namespace, name, resourceVersion, fields)
 }

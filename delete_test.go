@@ -58,6 +58,18 @@ func TestDeleteController(t *testing.T) {
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "deployments.apps is not served at version v1beta1 but at v1: the object may well exist"},
 		{name: "typo in a served built-in group", target: TargetItem{Version: "v1", Resource: "configmapz", Namespace: "default", Name: "c1"},
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `serves API group "core" but no resource "configmapz" in it (a typo?)`},
+		// Subresources and unknown resources of a served group are never called gone.
+		{name: "subresource of a CRD", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/status", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `"gadgets/status" names a subresource: a target is a whole object; name its resource "gadgets"`},
+		{name: "scale subresource of a CRD", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/scale", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "names a subresource"},
+		{name: "built-in subresource", target: TargetItem{Group: "apps", Version: "v1", Resource: "deployments/scale", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "names a subresource"},
+		{name: "typo in a served CRD group", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgetz", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantRequeue: lookBackoff,
+			wantMsg: `serves API group "crd.example.net" but no resource "gadgetz" in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves gadgets`},
+		{name: "typo in a served built-in group names what it serves", target: TargetItem{Group: "apps", Version: "v1", Resource: "deploymentz", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `no resource "deploymentz" in it (a typo?); it serves deployments`},
 		{name: "unknown resource while discovery is incomplete", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
 			failingDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: lookBackoff},
 		{name: "unknown resource without discovery", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
@@ -83,7 +95,7 @@ func TestDeleteController(t *testing.T) {
 			if tc.noDiscovery {
 				disc = nil
 			}
-			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), disc))
+			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, withGadgets(newMapper()), disc))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {

@@ -21,6 +21,13 @@ const (
 	// 1 s, 2 s, 4 s, ... up to 5 min between repairs while the other writer keeps reverting.
 	fightBackoff    = time.Second
 	fightBackoffCap = 5 * time.Minute
+	// slowFightWindow and slowFightRepairs: a writer slower than fightWindow that undoes
+	// every repair (an HPA every 15-30 s) is a slow fight once slowFightRepairs repairs in a
+	// row each came within slowFightWindow of the one before, undoing the same manager's
+	// change. Each repair leaves the object as applied (Successful=True is what was observed),
+	// and the message says the fight goes on: who, how many repairs, since when.
+	slowFightWindow  = 10 * time.Minute
+	slowFightRepairs = 3
 	// reapplyPeriod: an object verified from metadata for this long is applied again anyway.
 	// Metadata shows most drift, not all: an apply under our own field-manager name with other
 	// values leaves our entry's field set, every other entry and (on most kinds) the
@@ -63,6 +70,10 @@ type appliedRecord struct {
 	counted    bool // the drift after lastRepair was counted as a fight
 	fights     int
 	holdUntil  time.Time
+	// The slow fight: repairs in a row of the same writers' changes, each within
+	// slowFightWindow of the one before, and when the first of them was.
+	slowRepairs int
+	slowSince   time.Time
 }
 
 // specIdentity names one version of one incarnation of a spec document.
@@ -243,7 +254,7 @@ func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) 
 		return false
 	}
 	for _, f := range st.fields {
-		if !(f.manager == fieldManager && f.apply) && f.time >= mine.time {
+		if f.subresource == "" && !(f.manager == fieldManager && f.apply) && f.time >= mine.time {
 			return false
 		}
 	}
@@ -278,18 +289,34 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		// subresource such as /scale, defaults written into a spec) touched nothing of ours.
 		d = nil
 	}
-	if d != nil {
-		message += "; " + d.describe() + "; re-applied"
-		if dw.repaired != nil {
-			dw.repaired(t.Group, t.Resource)
-		}
-	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
 	rec := dw.records[id]
 	if rec == nil || rec.target != t {
 		rec = &appliedRecord{target: t}
 		dw.records[id] = rec
+	}
+	if d != nil && (d.what == "deleted" || d.what == "replaced") && rec.uid != "" && string(acc.GetUID()) == rec.uid {
+		// The watch no longer showed the object as applied (a watch re-opened after its
+		// resource type went and came back), but the apply found the very object applied
+		// before: it was neither deleted nor replaced, and the message says only what was seen.
+		d = nil
+	}
+	if d != nil {
+		message += "; " + d.describe() + "; re-applied"
+		if dw.repaired != nil {
+			dw.repaired(t.Group, t.Resource)
+		}
+		switch {
+		case !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < slowFightWindow && overlap(rec.lastBy, d.managers):
+			rec.slowRepairs++
+		default:
+			rec.slowRepairs, rec.slowSince = 1, now
+		}
+		if rec.slowRepairs >= slowFightRepairs {
+			message += fmt.Sprintf(" (a slow fight: repair %d in a row since %s, each within %s of the last, of a change by the same writer; "+
+				"stop the other writer or remove the fields from kubeContent)", rec.slowRepairs, rec.slowSince.UTC().Format(time.RFC3339), slowFightWindow)
+		}
 	}
 	rec.spec = identityOf(m)
 	rec.stamp = stampOf(acc, &w.strings)
@@ -343,14 +370,14 @@ func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now
 	}
 	d := &drift{what: "changed"}
 	for _, f := range st.fields {
-		if f.manager == fieldManager && f.apply {
+		if f.manager == fieldManager && f.apply && f.subresource == "" {
 			continue
 		}
-		old, ok := applied.entry(f.manager, f.apply)
+		old, ok := applied.entryOf(f.manager, f.subresource, f.apply)
 		if ok && old.digest == f.digest && old.time == f.time {
 			continue
 		}
-		d.managers = append(d.managers, f.manager)
+		d.managers = append(d.managers, f.who())
 		if w := f.when(); w.After(d.at) {
 			d.at = w
 		}

@@ -307,6 +307,7 @@ func TestDetectDrift(t *testing.T) {
 	editB := managed("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "", `{"f:data":{"f:b":{}}}`, 1764583200)
 	labels := managed("labeler", metav1.ManagedFieldsOperationApply, "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`, 200)
 	status := managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{}}`, 200)
+	scale := managed("hpa", metav1.ManagedFieldsOperationUpdate, "scale", `{"f:spec":{"f:replicas":{}}}`, 1764583200)
 	applied := meta("10", 1, "u", ours)
 	cases := []struct {
 		name     string
@@ -324,6 +325,7 @@ func TestDetectDrift(t *testing.T) {
 		{"a generation we did not cause", meta("15", 2, "u", ours), true, "changed", ""},
 		{"our entry gone (managedFields reset)", meta("16", 1, "u"), true, "changed", ""},
 		{"the watch has not seen our apply yet", meta("9", 0, "u", oursLess, editB), true, "", ""},
+		{"a writer through /scale (an HPA), named with its subresource", meta("17", 2, "u", ours, scale), true, "changed", "hpa (through /scale)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -336,7 +338,7 @@ func TestDetectDrift(t *testing.T) {
 			case d != nil && (d.what != tc.want || strings.Join(d.managers, ",") != tc.managers):
 				t.Fatalf("drift %s by %v, want %s by %q", d.what, d.managers, tc.want, tc.managers)
 			}
-			if d != nil && tc.managers != "" && !strings.Contains(d.describe(), "changed by kubectl-edit at 2025-12-01T10:00:00Z") {
+			if d != nil && tc.managers != "" && !strings.Contains(d.describe(), "changed by "+tc.managers+" at 2025-12-01T10:00:00Z") {
 				t.Fatalf("describe = %q: the manager and its entry's time", d.describe())
 			}
 		})
@@ -723,5 +725,86 @@ func TestDriftTimesAndNoOpRepairs(t *testing.T) {
 	var repairs dto.Metric
 	if err := f.m.driftRepairs.WithLabelValues("", "configmaps").Write(&repairs); err != nil || repairs.GetCounter().GetValue() != 1 {
 		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1 (the no-op not counted)", repairs.GetCounter().GetValue())
+	}
+}
+
+// TestDriftFightSpeeds: what a writer that keeps undoing the repairs is reported as, by its
+// speed. Faster than the fight window (10 s): DriftConflict, repairs backed off. Slower (an
+// HPA every 20 s): each repair leaves the object as applied (Successful=True), and from the
+// third repair in a row the message names the slow fight and the writer. Edits far apart
+// (15 min) are one-off drifts: repaired, no fight named.
+func TestDriftFightSpeeds(t *testing.T) {
+	cases := []struct {
+		name               string
+		every              time.Duration
+		conflict, slowNote bool
+	}{
+		{"fast: every second", time.Second, true, true},
+		{"slow: every 20 s", 20 * time.Second, false, true},
+		{"far apart: every 15 min", 15 * time.Minute, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDriftFixture(t)
+			advance := func(d time.Duration) { f.mu.Lock(); f.clock = f.clock.Add(d); f.mu.Unlock() }
+			f.mu.Lock()
+			f.useReal, f.clock = false, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			f.mu.Unlock()
+			ctx := context.Background()
+			d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+			f.rec.Reconcile(ctx, d)
+			f.settle(t, "cm", false)
+			var conflict, slow bool
+			for i := 0; i < 6; i++ {
+				advance(tc.every)
+				f.kube.edit(t, "default", "cm", "hpa", "a", "theirs")
+				f.settle(t, "cm", false)
+				v := f.rec.Reconcile(ctx, d)
+				for v.Reason() == ReasonDriftConflict {
+					conflict = true
+					advance(v.after)
+					v = f.rec.Reconcile(ctx, d)
+				}
+				if !v.Successful() {
+					t.Fatalf("repair %d: %v", i, v)
+				}
+				if strings.Contains(v.Message(), "a slow fight") {
+					slow = true
+					if !strings.Contains(v.Message(), "fields changed by hpa at") {
+						t.Fatalf("the slow fight's message does not name the writer: %s", v.Message())
+					}
+				}
+				f.settle(t, "cm", false)
+			}
+			if conflict != tc.conflict || slow != tc.slowNote {
+				t.Fatalf("DriftConflict seen %t (want %t), slow fight named %t (want %t)", conflict, tc.conflict, slow, tc.slowNote)
+			}
+		})
+	}
+}
+
+// TestDriftUnseenDeletionNotClaimed: a watch that no longer shows an applied object (re-opened
+// after its CRD went and came back) made the apply look like a repair of a deletion; when the
+// apply finds the very object applied before (same uid), nothing is said to be deleted. A new
+// object (new uid) is.
+func TestDriftUnseenDeletionNotClaimed(t *testing.T) {
+	f := newDriftFixture(t)
+	ctx := context.Background()
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+	f.rec.Reconcile(ctx, d)
+	f.settle(t, "cm", false)
+	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}
+	live, err := f.kube.get("default", "cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := f.rec.drift.applied("a1", d.Meta(), target, live.DeepCopy(), "applied ConfigMap default/cm", &drift{what: "deleted", at: time.Now()}, metadataOnly)
+	if msg != "applied ConfigMap default/cm" {
+		t.Fatalf("the same object (same uid) reads %q, want no deletion claimed", msg)
+	}
+	other := live.DeepCopy()
+	other.SetUID("a-new-uid")
+	if msg, _ := f.rec.drift.applied("a1", d.Meta(), target, other, "applied ConfigMap default/cm", &drift{what: "deleted", at: time.Now()}, metadataOnly); !strings.Contains(msg, "deleted behind the applier's back") {
+		t.Fatalf("a re-created object (new uid) reads %q, want the deletion named", msg)
 	}
 }

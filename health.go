@@ -25,7 +25,7 @@ func (r *readiness) condition(observedGeneration int64, t metav1.Time) metav1.Co
 	if r.status == string(status.CurrentStatus) {
 		s = metav1.ConditionTrue
 	}
-	return metav1.Condition{Type: ConditionReady, Status: s, Reason: r.status, Message: truncate(r.message),
+	return metav1.Condition{Type: ConditionReady, Status: s, Reason: r.status, Message: compactMessage(r.message),
 		ObservedGeneration: observedGeneration, LastTransitionTime: t}
 }
 

@@ -402,7 +402,8 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool,
 	}
 }
 
-// testDiscovery serves the API groups newMapper knows (core, apps, rbac, apiextensions);
+// testDiscovery serves the API groups newMapper knows (core, apps, rbac, apiextensions) and a
+// CRD group, crd.example.net (gadgets, with status and scale subresources; withGadgets);
 // with failing set, discovery of one group fails (an unavailable aggregated API), so nothing
 // can be proven not served.
 type testDiscovery struct {
@@ -421,6 +422,7 @@ func newTestDiscovery(failing bool) *testDiscovery {
 	fd := &discoveryfake.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{
 		res("v1", "configmaps", "namespaces", "secrets"), res("apps/v1", "deployments"),
 		res("rbac.authorization.k8s.io/v1", "clusterroles"), res("apiextensions.k8s.io/v1", "customresourcedefinitions"),
+		res("crd.example.net/v1", "gadgets", "gadgets/status", "gadgets/scale"),
 	}}}
 	return &testDiscovery{FakeDiscovery: fd, failing: failing}
 }
@@ -431,6 +433,12 @@ func (d *testDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 		err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
 	}
 	return groups, lists, err
+}
+
+// withGadgets adds the CRD kind crd.example.net/v1 Gadget (resource gadgets) to a test mapper.
+func withGadgets(m *resettingMapper) *resettingMapper {
+	m.Add(schema.GroupVersionKind{Group: "crd.example.net", Version: "v1", Kind: "Gadget"}, meta.RESTScopeNamespace)
+	return m
 }
 
 // withSecrets adds the Secret kind to a test mapper.

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -45,6 +46,33 @@ func (k DynamicKube) Get(ctx context.Context, gvr schema.GroupVersionResource, n
 func (k DynamicKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
 	bg := metav1.DeletePropagationBackground
 	return k.res(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// ReplaceManagedFields replaces the object's metadata.managedFields with fields, only while
+// its resourceVersion is still resourceVersion (a JSON patch with a test). The default
+// ApplyDesire reconciler uses it, when its KubeClient has it, to remove entries of an
+// apiVersion the object's CRD no longer serves (see ReasonStaleFieldOwners).
+func (k DynamicKube) ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error {
+	patch, err := managedFieldsPatch(resourceVersion, fields)
+	if err != nil {
+		return err
+	}
+	_, err = k.res(gvr, namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// managedFieldsPatch is the JSON patch that replaces managedFields under a resourceVersion
+// precondition. An empty list would leave the entries as they are (the apiserver ignores an
+// empty managedFields), so none is written as one empty entry, which resets them.
+func managedFieldsPatch(resourceVersion string, fields []metav1.ManagedFieldsEntry) ([]byte, error) {
+	var value any = fields
+	if len(fields) == 0 {
+		value = []map[string]any{{}}
+	}
+	return json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion},
+		{"op": "replace", "path": "/metadata/managedFields", "value": value},
+	})
 }
 
 // isTransient tells the kube errors worth a rate-limited retry (5xx, 429, timeouts, conflicts,

@@ -95,5 +95,11 @@ func validateTarget(t TargetItem) error {
 	if len(missing) > 0 {
 		return preCheck("targetItem is missing %s", strings.Join(missing, ", "))
 	}
+	if strings.Contains(t.Resource, "/") {
+		// A subresource (widgets/status, deployments/scale) is part of its object: it cannot
+		// be deleted or read on its own, and it is never "gone" while the object exists.
+		return preCheck("targetItem.resource %q names a subresource: a target is a whole object; name its resource %q",
+			t.Resource, t.Resource[:strings.Index(t.Resource, "/")])
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,21 +107,38 @@ func (m *throttledMapper) stale() bool {
 }
 
 // servedGroups proves what the cluster does not serve: it returns the API groups discovery
-// lists, or an error when discovery is incomplete (an API group failed, e.g. an unavailable
-// aggregated API), in which case nothing may be called "not served".
-type servedGroups func() (map[string]bool, error)
+// lists, each with the resources it serves at any version (subresources left out), or an
+// error when discovery is incomplete (an API group failed, e.g. an unavailable aggregated
+// API), in which case nothing may be called "not served".
+type servedGroups func() (map[string][]string, error)
 
 // discoveryGroups returns the servedGroups of a discovery client (the mapper's own cached
 // client, so it costs no request between resets).
 func discoveryGroups(d discovery.DiscoveryInterface) servedGroups {
-	return func() (map[string]bool, error) {
-		groups, _, err := d.ServerGroupsAndResources()
+	return func() (map[string][]string, error) {
+		groups, lists, err := d.ServerGroupsAndResources()
 		if err != nil {
 			return nil, fmt.Errorf("discovery is incomplete: %w", err)
 		}
-		out := make(map[string]bool, len(groups))
+		out := make(map[string][]string, len(groups))
 		for _, g := range groups {
-			out[g.Name] = true
+			if _, ok := out[g.Name]; !ok {
+				out[g.Name] = nil
+			}
+		}
+		for _, l := range lists {
+			gv, err := schema.ParseGroupVersion(l.GroupVersion)
+			if err != nil {
+				continue
+			}
+			for _, r := range l.APIResources {
+				if !strings.Contains(r.Name, "/") && !slices.Contains(out[gv.Group], r.Name) {
+					out[gv.Group] = append(out[gv.Group], r.Name)
+				}
+			}
+		}
+		for _, rs := range out {
+			slices.Sort(rs)
 		}
 		return out, nil
 	}
@@ -138,7 +156,7 @@ type targetResolution int
 
 const (
 	targetResolved  targetResolution = iota
-	targetNotServed                  // proven: discovery is complete and serves the group/resource at no version
+	targetNotServed                  // proven: discovery is complete and serves the resource's API group at no version
 	targetVerdict                    // the returned verdict says why the target cannot be used
 )
 
@@ -156,7 +174,9 @@ type targetResolver struct {
 // and a 404 must never read as "gone". A version not served while another version of the
 // same resource is, is refused naming the served ones (the object may well exist). A
 // resource unknown in a served built-in group is a typo. A resource type the cluster is
-// proven not to serve is targetNotServed; one it may not serve yet is NotYet(KindNotServed).
+// proven not to serve (its whole API group is absent from a complete discovery) is
+// targetNotServed; one it may not serve yet (an unknown resource of a served CRD group among
+// them) is NotYet(KindNotServed), naming the group's served resources.
 func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
 	if err := validateTarget(t); err != nil {
 		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
@@ -230,16 +250,25 @@ func (r *targetResolver) unknown(t TargetItem) (resolvedTarget, Verdict, targetR
 		return resolvedTarget{}, NotYet(ReasonKindNotServed, fmt.Sprintf(
 			"%s is not served as far as the cluster's discovery shows, but that cannot be proven yet: %v", gvrString(gvr), err)), targetVerdict
 	}
-	if builtinGroup(t.Group) && groups[t.Group] {
+	served, groupServed := groups[t.Group]
+	switch {
+	case groupServed && builtinGroup(t.Group):
 		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
-			"%s: the cluster serves API group %q but no resource %q in it (a typo?)", gvrString(gvr), coreName(t.Group), t.Resource)), targetVerdict
+			"%s: the cluster serves API group %q but no resource %q in it (a typo?); it serves %s",
+			gvrString(gvr), coreName(t.Group), t.Resource, resourceList(served))), targetVerdict
+	case groupServed:
+		// A CRD group: a typo or a singular is not proof the type is unserved, and another
+		// CRD of the group may be on its way. The target is not called gone.
+		return resolvedTarget{}, NotYet(ReasonKindNotServed, fmt.Sprintf(
+			"%s: the cluster serves API group %q but no resource %q in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves %s",
+			gvrString(gvr), t.Group, t.Resource, resourceList(served))), targetVerdict
 	}
 	return resolvedTarget{TargetItem: t}, Verdict{}, targetNotServed
 }
 
 // proof returns the served groups when "not served" can be proven: discovery complete and no
 // mapper reset skipped since the last one (what the mapper says is current).
-func (r *targetResolver) proof() (map[string]bool, error) {
+func (r *targetResolver) proof() (map[string][]string, error) {
 	if r.groups == nil {
 		return nil, errors.New("no discovery client to prove it")
 	}
@@ -254,6 +283,14 @@ func (r *targetResolver) proof() (map[string]bool, error) {
 // CustomResourceDefinition groups must contain a dot (apiextensions validation).
 func builtinGroup(group string) bool {
 	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
+}
+
+// resourceList names the served resources of a group for a message.
+func resourceList(rs []string) string {
+	if len(rs) == 0 {
+		return "no resource"
+	}
+	return strings.Join(rs, ", ")
 }
 
 func coreName(group string) string {

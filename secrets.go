@@ -1,10 +1,14 @@
 package kubeapplier
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,8 +37,12 @@ func (r SecretRedaction) redact(u *unstructured.Unstructured) {
 		return
 	}
 	for _, field := range []string{"data", "stringData"} {
-		data, ok := u.Object[field].(map[string]any)
+		v, present := u.Object[field]
+		data, ok := v.(map[string]any)
 		if !ok {
+			if present && v != nil {
+				u.Object[field] = RedactedValue // not a map: nothing in it is a name to keep
+			}
 			continue
 		}
 		for k := range data {
@@ -54,35 +62,131 @@ func isSecret(obj *unstructured.Unstructured) bool {
 	return gvk.Group == "" && gvk.Kind == "Secret"
 }
 
-// secretScrubber removes a Secret manifest's values from messages: each value of data (as
-// written, base64, and decoded) and of stringData (as the apiserver would print it). Values
-// of four bytes or more are removed wherever they appear; shorter ones where they stand as a
-// word of their own, so a message stays readable without revealing them.
+// secretScrubber removes a Secret manifest's values from messages, as a class: every value
+// of data and stringData at any depth (strings, numbers, booleans, the keys and elements of
+// nested maps and lists; a data string also base64-decoded, a string also base64-encoded as
+// stringData becomes data), each in every rendering an error may give it: as written,
+// Go-quoted (%q, %#v), JSON-escaped, and escaped twice (JSON inside a JSON or Go string).
+// Values of four bytes or more are removed wherever they appear; shorter ones where they
+// stand as a word of their own, so a message stays readable without revealing them. A
+// structured-merge-diff rendering of a value (`valueUnstructured{Value:…}`) is removed
+// whole, whatever it holds.
 type secretScrubber struct{ values []string }
 
 func newSecretScrubber(obj *unstructured.Unstructured) secretScrubber {
+	seen := map[string]bool{}
 	var vals []string
-	if data, ok := obj.Object["data"].(map[string]any); ok {
-		for _, v := range data {
-			s := fmt.Sprint(v)
-			vals = append(vals, s)
-			if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
-				vals = append(vals, string(dec))
+	add := func(s string) {
+		for _, r := range renderings(s) {
+			if r != "" && !seen[r] {
+				seen[r] = true
+				vals = append(vals, r)
 			}
 		}
 	}
-	if data, ok := obj.Object["stringData"].(map[string]any); ok {
-		for _, v := range data {
-			vals = append(vals, fmt.Sprint(v))
+	for _, field := range []string{"data", "stringData"} {
+		v, ok := obj.Object[field]
+		if !ok {
+			continue
 		}
+		if m, ok := v.(map[string]any); ok {
+			// The top-level keys are names the message needs; their values are not.
+			for _, e := range m {
+				collectSecretValues(e, field == "data", add)
+			}
+			continue
+		}
+		collectSecretValues(v, field == "data", add)
 	}
 	// Longest first: a value that contains another is removed whole.
 	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	return secretScrubber{values: slices.Compact(vals)}
+	return secretScrubber{values: vals}
 }
+
+// collectSecretValues passes every leaf of v (and the keys of nested maps, part of the value)
+// to add; numbers in each of their usual spellings. b64: a string is also passed decoded.
+func collectSecretValues(v any, b64 bool, add func(string)) {
+	switch x := v.(type) {
+	case nil:
+	case string:
+		add(x)
+		if len(x) >= 3 {
+			// stringData becomes data: an error about the latter quotes it base64-encoded.
+			add(base64.StdEncoding.EncodeToString([]byte(x)))
+		}
+		if b64 {
+			if dec, err := base64.StdEncoding.DecodeString(x); err == nil {
+				collectSecretValues(string(dec), false, add)
+			}
+		}
+		// JSON text in a value (a .dockerconfigjson): an error may quote one of its leaves.
+		if t := strings.TrimSpace(x); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			var inner any
+			if json.Unmarshal([]byte(t), &inner) == nil {
+				collectSecretValues(inner, false, add)
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			add(k)
+			collectSecretValues(e, b64, add)
+		}
+	case []any:
+		for _, e := range x {
+			collectSecretValues(e, b64, add)
+		}
+	case bool:
+		add(strconv.FormatBool(x))
+	case int64:
+		add(strconv.FormatInt(x, 10))
+	case int:
+		add(strconv.Itoa(x))
+	case float64:
+		for _, f := range []byte{'g', 'f', 'e', 'G', 'E'} {
+			add(strconv.FormatFloat(x, f, -1, 64))
+		}
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			add(strconv.FormatInt(int64(x), 10))
+		}
+	case json.Number:
+		add(x.String())
+	default:
+		add(fmt.Sprint(x))
+		add(fmt.Sprintf("%#v", x))
+	}
+}
+
+// renderings returns s as it may appear in a message: as written, escaped once and twice by
+// Go and JSON quoting (without the surrounding quotes).
+func renderings(s string) []string {
+	once := []string{s, goQuoted(s), asciiQuoted(s), jsonQuoted(s, true), jsonQuoted(s, false)}
+	out := slices.Clone(once)
+	for _, r := range once[1:] {
+		out = append(out, goQuoted(r), jsonQuoted(r, true), jsonQuoted(r, false))
+	}
+	return out
+}
+
+func goQuoted(s string) string    { q := strconv.Quote(s); return q[1 : len(q)-1] }
+func asciiQuoted(s string) string { q := strconv.QuoteToASCII(s); return q[1 : len(q)-1] }
+
+func jsonQuoted(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if enc.Encode(s) != nil {
+		return s
+	}
+	q := strings.TrimSuffix(b.String(), "\n")
+	return q[1 : len(q)-1]
+}
+
+// smdValue finds structured-merge-diff's rendering of a value in an error.
+var smdValue = regexp.MustCompile(`valueUnstructured\{Value:`)
 
 // scrub returns msg without the Secret's values.
 func (s secretScrubber) scrub(msg string) string {
+	msg = scrubValueRenderings(msg)
 	for _, v := range s.values {
 		switch {
 		case v == "":
@@ -93,4 +197,52 @@ func (s secretScrubber) scrub(msg string) string {
 		}
 	}
 	return msg
+}
+
+// scrubValueRenderings removes what each valueUnstructured{Value:…} holds, up to its
+// matching brace (the rest of the message when it has none).
+func scrubValueRenderings(msg string) string {
+	var b strings.Builder
+	for {
+		loc := smdValue.FindStringIndex(msg)
+		if loc == nil {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:loc[1]])
+		b.WriteString("[redacted]")
+		depth, end := 1, len(msg)
+		for i := loc[1]; i < len(msg); i++ {
+			switch msg[i] {
+			case '{':
+				depth++
+			case '}':
+				depth--
+			}
+			if depth == 0 {
+				end = i
+				break
+			}
+		}
+		msg = msg[end:]
+	}
+}
+
+// scrubVerdict returns v without the values of the Secret that ApplyDesire d carries (any
+// other desire: v as it is). The controller applies it to every ApplyDesire verdict, the
+// default reconciler's and a wrapper's alike.
+func scrubVerdict(d Desire, v Verdict) Verdict {
+	ad, ok := d.(*ApplyDesire)
+	if !ok || ad.Spec.KubeContent == nil || v.message == "" {
+		return v
+	}
+	if raw := ad.Spec.KubeContent.Raw; !bytes.Contains(raw, []byte("Secret")) && !bytes.Contains(raw, []byte(`\u`)) {
+		return v // cheap: not a Secret (nor a kind spelled with escapes)
+	}
+	obj, err := ParseKubeContent(ad.Spec.KubeContent)
+	if err != nil || !isSecret(obj) {
+		return v
+	}
+	v.message = newSecretScrubber(obj).scrub(v.message)
+	return v
 }

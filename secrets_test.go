@@ -1,8 +1,12 @@
 package kubeapplier
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,6 +32,12 @@ func TestSecretValuesNeverReachAStatus(t *testing.T) {
 		{"stringData number quoted by the typed patch error", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"pin":12}}`,
 			errors.New(`failed to create typed patch object (default/s; /v1, Kind=Secret): .stringData.pin: expected string, got &value.valueUnstructured{Value:12}`),
 			[]string{"Value:12}"}, "expected string"},
+		{"a leaf of JSON inside a base64 data value (a dockerconfigjson) quoted alone", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"data":{".dockerconfigjson":"` +
+			base64.StdEncoding.EncodeToString([]byte(`{"auths":{"r.example":{"auth":"Zq7x-registry-token"}}}`)) + `"}}`,
+			apierrors.NewBadRequest(`auth "Zq7x-registry-token" for r.example is refused`), []string{"Zq7x"}, "is refused"},
+		{"stringData value quoted base64-encoded, as data", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"token":"Zq7x-string-data"}}`,
+			apierrors.NewBadRequest(`data[token]: invalid value "` + base64.StdEncoding.EncodeToString([]byte("Zq7x-string-data")) + `" refused`),
+			[]string{base64.StdEncoding.EncodeToString([]byte("Zq7x-string-data"))}, "refused"},
 		{"short value as a word", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"k":"ab1"}}`,
 			apierrors.NewBadRequest(`invalid value "ab1" for key k`), []string{`"ab1"`}, "invalid value"},
 	}
@@ -67,5 +77,113 @@ func TestSecretRedaction(t *testing.T) {
 	SecretRedaction{Disabled: true}.redact(v)
 	if v.Object["data"].(map[string]any)["password"] != "aHVudGVyMg==" {
 		t.Fatal("redaction not disabled")
+	}
+}
+
+// TestSecretValuesRedactedAsAClass: no value of a Secret's data or stringData, at any depth
+// and of any type, reaches a condition message in any rendering an error may give it, from
+// the default reconciler or from a wrapper's verdict. Every string leaf carries the marker
+// "Zq7x"; numbers and booleans are checked in their own spellings.
+func TestSecretValuesRedactedAsAClass(t *testing.T) {
+	shapes := []struct {
+		name  string
+		value any
+		leaks []string // none may appear in the message
+	}{
+		{"plain string", "Zq7x-plain-value", []string{"Zq7x"}},
+		{"string needing escapes", "Zq7x \"quoted\" <tag> & back\\slash Ω\nline", []string{"Zq7x", "quoted", "back"}},
+		{"short string", "Zq", []string{"Zq"}},
+		{"integer", int64(987654321), []string{"987654321"}},
+		{"small integer", int64(42), []string{"42"}},
+		{"float", 31415.926, []string{"31415"}},
+		{"huge float", 2.5e20, []string{"2.5e+20", "250000000000000000000"}},
+		{"boolean", true, []string{"true"}},
+		{"nested map", map[string]any{"Zq7xinner": map[string]any{"deeper": "Zq7x-nested"}}, []string{"Zq7x", "deeper"}},
+		{"list", []any{"Zq7x-first", int64(13579), map[string]any{"k": "Zq7x-in-list"}}, []string{"Zq7x", "13579"}},
+		{"escaped JSON text", `{"password":"Zq7x-json-in-a-string"}`, []string{"Zq7x"}},
+	}
+	renders := []struct {
+		name   string
+		render func(v any) string
+	}{
+		{"smd typed patch", func(v any) string {
+			return fmt.Sprintf(".stringData.k: expected string, got &value.valueUnstructured{Value:%#v}", v)
+		}},
+		{"Go %v", func(v any) string { return fmt.Sprintf("invalid value %v for key k", v) }},
+		{"Go %#v", func(v any) string { return fmt.Sprintf("invalid value %#v for key k", v) }},
+		{"JSON", func(v any) string { b, _ := json.Marshal(v); return "invalid value " + string(b) + " for key k" }},
+		{"JSON in a JSON string", func(v any) string {
+			b, _ := json.Marshal(v)
+			bb, _ := json.Marshal(string(b))
+			return `{"message":` + string(bb) + `} for key k`
+		}},
+		{"JSON in a Go string", func(v any) string { b, _ := json.Marshal(v); return "invalid value " + strconv.Quote(string(b)) }},
+		{"ASCII-quoted", func(v any) string { return "invalid value " + strconv.QuoteToASCII(fmt.Sprint(v)) }},
+	}
+	for _, field := range []string{"stringData", "data"} {
+		for _, sh := range shapes {
+			value, encoded := sh.value, ""
+			if s, ok := value.(string); ok && field == "data" {
+				// data holds base64: the apiserver may quote it either way.
+				encoded = base64.StdEncoding.EncodeToString([]byte(s))
+				value = encoded
+			}
+			manifest, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret",
+				"metadata": map[string]any{"name": "s", "namespace": "default"}, field: map[string]any{"k": value}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rd := range renders {
+				for _, via := range []string{"apply error", "wrapper refusal", "transient"} {
+					t.Run(field+"/"+sh.name+"/"+rd.name+"/"+via, func(t *testing.T) {
+						msg := rd.render(sh.value)
+						if encoded != "" && rd.name == "Go %v" {
+							msg += " (" + encoded + ")"
+						}
+						var r Reconciler[*ApplyDesire]
+						switch via {
+						case "apply error":
+							kube := newFakeKube()
+							kube.errs["apply"] = apierrors.NewBadRequest(msg)
+							r = NewApplyReconciler(kube, withSecrets(newMapper()), "fm")
+						case "wrapper refusal":
+							r = ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict { return Refused(ReasonPreCheckFailed, msg) })
+						default:
+							r = ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
+								return Transient(ReasonKubeAPIError, errors.New(msg))
+							})
+						}
+						h := newHarness[*ApplyDesire](KindApplyDesire, r)
+						_, st := h.sync(t, applyDesire("s", string(manifest)))
+						for _, c := range st.Status.Conditions {
+							for _, leak := range sh.leaks {
+								if strings.Contains(c.Message, leak) {
+									t.Fatalf("%s message reveals %q: %s", c.Type, leak, c.Message)
+								}
+							}
+						}
+						if m := condition(st, ConditionSuccessful).Message; !strings.Contains(m, "[redacted]") {
+							t.Fatalf("message %q was not scrubbed or lost its sense", m)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestSecretRedactionAnyShape: a ReadDesire's mirror redacts data and stringData whatever
+// their shape (a map's values at any depth are replaced whole; anything else entirely).
+func TestSecretRedactionAnyShape(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data":       []any{"Zq7x-list"},
+		"stringData": map[string]any{"k": map[string]any{"inner": "Zq7x-nested"}, "n": int64(987654321)}}}
+	SecretRedaction{}.redact(u)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "Zq7x") || strings.Contains(string(b), "987654321") || strings.Contains(string(b), "inner") {
+		t.Fatalf("mirror reveals a value: %s", b)
 	}
 }

@@ -24,17 +24,19 @@ type objectStamp struct {
 	uid                              uint64 // a hash of metadata.uid: compared, never shown
 	generation                       int64
 	deleting                         bool
-	// fields are the managedFields entries of the main resource (subresource ""), operation
-	// Apply or Update, sorted by manager and operation.
+	// fields are the managedFields entries of operation Apply or Update of the main resource
+	// (subresource "") and of subresources other than status (a writer through /scale, as an
+	// HPA, changes the spec), sorted by manager, subresource and operation.
 	fields []fieldsStamp
 }
 
 // fieldsStamp is one managedFields entry as a stamp keeps it.
 type fieldsStamp struct {
-	manager string // interned
-	apply   bool   // operation Apply (else Update)
-	time    int64  // the entry's time, Unix seconds (0: none)
-	digest  uint64 // order-independent hash of fieldsV1: which fields, not how they are written
+	manager     string // interned
+	subresource string // "" for the main resource, else e.g. "scale" (interned)
+	apply       bool   // operation Apply (else Update)
+	time        int64  // the entry's time, Unix seconds (0: none)
+	digest      uint64 // order-independent hash of fieldsV1: which fields, not how they are written
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, so client-go's key functions
@@ -52,17 +54,24 @@ func (s *objectStamp) sameMetadata(o *objectStamp) bool {
 	}
 	for i := range s.fields {
 		a, b := s.fields[i], o.fields[i]
-		if a.manager != b.manager || a.apply != b.apply || a.digest != b.digest {
+		if a.manager != b.manager || a.subresource != b.subresource || a.apply != b.apply || a.digest != b.digest {
 			return false
 		}
 	}
 	return true
 }
 
-// entry returns the stamp's entry of manager with operation Apply (apply) or Update.
+// entry returns the stamp's main-resource entry of manager with operation Apply (apply) or
+// Update.
 func (s *objectStamp) entry(manager string, apply bool) (fieldsStamp, bool) {
+	return s.entryOf(manager, "", apply)
+}
+
+// entryOf returns the stamp's entry of manager through subresource ("": the main resource)
+// with operation Apply (apply) or Update.
+func (s *objectStamp) entryOf(manager, subresource string, apply bool) (fieldsStamp, bool) {
 	for _, f := range s.fields {
-		if f.manager == manager && f.apply == apply {
+		if f.manager == manager && f.subresource == subresource && f.apply == apply {
 			return f, true
 		}
 	}
@@ -99,10 +108,11 @@ func stampOf(m metav1.Object, strings *interner) *objectStamp {
 	s := &objectStamp{namespace: strings.intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
 		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil}
 	for _, e := range m.GetManagedFields() {
-		if e.Subresource != "" || (e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate) {
+		if e.Subresource == "status" || (e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate) {
 			continue
 		}
-		f := fieldsStamp{manager: strings.intern(e.Manager), apply: e.Operation == metav1.ManagedFieldsOperationApply}
+		f := fieldsStamp{manager: strings.intern(e.Manager), subresource: strings.intern(e.Subresource),
+			apply: e.Operation == metav1.ManagedFieldsOperationApply}
 		if e.Time != nil {
 			f.time = e.Time.Unix()
 		}
@@ -115,6 +125,9 @@ func stampOf(m metav1.Object, strings *interner) *objectStamp {
 		a, b := s.fields[i], s.fields[j]
 		if a.manager != b.manager {
 			return a.manager < b.manager
+		}
+		if a.subresource != b.subresource {
+			return a.subresource < b.subresource
 		}
 		return a.apply && !b.apply
 	})
@@ -176,6 +189,14 @@ func (in *interner) intern(s string) string {
 	}
 	in.m[s] = s
 	return s
+}
+
+// who names the entry's writer for messages: "hpa-controller (through /scale)".
+func (f fieldsStamp) who() string {
+	if f.subresource == "" {
+		return f.manager
+	}
+	return f.manager + " (through /" + f.subresource + ")"
 }
 
 // when is a fieldsStamp's time for messages.

@@ -31,7 +31,7 @@ const (
 // Conditions returns the Successful and Degraded conditions the controller writes for v (and
 // an ApplyDesire's Ready condition when v observed the object's readiness),
 // observed at spec version observedGeneration, with lastTransitionTime now (whole seconds,
-// as metav1.Time serializes them). Messages are cut to metav1.Condition's 32,768-byte limit.
+// as metav1.Time serializes them). Messages are compacted to 1 KiB (compactMessage).
 // Pending has none.
 func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Condition {
 	if !v.decided {
@@ -46,10 +46,10 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Co
 	}
 	deg, degReason, degMsg := metav1.ConditionFalse, ReasonNoErrors, "the applier is working normally"
 	if v.degraded {
-		deg, degReason, degMsg = metav1.ConditionTrue, v.reason, truncate(v.message)
+		deg, degReason, degMsg = metav1.ConditionTrue, v.reason, compactMessage(v.message)
 	}
 	conds := []metav1.Condition{
-		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: truncate(v.message),
+		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: compactMessage(v.message),
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 		{Type: ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
@@ -58,15 +58,6 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Co
 		conds = append(conds, v.ready.condition(observedGeneration, t))
 	}
 	return conds
-}
-
-// truncate keeps messages within metav1.Condition's 32,768-byte limit.
-func truncate(s string) string {
-	const limit = 32768
-	if len(s) <= limit {
-		return s
-	}
-	return strings.ToValidUTF8(s[:limit-3], "") + "..."
 }
 
 // statusWriter keeps a status table in step with verdicts, with optimistic concurrency:

@@ -43,15 +43,22 @@ const (
 	// not applied or not established). Not Degraded; retried with back-off and at once when a
 	// CRD is applied: it heals by itself, unlike PreCheckFailed.
 	ReasonKindNotServed = "KindNotServed"
-	// ReasonTargetConflict: another ApplyDesire of this management cluster, created earlier,
-	// targets the same object and keeps it; this one is not applied (see README "Two desires,
-	// one object"). It heals when either desire is deleted or retargeted.
+	// ReasonTargetConflict: a rival desire of this management cluster keeps the object and
+	// this ApplyDesire is not applied: a DeleteDesire of the object (it wins while it
+	// exists), or another ApplyDesire created earlier (see README "Two desires, one object").
+	// It heals when the rival is deleted or retargeted.
 	ReasonTargetConflict = "TargetConflict"
 	// ReasonDriftConflict: another writer re-took fields of the applied object within seconds
 	// of each drift repair; repairs are backed off (1 s doubling to 5 min) instead of fighting,
 	// and the object is not as applied. Not Degraded: stop the other writer, or leave the
 	// fields it owns out of kubeContent.
 	ReasonDriftConflict = "DriftConflict"
+	// ReasonStaleFieldOwners: the object's managedFields hold entries at an apiVersion its
+	// CustomResourceDefinition no longer serves, and the apiserver refuses every apply for
+	// it (kubernetes/kubernetes#111937); removing those entries failed. The message names
+	// the version and the managers. Not Degraded and never taken for the desire's fault;
+	// retried with back-off.
+	ReasonStaleFieldOwners = "StaleFieldOwners"
 )
 
 // DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the

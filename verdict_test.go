@@ -70,7 +70,7 @@ func TestVerdictTable(t *testing.T) {
 	if a := Refused(ReasonPreCheckFailed, "x").After(time.Minute); a.again != lookSoon || a.after != time.Minute {
 		t.Fatalf("After = %+v", a)
 	}
-	if long := Refused(ReasonKubeAPIError, strings.Repeat("é", 20000)).Conditions(1, now)[0].Message; len(long) > 32768 || !strings.HasSuffix(long, "...") {
-		t.Fatalf("message of %d bytes not cut to metav1.Condition's limit", len(long))
+	if long := Refused(ReasonKubeAPIError, strings.Repeat("é ", 20000)).Conditions(1, now)[0].Message; len(long) > maxMessageBytes || !strings.Contains(long, "bytes cut") {
+		t.Fatalf("message of %d bytes not compacted to %d", len(long), maxMessageBytes)
 	}
 }

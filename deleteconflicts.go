@@ -1,0 +1,149 @@
+package kubeapplier
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// An ApplyDesire and a DeleteDesire for the same object (any documentIDs: a backend may write
+// both) would fight: one re-creates what the other deletes, for ever. The rule is
+// deterministic and needs no clock: a DeleteDesire wins while it exists. Every ApplyDesire of
+// its object is refused with TargetConflict naming it and applies nothing (the DeleteDesire's
+// "gone" stays true); when the DeleteDesire changes or goes away, the ApplyDesires of its
+// object are looked at again, and one applies once no DeleteDesire targets the object. A
+// deletion is the more recent intent in every workflow that writes one beside an
+// ApplyDesire (the backend tears down), and a rule that keys on the order of writes could
+// flip with a clock or a replay.
+//
+// A DeleteDesire targets group/version/resource, an ApplyDesire group/version/kind: both
+// are indexed by their object's family (group, namespace, name); within the family the
+// ApplyDesire's kind is mapped to its resource, and DeleteDesires naming that resource (any
+// version; a non-canonical spelling is refused by its own reconciler and deletes nothing, so
+// it does not win) are its rivals. When the kind cannot be mapped, every DeleteDesire of the
+// family is taken for a rival: the object may be theirs.
+
+// familyIndex is the informers' index of Apply and Delete desires by their object's group,
+// namespace and name.
+const familyIndex = "family"
+
+func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
+
+// objectFamily is obj's familyIndex key ("" when it names no object).
+func objectFamily(obj any) string {
+	switch d := obj.(type) {
+	case *ApplyDesire:
+		parts := strings.SplitN(d.objectKey(), "/", 4)
+		if len(parts) == 4 {
+			return familyKey(parts[0], parts[2], parts[3])
+		}
+	case *DeleteDesire:
+		t := d.Spec.TargetItem
+		if d.Invalid == "" && t.Name != "" && t.Resource != "" {
+			return familyKey(t.Group, t.Namespace, t.Name)
+		}
+	}
+	return ""
+}
+
+func indexFamily(obj any) ([]string, error) {
+	if k := objectFamily(obj); k != "" {
+		return []string{k}, nil
+	}
+	return nil, nil
+}
+
+// deleteRivals returns the DeleteDesires of cluster in deletes that target d's object.
+func deleteRivals(deletes cache.Indexer, mapper meta.ResettableRESTMapper, cluster string, d *ApplyDesire) []*DeleteDesire {
+	fam := objectFamily(d)
+	if deletes == nil || fam == "" {
+		return nil
+	}
+	objs, err := deletes.ByIndex(familyIndex, fam)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	var candidates []*DeleteDesire
+	for _, o := range objs {
+		if dd, ok := o.(*DeleteDesire); ok && dd.Invalid == "" && dd.Spec.ManagementCluster == cluster {
+			candidates = append(candidates, dd)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	resource := ""
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if mapper != nil && json.Unmarshal(d.Spec.KubeContent.Raw, &obj) == nil {
+		if gv, err := schema.ParseGroupVersion(obj.APIVersion); err == nil {
+			if m, err := mapKind(mapper, gv.WithKind(obj.Kind)); err == nil {
+				resource = m.Resource.Resource
+			}
+		}
+	}
+	var out []*DeleteDesire
+	for _, dd := range candidates {
+		if resource == "" || dd.Spec.TargetItem.Resource == resource {
+			out = append(out, dd)
+		}
+	}
+	slices.SortFunc(out, func(a, b *DeleteDesire) int { return strings.Compare(a.DocumentID, b.DocumentID) })
+	return out
+}
+
+// deleteConflictVerdict is d's refusal while DeleteDesires target its object.
+func deleteConflictVerdict(d *ApplyDesire, rivals []*DeleteDesire) Verdict {
+	ids := make([]string, len(rivals))
+	for i, r := range rivals {
+		ids[i] = r.DocumentID
+	}
+	return Refused(ReasonTargetConflict, fmt.Sprintf(
+		"%s is the target of DeleteDesire %s, which wins while it exists: this ApplyDesire applies nothing until no DeleteDesire targets the object",
+		objectName(d), strings.Join(ids, ", ")))
+}
+
+// appliesOfFamily returns the IDs of the ApplyDesires in applies that share the object family
+// of obj (a DeleteDesire, or its tombstone), to look at again when it changes or goes.
+func appliesOfFamily(applies cache.Indexer, obj any) []string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	fam := objectFamily(obj)
+	if fam == "" || applies == nil {
+		return nil
+	}
+	objs, err := applies.ByIndex(familyIndex, fam)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, o := range objs {
+		if ad, ok := o.(*ApplyDesire); ok {
+			ids = append(ids, ad.DocumentID)
+		}
+	}
+	return ids
+}
+
+// deleteRivalHandler queues, on each change of a DeleteDesire, the ApplyDesires of its
+// object (both the old and the new target's): the rule is evaluated again.
+func deleteRivalHandler(applies func() cache.Indexer, enqueue func(string)) cache.ResourceEventHandler {
+	queue := func(obj any) {
+		for _, id := range appliesOfFamily(applies(), obj) {
+			enqueue(id)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { queue(obj) },
+		UpdateFunc: func(oldObj, newObj any) { queue(oldObj); queue(newObj) },
+		DeleteFunc: queue,
+	}
+}
