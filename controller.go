@@ -250,9 +250,16 @@ func (c *controller[T]) refreshStatuses(ctx context.Context, w *statusWriter[T],
 		case <-time.After(wait.Jitter(c.resync, 0.1)):
 		}
 		ids, err := c.checkStatuses(ctx, w)
-		if err != nil && ctx.Err() == nil {
+		result := "ok"
+		switch {
+		case err != nil && ctx.Err() == nil:
+			result = "error"
 			c.log.Info("checking the status cache against the table failed; next try in one resync period", "err", err.Error())
+		case len(ids) > 0:
+			result = "changed"
+			c.log.Info("statuses deleted or changed behind the applier, or without a spec: reconciling them again", "desires", len(ids))
 		}
+		c.metrics.statusChecks.WithLabelValues(string(c.kind), result).Inc()
 		for _, id := range ids {
 			q.Add(id)
 		}

@@ -31,6 +31,7 @@ type metrics struct {
 	wqLongest    *prometheus.GaugeVec
 	wqRetries    *prometheus.CounterVec
 	driftRepairs *prometheus.CounterVec // group, resource (bounded: see countDriftRepair)
+	statusChecks *prometheus.CounterVec // kind, result: the periodic checks of the status cache
 	driftMu      sync.Mutex
 	driftSeen    map[string]struct{}
 	now          func() time.Time
@@ -69,6 +70,9 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 		wqUnfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_unfinished_work_seconds", Help: "Work in progress, seconds."}, []string{"name"}),
 		wqLongest:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_longest_running_processor_seconds", Help: "Longest running processor, seconds."}, []string{"name"}),
 		wqRetries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_workqueue_retries_total", Help: "Workqueue rate-limited retries."}, []string{"name"}),
+		statusChecks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_status_checks_total",
+			Help: "Checks of the status cache against the status table (one projected Scan per resync period) by result: " +
+				"ok, changed (a status deleted or rewritten behind the applier was re-queued), error."}, []string{"kind", "result"}),
 		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_drift_repairs_total",
 			Help: "Applied objects re-applied because they drifted (deleted, replaced, or fields taken by another manager), by group and resource; resources beyond the first 100 count as \"other\"."}, []string{"group", "resource"}),
 		now: now,
@@ -81,7 +85,7 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 func (m *metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
 		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
-		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs}, m.extra...)
+		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs, m.statusChecks}, m.extra...)
 }
 
 // register registers every series with reg (nil: none). An error (e.g. a second Applier of
