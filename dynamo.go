@@ -190,8 +190,9 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// listVersions returns the version of every item (documentID to version; a paged Scan
-// projected on both, reserved documents of a status table skipped).
+// listVersions returns the version of every item (documentID to version; a paged, eventually
+// consistent Scan projected on both, reserved documents of a status table skipped): half the
+// read units of a consistent one; an item written a moment ago may show its older version.
 func (t *Table[T]) listVersions(ctx context.Context) (map[string]int64, error) {
 	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID), expression.Name(attrVersion))).Build()
 	if err != nil {
@@ -199,7 +200,7 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]int64, error) {
 	}
 	versions := map[string]int64{}
 	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
-		ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
+		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
 			versions[id.Value] = parseVersion(item)
 		}
@@ -213,10 +214,14 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]int64, error) {
 // 20,000 (quadratic); with this limit, 2.5 s at 20,000 (hack/bench -sweep, restart to ready).
 const scanPageLimit = 1000
 
-// scanItems pages a consistent Scan (in names the table and any projection), calling each for
-// every item. An empty page with a LastEvaluatedKey is not the end (DynamoDB may return one).
+// scanItems pages a Scan (in names the table and any projection; consistent unless in says
+// otherwise), calling each for every item. An empty page with a LastEvaluatedKey is not the
+// end (DynamoDB may return one).
 func scanItems(ctx context.Context, db DynamoDBAPI, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
-	in.ConsistentRead, in.Limit = aws.Bool(true), aws.Int32(scanPageLimit)
+	if in.ConsistentRead == nil {
+		in.ConsistentRead = aws.Bool(true)
+	}
+	in.Limit = aws.Int32(scanPageLimit)
 	for {
 		page, err := db.Scan(ctx, &in)
 		if err != nil {
