@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -181,9 +183,12 @@ func (a *Applier) Informers() *KubeApplierInformers { return a.informers.Load() 
 // election is on, only while holding the lease) until ctx ends; then it finishes in-flight
 // status writes, releases the lease and returns nil. Each leadership term takes stream
 // positions, Scans the specs tables and reconciles every desire; a standby reads no stream.
-// A start-up failure (a table or stream missing: ErrTableNotFound, ErrStreamNotConfigured;
-// the lease client) is returned at once. Without Options.Log, the logger of ctx
-// (logr.FromContext) receives the logs. Start is Run for controller-runtime.
+// When the start-up check fails (DynamoDB unreachable, a table or stream missing:
+// ErrTableNotFound, ErrStreamNotConfigured), Options.StartupFailure decides: by default Run
+// retries it with back-off, not ready meanwhile, and returns nil only when ctx ends;
+// StartupFailFast returns the error at once (as it does a lease client's). Without
+// Options.Log, the logger of ctx (logr.FromContext) receives the logs. Start is Run for
+// controller-runtime.
 func (a *Applier) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("kubeapplier: Run called twice")
@@ -196,9 +201,12 @@ func (a *Applier) Run(ctx context.Context) error {
 	a.failure.Store(nil)
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
-	if err := a.checkTables(ctx); err != nil {
+	if err := a.startupCheck(ctx); err != nil {
 		a.failure.Store(&err)
 		return err
+	}
+	if ctx.Err() != nil { // ended while the check was retried
+		return nil
 	}
 	if !a.opts.LeaderElection {
 		a.lead(ctx, term{callTimeout: a.opts.CallTimeout})
@@ -206,6 +214,56 @@ func (a *Applier) Run(ctx context.Context) error {
 	}
 	a.setPhase(phaseStandby)
 	return a.runWithLeaderElection(ctx)
+}
+
+// startupCheck runs checkTables; when it fails under StartupRetry, it retries with back-off
+// (phaseWaiting, the failure reported by ReadyzCheck) until it passes or ctx ends, and returns
+// nil. Under StartupFailFast it returns the failure.
+func (a *Applier) startupCheck(ctx context.Context) error {
+	err := a.checkTables(ctx)
+	if err == nil || a.opts.StartupFailure == StartupFailFast {
+		return err
+	}
+	a.failure.Store(&err)
+	a.setPhase(phaseWaiting)
+	err = a.retryStartupCheck(ctx, err, func() bool { return true })
+	if err == nil {
+		a.failure.Store(nil)
+	}
+	return nil
+}
+
+// defaultStartupBackoff spaces the start-up check's retries (StartupRetry): 1 s doubling to 30 s.
+var defaultStartupBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
+// retryStartupCheck repeats checkTables after a failure err, with startupBackoff, while keep
+// reports true and ctx lives; each failure is logged and stored for ReadyzCheck. It returns
+// nil once a check passed, else the last failure.
+func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() bool) error {
+	b := a.opts.startupBackoff
+	for attempt := 1; ; attempt++ {
+		delay := b.Step()
+		a.opts.Log.Error(err, "start-up check failed: not ready; retrying (Options.StartupFailure: StartupRetry)",
+			"managementCluster", a.opts.ManagementCluster, "attempt", attempt, "retryIn", delay.Round(100*time.Millisecond).String())
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if !keep() {
+			return err
+		}
+		if err = a.checkTables(ctx); err == nil {
+			a.opts.Log.Info("start-up check passed", "managementCluster", a.opts.ManagementCluster, "attempts", attempt+1)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		a.failure.Store(&err)
+	}
 }
 
 // checkTableTimeout bounds the start-up check of the six tables.

@@ -37,6 +37,7 @@ type flags struct {
 	leaderElect                                                        bool
 	leaseNamespace, leaseName                                          string
 	metricsAddr, healthAddr                                            string
+	onStartupFailure                                                   string
 	qps                                                                float32
 	burst, workers, verbosity                                          int
 	pprof, fifoQueue                                                   bool
@@ -77,6 +78,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's (0 info, 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
+	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 
@@ -98,6 +100,10 @@ func run(ctx context.Context, f flags) error {
 	}
 	defer closeListeners(eps) // those never served (an early return below)
 
+	startup, err := startupPolicy(f.onStartupFailure)
+	if err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -120,7 +126,7 @@ func run(ctx context.Context, f flags) error {
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		Log: log, MetricsRegisterer: reg,
+		Log: log, MetricsRegisterer: reg, StartupFailure: startup,
 	})
 	if err != nil {
 		return err
@@ -145,6 +151,16 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// startupPolicy reads --on-startup-failure.
+func startupPolicy(v string) (kubeapplier.StartupFailurePolicy, error) {
+	for _, p := range []kubeapplier.StartupFailurePolicy{kubeapplier.StartupFailFast, kubeapplier.StartupRetry} {
+		if v == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("--on-startup-failure must be exit or retry, not %q", v)
 }
 
 func kubeConfig(path string) (*rest.Config, error) {

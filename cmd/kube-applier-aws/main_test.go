@@ -3,13 +3,21 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // holdPort listens on a free loopback port for the test's duration and returns its address.
@@ -84,23 +92,55 @@ func TestServeFailureReported(t *testing.T) {
 	}
 }
 
+var (
+	buildOnce      sync.Once
+	binDir, binErr string
+)
+
+// buildBinaries builds both binaries once per test process, as `make install` does, and
+// returns the repo's root and the directory holding them.
+func buildBinaries(t *testing.T) (repo, bin string) {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kaa-bin-")
+		if err != nil {
+			binErr = err.Error()
+			return
+		}
+		// -buildvcs=true: the environment may say false (GOFLAGS); Go stamps the commit only in
+		// a checkout whose .git is a directory (not in a git worktree, where .git is a file).
+		build := exec.Command("go", "build", "-buildvcs=true", "-o", dir+string(filepath.Separator), "./cmd/kube-applier-aws", "./cmd/desirectl")
+		build.Dir = repo
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Sprintf("go build: %v\n%s", err, out)
+			return
+		}
+		binDir = dir
+	})
+	if binErr != "" {
+		t.Fatal(binErr)
+	}
+	return repo, binDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // TestBinaries builds both binaries as `make install` does and checks, on the real processes:
 // --version prints the build info that the toolchain recorded (module, version, the commit
 // when there is one), and kube-applier-aws exits 1 at once, naming the address, when its
 // metrics port is taken.
 func TestBinaries(t *testing.T) {
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	// -buildvcs=true: the environment may say false (GOFLAGS); Go stamps the commit only in a
-	// checkout whose .git is a directory (not in a git worktree, where .git is a file).
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin+string(filepath.Separator), "./cmd/kube-applier-aws", "./cmd/desirectl")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	repo, bin := buildBinaries(t)
 	var wantCommit string
 	if fi, err := os.Stat(filepath.Join(repo, ".git")); err == nil && fi.IsDir() {
 		out, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
@@ -141,3 +181,128 @@ func TestBinaries(t *testing.T) {
 	}
 	t.Logf("exit 1 after %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
 }
+
+func TestStartupPolicyFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    kubeapplier.StartupFailurePolicy
+		wantErr bool
+	}{
+		{"exit", kubeapplier.StartupFailFast, false},
+		{"retry", kubeapplier.StartupRetry, false},
+		{"", 0, true},
+		{"Retry", 0, true},
+	} {
+		got, err := startupPolicy(tc.in)
+		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
+			t.Errorf("startupPolicy(%q) = %v, %v; want %v (error: %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestIntegrationBinaryStartupFailure runs the binary against the local stack before its
+// tables exist: by default it exits 1 naming the missing tables; with
+// --on-startup-failure=retry it keeps running, /readyz failing with the same names, and
+// becomes ready once the tables are created; SIGTERM then ends it with exit 0.
+func TestIntegrationBinaryStartupFailure(t *testing.T) {
+	env := testenv.DynamoDB(t) // a fresh database: no table yet
+	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	_, bin := buildBinaries(t)
+	creds, err := env.Client.Options().Credentials.Retrieve(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.StatusTable, kubeapplier.KindReadDesire)
+	command := func(ctx context.Context, health string, extra ...string) *exec.Cmd {
+		args := append([]string{"--management-cluster", "mc01", "--kubeconfig", kubeconfig, "--aws-region", "us-east-1",
+			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-elect=false",
+			"--metrics-bind-address", "0", "--health-probe-bind-address", health}, extra...)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kube-applier-aws"), args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_ACCESS_KEY_ID=" + creds.AccessKeyID,
+			"AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+		return cmd
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	out, err := command(ctx, "0").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "error: ") || !strings.Contains(string(out), missing) {
+		t.Fatalf("default (--on-startup-failure=exit): %v, want exit 1 naming %s\n%s", err, missing, out)
+	}
+
+	holder, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the health server
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := holder.Addr().String()
+	holder.Close()
+	var log syncBuffer
+	cmd := command(ctx, health, "--on-startup-failure=retry")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("log:\n%s", log.String())
+		}
+	})
+	readyz := func() (int, string) {
+		resp, err := (&http.Client{Timeout: 3 * time.Second}).Get("http://" + health + "/readyz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitUntil(t, 30*time.Second, "/readyz naming "+missing, func() bool {
+		code, body := readyz()
+		return code == http.StatusServiceUnavailable && strings.Contains(body, missing)
+	})
+	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 45*time.Second, "ready once the tables exist", func() bool { code, _ := readyz(); return code == http.StatusOK })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGTERM")
+	}
+	if !strings.Contains(log.String(), "start-up check failed") || !strings.Contains(log.String(), "start-up check passed") {
+		t.Fatalf("the log lacks the start-up retries")
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
