@@ -46,6 +46,10 @@ type Applier struct {
 	reach     *reachability
 	running   atomic.Bool
 	heartbeat *heartbeat
+	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
+	conditions *conditionLog
+	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
+	stopping atomic.Bool
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -103,6 +107,11 @@ func New(opts Options) (*Applier, error) {
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
+
+	a.conditions = newConditionLog(opts.Log, opts.clock)
+	a.apply.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindApplyDesire, id, v) }
+	a.delete.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindDeleteDesire, id, v) }
+	a.read.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindReadDesire, id, v) }
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -199,6 +208,8 @@ func (a *Applier) Run(ctx context.Context) error {
 	// context's logger (contextual logging).
 	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
 	a.failure.Store(nil)
+	a.stopping.Store(false)
+	defer context.AfterFunc(ctx, func() { a.stopping.Store(true) })()
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
 	if err := a.startupCheck(ctx); err != nil {
@@ -290,6 +301,23 @@ func (a *Applier) checkTables(ctx context.Context) error {
 // ready for the next term.
 func (a *Applier) lead(ctx context.Context, t term) {
 	start := time.Now()
+	if a.opts.LeaderElection {
+		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.number,
+			"identity", a.opts.Identity, "lease", a.opts.LeaseNamespace+"/"+a.opts.LeaseName)
+	} else {
+		a.opts.Log.Info("syncing (no leader election: this process is the only one reconciling)", "managementCluster", a.opts.ManagementCluster)
+	}
+	defer func() {
+		if !a.opts.LeaderElection {
+			return
+		}
+		cause := "lease lost: not renewed within the renew deadline; another replica may take over"
+		if a.stopping.Load() {
+			cause = "shutdown: in-flight status writes finished, then the lease is released"
+		}
+		a.opts.Log.Info("leadership term ended", "managementCluster", a.opts.ManagementCluster, "term", t.number,
+			"identity", a.opts.Identity, "led", time.Since(start).Round(time.Millisecond).String(), "cause", cause)
+	}()
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
 	inf := a.informers.Load()
@@ -321,11 +349,32 @@ func (a *Applier) lead(ctx context.Context, t term) {
 	defer a.watches.end()
 	defer a.readRec.endTerm()
 	defer a.applyRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String())
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String(),
+		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
+		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
 	wg.Go(func() { a.heartbeat.run(ctx, t, start) })
+	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
+}
+
+// conditionLogFlush is how often a term logs the desire condition changes held back by the
+// per-desire rate limit (conditionlog.go).
+const conditionLogFlush = 10 * time.Second
+
+func (a *Applier) flushConditionLog(ctx context.Context) {
+	tick := time.NewTicker(conditionLogFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.conditions.flush()
+			return
+		case <-tick.C:
+			a.conditions.flush()
+		}
+	}
 }

@@ -328,22 +328,31 @@ func (o outcome) answers(m *DynamoDBMetadata) bool {
 type outcomes struct {
 	mu   sync.Mutex
 	byID map[string]outcome
+	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
+	// (conditionlog.go logs the changes).
+	observe func(id string, v Verdict)
 }
 
 // record notes that the status of spec m now says v.
 func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.byID == nil {
 		o.byID = map[string]outcome{}
 	}
 	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
+	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(m.DocumentID, v)
+	}
 }
 
 func (o *outcomes) forget(id string) {
 	o.mu.Lock()
 	delete(o.byID, id)
 	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(id, Verdict{})
+	}
 }
 
 func (o *outcomes) clear() {

@@ -265,6 +265,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	for _, d := range items {
 		start.latest[d.Meta().DocumentID] = desireStamp{}.next(d.Meta(), false)
 	}
+	lw.opts.Log.Info("listed", append([]any{"table", lw.table, "desires", len(items)}, start.logValues()...)...)
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from

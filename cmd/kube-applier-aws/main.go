@@ -76,7 +76,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.Float32Var(&f.qps, "kube-api-qps", kubeapplier.DefaultKubeQPS, "client-side limit of kube API requests per second")
 	fs.IntVar(&f.burst, "kube-api-burst", kubeapplier.DefaultKubeBurst, "client-side burst of kube API requests")
 	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
-	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's (0 info, 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included)")
+	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
