@@ -137,9 +137,12 @@ func permanentFailure(s *kubeapplier.CommonStatus) bool {
 // one line per desire; when no item has any status, a last line asks whether an applier runs
 // for the management cluster.
 func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant, timeout time.Duration, report bool) error {
-	deadline := a.clock.Now().Add(timeout)
+	start := a.clock.Now()
+	deadline := start.Add(timeout)
 	pending := items
 	var failed []error
+	prog := a.newProgress()
+	defer prog.clear()
 	for {
 		var next []*waitItem
 		for _, it := range pending {
@@ -151,6 +154,7 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 			switch evaluate(d, &it.spec, want) {
 			case waitMet:
 				if report {
+					prog.clear()
 					fmt.Fprintf(a.stdout, "%s condition met\n", it.ref())
 				}
 			case waitFailed:
@@ -164,6 +168,7 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 			return errors.Join(failed...)
 		}
 		now := a.clock.Now()
+		prog.show(now.Sub(start), timeout, len(items), pending, want)
 		if !now.Before(deadline) {
 			return errors.Join(append(failed, a.timeoutErrors(items, pending, want, timeout)...)...)
 		}
