@@ -1,10 +1,10 @@
 package main
 
 import (
-	"io"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
