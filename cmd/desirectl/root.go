@@ -56,6 +56,7 @@ func (a *app) newRootCommand() *cobra.Command {
 		a.newWaitCommand(),
 		a.newTablesCommand(),
 		a.newStatusCommand(),
+		a.newRemoveCommand(),
 	)
 	return root
 }

@@ -54,7 +54,7 @@ func TestWait(t *testing.T) {
 				h.clock.onSleep = func(int) {
 					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 				}
-				h.mustRun("read", "configmaps", "foo")
+				h.mustRun("read", "configmaps", "foo", "--keep")
 				h.db.DropTable(tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire))
 				h.clock.sleeps = 0
 			}

@@ -23,7 +23,9 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 		}
 		removed, err := opposite.deleteSpec(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", desireRef(opposite.desireKind(), id), t.label, err)
+			// The command is about tables.kind: name it first (the opposite is a step of it).
+			return nil, fmt.Errorf("%s (%s): removing %s of the same object first: %w",
+				desireRef(tables.kind, id), t.label, desireRef(opposite.desireKind(), id), err)
 		}
 		if removed {
 			fmt.Fprintf(a.stdout, "%s deleted (%s)\n", desireRef(opposite.desireKind(), id), t.label)
