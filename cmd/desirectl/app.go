@@ -58,6 +58,10 @@ type app struct {
 
 	flags globalFlags
 	root  *cobra.Command
+	// output is the -o of a command printing lines; collected holds its records for -o
+	// json|yaml (records.go).
+	output    string
+	collected []outputRecord
 
 	discoveryOnce sync.Once
 	discovery     resolver // nil when no cluster is reachable

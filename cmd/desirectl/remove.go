@@ -35,7 +35,8 @@ that has no desire for the object is a failure (exit 1) after the others were re
 	addObjectNamespaceFlag(cmd, &namespace)
 	cmd.Flags().StringVar(&kinds, "kind", "", "desire kinds to remove: read, delete, apply, a comma-separated list, or all (required)")
 	addTypeFlags(cmd, &ta)
-	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+	a.addRecordsFlag(cmd)
+	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		which, err := parseKinds(kinds)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ that has no desire for the object is a failure (exit 1) after the others were re
 				missing = append(missing, ref)
 				continue
 			}
-			fmt.Fprintf(a.stdout, "%s removed (%s)\n", ref, t.label)
+			a.line(outputRecord{Event: "removed", Desire: ref, Object: t.label}, fmt.Sprintf("%s removed (%s)", ref, t.label))
 		}
 		if len(missing) > 0 {
 			return failedErrorf("%s (%s) not found", strings.Join(missing, ", "), t.label)

@@ -155,7 +155,8 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 			case waitMet:
 				if report {
 					prog.clear()
-					fmt.Fprintf(a.stdout, "%s condition met\n", it.ref())
+					a.line(outputRecord{Event: "condition met", Desire: it.ref(), Object: it.label, Detail: want.String()},
+						it.ref()+" condition met")
 				}
 			case waitFailed:
 				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, describeStatus(d, &it.spec, want.typ)))

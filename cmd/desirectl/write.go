@@ -28,7 +28,8 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 				desireRef(tables.kind, id), t.label, desireRef(opposite.desireKind(), id), err)
 		}
 		if removed {
-			fmt.Fprintf(a.stdout, "%s deleted (%s)\n", desireRef(opposite.desireKind(), id), t.label)
+			ref := desireRef(opposite.desireKind(), id)
+			a.line(outputRecord{Event: "deleted", Desire: ref, Object: t.label}, fmt.Sprintf("%s deleted (%s)", ref, t.label))
 		}
 		stored, created, err := put(ctx, tables, d)
 		if err != nil {
@@ -46,5 +47,6 @@ func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, create
 	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(a.stdout, "%s %s (%s)\n", desireRef(kind, id), verb, label)
+	ref := desireRef(kind, id)
+	a.line(outputRecord{Event: verb, Desire: ref, Object: label}, fmt.Sprintf("%s %s (%s)", ref, verb, label))
 }
