@@ -203,10 +203,12 @@ func TestStartupPolicyFlag(t *testing.T) {
 // TestIntegrationBinaryStartupFailure runs the binary against the local stack before its
 // tables exist: by default it exits 1 naming the missing tables; with
 // --on-startup-failure=retry it keeps running, /readyz failing with the same names, and
-// becomes ready once the tables are created; SIGTERM then ends it with exit 0.
+// becomes ready once the tables are created; SIGTERM then ends it with exit 0. Its log at the
+// default verbosity says so, with the leadership term's start and end.
 func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	env := testenv.DynamoDB(t) // a fresh database: no table yet
 	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	ns := testenv.Namespace(t, testenv.Kube(t)) // the Lease's
 	_, bin := buildBinaries(t)
 	creds, err := env.Client.Options().Credentials.Retrieve(t.Context())
 	if err != nil {
@@ -215,7 +217,8 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.StatusTable, kubeapplier.KindReadDesire)
 	command := func(ctx context.Context, health string, extra ...string) *exec.Cmd {
 		args := append([]string{"--management-cluster", "mc01", "--kubeconfig", kubeconfig, "--aws-region", "us-east-1",
-			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-elect=false",
+			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-election-namespace", ns,
+			"--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s", "--leader-election-retry-period", "500ms",
 			"--metrics-bind-address", "0", "--health-probe-bind-address", health}, extra...)
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kube-applier-aws"), args...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_ACCESS_KEY_ID=" + creds.AccessKeyID,
@@ -268,6 +271,7 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 45*time.Second, "ready once the tables exist", func() bool { code, _ := readyz(); return code == http.StatusOK })
+	waitUntil(t, 30*time.Second, "leading", func() bool { return strings.Contains(log.String(), `"reconciling"`) })
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:
@@ -277,8 +281,17 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit within 30 s of SIGTERM")
 	}
-	if !strings.Contains(log.String(), "start-up check failed") || !strings.Contains(log.String(), "start-up check passed") {
-		t.Fatalf("the log lacks the start-up retries")
+	// What on-call reads at the default verbosity, in order.
+	rest := log.String()
+	for _, want := range []string{`"start-up check failed: not ready; retrying`, `"start-up check passed"`,
+		`"leadership won: syncing" managementCluster="mc01" term=`, `"listed" table="` + env.Prefix + `mc-mc01-specs-`,
+		`"reconciling" managementCluster="mc01" term=`, `applyDesires=0 deleteDesires=0 readDesires=0`,
+		`"leadership term ended" managementCluster="mc01" term=`, `cause="shutdown: `, `"stopped cleanly"`} {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("the log lacks %q after the lines before it", want)
+		}
+		rest = rest[i+len(want):]
 	}
 }
 
