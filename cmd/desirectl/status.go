@@ -16,8 +16,7 @@ import (
 )
 
 // overdueAfter is how late a heartbeat may be before status calls it stale: the leader
-// promises a write at least every keepaliveSeconds (5 min idle, every 30 s while anything
-// changes), so a heartbeat more than 2 minutes past that promise means no leader is writing.
+// promises a write at least every keepaliveSeconds (5 min idle, within 5 s of a change), so a heartbeat more than 2 minutes past that promise means no leader is writing.
 const overdueAfter = 2 * time.Minute
 
 // staleAge is the age from which hb is stale: its keepalive plus overdueAfter, or staleAfter
