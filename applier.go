@@ -305,7 +305,7 @@ func (a *Applier) lead(ctx context.Context, t term) {
 		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.number,
 			"identity", a.opts.Identity, "lease", a.opts.LeaseNamespace+"/"+a.opts.LeaseName)
 	} else {
-		a.opts.Log.Info("syncing (no leader election: this process is the only one reconciling)", "managementCluster", a.opts.ManagementCluster)
+		a.opts.Log.Info("syncing (no election of its own: Options.LeaderElection off, e.g. under a manager's election)", "managementCluster", a.opts.ManagementCluster)
 	}
 	defer func() {
 		if !a.opts.LeaderElection {
