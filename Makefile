@@ -13,7 +13,9 @@ up:
 down:
 	@$(STACK) down
 
-# Prints the exports of the running stack, KUBECONFIG included: eval "$(make -s env)".
+# Prints the exports of the running stack, KUBECONFIG included: eval "$(make -s env)". They
+# also set AWS_ENDPOINT_URL, AWS_REGION/AWS_DEFAULT_REGION and local credentials, so the AWS
+# SDKs' default chain and the AWS CLI (`aws dynamodb list-tables`) reach DynamoDB Local.
 env:
 	@$(STACK) env
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -47,6 +49,10 @@ type Applier struct {
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (term.go).
 	newestTerm atomic.Int64
+	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
+	conditions *conditionLog
+	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
+	stopping atomic.Bool
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -104,6 +110,11 @@ func New(opts Options) (*Applier, error) {
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
+
+	a.conditions = newConditionLog(opts.Log, opts.clock)
+	a.apply.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindApplyDesire, id, v) }
+	a.delete.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindDeleteDesire, id, v) }
+	a.read.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindReadDesire, id, v) }
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -188,9 +199,12 @@ func (a *Applier) Informers() *KubeApplierInformers { return a.informers.Load() 
 // election is on, only while holding the lease) until ctx ends; then it finishes in-flight
 // status writes, releases the lease and returns nil. Each leadership term takes stream
 // positions, Scans the specs tables and reconciles every desire; a standby reads no stream.
-// A start-up failure (a table or stream missing: ErrTableNotFound, ErrStreamNotConfigured;
-// the lease client) is returned at once. Without Options.Log, the logger of ctx
-// (logr.FromContext) receives the logs. Start is Run for controller-runtime.
+// When the start-up check fails (DynamoDB unreachable, a table or stream missing:
+// ErrTableNotFound, ErrStreamNotConfigured), Options.StartupFailure decides: by default Run
+// retries it with back-off, not ready meanwhile, and returns nil only when ctx ends;
+// StartupFailFast returns the error at once (as it does a lease client's). Without
+// Options.Log, the logger of ctx (logr.FromContext) receives the logs. Start is Run for
+// controller-runtime.
 func (a *Applier) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("kubeapplier: Run called twice")
@@ -201,17 +215,72 @@ func (a *Applier) Run(ctx context.Context) error {
 	// context's logger (contextual logging).
 	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
 	a.failure.Store(nil)
+	a.stopping.Store(false)
+	defer context.AfterFunc(ctx, func() { a.stopping.Store(true) })()
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
-	if err := a.checkTables(ctx); err != nil {
+	if err := a.startupCheck(ctx); err != nil {
 		a.failure.Store(&err)
 		return err
+	}
+	if ctx.Err() != nil { // ended while the check was retried
+		return nil
 	}
 	if !a.opts.LeaderElection {
 		return a.runElected(ctx)
 	}
 	a.setPhase(phaseStandby)
 	return a.runWithLeaderElection(ctx)
+}
+
+// startupCheck runs checkTables; when it fails under StartupRetry, it retries with back-off
+// (phaseWaiting, the failure reported by ReadyzCheck) until it passes or ctx ends, and returns
+// nil. Under StartupFailFast it returns the failure.
+func (a *Applier) startupCheck(ctx context.Context) error {
+	err := a.checkTables(ctx)
+	if err == nil || a.opts.StartupFailure == StartupFailFast {
+		return err
+	}
+	a.failure.Store(&err)
+	a.setPhase(phaseWaiting)
+	err = a.retryStartupCheck(ctx, err, func() bool { return true })
+	if err == nil {
+		a.failure.Store(nil)
+	}
+	return nil
+}
+
+// defaultStartupBackoff spaces the start-up check's retries (StartupRetry): 1 s doubling to 30 s.
+var defaultStartupBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
+// retryStartupCheck repeats checkTables after a failure err, with startupBackoff, while keep
+// reports true and ctx lives; each failure is logged and stored for ReadyzCheck. It returns
+// nil once a check passed, else the last failure.
+func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() bool) error {
+	b := a.opts.startupBackoff
+	for attempt := 1; ; attempt++ {
+		delay := b.Step()
+		a.opts.Log.Error(err, "start-up check failed: not ready; retrying (Options.StartupFailure: StartupRetry)",
+			"managementCluster", a.opts.ManagementCluster, "attempt", attempt, "retryIn", delay.Round(100*time.Millisecond).String())
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if !keep() {
+			return err
+		}
+		if err = a.checkTables(ctx); err == nil {
+			a.opts.Log.Info("start-up check passed", "managementCluster", a.opts.ManagementCluster, "attempts", attempt+1)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		a.failure.Store(&err)
+	}
 }
 
 // checkTableTimeout bounds the start-up check of the six tables.
@@ -260,6 +329,31 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	if t.start.IsZero() {
 		t.start = start
 	}
+	if a.opts.LeaderElection {
+		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.number,
+			"identity", a.opts.Identity, "lease", a.opts.LeaseNamespace+"/"+a.opts.LeaseName)
+	} else {
+		a.opts.Log.Info("syncing (no election of its own: Options.LeaderElection off, e.g. under a manager's election)",
+			"managementCluster", a.opts.ManagementCluster, "term", t.number, "leader", t.leader)
+	}
+	defer func() {
+		var cause string
+		switch {
+		case lostTerm(ctx) != nil:
+			cause = "a write met a newer leadership term in DynamoDB: another replica leads"
+		case a.stopping.Load():
+			cause = "shutdown: in-flight status writes finished"
+			if a.opts.LeaderElection {
+				cause += ", then the lease is released"
+			}
+		case a.opts.LeaderElection:
+			cause = "lease lost: not renewed within the renew deadline; another replica may take over"
+		default:
+			cause = "the followed Lease may have passed to another holder"
+		}
+		a.opts.Log.Info("leadership term ended", "managementCluster", a.opts.ManagementCluster, "term", t.number,
+			"leader", t.leader, "led", time.Since(start).Round(time.Millisecond).String(), "cause", cause)
+	}()
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
 	inf := a.informers.Load()
@@ -291,12 +385,15 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	defer a.watches.end()
 	defer a.readRec.endTerm()
 	defer a.applyRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String())
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String(),
+		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
+		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
 	wg.Go(func() { a.heartbeat.run(ctx, t, t.start) })
+	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
 }
@@ -315,6 +412,24 @@ func storeMax(v *atomic.Int64, n int64) {
 		cur := v.Load()
 		if n <= cur || v.CompareAndSwap(cur, n) {
 			return
+		}
+	}
+}
+
+// conditionLogFlush is how often a term logs the desire condition changes held back by the
+// per-desire rate limit (conditionlog.go).
+const conditionLogFlush = 10 * time.Second
+
+func (a *Applier) flushConditionLog(ctx context.Context) {
+	tick := time.NewTicker(conditionLogFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.conditions.flush()
+			return
+		case <-tick.C:
+			a.conditions.flush()
 		}
 	}
 }

@@ -151,7 +151,7 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 		return term{}, err
 	}
 	t.number, t.start = hb.Term, now
-	a.opts.Log.Info("took a leadership term", "term", t.number, "leader", t.leader)
+	a.opts.Log.V(1).Info("took a leadership term in DynamoDB", "term", t.number, "leader", t.leader)
 	return t, nil
 }
 

@@ -22,16 +22,35 @@ func (a *Applier) Start(ctx context.Context) error { return a.Run(ctx) }
 func (a *Applier) NeedLeaderElection() bool { return !a.opts.LeaderElection }
 
 // Warmup is controller-runtime's warm-up hook, called on every replica before the manager's
-// election: it checks the tables (the error Run would return at start-up) and makes a replica
-// that was not started (a standby under the manager's election) report ready by ReadyzCheck
-// while it reaches DynamoDB and the apiserver. It starts nothing and reads no stream.
+// election: it checks the tables (Run's start-up check) and makes a replica that was not
+// started (a standby under the manager's election) report ready by ReadyzCheck while it
+// reaches DynamoDB and the apiserver. It starts nothing and reads no stream.
+//
+// When the check fails, Options.StartupFailure decides: by default (StartupRetry) Warmup
+// retries it with back-off, ReadyzCheck failing meanwhile, and returns nil once it passes, when
+// Run takes over the retrying, or when ctx ends (controller-runtime runs Warmup in a goroutine
+// of its own and does not wait for it); StartupFailFast returns the error, which stops a
+// manager.
 func (a *Applier) Warmup(ctx context.Context) error {
-	if err := a.checkTables(ctx); err != nil {
+	err := a.checkTables(ctx)
+	if err == nil {
+		a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseStandby))
+		return nil
+	}
+	if a.opts.StartupFailure == StartupFailFast {
 		if a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseStopped)) {
 			a.failure.Store(&err)
 		}
 		return err
 	}
-	a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseStandby))
+	if !a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseWaiting)) {
+		return nil // Run started: it checks and retries itself
+	}
+	a.failure.Store(&err)
+	notRunning := func() bool { return !a.running.Load() }
+	if a.retryStartupCheck(ctx, err, notRunning) == nil && notRunning() &&
+		a.phase.CompareAndSwap(int32(phaseWaiting), int32(phaseStandby)) {
+		a.failure.Store(nil)
+	}
 	return nil
 }

@@ -25,9 +25,10 @@ import (
 const HeartbeatID = "_heartbeat"
 
 // Heartbeat cadence: a write at most every heartbeatInterval, and only when the content changed
-// or heartbeatMaxAge passed since the last one (idle: 12 writes an hour).
+// or heartbeatMaxAge passed since the last one (idle: 12 writes an hour). 5 s: a reader
+// (desirectl status) sees a change within ~5 s.
 const (
-	heartbeatInterval = 30 * time.Second
+	heartbeatInterval = 5 * time.Second
 	heartbeatMaxAge   = 5 * time.Minute
 )
 
@@ -177,7 +178,7 @@ func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 // capWatermark bounds the cache's watermark w by caughtUp, the last time the stream was read
 // to its end: a spec that landed later may not be in the cache. Before the stream was read to
 // its end there is no watermark. (With no spec cached there is none either: caughtUp moves
-// with every idle poll, and a watermark that moves would rewrite the heartbeat every 30 s.)
+// with every idle poll, and a watermark that moves would rewrite the heartbeat at every look.)
 func capWatermark(w *time.Time, caughtUp time.Time) *time.Time {
 	switch {
 	case w == nil || caughtUp.IsZero():
@@ -344,22 +345,31 @@ func (o outcome) answers(m *DynamoDBMetadata) bool {
 type outcomes struct {
 	mu   sync.Mutex
 	byID map[string]outcome
+	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
+	// (conditionlog.go logs the changes).
+	observe func(id string, v Verdict)
 }
 
 // record notes that the status of spec m now says v.
 func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.byID == nil {
 		o.byID = map[string]outcome{}
 	}
 	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
+	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(m.DocumentID, v)
+	}
 }
 
 func (o *outcomes) forget(id string) {
 	o.mu.Lock()
 	delete(o.byID, id)
 	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(id, Verdict{})
+	}
 }
 
 // forgetAbsent forgets and returns the desires recorded whose status is not in versions (the

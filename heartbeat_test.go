@@ -128,13 +128,13 @@ func TestHeartbeatWriteRate(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		// change says whether the content changes before the beat at minute m (0.5 steps).
+		// change says whether the content changes before beat number b (heartbeatInterval apart).
 		change func(beat int) bool
 		want   int
 	}{
 		{"idle: every 5 minutes", func(int) bool { return false }, 12},
-		{"always changing: every 30 s", func(int) bool { return true }, 120},
-		{"one change", func(b int) bool { return b == 7 }, 13}, // 0, 3.5 min, then 8.5, 13.5 ... 58.5
+		{"always changing: every 5 s", func(int) bool { return true }, 720},
+		{"one change", func(b int) bool { return b == 42 }, 13}, // 0, 3.5 min, then 8.5, 13.5 ... 58.5
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestHeartbeatWriteRate(t *testing.T) {
 				return map[string]HeartbeatKind{"ApplyDesire": {Desires: 1, Watermark: &w, QueueDepth: int(now.Unix() % 7)}}
 			})
 			var last *Heartbeat
-			for beat := range 120 { // one hour at 30 s
+			for beat := range int(time.Hour / heartbeatInterval) { // one hour
 				now = start.Add(time.Duration(beat) * heartbeatInterval)
 				if tt.change(beat) {
 					n++

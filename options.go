@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -169,10 +170,18 @@ type Options struct {
 	// management_cluster; New returns a registration error (e.g. two Appliers of one management
 	// cluster on one registry). Default: none registered.
 	MetricsRegisterer prometheus.Registerer
+	// StartupFailure chooses what happens when the start-up check fails: DynamoDB cannot be
+	// reached, or a specs table, its stream or a status table is missing. Default
+	// StartupRetry: keep checking with back-off while ReadyzCheck fails naming what is missing
+	// (an embedding manager and its other controllers keep running); StartupFailFast: Run,
+	// Start and Warmup return the error at once.
+	StartupFailure StartupFailurePolicy
 
 	clock func() time.Time
 	// heartbeatInterval and heartbeatMaxAge shorten the heartbeat's cadence in tests.
 	heartbeatInterval, heartbeatMaxAge time.Duration
+	// startupBackoff spaces the start-up check's retries; default defaultStartupBackoff.
+	startupBackoff wait.Backoff
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
 	kubeResources       *kubeResourceCounter // kube requests by group/resource (kuberesources.go)
@@ -189,6 +198,34 @@ type Options struct {
 	discoveryReset func()
 }
 
+// StartupFailurePolicy is what an Applier does when its start-up check fails
+// (Options.StartupFailure).
+type StartupFailurePolicy int
+
+const (
+	// StartupRetry (the default) repeats the check with back-off (1 s doubling to 30 s), each
+	// failure logged: Run and Start do not return but when their context ends (then nil),
+	// Warmup returns nil once the check passes or its context ends, and ReadyzCheck fails with
+	// "kubeapplier: waiting for DynamoDB and the tables (retrying): …" naming every missing
+	// table or stream. Once the check passes, the applier goes on as if it had just started.
+	StartupRetry StartupFailurePolicy = iota
+	// StartupFailFast makes Run, Start and Warmup return the check's error at once
+	// (errors.Is ErrTableNotFound or ErrStreamNotConfigured for what is missing, else the
+	// DynamoDB error): a controller-runtime manager then stops, its other runnables with it.
+	StartupFailFast
+)
+
+// String names the policy as the binary's --on-startup-failure flag does.
+func (p StartupFailurePolicy) String() string {
+	switch p {
+	case StartupRetry:
+		return "retry"
+	case StartupFailFast:
+		return "exit"
+	}
+	return fmt.Sprintf("StartupFailurePolicy(%d)", int(p))
+}
+
 // complete validates o and fills every default; errors wrap ErrInvalidOptions.
 func (o *Options) complete() error {
 	if o.ManagementCluster == "" {
@@ -196,6 +233,9 @@ func (o *Options) complete() error {
 	}
 	if err := o.completeFieldManager(); err != nil {
 		return err
+	}
+	if o.StartupFailure != StartupRetry && o.StartupFailure != StartupFailFast {
+		return fmt.Errorf("%w: StartupFailure %v is neither StartupRetry nor StartupFailFast", ErrInvalidOptions, o.StartupFailure)
 	}
 	o.logs = newLogRoute(o.Log)
 	o.Log = o.logs.logger()
@@ -244,6 +284,9 @@ func (o *Options) setDefaults() {
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)
 	setDefault(&o.LeaseName, DefaultLeaseName)
 	setDefault(&o.LeaseNamespace, DefaultLeaseNamespace)
+	if o.startupBackoff.Duration == 0 {
+		o.startupBackoff = defaultStartupBackoff
+	}
 	if o.Identity == "" {
 		host, _ := os.Hostname()
 		o.Identity = host + "_" + uuid.NewString()[:8]

@@ -23,6 +23,7 @@ func TestOptionsValidation(t *testing.T) {
 		{"no cluster", Options{}, "ManagementCluster is required"},
 		{"long field manager", Options{ManagementCluster: "mc", FieldManager: strings.Repeat("x", 129)}, "at most 128"},
 		{"non-printable field manager", Options{ManagementCluster: "mc", FieldManager: "a\tb"}, "non-printable"},
+		{"unknown start-up policy", Options{ManagementCluster: "mc", StartupFailure: 7}, "StartupFailure StartupFailurePolicy(7) is neither"},
 		{"no dynamodb, no region", Options{ManagementCluster: "mc"}, "default configuration has no region"},
 		{"no cluster access", Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}}, "set RESTConfig"},
 	}

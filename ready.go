@@ -17,6 +17,7 @@ type phase int32
 const (
 	phaseIdle     phase = iota // neither Run nor Warmup called yet
 	phaseStarting              // Run checks the tables
+	phaseWaiting               // the start-up check failed; retried with back-off (StartupRetry)
 	phaseStandby               // waiting for the lease (its own or a manager's); no desire informer runs
 	phaseSyncing               // a term started: stream positions, then a Scan of each specs table
 	phaseLeading               // reconciling
@@ -50,6 +51,11 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 		return errors.New("kubeapplier: not started (neither Run nor Warmup called)")
 	case phaseStarting:
 		return errors.New("kubeapplier: starting: checking the tables")
+	case phaseWaiting:
+		if err := a.failure.Load(); err != nil {
+			return fmt.Errorf("kubeapplier: waiting for DynamoDB and the tables (retrying): %w", *err)
+		}
+		return errors.New("kubeapplier: waiting for DynamoDB and the tables (retrying)")
 	case phaseStopped:
 		if err := a.failure.Load(); err != nil {
 			return fmt.Errorf("kubeapplier: stopped: %w", *err)

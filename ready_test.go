@@ -3,10 +3,14 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -71,12 +75,13 @@ func TestReadyzCheckLifecycle(t *testing.T) {
 	wantErr("after Run", "stopped")
 }
 
-// TestWarmupMissingTable: Warmup fails like Run's start-up check, naming the table, and the
-// replica reports the failure as not ready.
-func TestWarmupMissingTable(t *testing.T) {
+// TestStartupFailFast: with StartupFailFast, Warmup and Run fail at once like the start-up
+// check, naming the table, and the replica reports the failure as not ready.
+func TestStartupFailFast(t *testing.T) {
 	o, opts := newOffline(t)
 	missing := TableName(offPrefix, offCluster, StatusTable, KindReadDesire)
 	o.dropTable(missing)
+	opts.StartupFailure = StartupFailFast
 	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +96,112 @@ func TestWarmupMissingTable(t *testing.T) {
 	if err := a.Run(context.Background()); !errors.Is(err, ErrTableNotFound) {
 		t.Fatalf("Run = %v, want ErrTableNotFound", err)
 	}
+}
+
+// TestStartupRetry: by default (StartupRetry) a failing start-up check (a table missing,
+// DynamoDB unreachable) neither ends Run nor fails Warmup: both retry with back-off while
+// ReadyzCheck fails naming what is missing; once the table exists the leader reconciles and
+// the standby is ready. A context ending while they retry ends them with nil.
+func TestStartupRetry(t *testing.T) {
+	fast := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		warmup bool // a standby's Warmup; else the leader's Run
+		cause  func(o *offline) (want string, heal func())
+	}{
+		{"Run, a status table missing", false, missingReadStatus},
+		{"Run, DynamoDB unreachable", false, unreachable},
+		{"Warmup, a status table missing", true, missingReadStatus},
+		{"Warmup, DynamoDB unreachable", true, unreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, opts := newOffline(t)
+			want, heal := tc.cause(o)
+			opts.startupBackoff = fast
+			a, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			if tc.warmup {
+				go func() { done <- a.Warmup(ctx) }()
+			} else {
+				go func() { done <- a.Run(ctx) }()
+			}
+			waitFor(t, 5*time.Second, "ReadyzCheck naming the failure", func() bool {
+				err := a.ReadyzCheck(nil)
+				return err != nil && strings.Contains(err.Error(), "waiting for DynamoDB and the tables (retrying)") &&
+					strings.Contains(err.Error(), want)
+			})
+			time.Sleep(300 * time.Millisecond) // a few retries
+			select {
+			case err := <-done:
+				t.Fatalf("returned %v while the check fails; want it to keep retrying", err)
+			default:
+			}
+			heal()
+			if tc.warmup {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Warmup = %v after the check passed", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("Warmup did not return after the check passed")
+				}
+				if err := a.ReadyzCheck(nil); err != nil {
+					t.Fatalf("warmed-up standby: ReadyzCheck = %v", err)
+				}
+				return
+			}
+			waitFor(t, 10*time.Second, "leading", a.Leading)
+			if err := a.ReadyzCheck(nil); err != nil {
+				t.Fatalf("leader: ReadyzCheck = %v", err)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+		})
+	}
+
+	t.Run("context ends while retrying", func(t *testing.T) {
+		o, opts := newOffline(t)
+		missingReadStatus(o)
+		opts.startupBackoff = fast
+		a, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if err := a.Run(ctx); err != nil {
+			t.Fatalf("Run = %v, want nil when its context ends", err)
+		}
+		if err := a.ReadyzCheck(nil); err == nil || !strings.Contains(err.Error(), "stopped") {
+			t.Fatalf("ReadyzCheck after Run = %v", err)
+		}
+	})
+}
+
+func missingReadStatus(o *offline) (string, func()) {
+	name := TableName(offPrefix, offCluster, StatusTable, KindReadDesire)
+	o.dropTable(name)
+	return name, func() { o.db.AddTable(name, "", "") }
+}
+
+func unreachable(o *offline) (string, func()) {
+	var down atomic.Bool
+	down.Store(true)
+	o.db.FailIf = func(op, _ string) error {
+		if down.Load() && (op == "DescribeTable" || op == "DescribeStream") {
+			return errors.New("dial tcp 127.0.0.1:8000: connect: connection refused")
+		}
+		return nil
+	}
+	return "connection refused", func() { down.Store(false) }
 }
 
 // TestReachabilityCachesProbes: probes run at most once per TTL; every probe runs with a

@@ -228,6 +228,7 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	for _, d := range items {
 		start.book.listed(d.Meta())
 	}
+	lw.opts.Log.Info("listed", append([]any{"table", lw.table, "desires", len(items)}, start.logValues()...)...)
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from

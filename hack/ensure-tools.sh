@@ -5,11 +5,12 @@
 #   openssl - service-account keys, tokens, npm integrity check
 #   curl    - readiness probes
 #   make    - the project's entry points
+#   aws     - the AWS CLI, which a test runs with what `make env` exports (awscli)
 set -euo pipefail
 
-declare -A pkg=([java]=openjdk-17-jre-headless [openssl]=openssl [curl]=curl [make]=make)
+declare -A pkg=([java]=openjdk-17-jre-headless [openssl]=openssl [curl]=curl [make]=make [aws]=awscli)
 missing=()
-for tool in java openssl curl make; do
+for tool in java openssl curl make aws; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${pkg[$tool]}")
 done
 for tool in go npm; do

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the services the integration tests need, on loopback only, without Docker:
-#   - DynamoDB Local (Amazon's jar, with Streams)       -> KAA_DYNAMODB_ENDPOINT
+#   - DynamoDB Local (Amazon's jar, with Streams)       -> KAA_DYNAMODB_ENDPOINT, and
+#     AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION and local credentials (so the AWS SDKs,
+#     the library's default chain and the AWS CLI reach it)
 #   - etcd + kube-apiserver (no controller-manager)     -> KAA_KUBECONFIG, and KUBECONFIG (so
 #     kubectl and desirectl's discovery reach it in a shell that evaluated `env`)
 #
@@ -31,9 +33,24 @@ log() { echo "local-stack: $*" >&2; }
 
 # print_env: the exports of the running stack, with KUBECONFIG pointing at its kubeconfig. The
 # env file itself keeps only the KAA_/AWS_ variables (a stack started by an older version of
-# this script has the same file).
+# this script has the same file); what follows from them is derived here, so `env` of a stack
+# started earlier prints it too:
+#   AWS_ENDPOINT_URL     the AWS SDKs' endpoint (Go SDK v2, the AWS CLI >= 1.29 / 2.13): the
+#                        library's default chain (Options.AWSConfig unset), examples/embed and
+#                        examples/controller-runtime reach DynamoDB Local through it
+#   AWS_DEFAULT_REGION   the region the AWS CLI v1 reads (it ignores AWS_REGION)
+#   AWS_PAGER=""         the AWS CLI v2 prints instead of opening a pager
+#   AWS_EC2_METADATA_DISABLED=true   no SDK waits for an instance-metadata endpoint for
+#                        credentials or a region it never needs here
 print_env() {
   cat "$STATE/env"
+  local endpoint region
+  endpoint=$(sed -n 's/^export KAA_DYNAMODB_ENDPOINT=//p' "$STATE/env")
+  region=$(sed -n 's/^export AWS_REGION=//p' "$STATE/env")
+  echo "export AWS_ENDPOINT_URL=$endpoint"
+  echo "export AWS_DEFAULT_REGION=${region:-us-east-1}"
+  echo "export AWS_PAGER="
+  echo "export AWS_EC2_METADATA_DISABLED=true"
   echo "export KUBECONFIG=$(printf %q "$STATE/kubeconfig")"
 }
 

@@ -48,6 +48,8 @@ type app struct {
 	userConfigDir  func() (string, error)
 	clock          clock
 	pollInterval   time.Duration
+	// isTerminal reports whether a writer is a terminal: waits show progress on stderr then.
+	isTerminal func(io.Writer) bool
 	// newDynamoDB returns the DynamoDB client for the effective settings.
 	newDynamoDB func(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI, error)
 	// newDiscovery returns a resolver backed by the cluster of kubeconfig (a path or a
@@ -56,6 +58,10 @@ type app struct {
 
 	flags globalFlags
 	root  *cobra.Command
+	// output is the -o of a command printing lines; collected holds its records for -o
+	// json|yaml (records.go).
+	output    string
+	collected []outputRecord
 
 	discoveryOnce sync.Once
 	discovery     resolver // nil when no cluster is reachable
@@ -66,7 +72,7 @@ type app struct {
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
 	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, userConfigDir: os.UserConfigDir,
-		clock: realClock{}, pollInterval: defaultPollInterval, newDynamoDB: newDynamoDBClient, newDiscovery: newDiscoveryResolver}
+		clock: realClock{}, pollInterval: defaultPollInterval, isTerminal: isTerminal, newDynamoDB: newDynamoDBClient, newDiscovery: newDiscoveryResolver}
 }
 
 // run executes one command line and returns the exit code. Errors are printed on stderr, one

@@ -35,7 +35,8 @@ the applier's status answers the spec just written.`,
 	addFileFlag(cmd, &file, "the objects")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced objects that name none (default \"default\")")
 	wf.register(cmd, "applied")
-	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
+	a.addRecordsFlag(cmd)
+	cmd.RunE = a.records(func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		ms, err := readManifests(file, a.stdin)
 		if err != nil {

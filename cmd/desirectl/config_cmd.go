@@ -33,7 +33,7 @@ func (a *app) newSetContextCommand() *cobra.Command {
 	}
 	// These shadow the global overrides of the same names: here they are the values to store.
 	registerContextFlags(cmd.Flags(), &e, "")
-	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		cfg, path, err := a.loadConfig()
 		if err != nil {
 			return err
@@ -53,18 +53,19 @@ func (a *app) newSetContextCommand() *cobra.Command {
 		if err := saveConfig(path, cfg); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "Context %q %s.\n", name, verb)
+		a.line(outputRecord{Event: verb, Context: name}, fmt.Sprintf("Context %q %s.", name, verb))
 		return nil
 	})
+	a.addRecordsFlag(cmd)
 	return cmd
 }
 
 func (a *app) newUseContextCommand() *cobra.Command {
-	return &cobra.Command{
+	return a.withRecords(&cobra.Command{
 		Use:   "use-context NAME",
 		Short: "Make a context the current one",
 		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: runE(func(_ *cobra.Command, args []string) error {
+		RunE: a.records(func(_ *cobra.Command, args []string) error {
 			cfg, path, err := a.loadConfig()
 			if err != nil {
 				return err
@@ -76,21 +77,26 @@ func (a *app) newUseContextCommand() *cobra.Command {
 			if err := saveConfig(path, cfg); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "Switched to context %q.\n", args[0])
+			a.line(outputRecord{Event: "switched", Context: args[0]}, fmt.Sprintf("Switched to context %q.", args[0]))
 			return nil
 		}),
-	}
+	})
 }
 
 func (a *app) newGetContextsCommand() *cobra.Command {
-	return &cobra.Command{
+	return a.withRecords(&cobra.Command{
 		Use:   "get-contexts",
-		Short: "List the contexts",
+		Short: "List the contexts (-o json|yaml: the config file's contexts and current-context)",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: runE(func(_ *cobra.Command, _ []string) error {
+		RunE: a.records(func(_ *cobra.Command, _ []string) error {
 			cfg, _, err := a.loadConfig()
 			if err != nil {
 				return err
+			}
+			if a.output != "" {
+				format := a.output
+				a.output = "" // printed here, not as records
+				return printStructured(a, cfg, format)
 			}
 			rows := [][]string{{"CURRENT", "NAME", "MANAGEMENT-CLUSTER", "CLUSTER-ID", "TASK-KEY", "AWS-REGION", "ENDPOINT-URL", "TABLE-PREFIX"}}
 			contexts := slices.Clone(cfg.Contexts)
@@ -104,15 +110,15 @@ func (a *app) newGetContextsCommand() *cobra.Command {
 			}
 			return printTable(a.stdout, rows)
 		}),
-	}
+	})
 }
 
 func (a *app) newCurrentContextCommand() *cobra.Command {
-	return &cobra.Command{
+	return a.withRecords(&cobra.Command{
 		Use:   "current-context",
 		Short: "Print the current context's name",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: runE(func(_ *cobra.Command, _ []string) error {
+		RunE: a.records(func(_ *cobra.Command, _ []string) error {
 			cfg, _, err := a.loadConfig()
 			if err != nil {
 				return err
@@ -120,18 +126,18 @@ func (a *app) newCurrentContextCommand() *cobra.Command {
 			if cfg.CurrentContext == "" {
 				return usageErrorf("current-context is not set")
 			}
-			fmt.Fprintln(a.stdout, cfg.CurrentContext)
+			a.line(outputRecord{Event: "current", Context: cfg.CurrentContext}, cfg.CurrentContext)
 			return nil
 		}),
-	}
+	})
 }
 
 func (a *app) newDeleteContextCommand() *cobra.Command {
-	return &cobra.Command{
+	return a.withRecords(&cobra.Command{
 		Use:   "delete-context NAME",
 		Short: "Delete a context",
 		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: runE(func(_ *cobra.Command, args []string) error {
+		RunE: a.records(func(_ *cobra.Command, args []string) error {
 			cfg, path, err := a.loadConfig()
 			if err != nil {
 				return err
@@ -146,8 +152,8 @@ func (a *app) newDeleteContextCommand() *cobra.Command {
 			if err := saveConfig(path, cfg); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "deleted context %s from %s\n", args[0], path)
+			a.line(outputRecord{Event: "deleted", Context: args[0], Detail: path}, fmt.Sprintf("deleted context %s from %s", args[0], path))
 			return nil
 		}),
-	}
+	})
 }

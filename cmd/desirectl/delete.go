@@ -32,7 +32,8 @@ for the same object is deleted first, so its periodic re-apply cannot bring the 
 	addObjectNamespaceFlag(cmd, &namespace)
 	addTypeFlags(cmd, &ta)
 	wf.register(cmd, "deleted")
-	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+	a.addRecordsFlag(cmd)
+	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		var ms []manifest
 		switch {

@@ -42,6 +42,7 @@ func (a *app) newGetCommand() *cobra.Command {
 	var (
 		namespace string
 		output    string
+		kinds     string
 		ta        typeArgs
 	)
 	cmd := &cobra.Command{
@@ -50,7 +51,9 @@ func (a *app) newGetCommand() *cobra.Command {
 		Long: `List the ApplyDesires, DeleteDesires and ReadDesires whose target is of TYPE (and named NAME,
 in namespace --namespace when given; all namespaces otherwise), joined with their status.
 An ApplyDesire's target is read from its kubeContent. -o yaml|json prints the documents:
-metadata and spec from the specs table, status from the status table. It writes nothing.`,
+metadata and spec from the specs table, status from the status table. --kind read (or
+delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesires left by
+'read --keep'; 'desirectl remove' removes desires. It writes nothing.`,
 		Example: `  desirectl get configmaps
   desirectl get cm foo -n default -o wide
   desirectl get deployments.v1.apps -o yaml`,
@@ -58,6 +61,7 @@ metadata and spec from the specs table, status from the status table. It writes 
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only desires about objects in this namespace (default all)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json (default a table)")
+	cmd.Flags().StringVar(&kinds, "kind", "all", "desire kinds to list: read, delete, apply, a comma-separated list, or all")
 	addTypeFlags(cmd, &ta)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -65,6 +69,10 @@ metadata and spec from the specs table, status from the status table. It writes 
 		case "", "wide", "yaml", "json":
 		default:
 			return usageErrorf("--output must be wide, yaml or json, not %q", output)
+		}
+		which, err := parseKinds(kinds)
+		if err != nil {
+			return err
 		}
 		st, _, err := a.store(ctx)
 		if err != nil {
@@ -86,6 +94,7 @@ metadata and spec from the specs table, status from the status table. It writes 
 		if err != nil {
 			return err
 		}
+		found = slices.DeleteFunc(found, func(l listedDesire) bool { return !which[l.kind] })
 		if len(found) == 0 {
 			if f.name != "" {
 				return failedErrorf("no desire found for %s", objectLabel(typeLabel(rt.resourceInfo), f.namespace, f.name))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,7 @@ type harness struct {
 	discovery  bool
 	env        map[string]string
 	stdin      string
+	tty        bool // stderr is a terminal
 }
 
 // newHarness makes a config with the current context "test" (management cluster mc1,
@@ -123,6 +125,7 @@ func (h *harness) run(args ...string) (string, string, int) {
 	a.userConfigDir = func() (string, error) { return filepath.Join(h.dir, "userconfig"), nil }
 	a.clock = h.clock
 	a.pollInterval = time.Second
+	a.isTerminal = func(io.Writer) bool { return h.tty }
 	a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return h.db, nil }
 	a.newDiscovery = func(context.Context, string, func(string)) (resolver, error) {
 		if !h.discovery {
@@ -306,4 +309,14 @@ func assertExit(t *testing.T, code, want int, stderr string) {
 			t.Fatalf("stderr has no 'error: ' line:\n%s", stderr)
 		}
 	}
+}
+
+// specIDs lists the IDs of the spec documents of kind.
+func (h *harness) specIDs(kind kubeapplier.DesireKind) []string {
+	h.t.Helper()
+	ids, err := kubeapplier.NewTable[*kubeapplier.ApplyDesire](h.db, tableName(kubeapplier.SpecsTable, kind)).ListIDs(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ids
 }

@@ -73,6 +73,22 @@ func TestIntegration(t *testing.T) {
 	if code != exitFailed || errOut != "error: configmaps/v1 "+ns+"/nope does not exist\n" {
 		t.Fatalf("read of a missing object: exit %d, %q", code, errOut)
 	}
+	// Neither read left its ReadDesire behind (the missing object's included); --keep keeps
+	// one, get --kind read lists it, remove removes it.
+	readSpecs := kubeapplier.NewTable[*kubeapplier.ReadDesire](db, kubeapplier.TableName(prefix, mc, kubeapplier.SpecsTable, kubeapplier.KindReadDesire))
+	if ids, err := readSpecs.ListIDs(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("ReadDesires left after read: %v (%v)", ids, err)
+	}
+	mustRun("", "read", "configmaps", "foo", "-n", ns, "--timeout", "60s", "--keep")
+	if out := mustRun("", "get", "configmaps", "-n", ns, "--kind", "read"); !strings.Contains(out, "ReadDesire") || strings.Contains(out, "ApplyDesire") {
+		t.Fatalf("get --kind read: %q", out)
+	}
+	if out := mustRun("", "remove", "configmaps", "foo", "-n", ns, "--kind", "read"); !strings.HasPrefix(out, "readdesire/") || !strings.HasSuffix(out, " removed (ConfigMap "+ns+"/foo)\n") {
+		t.Fatalf("remove --kind read: %q", out)
+	}
+	if ids, err := readSpecs.ListIDs(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("ReadDesires left after remove: %v (%v)", ids, err)
+	}
 	// ConfigMap data must be strings: the apiserver refuses the apply.
 	_, errOut, code = run("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndata: {a: 1}\n",
 		"apply", "-f", "-", "-n", ns, "--wait", "--timeout", "10s")

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +18,7 @@ func (a *app) newReadCommand() *cobra.Command {
 	var (
 		namespace string
 		output    string
+		keep      bool
 		timeout   time.Duration
 		ta        typeArgs
 	)
@@ -24,7 +27,10 @@ func (a *app) newReadCommand() *cobra.Command {
 		Short: "Read an object through a ReadDesire and print it",
 		Long: `Create a ReadDesire for TYPE NAME (or reuse the one that exists), wait until the applier has
 mirrored the object into its status, and print the object. A missing object is an error
-(exit 1). The ReadDesire stays, so later reads are answered at once.`,
+(exit 1). A ReadDesire that read created is removed afterwards (also after a failure or a
+timeout), unless --keep: a kept one is mirrored on by the applier, so later reads are
+answered at once ('desirectl remove TYPE NAME --kind read' removes it). A ReadDesire that
+existed before is reused and left as it was.`,
 		Example: `  desirectl read configmaps foo -n default
   desirectl read deployments.apps web -n shop -o json`,
 		Args: usageArgs(cobra.ExactArgs(2)),
@@ -32,8 +38,9 @@ mirrored the object into its status, and print the object. A missing object is a
 	addObjectNamespaceFlag(cmd, &namespace)
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	addTimeoutFlag(cmd, &timeout, "how long to wait for the applier")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the ReadDesire that read creates (the applier mirrors the object on)")
 	addTypeFlags(cmd, &ta)
-	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = runE(func(cmd *cobra.Command, args []string) (err error) {
 		ctx := cmd.Context()
 		if output != "yaml" && output != "json" {
 			return usageErrorf("--output must be yaml or json, not %q", output)
@@ -51,8 +58,12 @@ mirrored the object into its status, and print the object. A missing object is a
 		if rd, _ := cur.(*kubeapplier.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
 			d := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
 				Spec: kubeapplier.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
-			if spec, _, err = put(ctx, st.reads, d); err != nil {
+			var created bool
+			if spec, created, err = put(ctx, st.reads, d); err != nil {
 				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindReadDesire, id), t.label, err)
+			}
+			if created && !keep {
+				defer func() { err = errors.Join(err, a.removeReadDesire(st, id, t.label)) }()
 			}
 		} // else reuse it: the applier keeps its status up to date
 		w := newWaitItem(st.reads, spec, t.label)
@@ -71,6 +82,21 @@ mirrored the object into its status, and print the object. A missing object is a
 	})
 	return cmd
 }
+
+// removeReadDesire deletes the ReadDesire that read created, also when the command's
+// context ended (Ctrl-C), within its own deadline.
+func (a *app) removeReadDesire(st *store, id, label string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	if _, err := st.reads.deleteSpec(ctx, id); err != nil {
+		return fmt.Errorf("removing %s (%s), which read created: %w; remove it with 'desirectl remove' --kind read",
+			desireRef(kubeapplier.KindReadDesire, id), label, err)
+	}
+	return nil
+}
+
+// removeTimeout bounds the removal of a ReadDesire after read.
+const removeTimeout = 10 * time.Second
 
 // printContent prints a JSON object as YAML or indented JSON.
 func printContent(a *app, raw []byte, output string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -49,25 +50,37 @@ func TestRead(t *testing.T) {
 			wantCode: exitFailed, wantErr: "error: timed out after 3s waiting for readdesire/" + idFoo + " (ConfigMap default/foo) to be Successful=True: Successful=False, reason KindNotServed: resource configmaps/v1 is not served by the cluster\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.clock.onSleep = func(n int) {
-				if n == 1 && tc.status.reason != "" {
-					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, tc.status)
-				}
-			}
-			out, errOut, code := h.run(append([]string{"read"}, tc.args...)...)
-			assertExit(t, code, tc.wantCode, errOut)
-			if out != tc.wantOut || errOut != tc.wantErr {
-				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, tc.wantOut, errOut, tc.wantErr)
-			}
-			d, err := specs[*kubeapplier.ReadDesire](h, kubeapplier.KindReadDesire).Get(context.Background(), idFoo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := kubeapplier.ReadDesireSpec{CommonSpec: testCommon,
-				TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}
-			if d.Version != 1 || d.Spec != want {
-				t.Fatalf("ReadDesire version %d spec %+v", d.Version, d.Spec)
+			for _, keep := range []bool{false, true} {
+				t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+					h := newHarness(t)
+					var during *kubeapplier.ReadDesire // the ReadDesire while read waits
+					h.clock.onSleep = func(n int) {
+						if n == 1 {
+							during = readSpec(t, h)
+							if tc.status.reason != "" {
+								h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, tc.status)
+							}
+						}
+					}
+					args := append([]string{"read"}, tc.args...)
+					if keep {
+						args = append(args, "--keep")
+					}
+					out, errOut, code := h.run(args...)
+					assertExit(t, code, tc.wantCode, errOut)
+					if out != tc.wantOut || errOut != tc.wantErr {
+						t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, tc.wantOut, errOut, tc.wantErr)
+					}
+					want := kubeapplier.ReadDesireSpec{CommonSpec: testCommon,
+						TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}
+					if during == nil || during.Version != 1 || during.Spec != want {
+						t.Fatalf("ReadDesire while waiting: %+v", during)
+					}
+					after := readSpec(t, h)
+					if keep != (after != nil) {
+						t.Fatalf("--keep=%v: ReadDesire after read: %+v", keep, after)
+					}
+				})
 			}
 		})
 	}
@@ -79,7 +92,7 @@ func TestReadReusesDesire(t *testing.T) {
 	h.clock.onSleep = func(n int) {
 		h.writeStatus(kubeapplier.KindReadDesire, idFoo, h.specVersion(kubeapplier.KindReadDesire, idFoo), outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 	}
-	h.mustRun("read", "configmaps", "foo")
+	h.mustRun("read", "configmaps", "foo", "--keep")
 	writes, sleeps := h.db.Writes(), h.clock.sleeps
 	out := h.mustRun("read", "configmaps", "foo")
 	if h.db.Writes() != writes || h.clock.sleeps != sleeps {
@@ -88,9 +101,25 @@ func TestReadReusesDesire(t *testing.T) {
 	if out == "" {
 		t.Fatal("no output")
 	}
+	if readSpec(t, h) == nil {
+		t.Fatal("read removed a ReadDesire it did not create")
+	}
 	// A different spec (here the cluster ID, with the task key pinned) replaces the desire.
 	h.mustRun("read", "configmaps", "foo", "--task-key", testCluster, "--cluster-id", "other")
 	if v := h.specVersion(kubeapplier.KindReadDesire, idFoo); v != 2 {
 		t.Fatalf("version %d, want 2", v)
 	}
+}
+
+// readSpec returns the ReadDesire of foo, or nil.
+func readSpec(t *testing.T, h *harness) *kubeapplier.ReadDesire {
+	t.Helper()
+	d, err := specs[*kubeapplier.ReadDesire](h, kubeapplier.KindReadDesire).Get(context.Background(), idFoo)
+	if kubeapplier.IsNotFoundError(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/version"
 )
 
 const rootLong = `desirectl writes desires into the kube-applier DynamoDB specs tables and reads their
@@ -34,7 +35,9 @@ func (a *app) newRootCommand() *cobra.Command {
 		Long:          rootLong,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate(version.Template)
 	a.flags.register(root.PersistentFlags())
 	// The libraries' logs (client-go, the AWS SDK) go to stderr in klog's format at -v, as
 	// kube-applier-aws writes them; at 0 only what they log without a verbosity (errors, warnings).
@@ -53,6 +56,7 @@ func (a *app) newRootCommand() *cobra.Command {
 		a.newWaitCommand(),
 		a.newTablesCommand(),
 		a.newStatusCommand(),
+		a.newRemoveCommand(),
 	)
 	return root
 }

@@ -16,8 +16,7 @@ import (
 )
 
 // overdueAfter is how late a heartbeat may be before status calls it stale: the leader
-// promises a write at least every keepaliveSeconds (5 min idle, every 30 s while anything
-// changes), so a heartbeat more than 2 minutes past that promise means no leader is writing.
+// promises a write at least every keepaliveSeconds (5 min idle, within 5 s of a change), so a heartbeat more than 2 minutes past that promise means no leader is writing.
 const overdueAfter = 2 * time.Minute
 
 // staleAge is the age from which hb is stale: its keepalive plus overdueAfter, or staleAfter
@@ -54,23 +53,28 @@ status answering it), the workqueue depth, and the newest stream record read wit
 		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.Flags().DurationVar(&staleAfter, "stale-after", 0, "a heartbeat older than this is stale: warn and exit 1 (default: its keepalive + 2m)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: \"\" (readable) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: \"\" (readable), json or yaml")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
-		if output != "" && output != "json" {
-			return usageErrorf("--output must be json or empty, not %q", output)
+		if output != "" && output != "json" && output != "yaml" {
+			return usageErrorf("--output must be json, yaml or empty, not %q", output)
 		}
 		hb, err := a.readHeartbeat(cmd.Context())
 		if err != nil {
 			return err
 		}
 		age := a.clock.Now().Sub(hb.UpdateTime)
-		if output == "json" {
+		switch output {
+		case "json":
 			enc := json.NewEncoder(a.stdout)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(hb); err != nil {
 				return err
 			}
-		} else {
+		case "yaml":
+			if err := printStructured(a, hb, "yaml"); err != nil {
+				return err
+			}
+		default:
 			printHeartbeat(a.stdout, hb, a.clock.Now())
 		}
 		if limit := staleAge(hb, staleAfter); age > limit {
@@ -180,7 +184,8 @@ func (a *app) waitWatermark(ctx context.Context, kind kubeapplier.DesireKind, at
 			last = "no watermark (no " + string(kind) + " in the leader's cache)"
 			if w := hb.Kinds[string(kind)].Watermark; w != nil {
 				if !w.Before(at) {
-					fmt.Fprintf(a.stdout, "%s watermark %s reached %s\n", kind, w.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
+					a.line(outputRecord{Event: "watermark reached", Detail: fmt.Sprintf("%s watermark %s reached %s", kind, w.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))},
+						fmt.Sprintf("%s watermark %s reached %s", kind, w.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano)))
 					return nil
 				}
 				last = "watermark " + w.UTC().Format(time.RFC3339Nano)

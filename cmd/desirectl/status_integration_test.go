@@ -60,7 +60,19 @@ func TestIntegrationStatus(t *testing.T) {
 	before := time.Now().UTC()
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hb\ndata:\n  a: \"1\"\n"
 	mustRun(cm, "apply", "-f", "-", "-n", ns, "--wait", "--timeout", "60s")
-	// The next heartbeat (at most 30 s later: its content changed) has the desire answered.
+	// The next heartbeat (at most 5 s later: its content changed) has the desire answered:
+	// status reflects the change within ~5 s.
+	answered := time.Now()
+	for {
+		if out, _, _ := run("", "status"); strings.Contains(out, "True/NoErrors=1") {
+			break
+		}
+		if time.Since(answered) > 8*time.Second {
+			t.Fatalf("status did not show the answered desire within 8 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("status showed the change %s after the status was written", time.Since(answered).Round(10*time.Millisecond))
 	out := mustRun("", "wait", "--for=watermark="+before.Format(time.RFC3339Nano), "--timeout", "60s")
 	if !strings.Contains(out, "ApplyDesire watermark") {
 		t.Fatalf("wait: %q", out)

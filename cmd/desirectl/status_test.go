@@ -60,7 +60,8 @@ func TestStatusCommand(t *testing.T) {
 		{name: "json", args: []string{"status", "-o", "json"}, age: time.Second, wantCode: exitOK, wantOut: []string{`"leader": "pod-a_1234"`, `"watermark": "2025-03-01T11:59:49Z"`}},
 		{name: "none", args: []string{"status"}, heartbeat: &kubeapplier.Heartbeat{}, wantCode: exitFailed,
 			wantErr: "error: no heartbeat for management cluster mc1: is kube-applier-aws running for it?\n"},
-		{name: "bad output", args: []string{"status", "-o", "yaml"}, age: time.Second, wantCode: exitUsage},
+		{name: "yaml", args: []string{"status", "-o", "yaml"}, age: time.Second, wantCode: exitOK, wantOut: []string{`leader: pod-a_1234`, `watermark: "2025-03-01T11:59:49Z"`}},
+		{name: "bad output", args: []string{"status", "-o", "wide"}, age: time.Second, wantCode: exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +24,7 @@ come from infrastructure code.
 key shard N, sort key updateTime S) that index-poll backends query, adding it to status tables
 that exist without it.`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
 			s, err := a.settings()
 			if err != nil {
 				return err
@@ -42,18 +43,30 @@ that exist without it.`,
 			}
 			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
 			for _, name := range created {
-				fmt.Fprintf(a.stdout, "table/%s created\n", name)
+				a.line(outputRecord{Event: "created", Table: name}, "table/"+name+" created")
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
+			for _, kind := range []kubeapplier.TableKind{kubeapplier.SpecsTable, kubeapplier.StatusTable} {
+				for _, k := range kubeapplier.DesireKinds {
+					name := kubeapplier.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+					if a.output != "" && !slices.Contains(created, name) {
+						a.collected = append(a.collected, outputRecord{Event: "ready", Table: name})
+					}
+				}
+			}
+			if a.output == "" {
+				fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
+			}
 			if statusIndex {
-				fmt.Fprintf(a.stdout, "index %s ready on the 3 status tables\n", kubeapplier.StatusIndexName)
+				a.line(outputRecord{Event: "ready", Detail: "index " + kubeapplier.StatusIndexName + " on the 3 status tables"},
+					fmt.Sprintf("index %s ready on the 3 status tables", kubeapplier.StatusIndexName))
 			}
 			return nil
 		}),
 	}
+	a.addRecordsFlag(create)
 	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
 	cmd.AddCommand(create)
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -71,6 +72,12 @@ func TestTablesCreate(t *testing.T) {
 		if !strings.Contains(name, "-status-") {
 			t.Fatalf("index added to %s", name)
 		}
+	}
+	// -o json: one record per table, created or ready.
+	out, errOut, code = run("-o", "json")
+	var recs []outputRecord
+	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 6 || recs[0].Event != "ready" || recs[0].Table == "" {
+		t.Fatalf("-o json: code %d, %v, out %q, err %q", code, err, out, errOut)
 	}
 	// A client that cannot create tables is an operation failure, not a crash.
 	if _, errOut, code := h.run("tables", "create"); code != exitFailed || !strings.Contains(errOut, "cannot create tables") {

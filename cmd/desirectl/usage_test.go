@@ -140,3 +140,14 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// --version prints one line: the program, the module version and the build's commit (the
+// commit itself is checked on a real build by cmd/kube-applier-aws's TestBinaries).
+func TestVersion(t *testing.T) {
+	h := newHarness(t)
+	out := h.mustRun("--version")
+	if !strings.HasPrefix(out, "desirectl version ") || !strings.Contains(out, "(github.com/kube-applier-aws/kubeapplier, commit ") ||
+		strings.Count(out, "\n") != 1 {
+		t.Fatalf("--version printed %q", out)
+	}
+}

@@ -54,7 +54,8 @@ before TIME has a status answering it.`,
 	cmd.Flags().StringVar(&kind, "kind", "", "desire kind: apply, delete or read (default the ApplyDesire or DeleteDesire that exists, else the ReadDesire)")
 	addTimeoutFlag(cmd, &timeout, "how long to wait")
 	addTypeFlags(cmd, &ta)
-	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
+	a.addRecordsFlag(cmd)
+	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if at, ok := strings.CutPrefix(forCond, "watermark="); ok {
 			return a.runWaitWatermark(ctx, at, kind, timeout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestWait(t *testing.T) {
 				h.clock.onSleep = func(int) {
 					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 				}
-				h.mustRun("read", "configmaps", "foo")
+				h.mustRun("read", "configmaps", "foo", "--keep")
 				h.db.DropTable(tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire))
 				h.clock.sleeps = 0
 			}
@@ -159,6 +160,86 @@ func TestWaitPicksTheDesireKind(t *testing.T) {
 			}
 			if out != wantOut || errOut != tc.wantErr {
 				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, wantOut, errOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestWaitProgress: on a terminal a wait rewrites one stderr line each poll with the elapsed
+// time, the count done and each pending desire's state (counted by state when there are
+// many), and erases it before printing results; in a pipe it prints nothing.
+func TestWaitProgress(t *testing.T) {
+	const clear = "\r\x1b[K"
+	manifests := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d}\n", i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name      string
+		tty       bool
+		n         int
+		wantLines []string // progress lines, in order (each after a clear)
+	}{
+		{"one desire on a terminal", true, 1, []string{
+			"waiting 0s of 1m0s: 0/1 done; applydesire/%s no status yet",
+			"waiting 1s of 1m0s: 0/1 done; applydesire/%s Successful=False Degraded KubeAPIError",
+		}},
+		{"many desires on a terminal", true, 5, []string{
+			"waiting 0s of 1m0s: 0/5 done; 5 pending: 5 no status yet",
+			"waiting 1s of 1m0s: 0/5 done; 5 pending: 4 no status yet, 1 Successful=False Degraded KubeAPIError",
+		}},
+		{"in a pipe", false, 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.tty = tc.tty
+			file := h.writeFile("cms.yaml", manifests(tc.n))
+			h.mustRun("apply", "-f", file) // version 1; the run below writes version 2
+			ids := h.specIDs(kubeapplier.KindApplyDesire)
+			first := ids[0]
+			h.clock.onSleep = func(n int) {
+				switch n {
+				case 1:
+					h.writeStatus(kubeapplier.KindApplyDesire, first, 2, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError, message: "503"})
+				case 2:
+					for _, id := range ids {
+						h.writeStatus(kubeapplier.KindApplyDesire, id, 2, okOutcome)
+					}
+				}
+			}
+			out, errOut, code := h.run("apply", "-f", file, "--wait")
+			assertExit(t, code, 0, errOut)
+			if strings.Count(out, "condition met\n") != tc.n {
+				t.Fatalf("stdout %q: want %d 'condition met' lines", out, tc.n)
+			}
+			if !tc.tty {
+				if errOut != "" {
+					t.Fatalf("stderr %q in a pipe, want nothing", errOut)
+				}
+				return
+			}
+			var lines []string
+			for _, l := range strings.Split(errOut, clear) {
+				if l != "" {
+					lines = append(lines, l)
+				}
+			}
+			if !strings.HasSuffix(errOut, clear) {
+				t.Fatalf("stderr %q does not end erasing the progress line", errOut)
+			}
+			if len(lines) != len(tc.wantLines) {
+				t.Fatalf("progress lines %q, want %d", lines, len(tc.wantLines))
+			}
+			for i, want := range tc.wantLines {
+				if strings.Contains(want, "%s") {
+					want = fmt.Sprintf(want, first)
+				}
+				if lines[i] != want {
+					t.Fatalf("progress line %d:\n%q\nwant\n%q", i, lines[i], want)
+				}
 			}
 		})
 	}

@@ -137,9 +137,12 @@ func permanentFailure(s *kubeapplier.CommonStatus) bool {
 // one line per desire; when no item has any status, a last line asks whether an applier runs
 // for the management cluster.
 func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant, timeout time.Duration, report bool) error {
-	deadline := a.clock.Now().Add(timeout)
+	start := a.clock.Now()
+	deadline := start.Add(timeout)
 	pending := items
 	var failed []error
+	prog := a.newProgress()
+	defer prog.clear()
 	for {
 		var next []*waitItem
 		for _, it := range pending {
@@ -151,7 +154,9 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 			switch evaluate(d, &it.spec, want) {
 			case waitMet:
 				if report {
-					fmt.Fprintf(a.stdout, "%s condition met\n", it.ref())
+					prog.clear()
+					a.line(outputRecord{Event: "condition met", Desire: it.ref(), Object: it.label, Detail: want.String()},
+						it.ref()+" condition met")
 				}
 			case waitFailed:
 				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, describeStatus(d, &it.spec, want.typ)))
@@ -164,6 +169,7 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 			return errors.Join(failed...)
 		}
 		now := a.clock.Now()
+		prog.show(now.Sub(start), timeout, len(items), pending, want)
 		if !now.Before(deadline) {
 			return errors.Join(append(failed, a.timeoutErrors(items, pending, want, timeout)...)...)
 		}

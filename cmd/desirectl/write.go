@@ -23,10 +23,13 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 		}
 		removed, err := opposite.deleteSpec(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", desireRef(opposite.desireKind(), id), t.label, err)
+			// The command is about tables.kind: name it first (the opposite is a step of it).
+			return nil, fmt.Errorf("%s (%s): removing %s of the same object first: %w",
+				desireRef(tables.kind, id), t.label, desireRef(opposite.desireKind(), id), err)
 		}
 		if removed {
-			fmt.Fprintf(a.stdout, "%s deleted (%s)\n", desireRef(opposite.desireKind(), id), t.label)
+			ref := desireRef(opposite.desireKind(), id)
+			a.line(outputRecord{Event: "deleted", Desire: ref, Object: t.label}, fmt.Sprintf("%s deleted (%s)", ref, t.label))
 		}
 		stored, created, err := put(ctx, tables, d)
 		if err != nil {
@@ -44,5 +47,6 @@ func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, create
 	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(a.stdout, "%s %s (%s)\n", desireRef(kind, id), verb, label)
+	ref := desireRef(kind, id)
+	a.line(outputRecord{Event: verb, Desire: ref, Object: label}, fmt.Sprintf("%s %s (%s)", ref, verb, label))
 }

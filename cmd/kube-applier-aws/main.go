@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +29,7 @@ import (
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/version"
 )
 
 type flags struct {
@@ -36,6 +37,7 @@ type flags struct {
 	leaderElect                                                        bool
 	leaseNamespace, leaseName                                          string
 	metricsAddr, healthAddr                                            string
+	onStartupFailure                                                   string
 	qps                                                                float32
 	burst, workers, verbosity                                          int
 	pprof, fifoQueue                                                   bool
@@ -53,8 +55,10 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 (EKS Pod Identity or IRSA in a cluster; environment or profile locally).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) },
 	}
+	cmd.SetVersionTemplate(version.Template)
 	fs := cmd.Flags()
 	fs.StringVar(&f.managementCluster, "management-cluster", "", "management cluster whose tables to serve (required)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty = in-cluster config")
@@ -72,8 +76,9 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.Float32Var(&f.qps, "kube-api-qps", kubeapplier.DefaultKubeQPS, "client-side limit of kube API requests per second")
 	fs.IntVar(&f.burst, "kube-api-burst", kubeapplier.DefaultKubeBurst, "client-side burst of kube API requests")
 	fs.IntVar(&f.workers, "workers", kubeapplier.DefaultWorkers, "concurrent reconciles per desire type")
-	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's (0 info, 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included)")
+	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
+	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 
@@ -87,7 +92,18 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 
 func run(ctx context.Context, f flags) error {
 	log := logs.Setup(os.Stderr, f.verbosity)
+	// The ports first: a port that cannot be served (taken by another applier, a bad address)
+	// ends the process at once, before it reconciles anything, naming the flag and address.
+	eps, err := listen(f)
+	if err != nil {
+		return err
+	}
+	defer closeListeners(eps) // those never served (an early return below)
 
+	startup, err := startupPolicy(f.onStartupFailure)
+	if err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -110,19 +126,41 @@ func run(ctx context.Context, f flags) error {
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		Log: log, MetricsRegisterer: reg,
+		Log: log, MetricsRegisterer: reg, StartupFailure: startup,
 	})
 	if err != nil {
 		return err
 	}
-	servers := startServers(log, f, reg, app)
+	// A server that fails after start-up stops the applier too: the process exits non-zero
+	// rather than reconciling without its probes or metrics.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	serveErr := make(chan error, len(eps))
+	servers := serve(eps, handlers(f, reg, app), func(err error) { serveErr <- err; cancel() })
 	defer shutdown(servers)
-	log.Info("starting", "managementCluster", f.managementCluster, "leaderElection", f.leaderElect, "region", awsCfg.Region)
-	if err := app.Run(ctx); err != nil {
-		return err
+	log.Info("starting", "managementCluster", f.managementCluster, "leaderElection", f.leaderElect, "region", awsCfg.Region,
+		"version", version.Get().String(), "metrics", f.metricsAddr, "health", f.healthAddr)
+	runErr := app.Run(ctx)
+	select {
+	case err := <-serveErr:
+		return errors.Join(err, runErr)
+	default:
+	}
+	if runErr != nil {
+		return runErr
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// startupPolicy reads --on-startup-failure.
+func startupPolicy(v string) (kubeapplier.StartupFailurePolicy, error) {
+	for _, p := range []kubeapplier.StartupFailurePolicy{kubeapplier.StartupFailFast, kubeapplier.StartupRetry} {
+		if v == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("--on-startup-failure must be exit or retry, not %q", v)
 }
 
 func kubeConfig(path string) (*rest.Config, error) {
@@ -172,20 +210,42 @@ func awsConfig(ctx context.Context, f flags) (aws.Config, error) {
 	return cfg, nil
 }
 
-func startServers(log logr.Logger, f flags, reg *prometheus.Registry, app *kubeapplier.Applier) []*http.Server {
-	var servers []*http.Server
-	serve := func(addr string, mux *http.ServeMux) {
-		if addr == "" || addr == "0" {
-			return
+// endpoint is one HTTP port the binary was asked to serve.
+type endpoint struct {
+	flag, addr string // the flag that asked for it, and its value
+	ln         net.Listener
+}
+
+// listen binds every port that a flag asks for ("" or "0" means off). The error names the
+// flag and the address, e.g. "--metrics-bind-address :8080: listen tcp :8080: bind: address
+// already in use".
+func listen(f flags) ([]*endpoint, error) {
+	var eps []*endpoint
+	for _, want := range []struct{ flag, addr string }{
+		{"--metrics-bind-address", f.metricsAddr},
+		{"--health-probe-bind-address", f.healthAddr},
+	} {
+		if want.addr == "" || want.addr == "0" {
+			continue
 		}
-		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		servers = append(servers, srv)
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error(err, "http server failed", "addr", addr)
-			}
-		}()
+		ln, err := net.Listen("tcp", want.addr)
+		if err != nil {
+			closeListeners(eps)
+			return nil, fmt.Errorf("cannot serve %s %s: %w", want.flag, want.addr, err)
+		}
+		eps = append(eps, &endpoint{flag: want.flag, addr: want.addr, ln: ln})
 	}
+	return eps, nil
+}
+
+func closeListeners(eps []*endpoint) {
+	for _, ep := range eps {
+		_ = ep.ln.Close() // a listener already served (and shut down) is closed already
+	}
+}
+
+// handlers maps each flag to the handler served on its port.
+func handlers(f flags, reg *prometheus.Registry, app *kubeapplier.Applier) map[string]http.Handler {
 	metrics := http.NewServeMux()
 	metrics.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if f.pprof {
@@ -193,7 +253,6 @@ func startServers(log logr.Logger, f flags, reg *prometheus.Registry, app *kubea
 		metrics.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		metrics.HandleFunc("/debug/pprof/heap", pprof.Handler("heap").ServeHTTP)
 	}
-	serve(f.metricsAddr, metrics)
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	health.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +262,22 @@ func startServers(log logr.Logger, f flags, reg *prometheus.Registry, app *kubea
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	serve(f.healthAddr, health)
+	return map[string]http.Handler{"--metrics-bind-address": metrics, "--health-probe-bind-address": health}
+}
+
+// serve serves each endpoint with its flag's handler; failed receives the error of a server
+// that stops serving other than by shutdown, naming its flag and address.
+func serve(eps []*endpoint, hs map[string]http.Handler, failed func(error)) []*http.Server {
+	var servers []*http.Server
+	for _, ep := range eps {
+		srv := &http.Server{Addr: ep.addr, Handler: hs[ep.flag], ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ep.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				failed(fmt.Errorf("cannot serve %s %s: %w", ep.flag, ep.addr, err))
+			}
+		}()
+	}
 	return servers
 }
 

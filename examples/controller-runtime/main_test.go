@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -81,43 +83,8 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	creds, err := env.Client.Options().Credentials.Retrieve(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "operator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	start := func(name string) *replica {
-		r := &replica{name: name, metrics: freeAddr(t), probes: freeAddr(t), log: &syncBuffer{}, exited: make(chan error, 1)}
-		r.cmd = exec.Command(bin, "-management-cluster=mc01", "-table-prefix="+env.Prefix, "-namespace="+ns,
-			"-leader-election-namespace="+ns, "-identity="+name, "-metrics-bind-address="+r.metrics,
-			"-health-probe-bind-address="+r.probes, "-leader-election-lease-duration=4s",
-			"-leader-election-renew-deadline=3s", "-leader-election-retry-period=500ms")
-		env := []string{"KUBECONFIG=" + os.Getenv(testenv.EnvKubeconfig), "AWS_REGION=us-east-1",
-			"AWS_ACCESS_KEY_ID=" + creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey,
-			"AWS_ENDPOINT_URL=" + os.Getenv(testenv.EnvDynamoDBEndpoint), "AWS_EC2_METADATA_DISABLED=true"}
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-				env = append(env, kv)
-			}
-		}
-		r.cmd.Env = env
-		r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { r.exited <- r.cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = r.cmd.Process.Kill()
-			if t.Failed() {
-				b := r.log.String()
-				t.Logf("%s's log (last 4000 bytes):\n%s", name, b[max(0, len(b)-4000):])
-			}
-		})
-		return r
-	}
+	bin := buildOperator(t)
+	start := func(name string) *replica { return startReplica(t, bin, env, ns, name) }
 	a, b := start("a"), start("b")
 	for _, r := range []*replica{a, b} {
 		waitFor(t, 60*time.Second, r.name+" ready", func() bool { return r.readyz() == http.StatusOK })
@@ -186,6 +153,114 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	}
 }
 
+// buildOperator builds the example into the test's directory.
+func buildOperator(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "operator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startReplica starts one operator process named name, on env's tables (prefix) and ns, with
+// env's credentials and the local stack's endpoints; the test's end kills it.
+func startReplica(t *testing.T, bin string, env testenv.Dynamo, ns, name string) *replica {
+	t.Helper()
+	creds, err := env.Client.Options().Credentials.Retrieve(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{name: name, metrics: freeAddr(t), probes: freeAddr(t), log: &syncBuffer{}, exited: make(chan error, 1)}
+	r.cmd = exec.Command(bin, "-management-cluster=mc01", "-table-prefix="+env.Prefix, "-namespace="+ns,
+		"-leader-election-namespace="+ns, "-identity="+name, "-metrics-bind-address="+r.metrics,
+		"-health-probe-bind-address="+r.probes, "-leader-election-lease-duration=4s",
+		"-leader-election-renew-deadline=3s", "-leader-election-retry-period=500ms")
+	vars := []string{"KUBECONFIG=" + os.Getenv(testenv.EnvKubeconfig), "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=" + creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey,
+		"AWS_ENDPOINT_URL=" + os.Getenv(testenv.EnvDynamoDBEndpoint), "AWS_EC2_METADATA_DISABLED=true"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			vars = append(vars, kv)
+		}
+	}
+	r.cmd.Env = vars
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		if t.Failed() {
+			b := r.log.String()
+			t.Logf("%s's log (last 4000 bytes):\n%s", name, b[max(0, len(b)-4000):])
+		}
+	})
+	return r
+}
+
+// TestIntegrationTablesMissingAtStart: the operator starts while the applier's tables do not
+// exist yet. The manager keeps running: the operator's own controller works, /healthz passes,
+// the applier's readyz check fails naming a missing table (and the manager's /readyz with it),
+// and the log says it retries. Once the tables are created the applier becomes ready and
+// applies a desire, and SIGTERM still ends the process cleanly.
+func TestIntegrationTablesMissingAtStart(t *testing.T) {
+	env := testenv.DynamoDB(t) // a fresh database: no table yet
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	ctx := t.Context()
+	r := startReplica(t, buildOperator(t), env, ns, "a")
+
+	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
+	waitFor(t, 60*time.Second, "the applier's readyz check naming "+missing, func() bool {
+		code, body := r.get("/readyz/kubeapplier")
+		return code == http.StatusInternalServerError && strings.Contains(body, "waiting for DynamoDB and the tables (retrying)") &&
+			strings.Contains(body, missing)
+	})
+	_, body := r.get("/readyz/kubeapplier")
+	t.Logf("readyz/kubeapplier while the tables are missing: %s", strings.TrimSpace(body))
+	if code, _ := r.get("/readyz"); code == http.StatusOK {
+		t.Fatal("/readyz passes while the applier's tables are missing")
+	}
+	if code, _ := r.get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz = %d while the tables are missing, want 200 (the process is alive)", code)
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := kc.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSeenBy(t, kc, ns, "own", "a") // the operator's own controller works meanwhile
+	if !strings.Contains(r.log.String(), "start-up check failed: not ready; retrying") {
+		t.Fatal("the log does not say that the applier retries its start-up check")
+	}
+	select {
+	case err := <-r.exited:
+		t.Fatalf("the operator exited (%v) while the tables were missing", err)
+	default:
+	}
+
+	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	waitFor(t, 60*time.Second, "ready once the tables exist", func() bool { code, _ := r.get("/readyz"); return code == http.StatusOK })
+	t.Logf("ready %s after the tables were created", time.Since(created).Round(10*time.Millisecond))
+	writer(t, env.Client, env.Prefix, ns)("late")
+	waitApplied(t, env.Client, env.Prefix, "late")
+
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-r.exited:
+		if err != nil {
+			t.Fatalf("exited with %v after SIGTERM", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("no exit within 40 s of SIGTERM")
+	}
+}
+
 // writer returns a function that writes an ApplyDesire of ConfigMap id in ns.
 func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id string) {
 	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, kubeapplier.TableName(prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
@@ -234,12 +309,19 @@ func waitSeenBy(t *testing.T, kc kubernetes.Interface, ns, name, want string) {
 }
 
 func (r *replica) readyz() int {
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + r.probes + "/readyz")
+	code, _ := r.get("/readyz")
+	return code
+}
+
+// get GETs path on the probe address: the status code (0 when unreachable) and the body.
+func (r *replica) get(path string) (int, string) {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + r.probes + path)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // metric returns the value of the /metrics line that starts with series (name and labels).
