@@ -457,10 +457,8 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	}
 	result, written, err := c.writer.Load().write(ctx, d, v, fresh)
 	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
-	if errors.Is(err, errFenced) {
-		// Another term owns this status now: this one must not retry it.
-		c.log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
-		return Verdict{reason: "Fenced", again: lookNever}, nil
+	if v, fenced := c.fenced(id, err); fenced {
+		return v, nil
 	}
 	if err != nil {
 		if errors.Is(err, ErrItemTooLarge) {
@@ -527,13 +525,29 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 	c.forgetDesire(id)
 	c.waitingKind.Delete(id)
 	err := c.writer.Load().delete(ctx, id)
+	if v, fenced := c.fenced(id, err); fenced {
+		return v, nil
+	}
 	switch {
-	case errors.Is(err, errFenced):
-		return Verdict{reason: "Fenced", again: lookNever}, nil
 	case err != nil && !IsNotFoundError(err):
 		return Verdict{reason: "StatusDeleteFailed", again: lookBackoff}, err
 	}
 	return Verdict{reason: "SpecDeleted", again: lookNever}, nil
+}
+
+// fenced turns a fenced status call into its verdict: a newer term owns the status (the term
+// ends; nothing to retry in it), or the lease may have passed for now (retried with back-off:
+// a renewal makes the term valid again, and a term that is over drains its queue anyway).
+func (c *controller[T]) fenced(id string, err error) (Verdict, bool) {
+	switch {
+	case errors.Is(err, errNewerTerm):
+		c.log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
+		return Verdict{reason: "Fenced", again: lookNever}, true
+	case errors.Is(err, errFenced):
+		c.log.V(1).Info("status write held: the lease may have passed; retried", "desire", id, "err", err.Error())
+		return Verdict{reason: "LeaseUncertain", again: lookBackoff}, true
+	}
+	return Verdict{}, false
 }
 
 func (c *controller[T]) forgetDesire(id string) {

@@ -105,16 +105,17 @@ func (d deadlineKube) Delete(ctx context.Context, gvr schema.GroupVersionResourc
 	return d.kube.Delete(ctx, gvr, namespace, name, uid)
 }
 
-// ReplaceManagedFields passes the call to the wrapped client when it has the method.
+// ReplaceManagedFields passes the call to the wrapped client when it has the method: a
+// mutation like Apply, refused in a term that may be over and ended within its expiry.
 func (d deadlineKube) ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error {
 	ed, ok := d.kube.(managedFieldsEditor)
 	if !ok {
 		return errNoManagedFieldsEditor
 	}
-	if err := termValid(ctx); err != nil {
+	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return ed.ReplaceManagedFields(ctx, gvr, namespace, name, resourceVersion, fields)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/leaderelection"
@@ -146,7 +145,12 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
-	hb, err := takeTerm(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load())
+	var tables []string
+	for _, k := range DesireKinds {
+		tables = append(tables, TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k))
+	}
+	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
+	hb, err := takeTerm(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
 	}
@@ -269,29 +273,52 @@ func (a *Applier) runElected(ctx context.Context) error {
 			cancel()
 		})
 	}
+	for {
+		numbered, ok := a.takeTermRetrying(tctx, t)
+		if !ok {
+			return nil
+		}
+		err := a.lead(tctx, numbered)
+		if err == nil {
+			break // ctx ended, or the followed Lease passed to another holder
+		}
+		if a.opts.FollowLease && t.valid() {
+			// The manager still holds its Lease: the newer term was no other leader's (a
+			// restored item, a stray writer). A term above it is taken.
+			a.opts.Log.Info("a newer term was met while the manager still holds its Lease: taking a term above it", "term", numbered.number)
+			select { // no hot loop should two misconfigured replicas keep meeting each other
+			case <-tctx.Done():
+			case <-time.After(a.opts.RetryPeriod):
+			}
+			continue
+		}
+		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", numbered.number)
+		break
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// takeTermRetrying takes a term for t (takeTerm), retrying with back-off until it succeeds
+// (true) or ctx ends (false).
+func (a *Applier) takeTermRetrying(ctx context.Context, t term) (term, bool) {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: 30 * time.Second}
 	for {
-		numbered, err := a.takeTerm(tctx, t)
+		numbered, err := a.takeTerm(ctx, t)
 		if err == nil {
-			t = numbered
-			break
+			return numbered, true
 		}
-		if tctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil {
+			return term{}, false
 		}
 		delay := backoff.Step()
 		a.opts.Log.Error(err, "taking a leadership term in DynamoDB; retrying", "after", delay)
 		select {
-		case <-tctx.Done():
-			return nil
+		case <-ctx.Done():
+			return term{}, false
 		case <-time.After(delay):
 		}
 	}
-	if err := a.lead(tctx, t); err != nil {
-		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", t.number)
-	}
-	<-ctx.Done()
-	return nil
 }
 
 // followedLease is the Lease of the election that runs the applier, read every retry period:
@@ -372,8 +399,10 @@ func (f *followedLease) expiry() time.Time {
 	return f.renew.Add(f.duration - leaseSafety(f.duration))
 }
 
-// run reads the Lease every period until ctx ends or it was lost (then it calls lost once).
-// A failed read keeps the last observation, which expires by itself.
+// run reads the Lease every period until ctx ends or another holder has it (then it calls
+// lost once). A failed read (the Lease deleted, the apiserver unreachable) keeps the last
+// observation, which expires by itself: no call starts meanwhile, and the term goes on if the
+// same holder renews it again.
 func (f *followedLease) run(ctx context.Context, period, timeout time.Duration, lost func(why string)) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -386,11 +415,9 @@ func (f *followedLease) run(ctx context.Context, period, timeout time.Duration, 
 		gctx, cancel := context.WithTimeout(ctx, timeout)
 		l, err := f.get(gctx)
 		cancel()
-		switch {
-		case apierrors.IsNotFound(err):
-			lost("the Lease was deleted")
-			return
-		case err != nil:
+		if err != nil {
+			// Deleted (the manager re-creates it) or unreadable: the last observation expires
+			// by itself, and the term goes on if the same holder renews it again.
 			continue
 		}
 		if f.observe(l) {

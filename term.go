@@ -149,10 +149,12 @@ const takeTermAttempts = 5
 // takeTerm takes the next leadership term in DynamoDB: it reads the heartbeat document
 // (HeartbeatID, a consistent GetItem) and puts hb there with applierTerm one above both the
 // stored term and floor (the newest term this process met), conditional on the stored term
-// being unchanged. hb's Kinds should say nothing yet: the new term has observed nothing. It
-// uses only GetItem and PutItem, which the example IAM policy grants on status tables.
+// being unchanged. When the heartbeat holds no term (deleted by an operator, a restored or new
+// table), seed (when set) gives the newest term the statuses carry, so the new term is above
+// theirs too. hb's Kinds should say nothing yet: the new term has observed nothing. It uses
+// only GetItem, Scan and PutItem, which the example IAM policy grants on status tables.
 // Returns the heartbeat as written; an error when DynamoDB fails or keeps conflicting.
-func takeTerm(ctx context.Context, api DynamoDBAPI, table string, hb Heartbeat, floor int64) (Heartbeat, error) {
+func takeTerm(ctx context.Context, api DynamoDBAPI, table string, hb Heartbeat, floor int64, seed func(context.Context) (int64, error)) (Heartbeat, error) {
 	key := map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID}}
 	for range takeTermAttempts {
 		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
@@ -162,6 +164,13 @@ func takeTerm(ctx context.Context, api DynamoDBAPI, table string, hb Heartbeat, 
 		stored, exists, err := storedTerm(out.Item)
 		if err != nil {
 			return hb, fmt.Errorf("read the term in %s: %w", table, err)
+		}
+		if stored == 0 && seed != nil {
+			seeded, err := seed(ctx)
+			if err != nil {
+				return hb, fmt.Errorf("no term in %s; reading the statuses' terms: %w", table, err)
+			}
+			floor = max(floor, seeded)
 		}
 		hb.Term = max(stored, floor) + 1
 		item, err := attributevalue.MarshalMap(hb)
@@ -212,4 +221,29 @@ func storedTerm(item map[string]types.AttributeValue) (int64, bool, error) {
 		return 0, true, fmt.Errorf("%w: %s applierTerm %q: %w", ErrInvalidItem, HeartbeatID, n.Value, err)
 	}
 	return stored, true, nil
+}
+
+// newestStatusTerm returns the newest applierTerm any item of tables carries (a Scan of each,
+// projected on documentID and applierTerm; 0 for none): the floor of a term taken where the
+// heartbeat holds none.
+func newestStatusTerm(ctx context.Context, api DynamoDBAPI, tables []string) (int64, error) {
+	var newest int64
+	for _, table := range tables {
+		expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID), expression.Name(attrApplierTerm))).Build()
+		if err != nil {
+			return 0, fmt.Errorf("build projection: %w", err)
+		}
+		err = scanItems(ctx, api, dynamodb.ScanInput{TableName: aws.String(table), ProjectionExpression: expr.Projection(),
+			ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
+			if n, ok := item[attrApplierTerm].(*types.AttributeValueMemberN); ok {
+				if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+					newest = max(newest, v)
+				}
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return newest, nil
 }

@@ -33,6 +33,7 @@ func TestTakeTermOnlyGrows(t *testing.T) {
 		name    string
 		stored  map[string]types.AttributeValue // the heartbeat document; nil: none
 		floor   int64
+		seed    int64 // the newest term the statuses carry
 		want    int64
 		wantErr error
 	}{
@@ -40,6 +41,9 @@ func TestTakeTermOnlyGrows(t *testing.T) {
 		{name: "after term 7 (any Lease: re-created, renamed, restored)", stored: hbItem("7"), want: 8},
 		{name: "a newer term was met on a status", stored: hbItem("3"), floor: 10, want: 11},
 		{name: "heartbeat of an applier that numbered no term", stored: hbItem(""), want: 1},
+		{name: "heartbeat deleted by an operator: above the statuses' newest term", seed: 9, want: 10},
+		{name: "heartbeat without a term: above the statuses' newest term", stored: hbItem(""), seed: 4, want: 5},
+		{name: "a stored term is trusted without reading the statuses", stored: hbItem("7"), seed: 99, want: 8},
 		{name: "applierTerm that is no number", stored: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
 			attrApplierTerm: &types.AttributeValueMemberS{Value: "7"}}, wantErr: ErrInvalidItem},
 	}
@@ -49,7 +53,8 @@ func TestTakeTermOnlyGrows(t *testing.T) {
 			if tt.stored != nil {
 				db.PutRaw(table, tt.stored)
 			}
-			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor)
+			seed := func(context.Context) (int64, error) { return tt.seed, nil }
+			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor, seed)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -80,7 +85,7 @@ func TestTakeTermConcurrently(t *testing.T) {
 	)
 	for range replicas {
 		wg.Go(func() {
-			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0)
+			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0, nil)
 			if err != nil {
 				return // conflicts past takeTermAttempts: tolerated, no term
 			}
@@ -235,5 +240,26 @@ func TestFollowedLease(t *testing.T) {
 	}
 	if !f.observe(lease("mgr-1", time.Now())) || f.valid(margin) {
 		t.Fatal("a lost term does not come back")
+	}
+}
+
+// TestNewestStatusTerm: the floor of a term taken without a heartbeat is the newest term any
+// status carries, in any of the status tables.
+func TestNewestStatusTerm(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	a, d := NewTable[*ApplyDesire](db, "apply-status"), NewTable[*DeleteDesire](db, "delete-status")
+	if _, err := a.fencedBy(3).Create(ctx, applyDesire("a1", cmJSON("c1"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.fencedBy(12).Create(ctx, deleteDesire("d1", TargetItem{Version: "v1", Resource: "configmaps", Name: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create(ctx, applyDesire("a2", cmJSON("c2"))); err != nil { // no term
+		t.Fatal(err)
+	}
+	got, err := newestStatusTerm(ctx, db, []string{"apply-status", "delete-status", "read-status"})
+	if err != nil || got != 12 {
+		t.Fatalf("newest status term = %d, %v; want 12", got, err)
 	}
 }
