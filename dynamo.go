@@ -190,19 +190,32 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// listVersions returns the version of every item (documentID to version; a paged, eventually
-// consistent Scan projected on both, reserved documents of a status table skipped): half the
-// read units of a consistent one; an item written a moment ago may show its older version.
-func (t *Table[T]) listVersions(ctx context.Context) (map[string]int64, error) {
-	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID), expression.Name(attrVersion))).Build()
+// itemStamp is what identifies one write of an item: its version and updateTime as stored. A
+// document deleted and put back by someone else at the same version has another updateTime.
+type itemStamp struct {
+	version    int64
+	updateTime string
+}
+
+// listVersions returns the stamp of every item (documentID to version and updateTime; a
+// paged, eventually consistent Scan projected on them, reserved documents of a status table
+// skipped): half the read units of a consistent one; an item written a moment ago may show
+// its older stamp.
+func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemStamp, error) {
+	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID),
+		expression.Name(attrVersion), expression.Name(attrUpdateTime))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
-	versions := map[string]int64{}
+	versions := map[string]itemStamp{}
 	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
-			versions[id.Value] = parseVersion(item)
+			st := itemStamp{version: parseVersion(item)}
+			if u, ok := item[attrUpdateTime].(*types.AttributeValueMemberS); ok {
+				st.updateTime = u.Value
+			}
+			versions[id.Value] = st
 		}
 	})
 	return versions, err

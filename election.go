@@ -10,8 +10,12 @@ import (
 
 	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -99,6 +103,7 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
+	go renewals.watch(leCtx, lock.Client.Leases(lock.LeaseMeta.Namespace), lock.LeaseMeta.Name)
 	stopRelease := context.AfterFunc(ctx, func() {
 		term.stop()
 		term.wait()
@@ -130,7 +135,7 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 	margin := a.writeMargin()
 	t := term{
 		leader:      lock.Identity(),
-		valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil },
+		valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil && renewals.held() },
 		expiry:      func() time.Time { return renewals.expiry(a.opts.LeaseDuration) },
 		callTimeout: margin,
 	}
@@ -173,6 +178,22 @@ func (a *Applier) writeMargin() time.Duration {
 type renewTracker struct {
 	resourcelock.Interface
 	last atomic.Int64 // unix nanoseconds; 0: never written
+	// elsewhere: the last read found the Lease gone (deleted: a standby may create it at once,
+	// without waiting for it to expire) or held by another; cleared by our own next write.
+	elsewhere atomic.Bool
+}
+
+// Get reads the Lease, noting when it is gone or held by another process: from then on the
+// term is not valid, whatever the last renewal (a deleted Lease is taken without waiting).
+func (r *renewTracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := r.Interface.Get(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.elsewhere.Store(true)
+	case err == nil && rec.HolderIdentity != r.Identity():
+		r.elsewhere.Store(true)
+	}
+	return rec, raw, err
 }
 
 func (r *renewTracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -180,6 +201,7 @@ func (r *renewTracker) Create(ctx context.Context, ler resourcelock.LeaderElecti
 	err := r.Interface.Create(ctx, ler)
 	if err == nil {
 		r.last.Store(start.UnixNano())
+		r.elsewhere.Store(ler.HolderIdentity != r.Identity())
 	}
 	return err
 }
@@ -189,8 +211,39 @@ func (r *renewTracker) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	err := r.Interface.Update(ctx, ler)
 	if err == nil {
 		r.last.Store(start.UnixNano())
+		r.elsewhere.Store(ler.HolderIdentity != r.Identity())
 	}
 	return err
+}
+
+// held reports whether the Lease, as last read, written or watched, is ours.
+func (r *renewTracker) held() bool { return !r.elsewhere.Load() }
+
+// watch follows the Lease until ctx ends: a Lease deleted (a standby may create it at once) or
+// held by another ends the term's validity within the watch's latency, not at the leader's
+// next renewal (up to RetryPeriod later). A failed watch is opened again after a second.
+func (r *renewTracker) watch(ctx context.Context, leases coordinationv1client.LeaseInterface, name string) {
+	for ctx.Err() == nil {
+		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Deleted:
+				r.elsewhere.Store(true)
+			case watch.Added, watch.Modified:
+				if l, ok := ev.Object.(*coordinationv1.Lease); ok && ptr.Deref(l.Spec.HolderIdentity, "") != r.Identity() {
+					r.elsewhere.Store(true)
+				}
+			}
+		}
+		w.Stop()
+	}
 }
 
 // leaseSafety is kept between a call's deadline and the Lease's earliest expiry, for the
@@ -198,11 +251,14 @@ func (r *renewTracker) Update(ctx context.Context, ler resourcelock.LeaderElecti
 func leaseSafety(leaseDuration time.Duration) time.Duration { return leaseDuration / 10 }
 
 // expiry is the earliest instant another process could hold the Lease, less leaseSafety;
-// zero before the first write.
+// zero before the first write; now once the Lease was found gone or another's.
 func (r *renewTracker) expiry(leaseDuration time.Duration) time.Time {
 	last := r.last.Load()
 	if last == 0 {
 		return time.Time{}
+	}
+	if !r.held() {
+		return time.Now()
 	}
 	return time.Unix(0, last).Add(leaseDuration - leaseSafety(leaseDuration))
 }

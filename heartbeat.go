@@ -116,20 +116,30 @@ type heartbeat struct {
 	// kinds returns the per-kind content, from the controllers' caches.
 	kinds func() map[string]HeartbeatKind
 	mon   *monitoring // nil: no metrics
+	// visibility is how long after its write a stream record may take to become readable
+	// (recordVisibility); the watermark stays that far behind the stream's reads.
+	visibility time.Duration
 
 	mu       sync.Mutex
 	lags     map[DesireKind]streamObservation
 	caughtUp map[DesireKind]time.Time
 }
 
-// observeCaughtUp records that kind's stream was read to its end in a round started at.
+// recordVisibility is how long DynamoDB Streams may take, after a write was acknowledged, to
+// make its record readable (AWS: "near-real time", typically well under a second; DynamoDB
+// Local: at once). A round that found every shard empty vouches only for writes this much
+// older than its start.
+const recordVisibility = time.Second
+
+// observeCaughtUp records that kind's stream was read to its end in a round started at: every
+// record written before at − h.visibility was delivered.
 func (h *heartbeat) observeCaughtUp(kind DesireKind, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.caughtUp == nil {
 		h.caughtUp = map[DesireKind]time.Time{}
 	}
-	h.caughtUp[kind] = at.UTC().Round(0)
+	h.caughtUp[kind] = at.Add(-h.visibility).UTC().Round(0)
 }
 
 type streamObservation struct {
@@ -248,10 +258,13 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 		}
 	}()
 	switch {
-	case errors.Is(err, errFenced):
+	case errors.Is(err, errNewerTerm):
 		result = "fenced"
 		h.log.Info("heartbeat fenced off by a newer leadership term", "term", t.number, "err", err.Error())
 		return false
+	case errors.Is(err, errFenced):
+		// The lease may have passed for now: nothing written, the term may renew it.
+		result = "error"
 	case err != nil:
 		result = "error"
 		if ctx.Err() == nil {
@@ -374,7 +387,7 @@ func (o *outcomes) forget(id string) {
 
 // forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
 // status table as a Scan read it): a status deleted behind the writer's back answers nothing.
-func (o *outcomes) forgetAbsent(versions map[string]int64) []string {
+func (o *outcomes) forgetAbsent(versions map[string]itemStamp) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var gone []string
@@ -517,7 +530,12 @@ func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat {
 	if maxAge <= 0 {
 		maxAge = heartbeatMaxAge
 	}
+	visibility := a.opts.recordVisibility
+	if visibility <= 0 {
+		visibility = recordVisibility
+	}
 	return &heartbeat{api: a.opts.DynamoDB, table: TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, KindApplyDesire),
 		cluster: a.opts.ManagementCluster, identity: a.opts.Identity, version: binaryVersion(),
-		interval: interval, maxAge: maxAge, now: a.opts.clock, log: a.opts.Log.WithName("heartbeat"), kinds: a.heartbeatKinds, mon: mon}
+		interval: interval, maxAge: maxAge, now: a.opts.clock, log: a.opts.Log.WithName("heartbeat"), kinds: a.heartbeatKinds, mon: mon,
+		visibility: visibility}
 }

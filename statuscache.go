@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"context"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -152,16 +153,16 @@ func lastStatus[T Desire](ctx context.Context) func() T {
 }
 
 // contradicted drops and returns the cached entries that versions (the status table as a Scan
-// read it: documentID to the status document's version) contradicts: a status deleted, put
-// back, or rewritten by someone else (an operator, a restored table, another applier), which
+// read it: documentID to the status document's version and updateTime) contradicts: a status
+// deleted, put back (even at the same version), or rewritten by someone else (an operator, a restored table, another applier), which
 // the cache would otherwise hide from every resync for the rest of the term. An entry written
 // while the Scan ran may be dropped too: it is read again when needed, no harm.
-func (c *statusCache[T]) contradicted(versions map[string]int64) []string {
+func (c *statusCache[T]) contradicted(versions map[string]itemStamp) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
 	for id, d := range c.docs {
-		if v, ok := versions[id]; !ok || v != d.Meta().Version {
+		if st, ok := versions[id]; !ok || !st.is(d.Meta()) {
 			out = append(out, id)
 		}
 	}
@@ -175,4 +176,13 @@ func (c *statusCache[T]) contradicted(versions map[string]int64) []string {
 		delete(c.absent, id)
 	}
 	return out
+}
+
+// is reports whether the stamp is m's: the same version and updateTime.
+func (st itemStamp) is(m *DynamoDBMetadata) bool {
+	if st.version != m.Version {
+		return false
+	}
+	u, err := time.Parse(time.RFC3339Nano, st.updateTime)
+	return err == nil && u.Equal(m.UpdateTime)
 }
