@@ -12,7 +12,8 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
-// An index-poll backend finds our status through the GSI, by shard and updateTime.
+// An index-poll backend finds our status through the GSI exactly as it queries it: `shard = :s`
+// with :s a string (S) "0"-"3", and `updateTime > :since` with :since RFC 3339 seconds.
 func TestIntegrationStatusIndex(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
@@ -40,8 +41,8 @@ func TestIntegrationStatusIndex(t *testing.T) {
 				IndexName:                aws.String(StatusIndexName),
 				KeyConditionExpression:   aws.String("#s = :s AND #u > :t"),
 				ExpressionAttributeNames: map[string]string{"#s": "shard", "#u": "updateTime"},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
-					":t": &types.AttributeValueMemberS{Value: before.Format(time.RFC3339Nano)}}})
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: strconv.Itoa(shard)},
+					":t": &types.AttributeValueMemberS{Value: before.Truncate(time.Second).Format(time.RFC3339)}}})
 			if err != nil {
 				t.Fatal(err)
 			}

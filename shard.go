@@ -13,12 +13,13 @@ import (
 )
 
 // Index-poll backends find status changes through a global secondary index of every status
-// table (README "Index-poll backends"): partition key `shard` (N), sort key `updateTime` (S).
+// table (README "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key `updateTime`
+// (S). Backends of this design query `shard = :s` with :s of type S: the key must be a string.
 const (
 	// StatusIndexName is the status tables' GSI that EnsureTables creates with
 	// WithStatusIndex: keyed by attrShard and updateTime.
 	StatusIndexName = "updateTime-index"
-	// attrShard is the status document's shard number for the GSI.
+	// attrShard is the status document's shard for the GSI: a decimal string "0"-"3" (S).
 	attrShard = "shard"
 	// attrUpdateTime is the document's last write time (RFC 3339, UTC), the GSI's sort key.
 	attrUpdateTime = "updateTime"
@@ -43,14 +44,15 @@ func StatusShard(documentID string) (shard int, ok bool) {
 	return int(n % statusShards), true
 }
 
-// withShard sets item's `shard` attribute from its documentID, when it has one.
+// withShard sets item's `shard` attribute (S, the decimal shard number) from its documentID,
+// when it has one.
 func withShard(item map[string]types.AttributeValue) {
 	id, ok := item[attrDocumentID].(*types.AttributeValueMemberS)
 	if !ok {
 		return
 	}
 	if s, ok := StatusShard(id.Value); ok {
-		item[attrShard] = &types.AttributeValueMemberN{Value: strconv.Itoa(s)}
+		item[attrShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(s)}
 	}
 }
 
@@ -62,13 +64,13 @@ type tableOptions struct {
 }
 
 // WithStatusIndex makes EnsureTables give every status table the GSI StatusIndexName (partition
-// key `shard` N, sort key `updateTime` S, all attributes projected), adding it to a status
+// key `shard` S, sort key `updateTime` S, all attributes projected), adding it to a status
 // table that exists without it.
 func WithStatusIndex() TableOption { return func(o *tableOptions) { o.statusIndex = true } }
 
 func statusIndexAttributes() []types.AttributeDefinition {
 	return []types.AttributeDefinition{
-		{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeN},
+		{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeS},
 		{AttributeName: aws.String(attrUpdateTime), AttributeType: types.ScalarAttributeTypeS},
 	}
 }
@@ -119,6 +121,9 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 			if err != nil {
 				return fmt.Errorf("add index %s to %s: %w", StatusIndexName, table, err)
 			}
+		case shardKeyType(out.Table) == types.ScalarAttributeTypeN:
+			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (README \"Index-poll backends\": delete the index, then run again)",
+				ErrStatusIndexOutdated, StatusIndexName, table, attrShard, shardKeyType(out.Table))
 		case idx.IndexStatus == "" || idx.IndexStatus == types.IndexStatusActive:
 			return nil
 		}
@@ -128,6 +133,20 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 		case <-time.After(wait):
 		}
 	}
+}
+
+// shardKeyType returns the type the table's attribute definitions give `shard`, "" when none
+// (a hash key of type N is what releases before the key became S created).
+func shardKeyType(t *types.TableDescription) types.ScalarAttributeType {
+	if t == nil {
+		return ""
+	}
+	for _, d := range t.AttributeDefinitions {
+		if aws.ToString(d.AttributeName) == attrShard {
+			return d.AttributeType
+		}
+	}
+	return ""
 }
 
 // IsReservedID reports whether documentID is reserved for the applier's own documents (the

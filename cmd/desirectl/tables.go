@@ -20,7 +20,7 @@ Tables that exist are left alone. For local development and tests; production ta
 come from infrastructure code.
 
 --status-index gives each status table the global secondary index updateTime-index (partition
-key shard N, sort key updateTime S) that index-poll backends query, adding it to status tables
+key shard S, sort key updateTime S) that index-poll backends query, adding it to status tables
 that exist without it.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
