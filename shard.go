@@ -4,45 +4,34 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Index-poll backends find status changes through a global secondary index of every status
-// table (README "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key `updateTime`
-// (S). Backends of this design query `shard = :s` with :s of type S: the key must be a string.
+// table (README "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key
+// `updateTime` (S). Backends of this design query `shard = :s` with :s of type S: the key must
+// be a string.
 const (
 	// StatusIndexName is the status tables' GSI that EnsureTables creates with
-	// WithStatusIndex: keyed by attrShard and updateTime.
-	StatusIndexName = "updateTime-index"
+	// WithStatusIndex: keyed by attrShard and updateTime (api.StatusIndexName).
+	StatusIndexName = api.StatusIndexName
 	// attrShard is the status document's shard for the GSI: a decimal string "0"-"3" (S).
-	attrShard = "shard"
+	attrShard = api.AttrShard
 	// attrUpdateTime is the document's last write time (RFC 3339, UTC), the GSI's sort key.
-	attrUpdateTime = "updateTime"
-	// statusShards is how many shards the GSI spreads status documents over.
-	statusShards = 4
+	attrUpdateTime = api.AttrUpdateTime
 )
 
-// StatusShard returns the `shard` attribute of the status document documentID: its first 8
-// hex digits once hyphens are removed, read as a number, modulo 4. A UUID's
-// "7b1fdb4e-decf-..." gives 0x7b1fdb4e % 4 = 2; case does not matter. ok is false when the
-// ID does not start with 8 hex digits (not a UUID): such a document gets no `shard` attribute,
-// so it is not in the index (a sparse GSI), and nothing fails.
-func StatusShard(documentID string) (shard int, ok bool) {
-	digits := strings.ReplaceAll(documentID, "-", "")
-	if len(digits) < 8 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(digits[:8], 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int(n % statusShards), true
-}
+// StatusShard returns the `shard` of the status document documentID (api.StatusShard): its
+// first 8 hex digits once hyphens are removed, read as a number, modulo 4; ok is false when
+// the ID does not start with 8 hex digits (such a document gets no `shard`: it is in no index
+// shard, and nothing fails).
+func StatusShard(documentID string) (shard int, ok bool) { return api.StatusShard(documentID) }
 
 // withShard sets item's `shard` attribute (S, the decimal shard number) from its documentID,
 // when it has one.
@@ -150,9 +139,9 @@ func shardKeyType(t *types.TableDescription) types.ScalarAttributeType {
 }
 
 // IsReservedID reports whether documentID is reserved for the applier's own documents (the
-// heartbeat, HeartbeatID): every documentID starting with "_". A reserved ID is never a
-// desire: status listings skip it, and a spec that uses one is ignored (it gets no status).
-func IsReservedID(documentID string) bool { return strings.HasPrefix(documentID, "_") }
+// heartbeat, HeartbeatID): every documentID starting with "_" (api.IsReservedID). A reserved
+// ID is never a desire: status listings skip it, and a spec that uses one is ignored.
+func IsReservedID(documentID string) bool { return api.IsReservedID(documentID) }
 
 // statusTable marks t as a status table (shard attribute, reserved IDs skipped).
 func statusTable[T Desire](t *Table[T]) *Table[T] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,10 @@ that exist without it.`,
 			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
 			for _, name := range created {
 				fmt.Fprintf(a.stdout, "table/%s created\n", name)
+			}
+			if errors.Is(err, kubeapplier.ErrStatusIndexOutdated) {
+				return fmt.Errorf("%w\nan index cannot change its key type: delete %s (aws dynamodb update-table --table-name TABLE --global-secondary-index-updates '[{\"Delete\":{\"IndexName\":\"%s\"}}]'), wait until it is gone, then run this again",
+					err, kubeapplier.StatusIndexName, kubeapplier.StatusIndexName)
 			}
 			if err != nil {
 				return err
