@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -62,5 +63,10 @@ func TestIntegrationStatusIndex(t *testing.T) {
 		if len(found) != want || (want == 1 && found[0] != id) {
 			t.Fatalf("shard %d holds %v, want %d item(s) (%s in shard 2)", shard, found, want, id)
 		}
+	}
+	// The api module's backend client reads the index the same way.
+	got, err := api.NewClient(env.Client, env.Prefix, "mc01").ApplyDesires().StatusesSince(ctx, before)
+	if err != nil || len(got) != 1 || got[0].DocumentID != id || got[0].Shard != "2" {
+		t.Fatalf("StatusesSince = %d statuses, %v; want %s in shard \"2\"", len(got), err, id)
 	}
 }
