@@ -133,3 +133,38 @@ func TestIntegrationBackendPython(t *testing.T) {
 		t.Fatalf("%d spec items in the output, want 2", items)
 	}
 }
+
+// TestReadmeBackendExcerpts: the README's backend code blocks are excerpts of the examples
+// the integration tests run: each line, in order, is a line of the file named above the
+// block (`<!-- from PATH -->`), so the README cannot drift from what CI runs.
+func TestReadmeBackendExcerpts(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for _, part := range strings.Split(string(readme), "<!-- from ")[1:] {
+		path, rest, _ := strings.Cut(part, " -->\n")
+		_, body, _ := strings.Cut(rest, "\n") // the ``` line
+		body, _, _ = strings.Cut(body, "```")
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("README excerpt of %s: %v", path, err)
+		}
+		lines := strings.Split(string(src), "\n")
+		at := 0
+		for _, want := range strings.Split(strings.TrimSpace(body), "\n") {
+			for at < len(lines) && strings.TrimSpace(lines[at]) != strings.TrimSpace(want) {
+				at++
+			}
+			if at == len(lines) {
+				t.Fatalf("README excerpt of %s: %q is not in the file (after the lines before it)", path, strings.TrimSpace(want))
+			}
+			at++
+		}
+		blocks++
+	}
+	if blocks < 2 {
+		t.Fatalf("%d README excerpts, want the Go and the Python backend", blocks)
+	}
+}
