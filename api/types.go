@@ -218,18 +218,41 @@ type Desire interface {
 	resetStatus()
 }
 
-func (d *ApplyDesire) Meta() *DynamoDBMetadata      { return &d.DynamoDBMetadata }
-func (d *DeleteDesire) Meta() *DynamoDBMetadata     { return &d.DynamoDBMetadata }
-func (d *ReadDesire) Meta() *DynamoDBMetadata       { return &d.DynamoDBMetadata }
-func (d *ApplyDesire) Common() *CommonSpec          { return &d.Spec.CommonSpec }
-func (d *DeleteDesire) Common() *CommonSpec         { return &d.Spec.CommonSpec }
-func (d *ReadDesire) Common() *CommonSpec           { return &d.Spec.CommonSpec }
-func (d *ApplyDesire) StatusCommon() *CommonStatus  { return &d.Status.CommonStatus }
+// Meta implements Desire.
+func (d *ApplyDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Meta implements Desire.
+func (d *DeleteDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Meta implements Desire.
+func (d *ReadDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Common implements Desire.
+func (d *ApplyDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// Common implements Desire.
+func (d *DeleteDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// Common implements Desire.
+func (d *ReadDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// StatusCommon implements Desire.
+func (d *ApplyDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+
+// StatusCommon implements Desire.
 func (d *DeleteDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
-func (d *ReadDesire) StatusCommon() *CommonStatus   { return &d.Status.CommonStatus }
-func (d *ApplyDesire) Kind() DesireKind             { return KindApplyDesire }
-func (d *DeleteDesire) Kind() DesireKind            { return KindDeleteDesire }
-func (d *ReadDesire) Kind() DesireKind              { return KindReadDesire }
+
+// StatusCommon implements Desire.
+func (d *ReadDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+
+// Kind implements Desire.
+func (d *ApplyDesire) Kind() DesireKind { return KindApplyDesire }
+
+// Kind implements Desire.
+func (d *DeleteDesire) Kind() DesireKind { return KindDeleteDesire }
+
+// Kind implements Desire.
+func (d *ReadDesire) Kind() DesireKind { return KindReadDesire }
 
 func (d *ApplyDesire) content() (string, *json.RawMessage) {
 	return AttrSpecKubeContent, &d.Spec.KubeContent
