@@ -2,8 +2,9 @@
 # `make test` starts it when it is not running and stops it afterwards only if it started it.
 SHELL := /bin/bash
 STACK := hack/local-stack.sh
-# Modules of their own (examples that need dependencies the library must not have).
-EXAMPLE_MODULES := examples/controller-runtime examples/monitoring
+# Modules of their own: the api module (the desire contract for backends, no client-go), and
+# examples that need dependencies the library must not have or must do without the library.
+EXAMPLE_MODULES := api examples/backend-go examples/controller-runtime examples/monitoring
 
 .PHONY: up down env status install test test-unit lint demo bench chaos
 
@@ -53,6 +54,8 @@ lint:
 	@# The library itself must not depend on controller-runtime (only its example does).
 	@if go list -deps . | grep -q '^sigs.k8s.io/controller-runtime'; then echo "the library imports controller-runtime"; exit 1; fi
 	for m in $(EXAMPLE_MODULES); do (cd $$m && go vet ./...) || exit 1; done
+	@# The api module and the Go backend example must build without Kubernetes modules.
+	@for m in api examples/backend-go; do if (cd $$m && go list -deps ./... | grep -q '^k8s.io/'); then echo "$$m depends on k8s.io modules"; exit 1; fi; done
 
 # The main job end to end on the local real components (see hack/demo.sh).
 demo:

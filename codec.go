@@ -13,34 +13,30 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Attribute names of the item layout (see README "Item format").
+// Attribute names of the item layout (see README "Item format"; api.Attr*).
 const (
-	attrDocumentID        = "documentID"
-	attrVersion           = "version"
-	attrSpec              = "spec"
-	attrStatus            = "status"
-	attrConditions        = "conditions"
-	attrSpecKubeContent   = "spec_kubeContent"
-	attrStatusKubeContent = "status_kubeContent"
+	attrDocumentID        = api.AttrDocumentID
+	attrVersion           = api.AttrVersion
+	attrSpec              = api.AttrSpec
+	attrStatus            = api.AttrStatus
+	attrConditions        = api.AttrConditions
+	attrSpecKubeContent   = api.AttrSpecKubeContent
+	attrStatusKubeContent = api.AttrStatusKubeContent
 	// attrApplierTerm is the leadership term of the applier that wrote a status (fencing).
-	attrApplierTerm = "applierTerm"
+	attrApplierTerm = api.AttrApplierTerm
 )
 
 // MaxItemSize is DynamoDB's item size limit: 400 KB = 409,600 bytes, attribute names included
-// (DynamoDB developer guide, "Service, account, and table quotas").
-const MaxItemSize = 400 * 1024
+// (api.MaxItemSize).
+const MaxItemSize = api.MaxItemSize
 
-// conditionItem is metav1.Condition as stored in DynamoDB; metav1.Time has no codec of its own.
-type conditionItem struct {
-	Type               string    `dynamodbav:"type"`
-	Status             string    `dynamodbav:"status"`
-	ObservedGeneration int64     `dynamodbav:"observedGeneration"`
-	LastTransitionTime time.Time `dynamodbav:"lastTransitionTime"`
-	Reason             string    `dynamodbav:"reason"`
-	Message            string    `dynamodbav:"message"`
-}
+// conditionItem is metav1.Condition as stored in DynamoDB (api.Condition); metav1.Time has no
+// codec of its own.
+type conditionItem = api.Condition
 
 // EncodeItem returns the DynamoDB item for d: the attributevalue codec for the typed fields,
 // conditions as a list of maps inside `status`, and kubeContent as compact JSON in its own
@@ -137,66 +133,11 @@ func newDesire[T Desire]() T {
 }
 
 // ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
-// values, with the per-type overheads of the DynamoDB developer guide ("Item sizes and formats").
-func ItemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
+// values, with the per-type overheads of the DynamoDB developer guide (api.ItemSize).
+func ItemSize(item map[string]types.AttributeValue) int { return api.ItemSize(item) }
 
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		return sumSizes(v.Value, func(s string) int { return len(s) })
-	case *types.AttributeValueMemberNS:
-		return sumSizes(v.Value, numberSize)
-	case *types.AttributeValueMemberBS:
-		return sumSizes(v.Value, func(b []byte) int { return len(b) })
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// sumSizes adds the sizes of a set's members.
-func sumSizes[E any](set []E, size func(E) int) int {
-	n := 0
-	for _, e := range set {
-		n += size(e)
-	}
-	return n
-}
-
-// numberSize: about one byte per two significant digits, plus one.
-func numberSize(s string) int {
-	digits := 0
-	for _, r := range s {
-		if r >= '0' && r <= '9' {
-			digits++
-		}
-	}
-	return (digits+1)/2 + 1
-}
+// valueSize is the size of one attribute value, its name not counted.
+func valueSize(v types.AttributeValue) int { return api.ItemSize(api.Item{"": v}) }
 
 // parseVersion reads the `version` attribute of an item; 0 when absent.
 func parseVersion(item map[string]types.AttributeValue) int64 {
@@ -228,7 +169,6 @@ func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logg
 	if s, ok := item["createTime"].(*types.AttributeValueMemberS); ok {
 		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
 	}
-	m.createTimeText = keptSpelling(item[attrCreateTime], m.CreateTime)
-	m.updateTimeText = keptSpelling(item[attrUpdateTime], m.UpdateTime)
+	m.KeepTimeSpellings(item)
 	return d, true
 }

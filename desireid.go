@@ -1,22 +1,17 @@
 package kubeapplier
 
-import (
-	"github.com/google/uuid"
-)
+import "github.com/kube-applier-aws/kubeapplier/api"
 
 // DesireIDNamespace is the UUID namespace shared by the applier and every backend for
-// deterministic desire IDs. Never change it: IDs already stored would no longer match.
-var DesireIDNamespace = uuid.MustParse("6f1f3c63-5a0d-4c1e-9a55-2f1a8b8d0c3e")
+// deterministic desire IDs (api.DesireIDNamespace). Never change it: IDs already stored would
+// no longer match.
+var DesireIDNamespace = api.DesireIDNamespace
 
 // DesireID returns the deterministic document ID of the desire that taskKey keeps about one
 // Kubernetes object: the RFC 4122 version-5 (SHA-1) UUID in DesireIDNamespace of the UTF-8
-// string "{taskKey}/{group}/{version}/{resource}/{namespace}/{name}". The core group and the
-// namespace of a cluster-scoped object are empty segments, e.g.
+// string "{taskKey}/{group}/{version}/{resource}/{namespace}/{name}" (api.DesireID). The core
+// group and the namespace of a cluster-scoped object are empty segments, e.g.
 // "task-1//v1/namespaces//kube-system".
 func DesireID(taskKey string, target TargetItem) string {
-	return uuid.NewSHA1(DesireIDNamespace, []byte(desireIDName(taskKey, target))).String()
-}
-
-func desireIDName(taskKey string, t TargetItem) string {
-	return taskKey + "/" + t.Group + "/" + t.Version + "/" + t.Resource + "/" + t.Namespace + "/" + t.Name
+	return api.DesireID(taskKey, api.TargetItem(target))
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestDesireIDVectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/desireid_vectors.json")
+	raw, err := os.ReadFile("api/testdata/desireid_vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}

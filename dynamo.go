@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // DynamoDBAPI is the part of *dynamodb.Client the CRUD layer uses, so a fake can stand in.
@@ -23,18 +24,19 @@ type DynamoDBAPI interface {
 }
 
 // TableKind is "specs" (written by the backend, read by the applier) or "status" (written by
-// the applier only).
-type TableKind string
+// the applier only): api.TableKind.
+type TableKind = api.TableKind
 
+// The two table kinds.
 const (
-	SpecsTable  TableKind = "specs"
-	StatusTable TableKind = "status"
+	SpecsTable  = api.SpecsTable
+	StatusTable = api.StatusTable
 )
 
-// TableName returns "{prefix}mc-{cluster}-{specs|status}-{applydesires|deletedesires|readdesires}".
-// prefix is "" in production; tests set one to keep their tables apart.
+// TableName returns "{prefix}mc-{cluster}-{specs|status}-{applydesires|deletedesires|readdesires}"
+// (api.TableName). prefix is "" in production; tests set one to keep their tables apart.
 func TableName(prefix, cluster string, table TableKind, kind DesireKind) string {
-	return fmt.Sprintf("%smc-%s-%s-%ss", prefix, cluster, table, strings.ToLower(string(kind)))
+	return api.TableName(prefix, cluster, table, kind)
 }
 
 // SpecReader reads desires from a specs table. It has no write method on purpose: the applier

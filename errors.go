@@ -2,36 +2,27 @@ package kubeapplier
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Sentinel errors of the DynamoDB layer. Test with errors.Is or the Is*Error helpers; the AWS
-// error stays reachable with errors.As.
+// Sentinel errors of the DynamoDB layer: the api module's values, so errors.Is works across
+// both. Test with errors.Is or the Is*Error helpers; the AWS error stays reachable with
+// errors.As.
 var (
 	// ErrNotFound: no item with that documentID.
-	ErrNotFound = errors.New("desire not found")
+	ErrNotFound = api.ErrNotFound
 	// ErrAlreadyExists: Create found an item with that documentID.
-	ErrAlreadyExists = errors.New("desire already exists")
+	ErrAlreadyExists = api.ErrAlreadyExists
 	// ErrPreconditionFailed: Replace was given a Version that is no longer the stored one.
-	ErrPreconditionFailed = errors.New("desire version precondition failed")
+	ErrPreconditionFailed = api.ErrPreconditionFailed
 	// ErrItemTooLarge: the encoded item exceeds MaxItemSize; see ItemTooLargeError.
-	ErrItemTooLarge = errors.New("desire item too large")
+	ErrItemTooLarge = api.ErrItemTooLarge
 )
 
-// ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit.
-type ItemTooLargeError struct {
-	Table      string
-	DocumentID string
-	Size       int // bytes, as DynamoDB counts them
-	Limit      int // bytes
-}
-
-func (e *ItemTooLargeError) Error() string {
-	return fmt.Sprintf("item %s for table %s is %d bytes, over DynamoDB's item limit of %d bytes", e.DocumentID, e.Table, e.Size, e.Limit)
-}
-
-// Is makes errors.Is(err, ErrItemTooLarge) true.
-func (e *ItemTooLargeError) Is(target error) bool { return target == ErrItemTooLarge }
+// ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit
+// (api.ItemTooLargeError: Table, DocumentID, Size and Limit in bytes).
+type ItemTooLargeError = api.ItemTooLargeError
 
 // IsNotFoundError reports whether err wraps ErrNotFound.
 func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }
@@ -44,11 +35,17 @@ func IsPreconditionFailedError(err error) bool { return errors.Is(err, ErrPrecon
 
 // ErrInvalidItem is wrapped by decode errors: a DynamoDB item that is not a valid desire
 // (missing documentID, attributes of the wrong type, kubeContent that is not JSON).
-var ErrInvalidItem = errors.New("invalid desire item")
+var ErrInvalidItem = api.ErrInvalidItem
 
 // ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
 // view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
 var ErrStreamNotConfigured = errors.New("specs table stream not configured")
+
+// ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
+// updateTime-index has a `shard` hash key of type N (releases before the key became S). An
+// index cannot change its key type in place: delete the index (or move to a new table) and
+// run EnsureTables again (README "Index-poll backends").
+var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
 var ErrTableNotFound = errors.New("table not found")

@@ -9,10 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
-// An index-poll backend finds our status through the GSI, by shard and updateTime.
+// An index-poll backend finds our status through the GSI exactly as it queries it: `shard = :s`
+// with :s a string (S) "0"-"3", and `updateTime > :since` with :since RFC 3339 seconds.
 func TestIntegrationStatusIndex(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
@@ -40,8 +42,8 @@ func TestIntegrationStatusIndex(t *testing.T) {
 				IndexName:                aws.String(StatusIndexName),
 				KeyConditionExpression:   aws.String("#s = :s AND #u > :t"),
 				ExpressionAttributeNames: map[string]string{"#s": "shard", "#u": "updateTime"},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
-					":t": &types.AttributeValueMemberS{Value: before.Format(time.RFC3339Nano)}}})
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: strconv.Itoa(shard)},
+					":t": &types.AttributeValueMemberS{Value: before.Truncate(time.Second).Format(time.RFC3339)}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,5 +63,10 @@ func TestIntegrationStatusIndex(t *testing.T) {
 		if len(found) != want || (want == 1 && found[0] != id) {
 			t.Fatalf("shard %d holds %v, want %d item(s) (%s in shard 2)", shard, found, want, id)
 		}
+	}
+	// The api module's backend client reads the index the same way.
+	got, err := api.NewClient(env.Client, env.Prefix, "mc01").ApplyDesires().StatusesSince(ctx, before)
+	if err != nil || len(got) != 1 || got[0].DocumentID != id || got[0].Shard != "2" {
+		t.Fatalf("StatusesSince = %d statuses, %v; want %s in shard \"2\"", len(got), err, id)
 	}
 }

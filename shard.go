@@ -4,53 +4,44 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Index-poll backends find status changes through a global secondary index of every status
-// table (README "Index-poll backends"): partition key `shard` (N), sort key `updateTime` (S).
+// table (README "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key
+// `updateTime` (S). Backends of this design query `shard = :s` with :s of type S: the key must
+// be a string.
 const (
 	// StatusIndexName is the status tables' GSI that EnsureTables creates with
-	// WithStatusIndex: keyed by attrShard and updateTime.
-	StatusIndexName = "updateTime-index"
-	// attrShard is the status document's shard number for the GSI.
-	attrShard = "shard"
+	// WithStatusIndex: keyed by attrShard and updateTime (api.StatusIndexName).
+	StatusIndexName = api.StatusIndexName
+	// attrShard is the status document's shard for the GSI: a decimal string "0"-"3" (S).
+	attrShard = api.AttrShard
 	// attrUpdateTime is the document's last write time (RFC 3339, UTC), the GSI's sort key.
-	attrUpdateTime = "updateTime"
-	// statusShards is how many shards the GSI spreads status documents over.
-	statusShards = 4
+	attrUpdateTime = api.AttrUpdateTime
 )
 
-// StatusShard returns the `shard` attribute of the status document documentID: its first 8
-// hex digits once hyphens are removed, read as a number, modulo 4. A UUID's
-// "7b1fdb4e-decf-..." gives 0x7b1fdb4e % 4 = 2; case does not matter. ok is false when the
-// ID does not start with 8 hex digits (not a UUID): such a document gets no `shard` attribute,
-// so it is not in the index (a sparse GSI), and nothing fails.
-func StatusShard(documentID string) (shard int, ok bool) {
-	digits := strings.ReplaceAll(documentID, "-", "")
-	if len(digits) < 8 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(digits[:8], 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int(n % statusShards), true
-}
+// StatusShard returns the `shard` of the status document documentID (api.StatusShard): its
+// first 8 hex digits once hyphens are removed, read as a number, modulo 4; ok is false when
+// the ID does not start with 8 hex digits (such a document gets no `shard`: it is in no index
+// shard, and nothing fails).
+func StatusShard(documentID string) (shard int, ok bool) { return api.StatusShard(documentID) }
 
-// withShard sets item's `shard` attribute from its documentID, when it has one.
+// withShard sets item's `shard` attribute (S, the decimal shard number) from its documentID,
+// when it has one.
 func withShard(item map[string]types.AttributeValue) {
 	id, ok := item[attrDocumentID].(*types.AttributeValueMemberS)
 	if !ok {
 		return
 	}
 	if s, ok := StatusShard(id.Value); ok {
-		item[attrShard] = &types.AttributeValueMemberN{Value: strconv.Itoa(s)}
+		item[attrShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(s)}
 	}
 }
 
@@ -62,13 +53,13 @@ type tableOptions struct {
 }
 
 // WithStatusIndex makes EnsureTables give every status table the GSI StatusIndexName (partition
-// key `shard` N, sort key `updateTime` S, all attributes projected), adding it to a status
+// key `shard` S, sort key `updateTime` S, all attributes projected), adding it to a status
 // table that exists without it.
 func WithStatusIndex() TableOption { return func(o *tableOptions) { o.statusIndex = true } }
 
 func statusIndexAttributes() []types.AttributeDefinition {
 	return []types.AttributeDefinition{
-		{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeN},
+		{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeS},
 		{AttributeName: aws.String(attrUpdateTime), AttributeType: types.ScalarAttributeTypeS},
 	}
 }
@@ -119,6 +110,9 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 			if err != nil {
 				return fmt.Errorf("add index %s to %s: %w", StatusIndexName, table, err)
 			}
+		case shardKeyType(out.Table) == types.ScalarAttributeTypeN:
+			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (README \"Index-poll backends\": delete the index, then run again)",
+				ErrStatusIndexOutdated, StatusIndexName, table, attrShard, shardKeyType(out.Table))
 		case idx.IndexStatus == "" || idx.IndexStatus == types.IndexStatusActive:
 			return nil
 		}
@@ -130,10 +124,24 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 	}
 }
 
+// shardKeyType returns the type the table's attribute definitions give `shard`, "" when none
+// (a hash key of type N is what releases before the key became S created).
+func shardKeyType(t *types.TableDescription) types.ScalarAttributeType {
+	if t == nil {
+		return ""
+	}
+	for _, d := range t.AttributeDefinitions {
+		if aws.ToString(d.AttributeName) == attrShard {
+			return d.AttributeType
+		}
+	}
+	return ""
+}
+
 // IsReservedID reports whether documentID is reserved for the applier's own documents (the
-// heartbeat, HeartbeatID): every documentID starting with "_". A reserved ID is never a
-// desire: status listings skip it, and a spec that uses one is ignored (it gets no status).
-func IsReservedID(documentID string) bool { return strings.HasPrefix(documentID, "_") }
+// heartbeat, HeartbeatID): every documentID starting with "_" (api.IsReservedID). A reserved
+// ID is never a desire: status listings skip it, and a spec that uses one is ignored.
+func IsReservedID(documentID string) bool { return api.IsReservedID(documentID) }
 
 // statusTable marks t as a status table (shard attribute, reserved IDs skipped).
 func statusTable[T Desire](t *Table[T]) *Table[T] {

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,12 +79,12 @@ func TestStatusWritesCarryShard(t *testing.T) {
 				t.Fatal(err)
 			}
 			item := db.Item(TableName("", "mc01", StatusTable, KindApplyDesire), tt.id)
-			got, has := item[attrShard].(*types.AttributeValueMemberN)
+			got, has := item[attrShard].(*types.AttributeValueMemberS)
 			switch {
 			case tt.want == "" && item[attrShard] != nil:
 				t.Fatalf("shard = %#v, want none", item[attrShard])
 			case tt.want != "" && (!has || got.Value != tt.want):
-				t.Fatalf("shard = %#v, want N %s", item[attrShard], tt.want)
+				t.Fatalf("shard = %#v, want S %s", item[attrShard], tt.want)
 			}
 			if _, ok := item[attrUpdateTime].(*types.AttributeValueMemberS); !ok {
 				t.Fatalf("updateTime is %#v, want S (the index's sort key)", item[attrUpdateTime])
@@ -140,6 +141,7 @@ type adminRecorder struct {
 	created map[string]*dynamodb.CreateTableInput
 	updates []string
 	indexes map[string][]types.GlobalSecondaryIndexDescription
+	attrs   map[string][]types.AttributeDefinition
 }
 
 func (a *adminRecorder) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
@@ -148,6 +150,10 @@ func (a *adminRecorder) CreateTable(_ context.Context, in *dynamodb.CreateTableI
 		return nil, &types.ResourceInUseException{Message: aws.String("exists")}
 	}
 	a.created[name] = in
+	if a.attrs == nil {
+		a.attrs = map[string][]types.AttributeDefinition{}
+	}
+	a.attrs[name] = in.AttributeDefinitions
 	for _, g := range in.GlobalSecondaryIndexes {
 		a.indexes[name] = append(a.indexes[name], types.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: types.IndexStatusActive})
 	}
@@ -157,16 +163,41 @@ func (a *adminRecorder) CreateTable(_ context.Context, in *dynamodb.CreateTableI
 func (a *adminRecorder) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	name := aws.ToString(in.TableName)
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName,
-		TableStatus: types.TableStatusActive, GlobalSecondaryIndexes: a.indexes[name]}}, nil
+		TableStatus: types.TableStatusActive, GlobalSecondaryIndexes: a.indexes[name], AttributeDefinitions: a.attrs[name]}}, nil
 }
 
 func (a *adminRecorder) UpdateTable(_ context.Context, in *dynamodb.UpdateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
 	name := aws.ToString(in.TableName)
 	a.updates = append(a.updates, name)
+	a.attrs[name] = append(a.attrs[name], in.AttributeDefinitions...)
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		a.indexes[name] = append(a.indexes[name], types.GlobalSecondaryIndexDescription{IndexName: u.Create.IndexName, IndexStatus: types.IndexStatusActive})
 	}
 	return &dynamodb.UpdateTableOutput{}, nil
+}
+
+// A status index made by an earlier release (hash key `shard` N) cannot be retyped in place:
+// EnsureTables says so with ErrStatusIndexOutdated instead of reporting the index present.
+func TestEnsureTablesOutdatedStatusIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, typ := range []types.ScalarAttributeType{types.ScalarAttributeTypeN, types.ScalarAttributeTypeS} {
+		t.Run(string(typ), func(t *testing.T) {
+			a := &adminRecorder{created: map[string]*dynamodb.CreateTableInput{}, indexes: map[string][]types.GlobalSecondaryIndexDescription{}}
+			if _, err := EnsureTables(ctx, a, "", "mc01", WithStatusIndex()); err != nil {
+				t.Fatal(err)
+			}
+			name := TableName("", "mc01", StatusTable, KindApplyDesire)
+			for i, d := range a.attrs[name] {
+				if aws.ToString(d.AttributeName) == "shard" {
+					a.attrs[name][i].AttributeType = typ
+				}
+			}
+			_, err := EnsureTables(ctx, a, "", "mc01", WithStatusIndex())
+			if got, want := errors.Is(err, ErrStatusIndexOutdated), typ == types.ScalarAttributeTypeN; got != want {
+				t.Fatalf("EnsureTables with shard %s: %v; want ErrStatusIndexOutdated %v", typ, err, want)
+			}
+		})
+	}
 }
 
 func TestEnsureTablesStatusIndex(t *testing.T) {
@@ -214,7 +245,7 @@ func TestEnsureTablesStatusIndex(t *testing.T) {
 				for _, d := range in.AttributeDefinitions {
 					types[aws.ToString(d.AttributeName)] = d.AttributeType
 				}
-				if types["shard"] != "N" || types["updateTime"] != "S" || types["documentID"] != "S" {
+				if types["shard"] != "S" || types["updateTime"] != "S" || types["documentID"] != "S" {
 					t.Fatalf("attribute definitions %v", types)
 				}
 			}

@@ -1,16 +1,16 @@
 package kubeapplier
 
 import (
-	"time"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Attribute names of the time attributes whose spelling is kept.
 const (
-	attrCreateTime               = "createTime"
-	attrObservedDesireUpdateTime = "observedDesireUpdateTime"
-	attrObservedDesireCreateTime = "observedDesireCreateTime"
+	attrCreateTime               = api.AttrCreateTime
+	attrObservedDesireUpdateTime = api.AttrObservedDesireUpdateTime
+	attrObservedDesireCreateTime = api.AttrObservedDesireCreateTime
 )
 
 // A backend may compare a status's observedDesireUpdateTime and observedDesireCreateTime with
@@ -22,39 +22,15 @@ const (
 // EncodeItem writes that string again, byte for byte, as long as the field still holds the
 // same instant.
 
-// keptSpelling returns the string av holds when it spells t other than the codec would: the
-// spelling to echo. "" when av is no string, does not parse to t, or is the codec's own
-// spelling (nothing to keep: the common case costs no memory).
-func keptSpelling(av types.AttributeValue, t time.Time) string {
-	s, ok := av.(*types.AttributeValueMemberS)
-	if !ok || s.Value == t.Format(time.RFC3339Nano) || !sameInstant(s.Value, t) {
-		return ""
-	}
-	return s.Value
-}
-
-// echoSpelling replaces item[attr] by the kept spelling when it still names t; a field set to
-// another instant since it was decoded is written in the codec's spelling.
-func echoSpelling(item map[string]types.AttributeValue, attr string, t time.Time, spelling string) {
-	if spelling == "" || item == nil || !sameInstant(spelling, t) {
-		return
-	}
-	if _, ok := item[attr]; ok {
-		item[attr] = &types.AttributeValueMemberS{Value: spelling}
-	}
-}
-
-// sameInstant reports whether s parses (as the codec parses times) to the instant t.
-func sameInstant(s string, t time.Time) bool {
-	p, err := time.Parse(time.RFC3339, s)
-	return err == nil && p.Equal(t)
-}
+// keptSpelling and echoSpelling are the api module's (api.KeptSpelling, api.EchoSpelling).
+var (
+	keptSpelling = api.KeptSpelling
+	echoSpelling = api.EchoSpelling
+)
 
 // keepSpellings records the spelling of d's times as item stores them (see keptSpelling).
 func keepSpellings(item map[string]types.AttributeValue, d Desire) {
-	m := d.Meta()
-	m.createTimeText = keptSpelling(item[attrCreateTime], m.CreateTime)
-	m.updateTimeText = keptSpelling(item[attrUpdateTime], m.UpdateTime)
+	d.Meta().KeepTimeSpellings(item)
 	s := d.StatusCommon()
 	s.observedUpdateTimeText, s.observedCreateTimeText = "", ""
 	status, ok := item[attrStatus].(*types.AttributeValueMemberM)
@@ -72,8 +48,9 @@ func keepSpellings(item map[string]types.AttributeValue, d Desire) {
 // echoSpellings writes the kept spellings of d's times into item, EncodeItem's output.
 func echoSpellings(item map[string]types.AttributeValue, d Desire) {
 	m := d.Meta()
-	echoSpelling(item, attrCreateTime, m.CreateTime, m.createTimeText)
-	echoSpelling(item, attrUpdateTime, m.UpdateTime, m.updateTimeText)
+	createText, updateText := m.KeptTimeSpellings()
+	echoSpelling(item, attrCreateTime, m.CreateTime, createText)
+	echoSpelling(item, attrUpdateTime, m.UpdateTime, updateText)
 	s := d.StatusCommon()
 	status, ok := item[attrStatus].(*types.AttributeValueMemberM)
 	if !ok {
@@ -92,5 +69,5 @@ func echoSpellings(item map[string]types.AttributeValue, d Desire) {
 func (s *CommonStatus) observe(m *DynamoDBMetadata) {
 	updated, created := m.UpdateTime, m.CreateTime
 	s.ObservedDesireUpdateTime, s.ObservedDesireCreateTime = &updated, &created
-	s.observedUpdateTimeText, s.observedCreateTimeText = m.updateTimeText, m.createTimeText
+	s.observedCreateTimeText, s.observedUpdateTimeText = m.KeptTimeSpellings()
 }

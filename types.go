@@ -6,83 +6,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Condition types written into every desire's status.
+// Condition types written into every desire's status (defined in the api module).
 const (
 	// ConditionSuccessful is True when the desire is carried out on the cluster.
-	ConditionSuccessful = "Successful"
-	// ConditionDegraded is True when the applier itself could not do its job (transient
-	// errors: apiserver 5xx/429/timeouts, discovery failures, a terminating namespace); False
-	// otherwise.
-	ConditionDegraded = "Degraded"
-	// ConditionReady (ApplyDesires) is True when the applied object is Current in kstatus's
-	// terms (sigs.k8s.io/cli-utils/pkg/kstatus/status): a Deployment rolled out, a CRD
-	// established, a Job complete; kinds without status are Current while they exist. Its
-	// reason is kstatus's status: Current, InProgress, Failed, Terminating, NotFound or
-	// Unknown, its message kstatus's. Updated when the object's resourceVersion changes.
-	ConditionReady = "Ready"
+	ConditionSuccessful = api.ConditionSuccessful
+	// ConditionDegraded is True when the applier itself could not do its job.
+	ConditionDegraded = api.ConditionDegraded
+	// ConditionReady (ApplyDesires) is True when the applied object is Current in kstatus's terms.
+	ConditionReady = api.ConditionReady
 )
 
-// Condition reasons. They are CamelCase as Kubernetes' metav1.Condition requires.
+// Condition reasons (defined and documented in the api module).
 const (
-	// ReasonNoErrors: the desire was carried out.
-	ReasonNoErrors = "NoErrors"
-	// ReasonKubeAPIError: the kube-apiserver refused or failed the call; the message is its own.
-	ReasonKubeAPIError = "KubeAPIError"
-	// ReasonPreCheckFailed: the desire was refused before any API call (wrong management
-	// cluster, invalid kubeContent, scope mismatch, unknown kind, ...).
-	ReasonPreCheckFailed = "PreCheckFailed"
-	// ReasonWaitingForDeletion: the target has a deletionTimestamp and finalizers remain.
-	ReasonWaitingForDeletion = "WaitingForDeletion"
-	// ReasonContentTooLarge: the live object does not fit in a DynamoDB item (400 KB).
-	ReasonContentTooLarge = "ContentTooLarge"
-	// ReasonNotFound: a ReadDesire's target does not exist.
-	ReasonNotFound = "NotFound"
-	// ReasonKindNotServed: the cluster does not serve the desire's kind or resource yet (a CRD
-	// not applied or not established). Not Degraded; retried with back-off and at once when a
-	// CRD is applied: it heals by itself, unlike PreCheckFailed.
-	ReasonKindNotServed = "KindNotServed"
-	// ReasonTargetConflict: a rival desire of this management cluster keeps the object and
-	// this ApplyDesire is not applied: a DeleteDesire of the object (it wins while it
-	// exists), or another ApplyDesire created earlier (see README "Two desires, one object").
-	// It heals when the rival is deleted or retargeted.
-	ReasonTargetConflict = "TargetConflict"
-	// ReasonDriftConflict: another writer re-took fields of the applied object within seconds
-	// of each drift repair; repairs are backed off (1 s doubling to 5 min) instead of fighting,
-	// and the object is not as applied. Not Degraded: stop the other writer, or leave the
-	// fields it owns out of kubeContent.
-	ReasonDriftConflict = "DriftConflict"
-	// ReasonStaleFieldOwners: the object's managedFields hold entries at an apiVersion its
-	// CustomResourceDefinition no longer serves, and the apiserver refuses every apply for
-	// it (kubernetes/kubernetes#111937); removing those entries failed. The message names
-	// the version and the managers. Not Degraded and never taken for the desire's fault;
-	// retried with back-off.
-	ReasonStaleFieldOwners = "StaleFieldOwners"
+	ReasonNoErrors           = api.ReasonNoErrors
+	ReasonKubeAPIError       = api.ReasonKubeAPIError
+	ReasonPreCheckFailed     = api.ReasonPreCheckFailed
+	ReasonWaitingForDeletion = api.ReasonWaitingForDeletion
+	ReasonContentTooLarge    = api.ReasonContentTooLarge
+	ReasonNotFound           = api.ReasonNotFound
+	ReasonKindNotServed      = api.ReasonKindNotServed
+	ReasonTargetConflict     = api.ReasonTargetConflict
+	ReasonDriftConflict      = api.ReasonDriftConflict
+	ReasonStaleFieldOwners   = api.ReasonStaleFieldOwners
 )
 
-// DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
-// top level of the DynamoDB item.
-type DynamoDBMetadata struct {
-	// DocumentID is the partition key `documentID`: a UUID, see DesireID.
-	DocumentID string `json:"documentID" dynamodbav:"documentID"`
-	// Version is the optimistic-concurrency counter: 1 on Create, +1 on every successful Replace.
-	Version int64 `json:"version" dynamodbav:"version"`
-	// CreateTime is set on Create only (UTC, RFC 3339 with nanoseconds).
-	CreateTime time.Time `json:"createTime" dynamodbav:"createTime"`
-	// UpdateTime is set on Create and on every Replace (UTC, RFC 3339 with nanoseconds).
-	UpdateTime time.Time `json:"updateTime" dynamodbav:"updateTime"`
-	// Invalid is set by the applier's informers when the item could not be decoded, with the
-	// reason; the controllers report it as PreCheckFailed. It is never stored.
-	Invalid string `json:"-" dynamodbav:"-"`
-	// createTimeText and updateTimeText are the item's own strings for CreateTime and
-	// UpdateTime when the codec would spell them otherwise, so statuses echo them byte for
-	// byte (see spelling.go); "" when the codec's spelling is the item's.
-	createTimeText, updateTimeText string
-}
+// DynamoDBMetadata is the document metadata every desire carries (api.DynamoDBMetadata: the
+// top-level attributes documentID, version, createTime, updateTime, and the item's own
+// spelling of the two times, echoed byte for byte).
+type DynamoDBMetadata = api.DynamoDBMetadata
 
 // TargetItem names one Kubernetes object by resource (GVR), namespace and name.
-// Group is "" for the core group; Namespace is "" for cluster-scoped objects.
+// Group is "" for the core group; Namespace is "" for cluster-scoped objects. It has the
+// fields and layout of api.TargetItem (convert with api.TargetItem(t)); it stays a type of its
+// own here for its GVR method, which needs apimachinery.
 type TargetItem struct {
 	Group     string `json:"group" dynamodbav:"group"`
 	Version   string `json:"version" dynamodbav:"version"`
@@ -108,13 +68,9 @@ func (t TargetItem) String() string {
 	return r + "/" + t.Version + " " + t.Namespace + "/" + t.Name
 }
 
-// CommonSpec holds the fields every desire spec has.
-type CommonSpec struct {
-	// ManagementCluster is the management cluster that must carry out the desire.
-	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
-	// ClusterID is the hosted cluster the desire belongs to (informational).
-	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
-}
+// CommonSpec holds the fields every desire spec has (api.CommonSpec: managementCluster and
+// clusterID).
+type CommonSpec = api.CommonSpec
 
 // CommonStatus holds the fields every desire status has.
 type CommonStatus struct {
@@ -223,19 +179,19 @@ type Desire interface {
 	content() (attr string, raw **runtime.RawExtension)
 }
 
-// DesireKind names a desire type; table names use it lower-cased with an "s"
-// ("applydesires").
-type DesireKind string
+// DesireKind names a desire type (api.DesireKind); table names use it lower-cased with an
+// "s" ("applydesires").
+type DesireKind = api.DesireKind
 
 // The three desire kinds.
 const (
-	KindApplyDesire  DesireKind = "ApplyDesire"
-	KindDeleteDesire DesireKind = "DeleteDesire"
-	KindReadDesire   DesireKind = "ReadDesire"
+	KindApplyDesire  = api.KindApplyDesire
+	KindDeleteDesire = api.KindDeleteDesire
+	KindReadDesire   = api.KindReadDesire
 )
 
 // DesireKinds lists every kind, in a stable order.
-var DesireKinds = []DesireKind{KindApplyDesire, KindDeleteDesire, KindReadDesire}
+var DesireKinds = api.DesireKinds
 
 func (d *ApplyDesire) Meta() *DynamoDBMetadata      { return &d.DynamoDBMetadata }
 func (d *DeleteDesire) Meta() *DynamoDBMetadata     { return &d.DynamoDBMetadata }

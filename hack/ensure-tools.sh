@@ -6,6 +6,7 @@
 #   curl    - readiness probes
 #   make    - the project's entry points
 #   aws     - the AWS CLI, which a test runs with what `make env` exports (awscli)
+#   python3-boto3 - the Python backend example's test
 set -euo pipefail
 
 declare -A pkg=([java]=openjdk-17-jre-headless [openssl]=openssl [curl]=curl [make]=make [aws]=awscli)
@@ -16,6 +17,8 @@ done
 for tool in go npm; do
   command -v "$tool" >/dev/null 2>&1 || { echo "ensure-tools: $tool is required but not installed" >&2; exit 1; }
 done
+# python3 with boto3 runs examples/backend-python (TestIntegrationBackendPython).
+command -v python3 >/dev/null 2>&1 && python3 -c 'import boto3' >/dev/null 2>&1 || missing+=(python3-boto3)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 echo "ensure-tools: installing ${missing[*]}" >&2

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -21,7 +22,7 @@ Tables that exist are left alone. For local development and tests; production ta
 come from infrastructure code.
 
 --status-index gives each status table the global secondary index updateTime-index (partition
-key shard N, sort key updateTime S) that index-poll backends query, adding it to status tables
+key shard S, sort key updateTime S) that index-poll backends query, adding it to status tables
 that exist without it.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
@@ -44,6 +45,10 @@ that exist without it.`,
 			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
 			for _, name := range created {
 				a.line(outputRecord{Event: "created", Table: name}, "table/"+name+" created")
+			}
+			if errors.Is(err, kubeapplier.ErrStatusIndexOutdated) {
+				return fmt.Errorf("%w\nan index cannot change its key type: delete %s (aws dynamodb update-table --table-name TABLE --global-secondary-index-updates '[{\"Delete\":{\"IndexName\":\"%s\"}}]'), wait until it is gone, then run this again",
+					err, kubeapplier.StatusIndexName, kubeapplier.StatusIndexName)
 			}
 			if err != nil {
 				return err

@@ -1,0 +1,312 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDBAPI is the part of *dynamodb.Client that Client uses, so a fake can stand in.
+type DynamoDBAPI interface {
+	ItemGetter
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Client is a backend's typed access to the tables of one management cluster: it writes specs
+// and reads statuses (it never writes a status: the applier alone does). Safe for concurrent
+// use; the zero value is not usable: use NewClient.
+type Client struct {
+	db      DynamoDBAPI
+	prefix  string
+	cluster string
+	// Now returns the time stamped on specs (UTC is taken); time.Now when nil.
+	Now func() time.Time
+	// PollMin and PollMax bound WaitForStatus's back-off between two reads: it starts at
+	// PollMin and doubles up to PollMax. Defaults 100 ms and 2 s.
+	PollMin, PollMax time.Duration
+}
+
+// NewClient returns a Client for the tables "{prefix}mc-{managementCluster}-…" (prefix is ""
+// in production).
+func NewClient(db DynamoDBAPI, prefix, managementCluster string) *Client {
+	return &Client{db: db, prefix: prefix, cluster: managementCluster}
+}
+
+// ManagementCluster returns the management cluster whose tables c uses.
+func (c *Client) ManagementCluster() string { return c.cluster }
+
+// Heartbeat reads the applier's heartbeat (see ReadHeartbeat): ErrNotFound before a leader
+// wrote one.
+func (c *Client) Heartbeat(ctx context.Context) (*Heartbeat, error) {
+	return ReadHeartbeat(ctx, c.db, c.prefix, c.cluster)
+}
+
+// ApplyDesires returns the client of the ApplyDesire specs and status tables.
+func (c *Client) ApplyDesires() *Desires[*ApplyDesire] { return newDesires[*ApplyDesire](c) }
+
+// DeleteDesires returns the client of the DeleteDesire specs and status tables.
+func (c *Client) DeleteDesires() *Desires[*DeleteDesire] { return newDesires[*DeleteDesire](c) }
+
+// ReadDesires returns the client of the ReadDesire specs and status tables.
+func (c *Client) ReadDesires() *Desires[*ReadDesire] { return newDesires[*ReadDesire](c) }
+
+// Desires writes specs of one kind and reads their statuses. T is *ApplyDesire,
+// *DeleteDesire or *ReadDesire.
+type Desires[T Desire] struct {
+	c             *Client
+	specs, status string
+}
+
+func newDesires[T Desire](c *Client) *Desires[T] {
+	k := newDesire[T]().Kind()
+	return &Desires[T]{c: c, specs: TableName(c.prefix, c.cluster, SpecsTable, k), status: TableName(c.prefix, c.cluster, StatusTable, k)}
+}
+
+// SpecsTable and StatusTable return the table names.
+func (t *Desires[T]) SpecsTable() string { return t.specs }
+
+// StatusTable returns the status table's name.
+func (t *Desires[T]) StatusTable() string { return t.status }
+
+// newDesire returns a new zero desire of the same kind as T.
+func newDesire[T Desire]() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// clone returns a shallow copy of d: the fields Create and Replace set are the copy's own.
+func clone[T Desire](d T) T {
+	out := newDesire[T]()
+	reflect.ValueOf(out).Elem().Set(reflect.ValueOf(d).Elem())
+	return out
+}
+
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now().UTC().Round(0)
+	}
+	return time.Now().UTC().Round(0)
+}
+
+func key(id string) Item {
+	return Item{AttrDocumentID: &types.AttributeValueMemberS{Value: id}}
+}
+
+// Create writes d as a new spec and returns what was stored: Version 1, CreateTime and
+// UpdateTime now (UTC), ManagementCluster the client's when empty, no status (a spec's status
+// is never read by the applier). d itself is not changed. Errors: ErrAlreadyExists when the
+// documentID is taken (delete it first), ErrItemTooLarge, the SDK's (all wrapped).
+func (t *Desires[T]) Create(ctx context.Context, d T) (T, error) {
+	var zero T
+	d = clone(d)
+	d.resetStatus()
+	now := t.c.now()
+	m := d.Meta()
+	m.Version, m.CreateTime, m.UpdateTime = 1, now, now
+	if d.Common().ManagementCluster == "" {
+		d.Common().ManagementCluster = t.c.cluster
+	}
+	err := t.put(ctx, d, "attribute_not_exists(#id)", map[string]string{"#id": AttrDocumentID}, nil)
+	if isConditionalCheckFailed(err) {
+		return zero, fmt.Errorf("create %s in %s: %w: %w", m.DocumentID, t.specs, ErrAlreadyExists, err)
+	}
+	if err != nil {
+		return zero, err
+	}
+	return d, nil
+}
+
+// Replace writes d over the stored spec whose Version is d.Version (optimistic concurrency)
+// and returns what was stored: Version + 1, UpdateTime now (and always after d.UpdateTime),
+// CreateTime kept with its stored spelling. d itself is not changed. Errors:
+// ErrPreconditionFailed when the stored version differs or the spec is gone (Get it again),
+// ErrItemTooLarge, the SDK's (all wrapped).
+func (t *Desires[T]) Replace(ctx context.Context, d T) (T, error) {
+	var zero T
+	d = clone(d)
+	d.resetStatus()
+	m := d.Meta()
+	expected := m.Version
+	now := t.c.now()
+	if !now.After(m.UpdateTime) {
+		now = m.UpdateTime.Add(time.Microsecond)
+	}
+	m.Version, m.UpdateTime = expected+1, now
+	if d.Common().ManagementCluster == "" {
+		d.Common().ManagementCluster = t.c.cluster
+	}
+	err := t.put(ctx, d, "#v = :v", map[string]string{"#v": AttrVersion},
+		Item{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(expected, 10)}})
+	if isConditionalCheckFailed(err) {
+		return zero, fmt.Errorf("replace %s in %s at version %d: %w: %w", m.DocumentID, t.specs, expected, ErrPreconditionFailed, err)
+	}
+	if err != nil {
+		return zero, err
+	}
+	return d, nil
+}
+
+func (t *Desires[T]) put(ctx context.Context, d T, cond string, names map[string]string, values Item) error {
+	item, err := EncodeItem(d)
+	if err != nil {
+		return err
+	}
+	if size := ItemSize(item); size > MaxItemSize {
+		return &ItemTooLargeError{Table: t.specs, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
+	}
+	_, err = t.c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &t.specs, Item: item,
+		ConditionExpression: &cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values})
+	if err != nil {
+		return fmt.Errorf("put %s into %s: %w", d.Meta().DocumentID, t.specs, err)
+	}
+	return nil
+}
+
+// Delete deletes the spec id; the applier then deletes its status. Errors: ErrNotFound when
+// there is no such spec, the SDK's (wrapped).
+func (t *Desires[T]) Delete(ctx context.Context, id string) error {
+	_, err := t.c.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &t.specs, Key: key(id),
+		ConditionExpression: aws.String("attribute_exists(#id)"), ExpressionAttributeNames: map[string]string{"#id": AttrDocumentID}})
+	if isConditionalCheckFailed(err) {
+		return fmt.Errorf("delete %s from %s: %w", id, t.specs, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s from %s: %w", id, t.specs, err)
+	}
+	return nil
+}
+
+// Get returns the spec id (a consistent read). Errors: ErrNotFound, ErrInvalidItem, the SDK's.
+func (t *Desires[T]) Get(ctx context.Context, id string) (T, error) { return t.get(ctx, t.specs, id) }
+
+// Status returns the status of id (a consistent read). Errors: ErrNotFound (no status yet, or
+// the spec was deleted and the applier removed it), ErrInvalidItem, the SDK's.
+func (t *Desires[T]) Status(ctx context.Context, id string) (T, error) {
+	return t.get(ctx, t.status, id)
+}
+
+func (t *Desires[T]) get(ctx context.Context, table, id string) (T, error) {
+	var zero T
+	out, err := t.c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key(id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return zero, fmt.Errorf("get %s from %s: %w", id, table, err)
+	}
+	if len(out.Item) == 0 {
+		return zero, fmt.Errorf("get %s from %s: %w", id, table, ErrNotFound)
+	}
+	d := newDesire[T]()
+	if err := DecodeItem(out.Item, d); err != nil {
+		return zero, fmt.Errorf("get %s from %s: %w", id, table, err)
+	}
+	return d, nil
+}
+
+// Answers reports whether status answers spec as it is now: the same documentID, conditions
+// computed from spec's Version, and observedDesireUpdateTime and observedDesireCreateTime
+// equal, as strings, to the spec item's updateTime and createTime (the applier echoes them
+// byte for byte; the createTime tells a spec deleted and created again apart). Whatever the
+// verdict: read the Successful condition for it.
+func Answers(spec, status Desire) bool {
+	sm, st := spec.Meta(), status.StatusCommon()
+	created, updated := sm.StoredTimes()
+	return status.Meta().DocumentID == sm.DocumentID && len(st.Conditions) > 0 &&
+		st.ObservedSpecVersion() == sm.Version &&
+		st.ObservedDesireUpdateTime == updated && st.ObservedDesireCreateTime == created
+}
+
+// WaitForStatus reads the status of spec until it answers spec as it is now (Answers), and
+// returns it, whatever its verdict. Between reads it backs off from PollMin to PollMax. A
+// status that answers an older version, or none yet, is waited out. Errors: ctx's
+// (context.DeadlineExceeded, context.Canceled) wrapped with what was last seen, or a read
+// error other than ErrNotFound.
+func (t *Desires[T]) WaitForStatus(ctx context.Context, spec T) (T, error) {
+	var zero T
+	lo, hi := t.c.PollMin, t.c.PollMax
+	if lo <= 0 {
+		lo = 100 * time.Millisecond
+	}
+	if hi < lo {
+		hi = max(lo, 2*time.Second)
+	}
+	last := "no status"
+	for wait := lo; ; wait = min(2*wait, hi) {
+		st, err := t.Status(ctx, spec.Meta().DocumentID)
+		switch {
+		case err == nil && Answers(spec, st):
+			return st, nil
+		case err == nil:
+			last = fmt.Sprintf("a status answering version %d (updateTime %q)", st.StatusCommon().ObservedSpecVersion(),
+				st.StatusCommon().ObservedDesireUpdateTime)
+		case !errors.Is(err, ErrNotFound) && ctx.Err() == nil:
+			return zero, err
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return zero, fmt.Errorf("wait for the status of %s version %d in %s (last seen: %s): %w",
+				spec.Meta().DocumentID, spec.Meta().Version, t.status, last, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// StatusesSince returns the statuses of this kind written after since, through the status
+// index (StatusIndexName) as an index-poll backend reads it: for each shard "0".."3" a Query
+// `shard = :s AND updateTime > :since` with :s a string and :since RFC 3339 in whole seconds,
+// one second early (RFC 3339 strings sort by time except inside one second), then only items
+// whose updateTime is after since are kept. Reserved documents are skipped. Items that do not
+// decode are left out and reported in the joined error beside the good ones. The tables need
+// the index (EnsureTables with WithStatusIndex); the index is eventually consistent.
+func (t *Desires[T]) StatusesSince(ctx context.Context, since time.Time) ([]T, error) {
+	var (
+		out []T
+		bad []error
+	)
+	from := since.UTC().Truncate(time.Second).Add(-time.Second).Format(time.RFC3339)
+	for shard := range StatusShards {
+		in := &dynamodb.QueryInput{TableName: &t.status, IndexName: aws.String(StatusIndexName),
+			KeyConditionExpression:   aws.String("#s = :s AND #u > :since"),
+			ExpressionAttributeNames: map[string]string{"#s": AttrShard, "#u": AttrUpdateTime},
+			ExpressionAttributeValues: Item{":s": &types.AttributeValueMemberS{Value: strconv.Itoa(shard)},
+				":since": &types.AttributeValueMemberS{Value: from}}}
+		for {
+			page, err := t.c.db.Query(ctx, in)
+			if err != nil {
+				return out, fmt.Errorf("query %s of %s, shard %d: %w", StatusIndexName, t.status, shard, err)
+			}
+			for _, item := range page.Items {
+				if IsReservedID(IDOf(item)) {
+					continue
+				}
+				d := newDesire[T]()
+				if err := DecodeItem(item, d); err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				if d.Meta().UpdateTime.After(since) {
+					out = append(out, d)
+				}
+			}
+			if len(page.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = page.LastEvaluatedKey
+		}
+	}
+	return out, errors.Join(bad...)
+}
+
+func isConditionalCheckFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}

@@ -1,0 +1,36 @@
+package api
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Index-poll backends find status changes through a global secondary index of every status
+// table: partition key `shard` (S, "0"-"3"), sort key `updateTime` (S, RFC 3339).
+const (
+	// StatusIndexName is the status tables' GSI, keyed by AttrShard (S) and `updateTime` (S).
+	StatusIndexName = "updateTime-index"
+	// AttrShard is the status document's top-level attribute holding its shard: a decimal
+	// string (S) "0".."3", see StatusShard. Absent from documents whose ID is no UUID.
+	AttrShard = "shard"
+	// StatusShards is how many shards the index spreads status documents over: a poller
+	// queries shards "0" to "3".
+	StatusShards = 4
+)
+
+// StatusShard returns the shard of the status document documentID: its first 8 hex digits
+// once hyphens are removed, read as a number, modulo StatusShards. A UUID's "7b1fdb4e-decf-..."
+// gives 0x7b1fdb4e % 4 = 2; case does not matter. ok is false when the ID does not start with
+// 8 hex digits (not a UUID): such a document gets no `shard` attribute, so it is not in the
+// index (a sparse GSI), and nothing fails. The attribute stores strconv.Itoa(shard) as S.
+func StatusShard(documentID string) (shard int, ok bool) {
+	digits := strings.ReplaceAll(documentID, "-", "")
+	if len(digits) < 8 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits[:8], 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int(n % StatusShards), true
+}

@@ -1,0 +1,273 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DynamoDBMetadata is the document metadata every desire carries. Its attributes sit at the
+// top level of the DynamoDB item.
+type DynamoDBMetadata struct {
+	// DocumentID is the partition key `documentID`: a UUID, see DesireID.
+	DocumentID string `json:"documentID" dynamodbav:"documentID"`
+	// Version is the optimistic-concurrency counter: 1 on Create, +1 on every successful Replace.
+	Version int64 `json:"version" dynamodbav:"version"`
+	// CreateTime is set on Create only (UTC, RFC 3339 with nanoseconds).
+	CreateTime time.Time `json:"createTime" dynamodbav:"createTime"`
+	// UpdateTime is set on Create and on every Replace (UTC, RFC 3339 with nanoseconds).
+	UpdateTime time.Time `json:"updateTime" dynamodbav:"updateTime"`
+	// Invalid is set by the applier's informers when the item could not be decoded, with the
+	// reason; the controllers report it as PreCheckFailed. It is never stored.
+	Invalid string `json:"-" dynamodbav:"-"`
+	// createTimeText and updateTimeText are the item's own strings for CreateTime and
+	// UpdateTime when the codec would spell them otherwise, so a status echoes them byte for
+	// byte and a re-encoded item keeps them; "" when the codec's spelling is the item's.
+	createTimeText, updateTimeText string
+}
+
+// KeepTimeSpellings records how item (a DynamoDB item of this document) spells `createTime`
+// and `updateTime`, when it spells them other than the codec would and they still name
+// m.CreateTime and m.UpdateTime. DecodeItem calls it; decoders of their own may too.
+func (m *DynamoDBMetadata) KeepTimeSpellings(item Item) {
+	m.createTimeText = keptSpelling(item[AttrCreateTime], m.CreateTime)
+	m.updateTimeText = keptSpelling(item[AttrUpdateTime], m.UpdateTime)
+}
+
+// KeptTimeSpellings returns the strings KeepTimeSpellings kept for createTime and updateTime:
+// "" for a time the item spells as the codec does (RFC 3339 with nanoseconds, trailing zeros
+// dropped, "Z").
+func (m *DynamoDBMetadata) KeptTimeSpellings() (createTime, updateTime string) {
+	return m.createTimeText, m.updateTimeText
+}
+
+// StoredTimes returns `createTime` and `updateTime` as the item stores them: the kept
+// spelling when the item had its own, else the codec's (time.RFC3339Nano). A status answers
+// this spec when its observedDesireCreateTime and observedDesireUpdateTime equal them.
+func (m *DynamoDBMetadata) StoredTimes() (createTime, updateTime string) {
+	createTime, updateTime = m.createTimeText, m.updateTimeText
+	if createTime == "" || !sameInstant(createTime, m.CreateTime) {
+		createTime = m.CreateTime.Format(time.RFC3339Nano)
+	}
+	if updateTime == "" || !sameInstant(updateTime, m.UpdateTime) {
+		updateTime = m.UpdateTime.Format(time.RFC3339Nano)
+	}
+	return createTime, updateTime
+}
+
+// TargetItem names one Kubernetes object by resource (GVR), namespace and name.
+// Group is "" for the core group; Namespace is "" for cluster-scoped objects.
+type TargetItem struct {
+	Group     string `json:"group" dynamodbav:"group"`
+	Version   string `json:"version" dynamodbav:"version"`
+	Resource  string `json:"resource" dynamodbav:"resource"`
+	Namespace string `json:"namespace,omitempty" dynamodbav:"namespace"`
+	Name      string `json:"name" dynamodbav:"name"`
+}
+
+// CommonSpec holds the fields every desire spec has.
+type CommonSpec struct {
+	// ManagementCluster is the management cluster that must carry out the desire.
+	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
+	// ClusterID is the hosted cluster the desire belongs to (informational).
+	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
+}
+
+// Condition is one entry of a status's `conditions` list, as stored: the fields of
+// Kubernetes' metav1.Condition. LastTransitionTime is stored as an RFC 3339 string.
+type Condition struct {
+	// Type is ConditionSuccessful, ConditionDegraded or ConditionReady.
+	Type string `json:"type" dynamodbav:"type"`
+	// Status is "True", "False" or "Unknown".
+	Status string `json:"status" dynamodbav:"status"`
+	// ObservedGeneration is the spec document's Version the condition was computed from.
+	ObservedGeneration int64 `json:"observedGeneration" dynamodbav:"observedGeneration"`
+	// LastTransitionTime is when Status last changed (UTC).
+	LastTransitionTime time.Time `json:"lastTransitionTime" dynamodbav:"lastTransitionTime"`
+	// Reason is one of the Reason* constants (CamelCase).
+	Reason string `json:"reason" dynamodbav:"reason"`
+	// Message is for humans: the apiserver's error, what was applied, ...
+	Message string `json:"message" dynamodbav:"message"`
+}
+
+// CommonStatus holds the fields every desire status has.
+type CommonStatus struct {
+	// Conditions are Successful and Degraded (and Ready for ApplyDesires); absent on a spec.
+	Conditions []Condition `json:"conditions,omitempty" dynamodbav:"conditions,omitempty"`
+	// ObservedDesireUpdateTime and ObservedDesireCreateTime are the spec item's `updateTime`
+	// and `createTime` this status answers, as the strings the spec item holds (the applier
+	// echoes them byte for byte): compare them as strings with StoredTimes of the spec.
+	ObservedDesireUpdateTime string `json:"observedDesireUpdateTime,omitempty" dynamodbav:"observedDesireUpdateTime,omitempty"`
+	ObservedDesireCreateTime string `json:"observedDesireCreateTime,omitempty" dynamodbav:"observedDesireCreateTime,omitempty"`
+}
+
+// Condition returns the condition of that type, or nil.
+func (s *CommonStatus) Condition(conditionType string) *Condition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == conditionType {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// ObservedSpecVersion returns the highest spec Version any condition was computed from, 0 when
+// there is none.
+func (s *CommonStatus) ObservedSpecVersion() int64 {
+	var v int64
+	for _, c := range s.Conditions {
+		v = max(v, c.ObservedGeneration)
+	}
+	return v
+}
+
+// StatusFields are the top-level attributes only status documents carry, written by the
+// applier; a backend never sets them on a spec (they are not encoded when zero).
+type StatusFields struct {
+	// ApplierTerm is the leadership term of the applier that wrote the status (`applierTerm`, N).
+	ApplierTerm int64 `json:"applierTerm,omitempty" dynamodbav:"applierTerm,omitempty"`
+	// Shard is the index shard (`shard`, S "0".."3", see StatusShard); "" when the documentID
+	// is no UUID.
+	Shard string `json:"shard,omitempty" dynamodbav:"shard,omitempty"`
+}
+
+// ApplyDesireSpec asks for a server-side apply (force) of KubeContent.
+type ApplyDesireSpec struct {
+	CommonSpec
+	// KubeContent is one Kubernetes object as JSON. Stored as compact JSON in the top-level
+	// attribute `spec_kubeContent`, not inside `spec`.
+	KubeContent json.RawMessage `json:"kubeContent,omitempty" dynamodbav:"-"`
+}
+
+// ApplyDesireStatus reports the outcome of an ApplyDesire.
+type ApplyDesireStatus struct {
+	CommonStatus
+	// AppliedResourceGeneration is metadata.generation of the object after the last apply.
+	AppliedResourceGeneration int64 `json:"appliedResourceGeneration,omitempty" dynamodbav:"appliedResourceGeneration"`
+	// AppliedUID and AppliedResourceVersion are metadata.uid and metadata.resourceVersion of
+	// the object after the last apply.
+	AppliedUID             string `json:"appliedUID,omitempty" dynamodbav:"appliedUID,omitempty"`
+	AppliedResourceVersion string `json:"appliedResourceVersion,omitempty" dynamodbav:"appliedResourceVersion,omitempty"`
+	// AppliedFieldsDigest is an order-independent hash (hex) of the field set the applier's
+	// Apply entry in managedFields held after the last apply.
+	AppliedFieldsDigest string `json:"appliedFieldsDigest,omitempty" dynamodbav:"appliedFieldsDigest,omitempty"`
+}
+
+// ApplyDesire is a document of the `...-applydesires` tables.
+type ApplyDesire struct {
+	DynamoDBMetadata
+	StatusFields
+	Spec   ApplyDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status ApplyDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// DeleteDesireSpec asks for the deletion of TargetItem.
+type DeleteDesireSpec struct {
+	CommonSpec
+	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+}
+
+// DeleteDesireStatus reports the outcome of a DeleteDesire.
+type DeleteDesireStatus struct {
+	CommonStatus
+}
+
+// DeleteDesire is a document of the `...-deletedesires` tables.
+type DeleteDesire struct {
+	DynamoDBMetadata
+	StatusFields
+	Spec   DeleteDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status DeleteDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// ReadDesireSpec asks for TargetItem to be mirrored into the status.
+type ReadDesireSpec struct {
+	CommonSpec
+	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+}
+
+// ReadDesireStatus carries the live object.
+type ReadDesireStatus struct {
+	CommonStatus
+	// KubeContent is the live object as JSON (managedFields stripped, Secret data redacted),
+	// or nil when it does not exist. Stored as compact JSON in `status_kubeContent`.
+	KubeContent json.RawMessage `json:"kubeContent,omitempty" dynamodbav:"-"`
+}
+
+// ReadDesire is a document of the `...-readdesires` tables.
+type ReadDesire struct {
+	DynamoDBMetadata
+	StatusFields
+	Spec   ReadDesireSpec   `json:"spec" dynamodbav:"spec"`
+	Status ReadDesireStatus `json:"status" dynamodbav:"status"`
+}
+
+// Desire is implemented by *ApplyDesire, *DeleteDesire and *ReadDesire, and by nothing else.
+type Desire interface {
+	// Meta returns the document metadata for reading and writing.
+	Meta() *DynamoDBMetadata
+	// Common returns the spec fields every desire has.
+	Common() *CommonSpec
+	// StatusCommon returns the status fields every desire has.
+	StatusCommon() *CommonStatus
+	// Kind returns the desire kind.
+	Kind() DesireKind
+	// content returns the attribute name and field of the object stored as JSON outside the
+	// codec, or "" and nil.
+	content() (attr string, raw *json.RawMessage)
+	// resetStatus clears the status.
+	resetStatus()
+}
+
+// Meta implements Desire.
+func (d *ApplyDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Meta implements Desire.
+func (d *DeleteDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Meta implements Desire.
+func (d *ReadDesire) Meta() *DynamoDBMetadata { return &d.DynamoDBMetadata }
+
+// Common implements Desire.
+func (d *ApplyDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// Common implements Desire.
+func (d *DeleteDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// Common implements Desire.
+func (d *ReadDesire) Common() *CommonSpec { return &d.Spec.CommonSpec }
+
+// StatusCommon implements Desire.
+func (d *ApplyDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+
+// StatusCommon implements Desire.
+func (d *DeleteDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+
+// StatusCommon implements Desire.
+func (d *ReadDesire) StatusCommon() *CommonStatus { return &d.Status.CommonStatus }
+
+// Kind implements Desire.
+func (d *ApplyDesire) Kind() DesireKind { return KindApplyDesire }
+
+// Kind implements Desire.
+func (d *DeleteDesire) Kind() DesireKind { return KindDeleteDesire }
+
+// Kind implements Desire.
+func (d *ReadDesire) Kind() DesireKind { return KindReadDesire }
+
+func (d *ApplyDesire) content() (string, *json.RawMessage) {
+	return AttrSpecKubeContent, &d.Spec.KubeContent
+}
+func (d *DeleteDesire) content() (string, *json.RawMessage) { return "", nil }
+func (d *ReadDesire) content() (string, *json.RawMessage) {
+	return AttrStatusKubeContent, &d.Status.KubeContent
+}
+
+func (d *ApplyDesire) resetStatus() {
+	d.Status, d.StatusFields = ApplyDesireStatus{}, StatusFields{}
+}
+func (d *DeleteDesire) resetStatus() {
+	d.Status, d.StatusFields = DeleteDesireStatus{}, StatusFields{}
+}
+func (d *ReadDesire) resetStatus() {
+	d.Status, d.StatusFields = ReadDesireStatus{}, StatusFields{}
+}
