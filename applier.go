@@ -388,6 +388,11 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String(),
 		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
 		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
+	// The outcomes of another term answer nothing now: cleared before the heartbeat's first
+	// look (each controller's run clears them too, but starts beside the heartbeat).
+	a.apply.outcomes.clear()
+	a.delete.outcomes.clear()
+	a.read.outcomes.clear()
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
