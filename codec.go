@@ -103,28 +103,19 @@ func DecodeItem(item map[string]types.AttributeValue, d Desire) error {
 	}
 	if attr, raw := d.content(); raw != nil {
 		*raw = nil
-		switch v := item[attr].(type) {
-		case nil:
-		case *types.AttributeValueMemberS:
-			if v.Value != "" && v.Value != "null" {
-				if !json.Valid([]byte(v.Value)) {
-					return fmt.Errorf("%w: %s %s: %s is not valid JSON", ErrInvalidItem, d.Kind(), idOf(item), attr)
-				}
-				*raw = &runtime.RawExtension{Raw: []byte(v.Value)}
-			}
-		default:
-			return fmt.Errorf("%w: %s %s: %s is not a string", ErrInvalidItem, d.Kind(), idOf(item), attr)
+		content, err := api.ContentOf(item, attr)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), idOf(item), err)
+		}
+		if content != nil {
+			*raw = &runtime.RawExtension{Raw: content}
 		}
 	}
 	return nil
 }
 
-func idOf(item map[string]types.AttributeValue) string {
-	if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok {
-		return id.Value
-	}
-	return "<no documentID>"
-}
+// idOf returns the item's documentID, or "<no documentID>" (api.IDOf).
+func idOf(item map[string]types.AttributeValue) string { return api.IDOf(item) }
 
 // newDesire returns a new zero desire of the same kind as T.
 func newDesire[T Desire]() T {

@@ -71,21 +71,34 @@ func DecodeItem(item Item, d Desire) error {
 	}
 	d.Meta().KeepTimeSpellings(item)
 	if attr, raw := d.content(); raw != nil {
-		*raw = nil
-		switch v := item[attr].(type) {
-		case nil:
-		case *types.AttributeValueMemberS:
-			if v.Value != "" && v.Value != "null" {
-				if !json.Valid([]byte(v.Value)) {
-					return fmt.Errorf("%w: %s %s: %s is not valid JSON", ErrInvalidItem, d.Kind(), IDOf(item), attr)
-				}
-				*raw = json.RawMessage(v.Value)
-			}
-		default:
-			return fmt.Errorf("%w: %s %s: %s is not a string", ErrInvalidItem, d.Kind(), IDOf(item), attr)
+		content, err := ContentOf(item, attr)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), IDOf(item), err)
 		}
+		*raw = content
 	}
 	return nil
+}
+
+// ContentOf returns the object an item holds as compact JSON in attr (AttrSpecKubeContent or
+// AttrStatusKubeContent): nil when the attribute is absent, empty or "null"; an error naming
+// attr when it is not a string (S) or not valid JSON. The one rule both codecs of the layout
+// (this package's and the applier's) read kubeContent by.
+func ContentOf(item Item, attr string) (json.RawMessage, error) {
+	switch v := item[attr].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberS:
+		if v.Value == "" || v.Value == "null" {
+			return nil, nil
+		}
+		if !json.Valid([]byte(v.Value)) {
+			return nil, fmt.Errorf("%s is not valid JSON", attr)
+		}
+		return json.RawMessage(v.Value), nil
+	default:
+		return nil, fmt.Errorf("%s is not a string", attr)
+	}
 }
 
 // IDOf returns the item's documentID, or "<no documentID>".
