@@ -33,6 +33,14 @@ const (
 	// values leaves our entry's field set, every other entry and (on most kinds) the
 	// generation as they were.
 	reapplyPeriod = time.Hour
+	// sameSecondWindow: a change seen this soon after our entry's time (whole seconds, the
+	// apiserver's clock) may be a write under our field manager that left no trace; it covers
+	// the second itself, the watch's delivery and some clock skew.
+	sameSecondWindow = 5 * time.Second
+	// recentOwnWrite: a new term applies, rather than verifies, an object changed since its
+	// recorded apply whose entry under our field manager is younger than this: the previous
+	// term may still have been applying (a lease's duration and a write's deadline).
+	recentOwnWrite = time.Minute
 )
 
 // driftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
@@ -223,7 +231,7 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 		return decision{}
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)
-	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager) {
+	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager, dw.now()) {
 		return decision{}
 	}
 	// The last message stays (it may name the last drift repaired): the status is unchanged.
@@ -240,9 +248,10 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 // unchangedSince reports whether the watched stamp st shows the object as the apply recorded
 // in s left it: at the applied resourceVersion, or later with the same generation, our entry
 // in managedFields holding the same field set (a field removed or taken by another client's
-// Update changes only that), and no other manager's main-resource entry as recent as ours (a
-// status update, a subresource, does not count).
-func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) bool {
+// Update changes only that), no other manager's main-resource entry as recent as ours (a
+// status update, a subresource, does not count), and our entry older than recentOwnWrite at
+// now.
+func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string, now time.Time) bool {
 	if st.resourceVersion == s.AppliedResourceVersion {
 		return true
 	}
@@ -258,7 +267,11 @@ func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string) 
 			return false
 		}
 	}
-	return true
+	// A write under our own field manager with other values after the recorded apply (the
+	// previous term's apply landing late) leaves our field set and every other entry as they
+	// were; only our entry's time may move, and within its second not even that. An object
+	// whose entry changed that recently is applied, not verified.
+	return now.Unix()-mine.time >= int64(recentOwnWrite/time.Second)
 }
 
 // fightDelay is the back-off before the n-th repair of a fought-over object.
@@ -319,7 +332,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		}
 	}
 	rec.spec = identityOf(m)
-	rec.stamp = stampOf(acc, &w.strings)
+	rec.stamp = stampOf(acc, &w.strings, now)
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
 	rec.fieldsDigest, rec.lastApply, rec.driftSeen = ownFieldsDigest(rec.stamp, dw.fieldManager), now, time.Time{}
@@ -365,10 +378,22 @@ func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now
 	}
 	mine, had := applied.entry(fieldManager, true)
 	now1, has := st.entry(fieldManager, true)
-	if had == has && mine.digest == now1.digest && st.generation == applied.generation {
+	if had == has && mine.digest == now1.digest && mine.time == now1.time && st.generation == applied.generation {
+		// Entry times are whole seconds: another write under our field manager in the second
+		// of its last change leaves every entry as it was. Such a change, seen since the
+		// apply and that soon after our entry's time, is re-applied (an apply that changes
+		// nothing when it was another writer's, in its own second).
+		if sus := st.suspect.Load(); has && sus != nil && sus.seen != 0 && olderVersion(applied.resourceVersion, sus.resourceVersion) &&
+			time.Duration(sus.seen-now1.time*int64(time.Second)) < sameSecondWindow {
+			return &drift{what: "unattributed", managers: []string{fieldManager}, at: now}
+		}
 		return nil
 	}
 	d := &drift{what: "changed"}
+	if had && has && mine.digest == now1.digest && mine.time != now1.time {
+		// Our field set, rewritten later by a writer under our own field manager.
+		d.managers = append(d.managers, fieldManager+" (another writer under the applier's field manager)")
+	}
 	for _, f := range st.fields {
 		if f.manager == fieldManager && f.apply && f.subresource == "" {
 			continue
@@ -394,6 +419,9 @@ func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now
 func (d *drift) describe() string {
 	at := d.at.UTC().Format(time.RFC3339)
 	switch d.what {
+	case "unattributed":
+		return "changed at " + at + " without a trace in managedFields, within " + sameSecondWindow.String() +
+			" of the last change under field manager " + strings.Join(d.managers, ", ") + " (another writer using it?)"
 	case "deleted":
 		return "deleted behind the applier's back (seen at " + at + ")"
 	case "replaced":

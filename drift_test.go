@@ -245,6 +245,7 @@ type driftFixture struct {
 	mu      sync.Mutex
 	events  int
 	clock   time.Time
+	skew    time.Duration
 	useReal bool
 }
 
@@ -259,6 +260,7 @@ func newDriftFixture(t *testing.T) *driftFixture {
 			f.mu.Unlock()
 		}
 	})
+	w.now = f.watchNow
 	w.begin(ctx)
 	t.Cleanup(func() { cancel(); w.end() })
 	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
@@ -273,6 +275,14 @@ func (f *driftFixture) now() time.Time {
 		return time.Now()
 	}
 	return f.clock
+}
+
+// watchNow is when the watch receives a version: the real time, plus skew (a test's way to
+// put a change outside the window of our last apply's second).
+func (f *driftFixture) watchNow() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Now().Add(f.skew)
 }
 
 func (f *driftFixture) eventCount() int { f.mu.Lock(); defer f.mu.Unlock(); return f.events }
@@ -300,7 +310,7 @@ func (f *driftFixture) settle(t *testing.T, name string, gone bool) {
 func TestDetectDrift(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *objectStamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &interner{})
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &interner{}, time.Time{})
 	}
 	ours := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{},"f:b":{}}}`, 100)
 	oursLess := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{}}}`, 100)
@@ -371,6 +381,9 @@ func TestDriftRepairedByWatch(t *testing.T) {
 	}
 
 	before := f.eventCount()
+	f.mu.Lock()
+	f.skew = sameSecondWindow // status churn long after the apply
+	f.mu.Unlock()
 	for i := 0; i < 20; i++ {
 		f.kube.statusOnly(t, "default", "cm", i)
 	}
@@ -492,8 +505,9 @@ func TestDriftFightBacksOff(t *testing.T) {
 
 // TestRestartVerifiesWithoutApplying: a new term (records dropped) finds in the last status
 // the uid and resourceVersion the apply left; an object still so (or changed only in its
-// status since) is verified without an apply and its status unchanged; one another manager
-// changed since, a spec newer than the status, or no status at all, is applied.
+// status since, unless right after the apply) is verified without an apply and its status
+// unchanged; one another manager changed since, a spec newer than the status, or no status
+// at all, is applied.
 func TestRestartVerifiesWithoutApplying(t *testing.T) {
 	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`
 	cases := []struct {
@@ -501,10 +515,15 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 		meanwhile func(t *testing.T, k *ssaKube)
 		newerSpec bool
 		noStatus  bool
-		applies   int // applies in the new term
+		soon      bool // the new term starts right after the apply (else recentOwnWrite later)
+		applies   int  // applies in the new term
 	}{
 		{name: "unchanged", applies: 0},
 		{name: "status-only churn since", meanwhile: func(t *testing.T, k *ssaKube) { k.statusOnly(t, "default", "cm", 1) }, applies: 0},
+		// Within recentOwnWrite of the apply a change may be the previous term's late apply
+		// under our own manager (no trace in managedFields): applied, not verified.
+		{name: "status-only churn since, the term right after the apply", soon: true,
+			meanwhile: func(t *testing.T, k *ssaKube) { k.statusOnly(t, "default", "cm", 1) }, applies: 1},
 		{name: "edited by another manager since", meanwhile: func(t *testing.T, k *ssaKube) {
 			time.Sleep(1100 * time.Millisecond) // managedFields times are whole seconds
 			k.edit(t, "default", "cm", "kubectl-edit", "a", "x")
@@ -526,6 +545,11 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 				tc.meanwhile(t, f.kube)
 			}
 			f.settle(t, "cm", false)
+			if !tc.soon {
+				f.mu.Lock()
+				f.useReal, f.clock = false, time.Now().Add(recentOwnWrite)
+				f.mu.Unlock()
+			}
 			f.rec.endTerm() // a new term
 			before := f.kube.appliesSoFar()
 			if tc.newerSpec {
@@ -617,16 +641,23 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 		acc.SetResourceVersion(rv)
 		acc.SetUID("u-1")
 		var in interner
-		return stampOf(acc, &in)
+		return stampOf(acc, &in, time.Time{})
 	}
 	cases := []struct {
 		name   string
 		change func(live *unstructured.Unstructured) // by kubectl-edit's Update; nil: a status-like no-op
-		want   bool
+		// rewrite: an apply under fm with another value; recent: the term starts right away
+		// (else an hour later).
+		rewrite, recent bool
+		want            bool
 	}{
 		{name: "nothing of ours changed", want: true},
 		{name: "a data key removed", change: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "data", "b") }},
 		{name: "a label removed", change: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "metadata", "labels") }},
+		// The previous term's apply of an older spec, landing after the recorded one: the
+		// same field set under the same manager, only the values differ.
+		{name: "a value rewritten under our own manager, recently", rewrite: true, recent: true},
+		{name: "nothing of ours changed, recently applied", recent: true, want: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -646,7 +677,16 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := unchangedSince(stampAt(f, "105"), s, fm); got != tc.want {
+			if tc.rewrite {
+				if err := f.Apply(obj(map[string]any{"a": "0", "b": "2"}, map[string]any{"team": "x"}), fm, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := time.Now().Add(time.Hour)
+			if tc.recent {
+				now = time.Now()
+			}
+			if got := unchangedSince(stampAt(f, "105"), s, fm, now); got != tc.want {
 				t.Fatalf("unchangedSince = %v, want %v (managedFields %+v)", got, tc.want, f.ManagedFields())
 			}
 		})
@@ -806,5 +846,90 @@ func TestDriftUnseenDeletionNotClaimed(t *testing.T) {
 	other.SetUID("a-new-uid")
 	if msg, _ := f.rec.drift.applied("a1", d.Meta(), target, other, "applied ConfigMap default/cm", &drift{what: "deleted", at: time.Now()}, metadataOnly); !strings.Contains(msg, "deleted behind the applier's back") {
 		t.Fatalf("a re-created object (new uid) reads %q, want the deletion named", msg)
+	}
+}
+
+// rewrite writes data key=value under manager's Apply entry, as another process using that
+// field-manager name would; the entry's time becomes at (the apiserver moves it when a value
+// changes; within the same second it stays as it was).
+func (k *ssaKube) rewrite(t *testing.T, ns, name, manager, key, value string, at time.Time) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live, err := k.get(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+	data[key] = value
+	_ = unstructured.SetNestedStringMap(live.Object, data, "data")
+	entries := live.GetManagedFields()
+	for i := range entries {
+		if entries[i].Manager == manager && entries[i].Operation == metav1.ManagedFieldsOperationApply && entries[i].Subresource == "" {
+			tm := metav1.NewTime(at)
+			entries[i].Time = &tm
+		}
+	}
+	live.SetManagedFields(entries)
+	if err := k.store(live, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDriftUnderOwnFieldManager: a write under the applier's own field-manager name (a
+// replica of an older term whose apply landed late, a person using the name) leaves the
+// entry's field set as it was. It is repaired whether its entry's time moved (a later
+// second) or not (the same second as the applier's apply: no trace but the
+// resourceVersion, even when a status update came after it); a status update is no drift.
+func TestDriftUnderOwnFieldManager(t *testing.T) {
+	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"v":"4"}}`
+	cases := []struct {
+		name    string
+		write   func(f *driftFixture, t *testing.T, applied time.Time)
+		applies int    // applies by the reconciler after the first
+		message string // in the verdict after the write ("" : unchanged)
+		data    string // the value of v afterwards
+	}{
+		{"a later second: the entry's time moved", func(f *driftFixture, t *testing.T, applied time.Time) {
+			f.kube.rewrite(t, "default", "cm", "kaa", "v", "2", applied.Add(2*time.Second))
+		}, 1, "fields changed by kaa (another writer under the applier's field manager)", "4"},
+		{"the same second: no trace", func(f *driftFixture, t *testing.T, applied time.Time) {
+			f.kube.rewrite(t, "default", "cm", "kaa", "v", "2", applied)
+		}, 1, "without a trace in managedFields", "4"},
+		{"the same second, then a status update: the suspicion rides along", func(f *driftFixture, t *testing.T, applied time.Time) {
+			f.kube.rewrite(t, "default", "cm", "kaa", "v", "2", applied)
+			f.kube.statusOnly(t, "default", "cm", 1)
+		}, 1, "without a trace in managedFields", "4"},
+		{"a status update as soon: no apply", func(f *driftFixture, t *testing.T, _ time.Time) {
+			f.kube.statusOnly(t, "default", "cm", 1)
+		}, 0, "", "4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDriftFixture(t)
+			ctx := context.Background()
+			d := applyDesire("a1", content)
+			v := f.rec.Reconcile(ctx, d)
+			if !v.Successful() || f.kube.appliesSoFar() != 1 {
+				t.Fatalf("first reconcile: %v, applies %d", v, f.kube.appliesSoFar())
+			}
+			f.settle(t, "cm", false)
+			live, _ := f.kube.get("default", "cm")
+			applied := live.GetManagedFields()[0].Time.Time
+			tc.write(f, t, applied)
+			f.settle(t, "cm", false)
+			v = f.rec.Reconcile(ctx, d)
+			if got := f.kube.appliesSoFar() - 1; got != tc.applies {
+				t.Errorf("applies after the write = %d, want %d", got, tc.applies)
+			}
+			want := "applied ConfigMap default/cm"
+			if !v.Successful() || (tc.message == "" && v.Message() != want) || !strings.Contains(v.Message(), tc.message) {
+				t.Errorf("verdict %v, want Successful with %q", v, tc.message)
+			}
+			live, _ = f.kube.get("default", "cm")
+			if got, _, _ := unstructured.NestedString(live.Object, "data", "v"); got != tc.data {
+				t.Errorf("data.v = %q, want %q", got, tc.data)
+			}
+		})
 	}
 }

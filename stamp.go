@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,32 @@ type objectStamp struct {
 	// (subresource "") and of subresources other than status (a writer through /scale, as an
 	// HPA, changes the spec), sorted by manager, subresource and operation.
 	fields []fieldsStamp
+	// statusDigest sums the status entries (manager, time, field set): a status update
+	// changes it, so a new resourceVersion that changed no entry at all is told apart.
+	statusDigest uint64
+	// seen is when the watch received this version (Unix nanoseconds, the watch's clock; 0:
+	// unknown).
+	seen int64
+	// suspect is the last unexplained change the watch saw up to this version (nil: none),
+	// set by the watch's handler after the store holds the stamp, hence atomic.
+	suspect atomic.Pointer[suspicion]
+}
+
+// suspicion is a change without a trace in managedFields (see unexplained): the
+// resourceVersion it made and when the watch received it (Unix nanoseconds).
+type suspicion struct {
+	resourceVersion string
+	seen            int64
+}
+
+// follow records on n, the version after s, the last unexplained change up to n: n's own, or
+// the one s carried. Stamps are replaced, not updated, so a suspicion rides along.
+func (s *objectStamp) follow(n *objectStamp) {
+	if s.resourceVersion != n.resourceVersion && s.unexplained(n) {
+		n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion, seen: n.seen})
+	} else if p := s.suspect.Load(); p != nil && n.suspect.Load() == nil {
+		n.suspect.Store(p)
+	}
 }
 
 // fieldsStamp is one managedFields entry as a stamp keeps it.
@@ -46,15 +73,15 @@ func (s *objectStamp) GetObjectMeta() metav1.Object {
 }
 
 // sameMetadata reports whether two stamps of one object differ only by resourceVersion:
-// same identity, generation, deletion state and field ownership of the main resource. A
-// status update, or a change of a subresource's managedFields entry, leaves them equal.
+// same identity, generation, deletion state, and field ownership and entry times of the main
+// resource. A status update leaves them equal.
 func (s *objectStamp) sameMetadata(o *objectStamp) bool {
 	if s.uid != o.uid || s.generation != o.generation || s.deleting != o.deleting || len(s.fields) != len(o.fields) {
 		return false
 	}
 	for i := range s.fields {
 		a, b := s.fields[i], o.fields[i]
-		if a.manager != b.manager || a.subresource != b.subresource || a.apply != b.apply || a.digest != b.digest {
+		if a.manager != b.manager || a.subresource != b.subresource || a.apply != b.apply || a.digest != b.digest || a.time != b.time {
 			return false
 		}
 	}
@@ -88,9 +115,17 @@ func uidHash(uid types.UID) uint64 {
 	return h.Sum64()
 }
 
+// unexplained reports whether newer version n of the object changed without a sign in its
+// managedFields: no entry (status included) has a new field set or time. A write under a
+// manager's name within the second of that manager's last change looks so (entry times are
+// whole seconds); so does a status update in that second.
+func (s *objectStamp) unexplained(n *objectStamp) bool {
+	return s.resourceVersion != n.resourceVersion && s.statusDigest == n.statusDigest && s.sameMetadata(n)
+}
+
 // stamper returns the informer transform that reduces each listed or watched object to an
-// objectStamp, interning its namespace and field managers in strings.
-func stamper(strings *interner) cache.TransformFunc {
+// objectStamp, interning its namespace and field managers in strings; now stamps its arrival.
+func stamper(strings *interner, now func() time.Time) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if _, ok := obj.(*objectStamp); ok {
 			return obj, nil
@@ -99,26 +134,34 @@ func stamper(strings *interner) cache.TransformFunc {
 		if err != nil {
 			return obj, nil // a tombstone: the informer handles it
 		}
-		return stampOf(m, strings), nil
+		return stampOf(m, strings, now()), nil
 	}
 }
 
-// stampOf is the stamp of an object's metadata.
-func stampOf(m metav1.Object, strings *interner) *objectStamp {
+// stampOf is the stamp of an object's metadata, seen at time seen.
+func stampOf(m metav1.Object, strings *interner, seen time.Time) *objectStamp {
 	s := &objectStamp{namespace: strings.intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
 		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil}
+	if !seen.IsZero() {
+		s.seen = seen.UnixNano()
+	}
 	for _, e := range m.GetManagedFields() {
-		if e.Subresource == "status" || (e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate) {
+		if e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
-		f := fieldsStamp{manager: strings.intern(e.Manager), subresource: strings.intern(e.Subresource),
-			apply: e.Operation == metav1.ManagedFieldsOperationApply}
+		var f fieldsStamp
 		if e.Time != nil {
 			f.time = e.Time.Unix()
 		}
 		if e.FieldsV1 != nil {
 			f.digest = fieldsDigest(e.FieldsV1.Raw)
 		}
+		if e.Subresource == "status" {
+			s.statusDigest += statusEntryDigest(e.Manager, f.time, f.digest) // a sum: order-independent
+			continue
+		}
+		f.manager, f.subresource = strings.intern(e.Manager), strings.intern(e.Subresource)
+		f.apply = e.Operation == metav1.ManagedFieldsOperationApply
 		s.fields = append(s.fields, f)
 	}
 	sort.Slice(s.fields, func(i, j int) bool {
@@ -132,6 +175,15 @@ func stampOf(m metav1.Object, strings *interner) *objectStamp {
 		return a.apply && !b.apply
 	})
 	return s
+}
+
+// statusEntryDigest is one status entry's share of a stamp's statusDigest.
+func statusEntryDigest(manager string, time int64, digest uint64) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(manager))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatInt(time, 10) + "/" + strconv.FormatUint(digest, 16)))
+	return h.Sum64()
 }
 
 // fieldsDigest hashes a fieldsV1 set independently of the order its JSON lists the fields

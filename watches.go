@@ -27,6 +27,8 @@ type targetWatches struct {
 	metadata metadata.Interface
 	// notify is called with a desire whenever its target is added, changed or deleted.
 	notify func(desireRef)
+	// now stamps each object version's arrival (time.Now unless a test sets it).
+	now func() time.Time
 
 	mu      sync.Mutex
 	term    context.Context // bounds every watch; nil between terms
@@ -58,7 +60,7 @@ const (
 )
 
 func newTargetWatches(dyn dynamic.Interface, md metadata.Interface, notify func(desireRef)) *targetWatches {
-	return &targetWatches{dynamic: dyn, metadata: md, notify: notify,
+	return &targetWatches{dynamic: dyn, metadata: md, notify: notify, now: time.Now,
 		watches: map[schema.GroupVersionResource]*metaWatch{}, regs: map[desireRef]*registration{}}
 }
 
@@ -343,7 +345,7 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 	w.store, w.informer = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    objType,
-		Transform:     stamper(&w.strings),
+		Transform:     stamper(&w.strings, h.now),
 		Handler:       h.handler(w),
 	})
 	go func() {
@@ -421,8 +423,9 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 
 // handler notifies the desires interested in an object when it is added, deleted, or
 // updated to a new resourceVersion (a relist delivers every object again: not news); an
-// update that changed only the resourceVersion (a status update, say) reaches only the
-// desires that want every version.
+// update that changed only the status (a status entry moved) reaches only the desires that
+// want every version. An update that moved no entry at all reaches every desire: it may be a
+// write under our own field manager within the second of our apply (see unexplained).
 func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 	notify := func(obj any, metadataChanged bool, rv string) {
 		if h.notify == nil {
@@ -451,10 +454,11 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 				notify(n, true, "")
 				return
 			}
+			os.follow(ns)
 			if os.resourceVersion == ns.resourceVersion {
 				return
 			}
-			notify(n, !os.sameMetadata(ns), ns.resourceVersion)
+			notify(n, !os.sameMetadata(ns) || os.unexplained(ns), ns.resourceVersion)
 		},
 		// A deletion is news whatever version the object had.
 		DeleteFunc: func(obj any) { notify(obj, true, "") },
