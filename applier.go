@@ -154,10 +154,13 @@ type termConflicts struct{ a *Applier }
 func (c termConflicts) current() objectConflicts {
 	inf := c.a.informers.Load()
 	return objectConflicts{indexer: inf.ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster,
-		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.opts.mapper}
+		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.opts.mapper,
+		applySpecs: c.a.db.ApplyDesireSpecs(), deleteSpecs: c.a.db.DeleteDesireSpecs()}
 }
 
-func (c termConflicts) check(d Desire) (Verdict, bool, string) { return c.current().check(d) }
+func (c termConflicts) check(ctx context.Context, d Desire) (Verdict, bool, string) {
+	return c.current().check(ctx, d)
+}
 func (c termConflicts) others(obj any) []string                { return c.current().others(obj) }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {

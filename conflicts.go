@@ -1,10 +1,13 @@
 package kubeapplier
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,7 +138,16 @@ type objectConflicts struct {
 	// maps an ApplyDesire's kind to the resource DeleteDesires name.
 	deletes cache.Indexer
 	mapper  meta.ResettableRESTMapper
+	// applySpecs and deleteSpecs confirm a rival with a consistent read before the desire is
+	// refused for it: the informers' caches lag (a rival removed a moment ago, on another
+	// table's stream, is still cached). Nil: the cache is taken as it is (tests).
+	applySpecs  SpecReader[*ApplyDesire]
+	deleteSpecs SpecReader[*DeleteDesire]
 }
+
+// confirmRetry is how soon a refusal that could not be confirmed (the read failed) is tried
+// again; nothing is written meanwhile.
+const confirmRetry = 2 * time.Second
 
 // rivals returns the other ApplyDesires of this management cluster that target d's object and
 // would be carried out (decodable).
@@ -151,20 +163,86 @@ func (c objectConflicts) rivals(d *ApplyDesire) []*ApplyDesire {
 
 // check returns d's refusal when another desire keeps its object, else the note for the
 // keeper's message ("" without rivals).
-func (c objectConflicts) check(d Desire) (Verdict, bool, string) {
+func (c objectConflicts) check(ctx context.Context, d Desire) (Verdict, bool, string) {
 	ad, ok := d.(*ApplyDesire)
 	if !ok {
 		return Verdict{}, false, ""
 	}
 	if dels := deleteRivals(c.deletes, c.mapper, c.cluster, ad); len(dels) > 0 {
-		// A DeleteDesire wins while it exists (deleteconflicts.go).
-		return deleteConflictVerdict(ad, dels), true, ""
+		// A DeleteDesire wins while it exists (deleteconflicts.go): confirmed in its table.
+		dels, err := c.confirmDeletes(ctx, ad, dels)
+		if err != nil {
+			return Pending(confirmRetry), true, ""
+		}
+		if len(dels) > 0 {
+			return deleteConflictVerdict(ad, dels), true, ""
+		}
 	}
 	rivals := c.rivals(ad)
-	if v, refused := conflictVerdict(ad, rivals); refused {
-		return v, true, ""
+	for range len(rivals) + 2 {
+		v, refused := conflictVerdict(ad, rivals)
+		if !refused {
+			return Verdict{}, false, keeperNote(ad, rivals)
+		}
+		// Refused for the keeper: only once its spec is confirmed to keep the object.
+		keeper, _ := targetConflict(ad, rivals)
+		cur, err := c.confirmApply(ctx, ad, keeper)
+		switch {
+		case err != nil:
+			return Pending(confirmRetry), true, ""
+		case cur == keeper:
+			return v, true, ""
+		case cur == nil: // gone, retargeted or undecodable since the cache saw it
+			rivals = slices.DeleteFunc(rivals, func(r *ApplyDesire) bool { return r == keeper })
+		default: // another incarnation since: the rule again with it
+			rivals = slices.DeleteFunc(rivals, func(r *ApplyDesire) bool { return r == keeper })
+			rivals = append(rivals, cur)
+		}
 	}
-	return Verdict{}, false, keeperNote(ad, rivals)
+	return Pending(confirmRetry), true, "" // the keeper kept changing under the reads
+}
+
+// confirmDeletes returns the DeleteDesires of dels whose spec, read consistently, still
+// exists and still targets ad's object; an error when a read failed.
+func (c objectConflicts) confirmDeletes(ctx context.Context, ad *ApplyDesire, dels []*DeleteDesire) ([]*DeleteDesire, error) {
+	if c.deleteSpecs == nil {
+		return dels, nil
+	}
+	var out []*DeleteDesire
+	for _, dd := range dels {
+		cur, err := c.deleteSpecs.Get(ctx, dd.DocumentID)
+		switch {
+		case IsNotFoundError(err) || errors.Is(err, ErrInvalidItem):
+			continue // gone (or undecodable: no rival) since the cache saw it
+		case err != nil:
+			return nil, err
+		}
+		if isDeleteRival(c.mapper, c.cluster, ad, cur) {
+			out = append(out, cur)
+		}
+	}
+	return out, nil
+}
+
+// confirmApply reads keeper's spec consistently: keeper itself when it still targets ad's
+// object as the cache says, the spec as stored when it does so as another incarnation (its
+// createTime, which orders keepers, differs), nil when it is gone, retargeted or undecodable.
+func (c objectConflicts) confirmApply(ctx context.Context, ad, keeper *ApplyDesire) (*ApplyDesire, error) {
+	if c.applySpecs == nil {
+		return keeper, nil
+	}
+	cur, err := c.applySpecs.Get(ctx, keeper.DocumentID)
+	switch {
+	case IsNotFoundError(err) || errors.Is(err, ErrInvalidItem):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case cur.Invalid != "" || cur.Spec.ManagementCluster != c.cluster || cur.objectKey() != ad.objectKey():
+		return nil, nil
+	case cur.CreateTime.Equal(keeper.CreateTime):
+		return keeper, nil
+	}
+	return cur, nil
 }
 
 // others returns the IDs of the desires that share obj's object, to look at again when obj

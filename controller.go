@@ -56,7 +56,7 @@ type controllerConfig[T Desire] struct {
 	// returns the note for the keeper's message), and others lists the desires sharing an
 	// object; nil for other kinds.
 	conflicts interface {
-		check(d Desire) (refusal Verdict, refused bool, note string)
+		check(ctx context.Context, d Desire) (refusal Verdict, refused bool, note string)
 		others(obj any) []string
 	}
 	resync        time.Duration // lookPeriodic
@@ -491,7 +491,7 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		// Whichever reconciler judged (a wrapper too), no Secret value leaves the cluster.
 		return scrubVerdict(d, c.reconciler.Reconcile(ctx, d))
 	}
-	refusal, refused, note := c.conflicts.check(d)
+	refusal, refused, note := c.conflicts.check(ctx, d)
 	if refused {
 		// What the reconciler knew of its last apply is void while another desire owns the
 		// object (it may write the same fields with other values): look afresh when ours again.

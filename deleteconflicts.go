@@ -68,35 +68,35 @@ func deleteRivals(deletes cache.Indexer, mapper meta.ResettableRESTMapper, clust
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
-	var candidates []*DeleteDesire
-	for _, o := range objs {
-		if dd, ok := o.(*DeleteDesire); ok && dd.Invalid == "" && dd.Spec.ManagementCluster == cluster {
-			candidates = append(candidates, dd)
-		}
-	}
-	if len(candidates) == 0 {
-		return nil
-	}
-	resource := ""
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if mapper != nil && json.Unmarshal(d.Spec.KubeContent.Raw, &obj) == nil {
-		if gv, err := schema.ParseGroupVersion(obj.APIVersion); err == nil {
-			if m, err := mapKind(mapper, gv.WithKind(obj.Kind)); err == nil {
-				resource = m.Resource.Resource
-			}
-		}
-	}
 	var out []*DeleteDesire
-	for _, dd := range candidates {
-		if resource == "" || dd.Spec.TargetItem.Resource == resource {
+	for _, o := range objs {
+		if dd, ok := o.(*DeleteDesire); ok && isDeleteRival(mapper, cluster, d, dd) {
 			out = append(out, dd)
 		}
 	}
 	slices.SortFunc(out, func(a, b *DeleteDesire) int { return strings.Compare(a.DocumentID, b.DocumentID) })
 	return out
+}
+
+// isDeleteRival reports whether dd, a DeleteDesire of cluster, targets d's object: the same
+// family and, when d's kind maps to a resource, that resource.
+func isDeleteRival(mapper meta.ResettableRESTMapper, cluster string, d *ApplyDesire, dd *DeleteDesire) bool {
+	if dd.Invalid != "" || dd.Spec.ManagementCluster != cluster || objectFamily(dd) != objectFamily(d) {
+		return false
+	}
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if mapper == nil || d.Spec.KubeContent == nil || json.Unmarshal(d.Spec.KubeContent.Raw, &obj) != nil {
+		return true
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return true
+	}
+	m, err := mapKind(mapper, gv.WithKind(obj.Kind))
+	return err != nil || dd.Spec.TargetItem.Resource == m.Resource.Resource
 }
 
 // deleteConflictVerdict is d's refusal while DeleteDesires target its object.
