@@ -161,7 +161,7 @@ func (c termConflicts) current() objectConflicts {
 func (c termConflicts) check(ctx context.Context, d Desire) (Verdict, bool, string) {
 	return c.current().check(ctx, d)
 }
-func (c termConflicts) others(obj any) []string                { return c.current().others(obj) }
+func (c termConflicts) others(obj any) []string { return c.current().others(obj) }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,

@@ -120,9 +120,9 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 	cm := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "shared"}
 	cases := []struct {
 		name     string
-		rival    string // "delete" or "apply" (an older ApplyDesire, the keeper)
+		rival    string                                             // "delete" or "apply" (an older ApplyDesire, the keeper)
 		table    func(t *testing.T, db *memDB, rival Desire) Desire // the rival's spec as the table has it; what the cache holds if not nil
-		fail     bool                                        // the confirming read fails
+		fail     bool                                               // the confirming read fails
 		conflict bool
 		pending  bool
 	}{
@@ -193,7 +193,9 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 
 // putSpec stores d in the specs table of its kind on db (as the backend wrote it) and returns
 // the stored desire.
-func putSpec(t *testing.T, db *memDB, d Desire) Desire { return putSpecAt(t, db, d, fixedClock().Add(-time.Hour)) }
+func putSpec(t *testing.T, db *memDB, d Desire) Desire {
+	return putSpecAt(t, db, d, fixedClock().Add(-time.Hour))
+}
 
 // putSpecAt is putSpec with the table's clock at at (the spec's createTime).
 func putSpecAt(t *testing.T, db *memDB, d Desire, at time.Time) Desire {
