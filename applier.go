@@ -82,6 +82,7 @@ func New(opts Options) (*Applier, error) {
 	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
+	a.watches.fieldManager = opts.FieldManager
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 

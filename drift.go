@@ -33,14 +33,15 @@ const (
 	// values leaves our entry's field set, every other entry and (on most kinds) the
 	// generation as they were.
 	reapplyPeriod = time.Hour
-	// sameSecondWindow: a change seen this soon after our entry's time (whole seconds, the
-	// apiserver's clock) may be a write under our field manager that left no trace; it covers
-	// the second itself, the watch's delivery and some clock skew.
-	sameSecondWindow = 5 * time.Second
 	// recentOwnWrite: a new term applies, rather than verifies, an object changed since its
 	// recorded apply whose entry under our field manager is younger than this: the previous
-	// term may still have been applying (a lease's duration and a write's deadline).
+	// term may still have been applying (a lease's duration and a write's deadline), and a
+	// write in the second of its last change leaves no trace.
 	recentOwnWrite = time.Minute
+	// statusClockSkew: an entry of ours later than the last status write by more than this
+	// (the apiserver's clock against the applier's) was written after the applier last
+	// looked.
+	statusClockSkew = time.Second
 )
 
 // driftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
@@ -68,9 +69,14 @@ type appliedRecord struct {
 	message string       // the verdict's message, repeated while nothing drifted
 	// uid and resourceVersion of the object after the apply, for the status.
 	uid, resourceVersion string
-	fieldsDigest         string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
-	lastApply            time.Time // the last apply or verification from a status: see reapplyPeriod
-	driftSeen            time.Time // when the drift not yet repaired was first seen (zero: none)
+	// checkedRV is the version up to which the object's changes were looked at: the apply's
+	// response, or the version a new term verified. A suspicion of a traceless write under our
+	// field manager after it is repaired; rec.stamp, the baseline for naming managers, moves
+	// on with every look, this only with an apply or a verification.
+	checkedRV    string
+	fieldsDigest string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
+	lastApply    time.Time // the last apply or verification from a status: see reapplyPeriod
+	driftSeen    time.Time // when the drift not yet repaired was first seen (zero: none)
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
 	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
 	lastRepair time.Time
@@ -144,7 +150,7 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 		return decision{}
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)
-	d := detectDrift(rec.stamp, st, exists, dw.fieldManager, dw.now())
+	d := detectDrift(rec.stamp, st, rec.checkedRV, exists, dw.fieldManager, dw.now())
 	now := dw.now()
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
@@ -231,13 +237,13 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 		return decision{}
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)
-	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, dw.fieldManager, dw.now()) {
+	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, last.UpdateTime, dw.fieldManager, dw.now()) {
 		return decision{}
 	}
 	// The last message stays (it may name the last drift repaired): the status is unchanged.
 	message := c.Message
 	dw.mu.Lock()
-	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message,
+	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message, checkedRV: st.resourceVersion,
 		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion, fieldsDigest: s.AppliedFieldsDigest, lastApply: dw.now()}
 	dw.mu.Unlock()
 	v := Applied(s.AppliedResourceGeneration, message)
@@ -249,9 +255,9 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 // in s left it: at the applied resourceVersion, or later with the same generation, our entry
 // in managedFields holding the same field set (a field removed or taken by another client's
 // Update changes only that), no other manager's main-resource entry as recent as ours (a
-// status update, a subresource, does not count), and our entry older than recentOwnWrite at
-// now.
-func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string, now time.Time) bool {
+// status update, a subresource, does not count), and our entry neither later than the
+// status's write (written) nor younger than recentOwnWrite at now.
+func unchangedSince(st *objectStamp, s *ApplyDesireStatus, written time.Time, fieldManager string, now time.Time) bool {
 	if st.resourceVersion == s.AppliedResourceVersion {
 		return true
 	}
@@ -269,8 +275,12 @@ func unchangedSince(st *objectStamp, s *ApplyDesireStatus, fieldManager string, 
 	}
 	// A write under our own field manager with other values after the recorded apply (the
 	// previous term's apply landing late) leaves our field set and every other entry as they
-	// were; only our entry's time may move, and within its second not even that. An object
-	// whose entry changed that recently is applied, not verified.
+	// were; only our entry's time moves: later than the status's write, it was such a write.
+	// Within the second of the apply not even that: an object whose entry changed that
+	// recently is applied, not verified.
+	if !written.IsZero() && mine.time > written.Add(statusClockSkew).Unix() {
+		return false
+	}
 	return now.Unix()-mine.time >= int64(recentOwnWrite/time.Second)
 }
 
@@ -332,7 +342,8 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		}
 	}
 	rec.spec = identityOf(m)
-	rec.stamp = stampOf(acc, &w.strings, now)
+	rec.stamp = stampOf(acc, &w.strings)
+	rec.checkedRV = acc.GetResourceVersion()
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
 	rec.fieldsDigest, rec.lastApply, rec.driftSeen = ownFieldsDigest(rec.stamp, dw.fieldManager), now, time.Time{}
@@ -367,7 +378,7 @@ func (dw *driftWatch) endTerm() {
 // field set untouched and no generation we did not cause. A resourceVersion-only change
 // (status, another manager's labels or annotations) is no drift; nor is a watch that has not
 // yet seen our apply.
-func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now time.Time) *drift {
+func detectDrift(applied, st *objectStamp, checked string, exists bool, fieldManager string, now time.Time) *drift {
 	switch {
 	case !exists:
 		return &drift{what: "deleted", at: now}
@@ -380,11 +391,10 @@ func detectDrift(applied, st *objectStamp, exists bool, fieldManager string, now
 	now1, has := st.entry(fieldManager, true)
 	if had == has && mine.digest == now1.digest && mine.time == now1.time && st.generation == applied.generation {
 		// Entry times are whole seconds: another write under our field manager in the second
-		// of its last change leaves every entry as it was. Such a change, seen since the
-		// apply and that soon after our entry's time, is re-applied (an apply that changes
-		// nothing when it was another writer's, in its own second).
-		if sus := st.suspect.Load(); has && sus != nil && sus.seen != 0 && olderVersion(applied.resourceVersion, sus.resourceVersion) &&
-			time.Duration(sus.seen-now1.time*int64(time.Second)) < sameSecondWindow {
+		// of its last change leaves every entry as it was. A change the watch marked so (see
+		// objectStamp.follow), after the version last applied or verified, is re-applied (an
+		// apply that changes nothing when it was another writer's).
+		if sus := st.suspect.Load(); has && sus != nil && olderVersion(checked, sus.resourceVersion) {
 			return &drift{what: "unattributed", managers: []string{fieldManager}, at: now}
 		}
 		return nil
@@ -420,8 +430,8 @@ func (d *drift) describe() string {
 	at := d.at.UTC().Format(time.RFC3339)
 	switch d.what {
 	case "unattributed":
-		return "changed at " + at + " without a trace in managedFields, within " + sameSecondWindow.String() +
-			" of the last change under field manager " + strings.Join(d.managers, ", ") + " (another writer using it?)"
+		return "changed at " + at + " without a trace in managedFields, possibly under field manager " +
+			strings.Join(d.managers, ", ") + " (another writer using it?)"
 	case "deleted":
 		return "deleted behind the applier's back (seen at " + at + ")"
 	case "replaced":

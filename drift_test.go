@@ -245,7 +245,6 @@ type driftFixture struct {
 	mu      sync.Mutex
 	events  int
 	clock   time.Time
-	skew    time.Duration
 	useReal bool
 }
 
@@ -260,7 +259,7 @@ func newDriftFixture(t *testing.T) *driftFixture {
 			f.mu.Unlock()
 		}
 	})
-	w.now = f.watchNow
+	w.fieldManager = "kaa"
 	w.begin(ctx)
 	t.Cleanup(func() { cancel(); w.end() })
 	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
@@ -275,14 +274,6 @@ func (f *driftFixture) now() time.Time {
 		return time.Now()
 	}
 	return f.clock
-}
-
-// watchNow is when the watch receives a version: the real time, plus skew (a test's way to
-// put a change outside the window of our last apply's second).
-func (f *driftFixture) watchNow() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return time.Now().Add(f.skew)
 }
 
 func (f *driftFixture) eventCount() int { f.mu.Lock(); defer f.mu.Unlock(); return f.events }
@@ -310,7 +301,7 @@ func (f *driftFixture) settle(t *testing.T, name string, gone bool) {
 func TestDetectDrift(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *objectStamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &interner{}, time.Time{})
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &interner{})
 	}
 	ours := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{},"f:b":{}}}`, 100)
 	oursLess := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{}}}`, 100)
@@ -339,7 +330,7 @@ func TestDetectDrift(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := detectDrift(applied, tc.st, tc.exists, "kaa", now)
+			d := detectDrift(applied, tc.st, applied.resourceVersion, tc.exists, "kaa", now)
 			switch {
 			case tc.want == "" && d != nil:
 				t.Fatalf("drift %+v, want none", d)
@@ -381,9 +372,6 @@ func TestDriftRepairedByWatch(t *testing.T) {
 	}
 
 	before := f.eventCount()
-	f.mu.Lock()
-	f.skew = sameSecondWindow // status churn long after the apply
-	f.mu.Unlock()
 	for i := 0; i < 20; i++ {
 		f.kube.statusOnly(t, "default", "cm", i)
 	}
@@ -641,7 +629,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 		acc.SetResourceVersion(rv)
 		acc.SetUID("u-1")
 		var in interner
-		return stampOf(acc, &in, time.Time{})
+		return stampOf(acc, &in)
 	}
 	cases := []struct {
 		name   string
@@ -686,7 +674,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 			if tc.recent {
 				now = time.Now()
 			}
-			if got := unchangedSince(stampAt(f, "105"), s, fm, now); got != tc.want {
+			if got := unchangedSince(stampAt(f, "105"), s, time.Time{}, fm, now); got != tc.want {
 				t.Fatalf("unchangedSince = %v, want %v (managedFields %+v)", got, tc.want, f.ManagedFields())
 			}
 		})

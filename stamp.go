@@ -32,29 +32,45 @@ type objectStamp struct {
 	// statusDigest sums the status entries (manager, time, field set): a status update
 	// changes it, so a new resourceVersion that changed no entry at all is told apart.
 	statusDigest uint64
-	// seen is when the watch received this version (Unix nanoseconds, the watch's clock; 0:
-	// unknown).
-	seen int64
-	// suspect is the last unexplained change the watch saw up to this version (nil: none),
-	// set by the watch's handler after the store holds the stamp, hence atomic.
+	// latest is the latest time of any entry, status ones included (Unix seconds).
+	latest int64
+	// listed: this version came from a list (a relist, a watch's initial events), not from
+	// a watch event after the one before: the changes in between were not seen one by one.
+	listed bool
+	// suspect is the newest change up to this version that may have been a write under our
+	// own field manager that left no trace (see follow; nil: none). The watch's handler sets
+	// it after the store holds the stamp, hence atomic.
 	suspect atomic.Pointer[suspicion]
 }
 
-// suspicion is a change without a trace in managedFields (see unexplained): the
-// resourceVersion it made and when the watch received it (Unix nanoseconds).
+// suspicion is a change of an object that may be a write under our own field manager with
+// other values, within the second of its last change: it moved no managedFields entry at all
+// (entry times are whole seconds), or it was not seen by itself (gap: a relist).
 type suspicion struct {
-	resourceVersion string
-	seen            int64
+	resourceVersion string // the version the change made
+	gap             bool
 }
 
-// follow records on n, the version after s, the last unexplained change up to n: n's own, or
-// the one s carried. Stamps are replaced, not updated, so a suspicion rides along.
-func (s *objectStamp) follow(n *objectStamp) {
-	if s.resourceVersion != n.resourceVersion && s.unexplained(n) {
-		n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion, seen: n.seen})
-	} else if p := s.suspect.Load(); p != nil && n.suspect.Load() == nil {
+// follow records on n, the version after s, whether the change from s may be a write under
+// fieldManager that left no trace, else carries the suspicion s had. A single write that
+// moved no entry was made in the second of its writer's last change; when no entry of s is
+// later than our entry's second, that writer may be us (a later write by us would have moved
+// our entry's time). Stamps are replaced, not updated, so a suspicion rides along.
+func (s *objectStamp) follow(n *objectStamp, fieldManager string) (suspected bool) {
+	if s.resourceVersion != n.resourceVersion {
+		if _, ours := n.entry(fieldManager, true); n.listed && ours {
+			n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion, gap: true})
+			return true
+		}
+		if ours, ok := n.entry(fieldManager, true); ok && s.unexplained(n) && s.latest <= ours.time {
+			n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion})
+			return true
+		}
+	}
+	if p := s.suspect.Load(); p != nil && n.suspect.Load() == nil {
 		n.suspect.Store(p)
 	}
+	return false
 }
 
 // fieldsStamp is one managedFields entry as a stamp keeps it.
@@ -123,9 +139,13 @@ func (s *objectStamp) unexplained(n *objectStamp) bool {
 	return s.resourceVersion != n.resourceVersion && s.statusDigest == n.statusDigest && s.sameMetadata(n)
 }
 
+// listedAnnotation marks, on the watch's own decoded copy, an object that came from a list
+// (see objectStamp.listed); it never reaches the apiserver.
+const listedAnnotation = "kube-applier-aws.internal/listed"
+
 // stamper returns the informer transform that reduces each listed or watched object to an
-// objectStamp, interning its namespace and field managers in strings; now stamps its arrival.
-func stamper(strings *interner, now func() time.Time) cache.TransformFunc {
+// objectStamp, interning its namespace and field managers in strings.
+func stamper(strings *interner) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if _, ok := obj.(*objectStamp); ok {
 			return obj, nil
@@ -134,17 +154,15 @@ func stamper(strings *interner, now func() time.Time) cache.TransformFunc {
 		if err != nil {
 			return obj, nil // a tombstone: the informer handles it
 		}
-		return stampOf(m, strings, now()), nil
+		return stampOf(m, strings), nil
 	}
 }
 
-// stampOf is the stamp of an object's metadata, seen at time seen.
-func stampOf(m metav1.Object, strings *interner, seen time.Time) *objectStamp {
+// stampOf is the stamp of an object's metadata.
+func stampOf(m metav1.Object, strings *interner) *objectStamp {
 	s := &objectStamp{namespace: strings.intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
-		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil}
-	if !seen.IsZero() {
-		s.seen = seen.UnixNano()
-	}
+		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil,
+		listed: m.GetAnnotations()[listedAnnotation] != ""}
 	for _, e := range m.GetManagedFields() {
 		if e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
@@ -156,6 +174,7 @@ func stampOf(m metav1.Object, strings *interner, seen time.Time) *objectStamp {
 		if e.FieldsV1 != nil {
 			f.digest = fieldsDigest(e.FieldsV1.Raw)
 		}
+		s.latest = max(s.latest, f.time)
 		if e.Subresource == "status" {
 			s.statusDigest += statusEntryDigest(e.Manager, f.time, f.digest) // a sum: order-independent
 			continue

@@ -42,14 +42,14 @@ func TestStamper(t *testing.T) {
 			fields: []fieldsStamp{
 				{manager: "edit", time: 102, digest: fieldsDigest([]byte(`{"f:metadata":{"f:labels":{"f:x":{}}}}`))},
 				{manager: "kaa", apply: true, time: 100, digest: fieldsDigest([]byte(`{"f:data":{"f:k":{}}}`))},
-			}, statusDigest: statusEntryDigest("kcm", 101, fieldsDigest([]byte(`{"f:status":{}}`))), seen: 500e9}, "ns1/a"},
-		{"full object (dynamic fallback)", u, &objectStamp{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2"), seen: 500e9}, "ns1/b"},
+			}, statusDigest: statusEntryDigest("kcm", 101, fieldsDigest([]byte(`{"f:status":{}}`))), latest: 102}, "ns1/a"},
+		{"full object (dynamic fallback)", u, &objectStamp{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2")}, "ns1/b"},
 		{"tombstone passes through", tomb, tomb, "ns1/c"},
 		{"tombstone without an object", cache.DeletedFinalStateUnknown{Key: "ns1/d"}, cache.DeletedFinalStateUnknown{Key: "ns1/d"}, "ns1/d"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := stamper(&interner{}, func() time.Time { return time.Unix(500, 0) })(tc.in)
+			got, err := stamper(&interner{})(tc.in)
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("stamper = %#v, %v; want %#v", got, err, tc.want)
 			}
@@ -81,7 +81,7 @@ func TestSameMetadata(t *testing.T) {
 		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
-		}}, &interner{}, time.Time{})
+		}}, &interner{})
 	}
 	cases := []struct {
 		name   string
@@ -113,7 +113,7 @@ func TestSameMetadata(t *testing.T) {
 				managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 			}}
 			tc.change(m)
-			if got := base().sameMetadata(stampOf(m, &interner{}, time.Time{})); got != tc.same {
+			if got := base().sameMetadata(stampOf(m, &interner{})); got != tc.same {
 				t.Fatalf("sameMetadata = %v, want %v", got, tc.same)
 			}
 		})
@@ -127,7 +127,7 @@ func TestUnexplained(t *testing.T) {
 		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, statusTime),
-		}}, &interner{}, time.Time{})
+		}}, &interner{})
 	}
 	cases := []struct {
 		name string
@@ -147,38 +147,58 @@ func TestUnexplained(t *testing.T) {
 	}
 }
 
-// TestStampFollow: the watch's handler marks a version reached by an unexplained change, and
-// the mark rides along through explained changes and relists, so a reconcile that looks
-// later still sees it.
+// TestStampFollow: the watch's handler marks a version that may be a traceless write under
+// our own field manager (no entry moved, and no entry of the version before later than our
+// entry's second), or one whose changes were not seen one by one (a relist); the mark rides
+// along through other changes and relists of the same version, so a reconcile that looks
+// later still sees it. No clock is read: only entry times.
 func TestStampFollow(t *testing.T) {
-	at := func(rv string, statusTime int64) *objectStamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
-			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, 100),
-			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, statusTime),
-		}}, &interner{}, time.Unix(100, 5))
+	at := func(rv string, ours, status int64, listed bool) *objectStamp {
+		m := &metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
+			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, status),
+		}}
+		if ours > 0 {
+			m.ManagedFields = append(m.ManagedFields, managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, ours))
+		}
+		if listed {
+			m.Annotations = map[string]string{listedAnnotation: "true"}
+		}
+		return stampOf(m, &interner{})
 	}
 	suspect := func(s *objectStamp) string {
 		if p := s.suspect.Load(); p != nil {
+			if p.gap {
+				return p.resourceVersion + " (gap)"
+			}
 			return p.resourceVersion
 		}
 		return ""
 	}
-	v5, v6, v7, v7again, v8 := at("5", 100), at("6", 101), at("7", 101), at("7", 101), at("8", 102)
-	steps := []struct {
-		name     string
-		old, new *objectStamp
-		want     string
+	cases := []struct {
+		name  string
+		chain []*objectStamp // versions as the watch delivers them
+		want  []string       // the suspicion on each version after the first
 	}{
-		{"a status update: explained", v5, v6, ""},
-		{"nothing moved: unexplained", v6, v7, "7"},
-		{"a relist of the same version keeps it", v7, v7again, "7"},
-		{"a later status update carries it", v7again, v8, "7"},
+		{"status updates: explained", []*objectStamp{at("5", 100, 100, false), at("6", 100, 101, false)}, []string{""}},
+		{"nothing moved in our second: possibly ours", []*objectStamp{at("5", 100, 99, false), at("6", 100, 99, false)}, []string{"6"}},
+		{"nothing moved, a later second seen before: another writer's", []*objectStamp{at("5", 100, 101, false), at("6", 100, 101, false)}, []string{""}},
+		{"the mark rides along (same version again, then a status update)",
+			[]*objectStamp{at("5", 100, 100, false), at("6", 100, 100, false), at("6", 100, 100, true), at("7", 100, 102, false)},
+			[]string{"6", "6", "6"}},
+		{"a later suspicion replaces an earlier one", []*objectStamp{at("5", 100, 100, false), at("6", 100, 100, false), at("7", 100, 100, false)},
+			[]string{"6", "7"}},
+		{"a relist to a new version: a gap", []*objectStamp{at("5", 100, 100, false), at("9", 100, 103, true)}, []string{"9 (gap)"}},
+		{"an object without our entry: never", []*objectStamp{at("5", 0, 100, false), at("6", 0, 100, false), at("9", 0, 103, true)}, []string{"", ""}},
 	}
-	for _, st := range steps {
-		st.old.follow(st.new)
-		if got := suspect(st.new); got != st.want {
-			t.Fatalf("%s: suspicion at %q, want %q", st.name, got, st.want)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 1; i < len(tc.chain); i++ {
+				tc.chain[i-1].follow(tc.chain[i], "kaa")
+				if got := suspect(tc.chain[i]); got != tc.want[i-1] {
+					t.Fatalf("version %d: suspicion %q, want %q", i, got, tc.want[i-1])
+				}
+			}
+		})
 	}
 }
 
@@ -202,7 +222,7 @@ func TestStampBytesPerObject(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i, o := range objs {
-		stamps[i] = stampOf(o, in, time.Time{})
+		stamps[i] = stampOf(o, in)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

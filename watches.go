@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,8 +28,9 @@ type targetWatches struct {
 	metadata metadata.Interface
 	// notify is called with a desire whenever its target is added, changed or deleted.
 	notify func(desireRef)
-	// now stamps each object version's arrival (time.Now unless a test sets it).
-	now func() time.Time
+	// fieldManager is the applier's own field manager: a change that may be a write under it
+	// leaving no trace is marked on the stamp (see objectStamp.follow).
+	fieldManager string
 
 	mu      sync.Mutex
 	term    context.Context // bounds every watch; nil between terms
@@ -60,7 +62,7 @@ const (
 )
 
 func newTargetWatches(dyn dynamic.Interface, md metadata.Interface, notify func(desireRef)) *targetWatches {
-	return &targetWatches{dynamic: dyn, metadata: md, notify: notify, now: time.Now,
+	return &targetWatches{dynamic: dyn, metadata: md, notify: notify,
 		watches: map[schema.GroupVersionResource]*metaWatch{}, regs: map[desireRef]*registration{}}
 }
 
@@ -345,7 +347,7 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 	w.store, w.informer = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    objType,
-		Transform:     stamper(&w.strings, h.now),
+		Transform:     stamper(&w.strings),
 		Handler:       h.handler(w),
 	})
 	go func() {
@@ -397,6 +399,9 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, err := list(ctx, o)
 			observe(err)
+			if err == nil {
+				_ = meta.EachListItem(l, func(o runtime.Object) error { markListed(o); return nil })
+			}
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -405,13 +410,25 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 				observe(err)
 				return nil, err
 			}
+			// A watch that lists (its initial events, up to the bookmark that ends them) is a
+			// list too.
+			initial := o.SendInitialEvents != nil && *o.SendInitialEvents
 			// An opened watch is not yet a working one: after an outage the apiserver may answer
 			// with an error event (410 Gone: the store stays stale until the reflector relists,
 			// after its back-off). The watch is healthy again with its first other event.
 			return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) {
-				if ev.Type == watch.Error {
+				switch {
+				case ev.Type == watch.Error:
 					observe(fmt.Errorf("watch of %s: %w", gvrString(w.gvr), apierrors.FromObject(ev.Object)))
-				} else {
+				case initial && ev.Type == watch.Bookmark:
+					if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+						initial = false
+					}
+					observe(nil)
+				case initial && ev.Type == watch.Added:
+					markListed(ev.Object)
+					observe(nil)
+				default:
 					observe(nil)
 				}
 				return ev, true
@@ -419,6 +436,20 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, lwClient), objType
+}
+
+// markListed marks obj, the watch's own decoded copy, as listed (see listedAnnotation).
+func markListed(obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	a := m.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[listedAnnotation] = "true"
+	m.SetAnnotations(a)
 }
 
 // handler notifies the desires interested in an object when it is added, deleted, or
@@ -446,7 +477,16 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		return ""
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { notify(obj, true, version(obj)) },
+		AddFunc: func(obj any) {
+			if s, ok := obj.(*objectStamp); ok {
+				// Its history is unknown (a new watch's list, or re-added): a gap, for the
+				// objects the applier may have applied.
+				if _, ours := s.entry(h.fieldManager, true); ours {
+					s.suspect.Store(&suspicion{resourceVersion: s.resourceVersion, gap: true})
+				}
+			}
+			notify(obj, true, version(obj))
+		},
 		UpdateFunc: func(o, n any) {
 			os, ok1 := o.(*objectStamp)
 			ns, ok2 := n.(*objectStamp)
@@ -454,11 +494,11 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 				notify(n, true, "")
 				return
 			}
-			os.follow(ns)
+			suspected := os.follow(ns, h.fieldManager)
 			if os.resourceVersion == ns.resourceVersion {
 				return
 			}
-			notify(n, !os.sameMetadata(ns) || os.unexplained(ns), ns.resourceVersion)
+			notify(n, suspected || !os.sameMetadata(ns), ns.resourceVersion)
 		},
 		// A deletion is news whatever version the object had.
 		DeleteFunc: func(obj any) { notify(obj, true, "") },
