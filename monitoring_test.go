@@ -1,7 +1,9 @@
 package kubeapplier
 
 import (
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -45,5 +47,38 @@ func TestMonitoringSeries(t *testing.T) {
 	}
 	if !names["kube_applier_heartbeat_last_write_timestamp_seconds"] {
 		t.Fatal("kube_applier_heartbeat_last_write_timestamp_seconds is not exported before the first heartbeat")
+	}
+}
+
+// TestDesireGaugesReuseATally: kube_applier_desires walks every cached desire, so scrapes
+// within collectReuse of each other share one walk (a harness polling /metrics every 200 ms
+// at 40k desires paid one walk per scrape); the next scrape after it counts again.
+func TestDesireGaugesReuseATally(t *testing.T) {
+	o, opts := newOffline(t)
+	reg := prometheus.NewRegistry()
+	opts.MetricsRegisterer = reg
+	var mu sync.Mutex
+	now := time.Now()
+	opts.clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runApplier(t, a)
+	successful := func() float64 { return values(t, reg, "kube_applier_desires", "reason")["mc01/NoErrors"] }
+	o.put(t, applyDesire("7b1fdb4e-decf-5d4c-a307-6718bada47d7", cmJSON("c1")))
+	waitFor(t, 10*time.Second, "one desire counted", func() bool { advance(collectReuse); return successful() == 1 })
+
+	o.put(t, applyDesire("0e5b4a2e-5f3c-5d0e-9a53-1c0c5a7a6f11", cmJSON("c2")))
+	waitFor(t, 10*time.Second, "the second status written", func() bool {
+		return statusOf[*ApplyDesire](t, o, KindApplyDesire, "0e5b4a2e-5f3c-5d0e-9a53-1c0c5a7a6f11") != nil
+	})
+	if got := successful(); got != 1 {
+		t.Fatalf("a scrape within collectReuse counted %v, want the reused tally's 1", got)
+	}
+	advance(collectReuse)
+	if got := successful(); got != 2 {
+		t.Fatalf("a scrape after collectReuse counted %v, want 2", got)
 	}
 }
