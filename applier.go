@@ -92,6 +92,7 @@ func New(opts Options) (*Applier, error) {
 	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery)}
 	if opts.watchTargets {
 		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.countDriftRepair)
+		a.watches.adopt = a.applyRec.drift.adopt
 		a.deleteRec.watches = a.watches
 	}
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))

@@ -21,19 +21,10 @@ import (
 // object; every other one is refused with TargetConflict naming it, and the keeper's message
 // names the others. A change to any of them looks at the others again.
 
-// targetIndex is the informers' index of ApplyDesires by the object they apply.
-const targetIndex = "target"
-
-// targetIndexers indexes ApplyDesires by objectKey, and Apply and Delete desires by their
-// object's family (see deleteconflicts.go); ReadDesires are not indexed.
-var targetIndexers = cache.Indexers{targetIndex: func(obj any) ([]string, error) {
-	if d, ok := obj.(*ApplyDesire); ok {
-		if k := d.objectKey(); k != "" {
-			return []string{k}, nil
-		}
-	}
-	return nil, nil
-}, familyIndex: indexFamily}
+// targetIndexers indexes Apply and Delete desires by their object's family (see
+// deleteconflicts.go): the ApplyDesires of one object are found among those of its family,
+// so the cache keeps one index entry per desire, not two. ReadDesires are not indexed.
+var targetIndexers = cache.Indexers{familyIndex: indexFamily}
 
 // objectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
 // any version. "" when the content does not name one (it is refused anyway).
@@ -61,17 +52,17 @@ func (d *ApplyDesire) objectKey() string {
 
 // sameObject returns the other cached ApplyDesires that target d's object.
 func sameObject(indexer cache.Indexer, d *ApplyDesire) []*ApplyDesire {
-	k := d.objectKey()
-	if k == "" {
+	k, fam := d.objectKey(), objectFamily(d)
+	if k == "" || fam == "" {
 		return nil
 	}
-	objs, err := indexer.ByIndex(targetIndex, k)
+	objs, err := indexer.ByIndex(familyIndex, fam)
 	if err != nil {
 		return nil
 	}
 	var out []*ApplyDesire
 	for _, o := range objs {
-		if other, ok := o.(*ApplyDesire); ok && other.DocumentID != d.DocumentID {
+		if other, ok := o.(*ApplyDesire); ok && other.DocumentID != d.DocumentID && other.objectKey() == k {
 			out = append(out, other)
 		}
 	}

@@ -358,6 +358,20 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	return message, rec.fieldsDigest
 }
 
+// adopt makes the watch's stamp st the record's stamp of desire ref when it shows the very
+// version the record holds (its own apply's): one stamp per object, not two.
+func (dw *driftWatch) adopt(ref desireRef, st *objectStamp) {
+	if ref.kind != KindApplyDesire {
+		return
+	}
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	if rec := dw.records[ref.id]; rec != nil && rec.stamp != nil && rec.stamp != st &&
+		rec.stamp.resourceVersion == st.resourceVersion && rec.stamp.uid == st.uid {
+		rec.stamp = st
+	}
+}
+
 // forget drops what is held for desire id.
 func (dw *driftWatch) forget(id string) {
 	dw.mu.Lock()

@@ -264,6 +264,7 @@ func newDriftFixture(t *testing.T) *driftFixture {
 	t.Cleanup(func() { cancel(); w.end() })
 	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
 		drift: newDriftWatch(w, "kaa", f.now, f.m.countDriftRepair)}
+	w.adopt = f.rec.drift.adopt
 	return f
 }
 
@@ -920,4 +921,22 @@ func TestDriftUnderOwnFieldManager(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDriftRecordAdoptsWatchStamp: once the watch delivers the version the apply left, the
+// apply's record holds the watch's stamp, not a copy of its own (one stamp per object).
+func TestDriftRecordAdoptsWatchStamp(t *testing.T) {
+	f := newDriftFixture(t)
+	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
+	if v := f.rec.Reconcile(context.Background(), d); !v.Successful() {
+		t.Fatalf("apply: %v", v)
+	}
+	f.settle(t, "cm", false)
+	w := f.rec.drift.watches.watch(desireRef{KindApplyDesire, "a1"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, metadataOnly)
+	st, _ := w.lookup("default", "cm")
+	waitFor(t, 5*time.Second, "the record holds the watch's stamp", func() bool {
+		f.rec.drift.mu.Lock()
+		defer f.rec.drift.mu.Unlock()
+		return f.rec.drift.records["a1"].stamp == st
+	})
 }

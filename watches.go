@@ -28,6 +28,9 @@ type targetWatches struct {
 	metadata metadata.Interface
 	// notify is called with a desire whenever its target is added, changed or deleted.
 	notify func(desireRef)
+	// adopt is called with a desire and the watch's stamp of the very version its own apply
+	// left (see knows): the apply's record keeps the watch's stamp instead of one of its own.
+	adopt func(desireRef, *objectStamp)
 	// fieldManager is the applier's own field manager: a change that may be a write under it
 	// leaving no trace is marked on the stamp (see objectStamp.follow).
 	fieldManager string
@@ -152,17 +155,21 @@ func (h *targetWatches) registered() int {
 
 // interested returns the desires registered for the object key on w that want to hear of a
 // change: all of them when the stamp's metadata changed, else those of everyVersion; none
-// that already know resourceVersion rv (their own apply left it; "" for a deletion).
-func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool, rv string) []desireRef {
+// that already know resourceVersion rv (their own apply left it; "" for a deletion): those
+// are returned as own.
+func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool, rv string) (refs, own []desireRef) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refs := make([]desireRef, 0, len(w.names[key]))
+	refs = make([]desireRef, 0, len(w.names[key]))
 	for _, r := range w.names[key] {
-		if (metadataChanged || r.what == everyVersion) && (rv == "" || r.known != rv) {
+		switch {
+		case rv != "" && r.known == rv:
+			own = append(own, r.ref)
+		case metadataChanged || r.what == everyVersion:
 			refs = append(refs, r.ref)
 		}
 	}
-	return refs
+	return refs, own
 }
 
 // knows records that ref already knows its target at resourceVersion rv (its own apply's
@@ -466,8 +473,14 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		if err != nil {
 			return
 		}
-		for _, ref := range h.interested(w, key, metadataChanged, rv) {
+		notified, own := h.interested(w, key, metadataChanged, rv)
+		for _, ref := range notified {
 			h.notify(ref)
+		}
+		if st, ok := obj.(*objectStamp); ok && h.adopt != nil {
+			for _, ref := range own {
+				h.adopt(ref, st)
+			}
 		}
 	}
 	version := func(obj any) string {
