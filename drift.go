@@ -76,7 +76,14 @@ type appliedRecord struct {
 	checkedRV    string
 	fieldsDigest string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
 	lastApply    time.Time // the last apply or verification from a status: see reapplyPeriod
-	driftSeen    time.Time // when the drift not yet repaired was first seen (zero: none)
+	// *driftHistory is nil until the object first drifts: most never do, and a record is
+	// kept per desire.
+	*driftHistory
+}
+
+// driftHistory is what a record keeps of its object's drifts and repairs.
+type driftHistory struct {
+	driftSeen time.Time // when the drift not yet repaired was first seen (zero: none)
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
 	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
 	lastRepair time.Time
@@ -155,6 +162,9 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
 	if d != nil {
+		if rec.driftHistory == nil {
+			rec.driftHistory = &driftHistory{}
+		}
 		if exists {
 			d.seenRV = st.resourceVersion
 		}
@@ -326,6 +336,9 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		d = nil
 	}
 	if d != nil {
+		if rec.driftHistory == nil {
+			rec.driftHistory = &driftHistory{}
+		}
 		message += "; " + d.describe() + "; re-applied"
 		if dw.repaired != nil {
 			dw.repaired(t.Group, t.Resource)
@@ -346,7 +359,10 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	rec.checkedRV = acc.GetResourceVersion()
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
-	rec.fieldsDigest, rec.lastApply, rec.driftSeen = ownFieldsDigest(rec.stamp, dw.fieldManager), now, time.Time{}
+	rec.fieldsDigest, rec.lastApply = ownFieldsDigest(rec.stamp, dw.fieldManager), now
+	if rec.driftHistory != nil {
+		rec.driftSeen = time.Time{}
+	}
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
 	}
