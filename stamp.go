@@ -24,7 +24,12 @@ type objectStamp struct {
 	namespace, name, resourceVersion string
 	uid                              uint64 // a hash of metadata.uid: compared, never shown
 	generation                       int64
-	deleting                         bool
+	// deleting: metadata.deletionTimestamp is set. (The two bools sit together: the struct
+	// fits the 128-byte size class.)
+	deleting bool
+	// listed: this version came from a list (a relist, a watch's initial events), not from
+	// a watch event after the one before: the changes in between were not seen one by one.
+	listed bool
 	// fields are the managedFields entries of operation Apply or Update of the main resource
 	// (subresource "") and of subresources other than status (a writer through /scale, as an
 	// HPA, changes the spec), sorted by manager, subresource and operation.
@@ -34,9 +39,6 @@ type objectStamp struct {
 	statusDigest uint64
 	// latest is the latest time of any entry, status ones included (Unix seconds).
 	latest int64
-	// listed: this version came from a list (a relist, a watch's initial events), not from
-	// a watch event after the one before: the changes in between were not seen one by one.
-	listed bool
 	// suspect is the newest change up to this version that may have been a write under our
 	// own field manager that left no trace (see follow; nil: none). The watch's handler sets
 	// it after the store holds the stamp, hence atomic.
