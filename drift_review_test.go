@@ -28,6 +28,18 @@ func reviewValue(t *testing.T, f *driftFixture) string {
 	return v
 }
 
+// reviewApplied returns a drift fixture whose desire a1 applied reviewContent, and the desire.
+func reviewApplied(t *testing.T) (*driftFixture, *ApplyDesire) {
+	t.Helper()
+	f := newDriftFixture(t)
+	d := applyDesire("a1", reviewContent)
+	if v := f.rec.Reconcile(context.Background(), d); !v.Successful() {
+		t.Fatalf("first apply: %v", v)
+	}
+	f.settle(t, "cm", false)
+	return f, d
+}
+
 func reviewStamp(rv string, listed bool, entries ...metav1.ManagedFieldsEntry) *objectStamp {
 	m := &metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: entries}
 	if listed {
@@ -101,13 +113,8 @@ func TestReviewStaleWriteBeforeFirstList(t *testing.T) {
 // no drift, and moves rec.stamp to the stale version; the suspicion then marked on that very
 // stamp is never newer than the baseline. Emulated step by step on the real watch.
 func TestReviewBaselineAdvancedBeforeSuspicion(t *testing.T) {
-	f := newDriftFixture(t)
+	f, d := reviewApplied(t)
 	ctx := context.Background()
-	d := applyDesire("a1", reviewContent)
-	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
-		t.Fatalf("first apply: %v", v)
-	}
-	f.settle(t, "cm", false)
 	w := f.rec.drift.watches.watch(desireRef{KindApplyDesire, "a1"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, metadataOnly)
 	os, _ := w.lookup("default", "cm")
 	live, _ := f.kube.get("default", "cm")
@@ -196,13 +203,8 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 // in the second of its previous one) after a later second than our apply's was seen is not
 // ours: no apply, whatever the clocks say.
 func TestReviewStatusChurnInItsOwnSecondNoApply(t *testing.T) {
-	f := newDriftFixture(t)
+	f, d := reviewApplied(t)
 	ctx := context.Background()
-	d := applyDesire("a1", reviewContent)
-	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
-		t.Fatalf("first apply: %v", v)
-	}
-	f.settle(t, "cm", false)
 	time.Sleep(1100 * time.Millisecond) // the churn in later seconds than our apply
 	applies := f.kube.appliesSoFar()
 	for round := 0; round < 3; round++ {

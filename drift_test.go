@@ -192,11 +192,9 @@ func (k *ssaKube) Delete(_ context.Context, _ schema.GroupVersionResource, ns, n
 	return k.dyn.Resource(cmGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
-// edit changes data key to value as manager with an Update (kubectl edit): it takes the key.
-func (k *ssaKube) edit(t *testing.T, ns, name, manager, key, value string) {
+// setData returns the live object ns/name with data key set to value (not stored yet).
+func (k *ssaKube) setData(t *testing.T, ns, name, key, value string) *unstructured.Unstructured {
 	t.Helper()
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	live, err := k.get(ns, name)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +202,15 @@ func (k *ssaKube) edit(t *testing.T, ns, name, manager, key, value string) {
 	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
 	data[key] = value
 	_ = unstructured.SetNestedStringMap(live.Object, data, "data")
+	return live
+}
+
+// edit changes data key to value as manager with an Update (kubectl edit): it takes the key.
+func (k *ssaKube) edit(t *testing.T, ns, name, manager, key, value string) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live := k.setData(t, ns, name, key, value)
 	own := ownership(live)
 	for m, keys := range own {
 		own[m] = without(keys, key)
@@ -845,13 +852,7 @@ func (k *ssaKube) rewrite(t *testing.T, ns, name, manager, key, value string, at
 	t.Helper()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	live, err := k.get(ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
-	data[key] = value
-	_ = unstructured.SetNestedStringMap(live.Object, data, "data")
+	live := k.setData(t, ns, name, key, value)
 	entries := live.GetManagedFields()
 	for i := range entries {
 		if entries[i].Manager == manager && entries[i].Operation == metav1.ManagedFieldsOperationApply && entries[i].Subresource == "" {
