@@ -85,9 +85,13 @@ func TestIntegrationRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := kc.CoordinationV1().Leases("kube-applier-aws").Get(ctx, DefaultLeaseName, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("get own lease: %v", err)
-	}
+	// The apiserver's RBAC authorizer learns of a new Role/RoleBinding through its informers:
+	// a request right after they were applied may still be refused.
+	var leaseErr error
+	waitFor(t, 10*time.Second, "the RBAC just applied in effect", func() bool {
+		_, leaseErr = kc.CoordinationV1().Leases("kube-applier-aws").Get(ctx, DefaultLeaseName, metav1.GetOptions{})
+		return leaseErr == nil || apierrors.IsNotFound(leaseErr)
+	}, func() string { return fmt.Sprintf("get own lease: %v", leaseErr) })
 	if _, err := kc.CoordinationV1().Leases("kube-applier-aws").Get(ctx, "someone-else", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("get another lease: %v, want Forbidden", err)
 	}
