@@ -858,15 +858,17 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 	waitFor(t, 60*time.Second, "repaired after the restart", func() bool { return value() == "ours" })
 	t.Logf("as applied again %s after kube-apiserver was back", time.Since(up).Round(100*time.Millisecond))
 	repaired := time.Now()
-	// The shared watch comes back when client-go's reflector retries (exponential back-off up
-	// to 30 s during the outage); until then its desires say the watch fails.
+	// The shared watch comes back when client-go's reflector retries: its back-off doubles from
+	// 0.8 s and, with jitter 1.0, waits in [30 s, 60 s) once it reached its 30 s cap — which an
+	// outage of ~30 s (10 s, plus up to 20 s of an ignored SIGTERM) reaches. Until then its
+	// desires say the watch fails.
 	watchBack := func() bool {
 		e.app.watches.mu.Lock()
 		w := e.app.watches.watches[cmGVR]
 		e.app.watches.mu.Unlock()
 		return w != nil && w.err() == nil && w.synced()
 	}
-	waitFor(t, 45*time.Second, "the configmaps watch back", watchBack)
+	waitFor(t, 75*time.Second, "the configmaps watch back", watchBack)
 	t.Logf("configmaps watch back %s after kube-apiserver was back", time.Since(up).Round(100*time.Millisecond))
 	// The same manager editing again within fightWindow of our repair is a fight, repaired
 	// after a back-off (TestDriftFightBacksOff): this drift is a new one.
