@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,7 +138,7 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_ACCESS_KEY_ID=" + creds.AccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
-	var log lockedBuffer
+	var log testenv.Output
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -152,7 +151,7 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 			t.Logf("applier's log:\n%s", log.String())
 		}
 	})
-	waitUntil(t, 60*time.Second, "the applier leads", func() bool { return strings.Contains(log.String(), `"reconciling"`) })
+	testenv.WaitUntil(t, 60*time.Second, "the applier leads", func() bool { return strings.Contains(log.String(), `"reconciling"`) })
 	if lease, err := kc.CoordinationV1().Leases(ns).Get(ctx, "kube-applier-aws", metav1.GetOptions{}); err != nil || lease.Spec.HolderIdentity == nil {
 		t.Fatalf("the Lease in %s: %v", ns, err)
 	}
@@ -367,7 +366,7 @@ func waitStatus(t *testing.T, what string, get func() (kubeapplier.Desire, error
 	t.Helper()
 	var last string
 	var got kubeapplier.Desire
-	waitUntil(t, 60*time.Second, what+" Successful="+string(want), func() bool {
+	testenv.WaitUntil(t, 60*time.Second, what+" Successful="+string(want), func() bool {
 		d, err := get()
 		if err != nil || d == nil {
 			last = fmt.Sprint(err)
@@ -384,28 +383,3 @@ func waitStatus(t *testing.T, what string, get func() (kubeapplier.Desire, error
 	t.Logf("%s: %s", what, last)
 	return got
 }
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// lockedBuffer is a strings.Builder safe for a process's output and the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

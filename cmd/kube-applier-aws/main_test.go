@@ -249,7 +249,7 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	}
 	health := holder.Addr().String()
 	holder.Close()
-	var log syncBuffer
+	var log testenv.Output
 	cmd := command(ctx, health, "--on-startup-failure=retry")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -272,15 +272,15 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitUntil(t, 30*time.Second, "/readyz naming "+missing, func() bool {
+	testenv.WaitUntil(t, 30*time.Second, "/readyz naming "+missing, func() bool {
 		code, body := readyz()
 		return code == http.StatusServiceUnavailable && strings.Contains(body, missing)
 	})
 	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 45*time.Second, "ready once the tables exist", func() bool { code, _ := readyz(); return code == http.StatusOK })
-	waitUntil(t, 30*time.Second, "leading", func() bool { return strings.Contains(log.String(), `"reconciling"`) })
+	testenv.WaitUntil(t, 45*time.Second, "ready once the tables exist", func() bool { code, _ := readyz(); return code == http.StatusOK })
+	testenv.WaitUntil(t, 30*time.Second, "leading", func() bool { return strings.Contains(log.String(), `"reconciling"`) })
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:
@@ -303,28 +303,3 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 		rest = rest[i+len(want):]
 	}
 }
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

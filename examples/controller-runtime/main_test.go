@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +65,7 @@ func embedLines(file string) (int, error) {
 type replica struct {
 	name, metrics, probes string
 	cmd                   *exec.Cmd
-	log                   *syncBuffer
+	log                   *testenv.Output
 	exited                chan error
 }
 
@@ -87,9 +85,9 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	start := func(name string) *replica { return startReplica(t, bin, env, ns, name) }
 	a, b := start("a"), start("b")
 	for _, r := range []*replica{a, b} {
-		waitFor(t, 60*time.Second, r.name+" ready", func() bool { return r.readyz() == http.StatusOK })
+		testenv.WaitUntil(t, 60*time.Second, r.name+" ready", func() bool { return r.readyz() == http.StatusOK })
 	}
-	waitFor(t, 30*time.Second, "one leader", func() bool { return a.leader()+b.leader() == 1 })
+	testenv.WaitUntil(t, 30*time.Second, "one leader", func() bool { return a.leader()+b.leader() == 1 })
 	leader, standby := a, b
 	if b.leader() == 1 {
 		leader, standby = b, a
@@ -133,7 +131,7 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatalf("%s did not exit within 40 s of SIGTERM", leader.name)
 	}
-	waitFor(t, 20*time.Second, standby.name+" leads", func() bool { return standby.leader() == 1 })
+	testenv.WaitUntil(t, 20*time.Second, standby.name+" leads", func() bool { return standby.leader() == 1 })
 	t.Logf("%s exited %s after SIGTERM; %s leads %s after it", leader.name, "cleanly", standby.name, time.Since(term).Round(10*time.Millisecond))
 	desire("second")
 	waitApplied(t, env.Client, env.Prefix, "second")
@@ -171,7 +169,7 @@ func startReplica(t *testing.T, bin string, env testenv.Dynamo, ns, name string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{name: name, metrics: freeAddr(t), probes: freeAddr(t), log: &syncBuffer{}, exited: make(chan error, 1)}
+	r := &replica{name: name, metrics: freeAddr(t), probes: freeAddr(t), log: &testenv.Output{}, exited: make(chan error, 1)}
 	r.cmd = exec.Command(bin, "-management-cluster=mc01", "-table-prefix="+env.Prefix, "-namespace="+ns,
 		"-leader-election-namespace="+ns, "-identity="+name, "-metrics-bind-address="+r.metrics,
 		"-health-probe-bind-address="+r.probes, "-leader-election-lease-duration=4s",
@@ -213,7 +211,7 @@ func TestIntegrationTablesMissingAtStart(t *testing.T) {
 	r := startReplica(t, buildOperator(t), env, ns, "a")
 
 	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
-	waitFor(t, 60*time.Second, "the applier's readyz check naming "+missing, func() bool {
+	testenv.WaitUntil(t, 60*time.Second, "the applier's readyz check naming "+missing, func() bool {
 		code, body := r.get("/readyz/kubeapplier")
 		return code == http.StatusInternalServerError && strings.Contains(body, "waiting for DynamoDB and the tables (retrying)") &&
 			strings.Contains(body, missing)
@@ -245,7 +243,7 @@ func TestIntegrationTablesMissingAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Now()
-	waitFor(t, 60*time.Second, "ready once the tables exist", func() bool { code, _ := r.get("/readyz"); return code == http.StatusOK })
+	testenv.WaitUntil(t, 60*time.Second, "ready once the tables exist", func() bool { code, _ := r.get("/readyz"); return code == http.StatusOK })
 	t.Logf("ready %s after the tables were created", time.Since(created).Round(10*time.Millisecond))
 	writer(t, env.Client, env.Prefix, ns)("late")
 	waitApplied(t, env.Client, env.Prefix, "late")
@@ -279,7 +277,7 @@ func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id
 func waitApplied(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, id string) {
 	t.Helper()
 	status := kubeapplier.NewKubeApplierDBClient(db, prefix, "mc01").ApplyDesireStatus()
-	waitFor(t, 30*time.Second, id+" Successful", func() bool {
+	testenv.WaitUntil(t, 30*time.Second, id+" Successful", func() bool {
 		st, err := status.Get(t.Context(), id)
 		if err != nil {
 			return false
@@ -296,7 +294,7 @@ func waitApplied(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, id string) {
 func waitSeenBy(t *testing.T, kc kubernetes.Interface, ns, name, want string) {
 	t.Helper()
 	var got string
-	waitFor(t, 30*time.Second, fmt.Sprintf("ConfigMap %s annotated by %s", name, want), func() bool {
+	testenv.WaitUntil(t, 30*time.Second, fmt.Sprintf("ConfigMap %s annotated by %s", name, want), func() bool {
 		cm, err := kc.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err == nil {
 			got = cm.Annotations[seenByAnnotation]
@@ -363,27 +361,3 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
