@@ -34,11 +34,13 @@ test:
 	@started=; \
 	if ! $(STACK) status >/dev/null 2>&1; then $(STACK) up >/dev/null && started=1 || exit 1; fi; \
 	eval "$$($(STACK) env)"; \
-	rc=0; KAA_INTEGRATION=1 go test ./... -count=1 -timeout 30m || rc=$$?; \
+	log=$$(mktemp); rc=0; set -o pipefail; \
+	KAA_INTEGRATION=1 go test ./... -count=1 -timeout 30m 2>&1 | tee -a $$log || rc=$$?; \
 	for m in $(EXAMPLE_MODULES); do \
-		(cd $$m && KAA_INTEGRATION=1 go test ./... -count=1 -timeout 10m) || rc=$$?; \
+		(cd $$m && KAA_INTEGRATION=1 go test ./... -count=1 -timeout 10m) 2>&1 | tee -a $$log || rc=$$?; \
 	done; \
 	if [ -n "$$started" ]; then $(STACK) down; fi; \
+	hack/failures.sh $$log; rm -f $$log; \
 	exit $$rc
 
 # Unit tests only: integration tests skip without the stack's environment.
@@ -83,6 +85,8 @@ chaos:
 	$(STACK) down >/dev/null 2>&1; rm -rf $(CHAOS_DIR); \
 	$(STACK) up >/dev/null || exit 1; \
 	eval "$$($(STACK) env)"; \
-	rc=0; KAA_CHAOS=1 KAA_INTEGRATION=1 go test -tags chaos -run '^TestChaos' -count=1 -timeout 20m -v . || rc=$$?; \
+	log=$$(mktemp); rc=0; set -o pipefail; \
+	KAA_CHAOS=1 KAA_INTEGRATION=1 go test -tags chaos -run '^TestChaos' -count=1 -timeout 20m -v . 2>&1 | tee $$log || rc=$$?; \
 	$(STACK) down; rm -rf $(CHAOS_DIR); \
+	hack/failures.sh $$log; rm -f $$log; \
 	exit $$rc

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -65,7 +66,7 @@ func (a *Applier) leaseLock() (*resourcelock.LeaseLock, error) {
 // next campaign (or another replica) starts afresh.
 func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) error {
 	term := newLeaseTerm()
-	renewals := &renewTracker{Interface: lock}
+	renewals := newRenewTracker(lock, a.opts.RetryPeriod)
 	// On shutdown, keep renewing the lease until the term's in-flight work has finished, and
 	// only then release it (ReleaseOnCancel): releasing at once would let a standby start
 	// reconciling while this process still applies and writes statuses.
@@ -181,15 +182,35 @@ type renewTracker struct {
 	// elsewhere: the last read found the Lease gone (deleted: a standby may create it at once,
 	// without waiting for it to expire) or held by another; cleared by our own next write.
 	elsewhere atomic.Bool
+	// absentSince: when a read first found the Lease gone (unix nanoseconds; 0: found since).
+	// It is created only createGrace later, so that a holder whose Lease was deleted sees it
+	// gone (its watch, or its next renewal a RetryPeriod later at most) before another process
+	// can lead: client-go's standbys create a missing Lease at once.
+	absentSince atomic.Int64
+	createGrace time.Duration
 }
+
+// newRenewTracker wraps lock; a missing Lease is created only once it has been seen missing
+// for createGrace (the election's RetryPeriod).
+func newRenewTracker(lock resourcelock.Interface, createGrace time.Duration) *renewTracker {
+	return &renewTracker{Interface: lock, createGrace: createGrace}
+}
+
+// errLeaseJustAbsent refuses to create a Lease seen missing for less than the grace: client-go
+// logs it and tries again a RetryPeriod later.
+var errLeaseJustAbsent = errors.New("the Lease was found missing just now; it is created only a retry period later, once a holder whose Lease was deleted has seen it gone")
 
 // Get reads the Lease, noting when it is gone or held by another process: from then on the
 // term is not valid, whatever the last renewal (a deleted Lease is taken without waiting).
 func (r *renewTracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := r.Interface.Get(ctx)
+	if err == nil {
+		r.absentSince.Store(0)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		r.elsewhere.Store(true)
+		r.absentSince.CompareAndSwap(0, time.Now().UnixNano())
 	case err == nil && rec.HolderIdentity != r.Identity():
 		r.elsewhere.Store(true)
 	}
@@ -198,6 +219,9 @@ func (r *renewTracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 
 func (r *renewTracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	start := time.Now()
+	if since := r.absentSince.Load(); since == 0 || start.Sub(time.Unix(0, since)) < r.createGrace {
+		return errLeaseJustAbsent
+	}
 	err := r.Interface.Create(ctx, ler)
 	if err == nil {
 		r.last.Store(start.UnixNano())
