@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,7 +98,7 @@ func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 // newQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
 // maxRetryDelay) under an overall bucket of 50 retries/s (burst 300), so a mass failure
 // cannot turn into a retry storm. It is fair between clusterIDs, with periodic work behind
-// changes (fairqueue.go), unless fifoQueue.
+// changes (internal/fairqueue), unless fifoQueue.
 func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] {
 	rl := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, c.maxRetryDelay),
@@ -108,7 +109,7 @@ func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] 
 		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
 			Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
 	} else {
-		q = newFairQueue(rl, fairQueueConfig{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), ShardOf: c.clusterOf})
+		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), ShardOf: c.clusterOf})
 	}
 	c.queue.Store(&q)
 	return q
@@ -196,7 +197,7 @@ func (c *controller[T]) wakeWaitingForKind() {
 // is periodic work: changes that arrive meanwhile go first.
 func (c *controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	for _, d := range c.lister.List() {
-		addPeriodic(q, d.Meta().DocumentID, 0)
+		fairqueue.AddPeriodic(q, d.Meta().DocumentID, 0)
 	}
 	go c.sweepOrphans(ctx, q)
 }
@@ -307,7 +308,7 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 		if err == nil {
 			for _, id := range ids {
 				if _, err := c.lister.Get(id); IsNotFoundError(err) {
-					addPeriodic(q, id, 0)
+					fairqueue.AddPeriodic(q, id, 0)
 				}
 			}
 			return
@@ -399,7 +400,7 @@ func (c *controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 	case lookPeriodic:
 		q.Forget(id)
 		if c.resync > 0 {
-			addPeriodic(q, id, wait.Jitter(c.resync, 0.1))
+			fairqueue.AddPeriodic(q, id, wait.Jitter(c.resync, 0.1))
 		}
 	default: // lookNever: the spec is gone
 		q.Forget(id)

@@ -3,6 +3,8 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +238,97 @@ func TestOrphanSweepRetries(t *testing.T) {
 	if n := h.db.Calls("Scan"); n != 3 {
 		t.Fatalf("Scan calls = %d, want 2 failures and 1 success", n)
 	}
+}
+
+// TestControllerQueueFairByCluster: the controller's queue shards by spec.clusterID: one
+// cluster's burst of changes does not delay another cluster's change, and a new term's pass
+// over every desire waits behind changes. With FIFOQueue, the change waits behind the burst.
+func TestControllerQueueFairByCluster(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			h := newHarness[*ApplyDesire](KindApplyDesire, ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
+				return Applied(1, "")
+			}))
+			h.c.fifoQueue = fifo
+			desire := func(cluster string, i int) *ApplyDesire {
+				id := fmt.Sprintf("%s-%d", cluster, i)
+				d := applyDesire(id, cmJSON(id)) // an object each: desires sharing one are rivals, queued together
+				d.Spec.ClusterID = cluster
+				if err := h.cache.Add(d); err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			var burst []*ApplyDesire
+			for i := range 300 {
+				burst = append(burst, desire("hc-a", i))
+			}
+			other := desire("hc-b", 0)
+			if got := h.c.clusterOf(other.DocumentID); got != "hc-b" {
+				t.Fatalf("clusterOf = %q, want hc-b", got)
+			}
+			if got := h.c.clusterOf("missing"); got != "" {
+				t.Fatalf("clusterOf(missing) = %q, want \"\"", got)
+			}
+			position := func(q workqueue.TypedInterface[string], id string) int {
+				for n := 0; ; n++ {
+					item, _ := q.Get()
+					q.Done(item)
+					if item == id {
+						return n
+					}
+				}
+			}
+
+			// A burst of new desires of hc-a from the stream, then one change of hc-b.
+			q := h.c.newQueue()
+			_, isFair := q.(*fairqueue.Queue)
+			if isFair == fifo {
+				t.Fatalf("queue %T with fifoQueue %v", q, fifo)
+			}
+			handler := h.c.handler()
+			for _, d := range burst {
+				handler.OnAdd(d, false)
+			}
+			changed := other.DeepCopy()
+			changed.Version++
+			handler.OnUpdate(other, changed)
+			n := position(q, other.DocumentID)
+			switch {
+			case !fifo && n > 1:
+				t.Errorf("hc-b's change waited behind %d items of hc-a's burst, want <= 1", n)
+			case fifo && n != len(burst):
+				t.Errorf("FIFO: hc-b's change waited behind %d items, want %d", n, len(burst))
+			}
+			q.ShutDown()
+
+			// A new term queues every desire; a change that arrives meanwhile goes first.
+			q = h.c.newQueue()
+			h.c.enqueueAll(context.Background(), q)
+			handler.OnUpdate(burst[200], burst[200].DeepCopy()) // no change: not queued again
+			handler.OnUpdate(other, changed)
+			handler.OnUpdate(burst[100], func() *ApplyDesire { d := burst[100].DeepCopy(); d.Version++; return d }())
+			if q.Len() != len(burst)+1 {
+				t.Fatalf("Len = %d, want %d (every desire once)", q.Len(), len(burst)+1)
+			}
+			if !fifo {
+				first := takeTwo(q)
+				if !(first[0] == other.DocumentID && first[1] == burst[100].DocumentID) {
+					t.Errorf("first Gets after the pass was queued = %v, want the two changes", first)
+				}
+			}
+			q.ShutDown()
+		})
+	}
+}
+
+// takeTwo takes the next two items (Get then Done at once).
+func takeTwo(q workqueue.TypedInterface[string]) []string {
+	var out []string
+	for range 2 {
+		item, _ := q.Get()
+		q.Done(item)
+		out = append(out, item)
+	}
+	return out
 }

@@ -1,4 +1,7 @@
-package kubeapplier
+// Package fairqueue is the controllers' workqueue: client-go's rate-limiting and delaying
+// layers over a base queue whose items take turns by shard (a hosted cluster) and yield
+// periodic work to changes.
+package fairqueue
 
 import (
 	"sync"
@@ -8,7 +11,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The fair queue: one hosted cluster's burst (a new cluster's 2,000 desires, an upgrade, a
+// Queue is the fair queue: one hosted cluster's burst (a new cluster's 2,000 desires, an upgrade, a
 // new leader's full pass) must not delay another cluster's single change. It is a
 // workqueue.TypedRateLimitingInterface[string] of documentIDs, so the controller uses it like
 // client-go's, with the same semantics: an item is queued once however often it is added
@@ -29,14 +32,14 @@ import (
 // Periodic work yields to changes: while both have items, a worker takes a periodic item only
 // every periodicEvery-th time (so a continuous stream of changes cannot starve resyncs). An
 // item queued as periodic that is added again as a change moves to the change priority.
-type fairQueue struct {
+type Queue struct {
 	workqueue.TypedRateLimitingInterface[string] // rate limiting and delaying (changes) over base
 	base                                         *fairBase
 	periodic                                     workqueue.TypedDelayingInterface[string] // delaying over base, periodic priority
 }
 
-// fairQueueConfig configures newFairQueue.
-type fairQueueConfig struct {
+// Config configures New.
+type Config struct {
 	// Name and MetricsProvider: the workqueue metrics, as client-go's (none when Name is "").
 	Name            string
 	MetricsProvider workqueue.MetricsProvider
@@ -64,15 +67,15 @@ const periodicEvery = 16
 const unfinishedWorkUpdatePeriod = 500 * time.Millisecond
 
 // periodicAdder is a queue that can put work behind changes (the fair queue). The controller
-// calls addPeriodic, which falls back to the plain FIFO calls for client-go's queue.
+// calls AddPeriodic, which falls back to the plain FIFO calls for client-go's queue.
 type periodicAdder interface {
 	// AddPeriodicAfter adds item at the periodic priority after d (at once when d <= 0).
 	AddPeriodicAfter(item string, d time.Duration)
 }
 
-// addPeriodic queues id as periodic work after d: behind changes on a fair queue, in FIFO
+// AddPeriodic queues id as periodic work after d: behind changes on a fair queue, in FIFO
 // order on client-go's queue.
-func addPeriodic(q workqueue.TypedDelayingInterface[string], id string, d time.Duration) {
+func AddPeriodic(q workqueue.TypedDelayingInterface[string], id string, d time.Duration) {
 	if p, ok := q.(periodicAdder); ok {
 		p.AddPeriodicAfter(id, d)
 		return
@@ -84,8 +87,8 @@ func addPeriodic(q workqueue.TypedDelayingInterface[string], id string, d time.D
 	q.AddAfter(id, d)
 }
 
-// newFairQueue returns a fair queue whose retries (AddRateLimited) wait as rl says.
-func newFairQueue(rl workqueue.TypedRateLimiter[string], cfg fairQueueConfig) *fairQueue {
+// New returns a fair queue whose retries (AddRateLimited) wait as rl says.
+func New(rl workqueue.TypedRateLimiter[string], cfg Config) *Queue {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -97,7 +100,7 @@ func newFairQueue(rl workqueue.TypedRateLimiter[string], cfg fairQueueConfig) *f
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock, Queue: base})
 	periodic := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock, Queue: periodicView{base}})
-	return &fairQueue{
+	return &Queue{
 		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
 			Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock, DelayingQueue: delaying}),
 		base: base, periodic: periodic,
@@ -105,10 +108,10 @@ func newFairQueue(rl workqueue.TypedRateLimiter[string], cfg fairQueueConfig) *f
 }
 
 // AddPeriodic adds item at the periodic priority: behind every change.
-func (q *fairQueue) AddPeriodic(item string) { q.base.add(item, priorityPeriodic) }
+func (q *Queue) AddPeriodic(item string) { q.base.add(item, priorityPeriodic) }
 
 // AddPeriodicAfter adds item at the periodic priority after d (at once when d <= 0).
-func (q *fairQueue) AddPeriodicAfter(item string, d time.Duration) {
+func (q *Queue) AddPeriodicAfter(item string, d time.Duration) {
 	if d <= 0 {
 		q.AddPeriodic(item)
 		return
@@ -118,13 +121,13 @@ func (q *fairQueue) AddPeriodicAfter(item string, d time.Duration) {
 
 // ShutDown stops the queue and both delaying layers; queued items are still handed out, then
 // Get reports shutdown.
-func (q *fairQueue) ShutDown() {
+func (q *Queue) ShutDown() {
 	q.TypedRateLimitingInterface.ShutDown()
 	q.periodic.ShutDown()
 }
 
 // ShutDownWithDrain is ShutDown that also waits until every item handed out is Done.
-func (q *fairQueue) ShutDownWithDrain() {
+func (q *Queue) ShutDownWithDrain() {
 	q.base.ShutDownWithDrain()
 	q.ShutDown() // ends the delaying layers' loops; the base is already shut down
 }
@@ -184,7 +187,7 @@ type fairEntry struct {
 	seq  uint64
 }
 
-func newFairBase(cfg fairQueueConfig) *fairBase {
+func newFairBase(cfg Config) *fairBase {
 	q := &fairBase{shardOf: cfg.ShardOf, clock: cfg.Clock, items: map[string]*fairItem{},
 		processing: map[string]*fairItem{}, stop: make(chan struct{})}
 	q.cond = sync.NewCond(&q.mu)

@@ -1,7 +1,6 @@
-package kubeapplier
+package fairqueue
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -20,12 +19,12 @@ func shardByPrefix(item string) string {
 	return shard
 }
 
-func newTestFairQueue(t *testing.T, cfg fairQueueConfig) *fairQueue {
+func newTestFairQueue(t *testing.T, cfg Config) *Queue {
 	t.Helper()
 	if cfg.ShardOf == nil {
 		cfg.ShardOf = shardByPrefix
 	}
-	q := newFairQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Second), cfg)
+	q := New(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Second), cfg)
 	t.Cleanup(q.ShutDown)
 	return q
 }
@@ -60,15 +59,15 @@ func waitLen(t *testing.T, q workqueue.TypedInterface[string], n int) {
 func TestFairQueueDeduplicates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		add  func(q *fairQueue, item string)
+		add  func(q *Queue, item string)
 	}{
-		{"change", func(q *fairQueue, item string) { q.Add(item) }},
-		{"periodic", func(q *fairQueue, item string) { q.AddPeriodic(item) }},
-		{"periodic then change", func(q *fairQueue, item string) { q.AddPeriodic(item); q.Add(item) }},
-		{"change then periodic", func(q *fairQueue, item string) { q.Add(item); q.AddPeriodic(item) }},
+		{"change", func(q *Queue, item string) { q.Add(item) }},
+		{"periodic", func(q *Queue, item string) { q.AddPeriodic(item) }},
+		{"periodic then change", func(q *Queue, item string) { q.AddPeriodic(item); q.Add(item) }},
+		{"change then periodic", func(q *Queue, item string) { q.Add(item); q.AddPeriodic(item) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newTestFairQueue(t, fairQueueConfig{})
+			q := newTestFairQueue(t, Config{})
 			for range 5 {
 				tc.add(q, "a/1")
 				tc.add(q, "b/1")
@@ -90,7 +89,7 @@ func TestFairQueueDeduplicates(t *testing.T) {
 // TestFairQueueRequeuesAfterDone: an item added while it is processed is not handed out to
 // another worker, and is queued again (once) when Done is called — at the priority asked.
 func TestFairQueueRequeuesAfterDone(t *testing.T) {
-	q := newTestFairQueue(t, fairQueueConfig{})
+	q := newTestFairQueue(t, Config{})
 	q.Add("a/1")
 	item, _ := q.Get()
 	q.AddPeriodic(item)
@@ -135,7 +134,7 @@ func TestFairQueueRoundRobin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			queues := map[string]workqueue.TypedInterface[string]{
-				"fair": newTestFairQueue(t, fairQueueConfig{}),
+				"fair": newTestFairQueue(t, Config{}),
 				"fifo": workqueue.NewTyped[string](),
 			}
 			for kind, q := range queues {
@@ -179,7 +178,7 @@ func TestFairQueueRoundRobinRandom(t *testing.T) {
 		}
 	}()
 	for round := range 50 {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		type watch struct {
 			item  string
 			bound int
@@ -244,7 +243,7 @@ func TestFairQueueRoundRobinRandom(t *testing.T) {
 // up, and periodic work is not starved by changes.
 func TestFairQueuePriority(t *testing.T) {
 	t.Run("changes first", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		for i := range 100 {
 			q.AddPeriodic(fmt.Sprintf("a/%d", i))
 		}
@@ -258,7 +257,7 @@ func TestFairQueuePriority(t *testing.T) {
 		}
 	})
 	t.Run("promoted", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		for i := range 100 {
 			q.AddPeriodic(fmt.Sprintf("a/%d", i))
 		}
@@ -282,7 +281,7 @@ func TestFairQueuePriority(t *testing.T) {
 		}
 	})
 	t.Run("not demoted", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		q.AddPeriodic("a/1")
 		q.Add("b/1")
 		q.AddPeriodic("b/1")
@@ -291,7 +290,7 @@ func TestFairQueuePriority(t *testing.T) {
 		}
 	})
 	t.Run("periodic not starved", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		q.AddPeriodic("p/1")
 		for i := range 1000 {
 			q.Add(fmt.Sprintf("c/%d", i))
@@ -313,7 +312,7 @@ func TestFairQueueConcurrent(t *testing.T) {
 			t.Logf("seed %d", seed)
 		}
 	}()
-	q := newTestFairQueue(t, fairQueueConfig{})
+	q := newTestFairQueue(t, Config{})
 	const items, adders, workers, adds = 50, 8, 16, 3000
 	var (
 		busy     [items]atomic.Int32
@@ -377,7 +376,7 @@ func TestFairQueueConcurrent(t *testing.T) {
 
 func TestFairQueueShutDown(t *testing.T) {
 	t.Run("queued items are handed out, then shutdown", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		q.Add("a/1")
 		q.AddPeriodic("a/2")
 		q.ShutDown()
@@ -393,7 +392,7 @@ func TestFairQueueShutDown(t *testing.T) {
 		}
 	})
 	t.Run("blocked Get returns", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		done := make(chan bool)
 		go func() { _, shutdown := q.Get(); done <- shutdown }()
 		time.Sleep(10 * time.Millisecond)
@@ -408,7 +407,7 @@ func TestFairQueueShutDown(t *testing.T) {
 		}
 	})
 	t.Run("drain waits for Done", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		q.Add("a/1")
 		item, _ := q.Get()
 		drained := make(chan struct{})
@@ -426,7 +425,7 @@ func TestFairQueueShutDown(t *testing.T) {
 		}
 	})
 	t.Run("ShutDown ends a drain", func(t *testing.T) {
-		q := newTestFairQueue(t, fairQueueConfig{})
+		q := newTestFairQueue(t, Config{})
 		q.Add("a/1")
 		q.Get()
 		drained := make(chan struct{})
@@ -445,7 +444,7 @@ func TestFairQueueShutDown(t *testing.T) {
 // exponential back-off per item, Forget, NumRequeues, AddAfter and AddPeriodicAfter.
 func TestFairQueueRetries(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	q := newTestFairQueue(t, fairQueueConfig{Clock: clk})
+	q := newTestFairQueue(t, Config{Clock: clk})
 	tickers := clk.Waiters() // the delaying layers' heartbeats
 	q.Add("a/1")
 	item, _ := q.Get()
@@ -575,7 +574,7 @@ func TestFairQueueMetrics(t *testing.T) {
 		return out
 	}
 	fairP := &fakeWQMetrics{v: map[string]float64{}, n: map[string]int{}}
-	fair := newTestFairQueue(t, fairQueueConfig{Name: "ApplyDesire", MetricsProvider: fairP})
+	fair := newTestFairQueue(t, Config{Name: "ApplyDesire", MetricsProvider: fairP})
 	got := record(fairP, run(fair, fair.AddPeriodic))
 	fifoP := &fakeWQMetrics{v: map[string]float64{}, n: map[string]int{}}
 	fifo := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Second),
@@ -591,7 +590,7 @@ func TestFairQueueMetrics(t *testing.T) {
 	// Unfinished work is reported while an item is processed.
 	clk := clocktesting.NewFakeClock(time.Now())
 	p := &fakeWQMetrics{v: map[string]float64{}, n: map[string]int{}}
-	q := newTestFairQueue(t, fairQueueConfig{Name: "x", MetricsProvider: p, Clock: clk})
+	q := newTestFairQueue(t, Config{Name: "x", MetricsProvider: p, Clock: clk})
 	q.Add("a/1")
 	q.Get()
 	deadline := time.Now().Add(5 * time.Second)
@@ -607,84 +606,3 @@ func TestFairQueueMetrics(t *testing.T) {
 	}
 }
 
-// TestControllerQueueFairByCluster: the controller's queue shards by spec.clusterID: one
-// cluster's burst of changes does not delay another cluster's change, and a new term's pass
-// over every desire waits behind changes. With FIFOQueue, the change waits behind the burst.
-func TestControllerQueueFairByCluster(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
-			h := newHarness[*ApplyDesire](KindApplyDesire, ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
-				return Applied(1, "")
-			}))
-			h.c.fifoQueue = fifo
-			desire := func(cluster string, i int) *ApplyDesire {
-				id := fmt.Sprintf("%s-%d", cluster, i)
-				d := applyDesire(id, cmJSON(id)) // an object each: desires sharing one are rivals, queued together
-				d.Spec.ClusterID = cluster
-				if err := h.cache.Add(d); err != nil {
-					t.Fatal(err)
-				}
-				return d
-			}
-			var burst []*ApplyDesire
-			for i := range 300 {
-				burst = append(burst, desire("hc-a", i))
-			}
-			other := desire("hc-b", 0)
-			if got := h.c.clusterOf(other.DocumentID); got != "hc-b" {
-				t.Fatalf("clusterOf = %q, want hc-b", got)
-			}
-			if got := h.c.clusterOf("missing"); got != "" {
-				t.Fatalf("clusterOf(missing) = %q, want \"\"", got)
-			}
-			position := func(q workqueue.TypedInterface[string], id string) int {
-				for n := 0; ; n++ {
-					item, _ := q.Get()
-					q.Done(item)
-					if item == id {
-						return n
-					}
-				}
-			}
-
-			// A burst of new desires of hc-a from the stream, then one change of hc-b.
-			q := h.c.newQueue()
-			_, isFair := q.(*fairQueue)
-			if isFair == fifo {
-				t.Fatalf("queue %T with fifoQueue %v", q, fifo)
-			}
-			handler := h.c.handler()
-			for _, d := range burst {
-				handler.OnAdd(d, false)
-			}
-			changed := other.DeepCopy()
-			changed.Version++
-			handler.OnUpdate(other, changed)
-			n := position(q, other.DocumentID)
-			switch {
-			case !fifo && n > 1:
-				t.Errorf("hc-b's change waited behind %d items of hc-a's burst, want <= 1", n)
-			case fifo && n != len(burst):
-				t.Errorf("FIFO: hc-b's change waited behind %d items, want %d", n, len(burst))
-			}
-			q.ShutDown()
-
-			// A new term queues every desire; a change that arrives meanwhile goes first.
-			q = h.c.newQueue()
-			h.c.enqueueAll(context.Background(), q)
-			handler.OnUpdate(burst[200], burst[200].DeepCopy()) // no change: not queued again
-			handler.OnUpdate(other, changed)
-			handler.OnUpdate(burst[100], func() *ApplyDesire { d := burst[100].DeepCopy(); d.Version++; return d }())
-			if q.Len() != len(burst)+1 {
-				t.Fatalf("Len = %d, want %d (every desire once)", q.Len(), len(burst)+1)
-			}
-			if !fifo {
-				first := getN(t, q, 2)
-				if !(first[0] == other.DocumentID && first[1] == burst[100].DocumentID) {
-					t.Errorf("first Gets after the pass was queued = %v, want the two changes", first)
-				}
-			}
-			q.ShutDown()
-		})
-	}
-}
