@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"context"
 	"fmt"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"net/http"
 	"os"
 	"time"
@@ -249,8 +250,8 @@ func (o *Options) complete() error {
 	if err := o.completeKube(); err != nil {
 		return err
 	}
-	o.DynamoDB = deadlineDynamoDB{api: o.DynamoDB, timeout: o.CallTimeout}
-	o.Streams = deadlineStreams{api: o.Streams, timeout: o.CallTimeout}
+	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, o.countAWS)
+	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, o.countAWS)
 	o.Kube = deadlineKube{kube: o.Kube, timeout: o.CallTimeout}
 	return nil
 }
@@ -328,10 +329,6 @@ func (o *Options) completeDynamoDB() error {
 			o.Streams = AWSStreams{DB: db, Streams: dynamodbstreams.NewFromConfig(*o.AWSConfig,
 				func(c *dynamodbstreams.Options) { c.Logger = sdkLog })}
 		}
-	}
-	if o.countAWS != nil {
-		o.DynamoDB = newCountedDynamoDB(o.DynamoDB, o.countAWS)
-		o.Streams = newCountedStreams(o.Streams, o.countAWS)
 	}
 	return nil
 }

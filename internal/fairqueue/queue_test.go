@@ -605,4 +605,3 @@ func TestFairQueueMetrics(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
