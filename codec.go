@@ -17,7 +17,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Attribute names of the item layout (see README "Item format"; api.Attr*).
+// Attribute names of the item layout (docs/contract.md "Tables and item format"; api.Attr*).
 const (
 	attrDocumentID        = api.AttrDocumentID
 	attrVersion           = api.AttrVersion

@@ -44,7 +44,7 @@ var ErrStreamNotConfigured = errors.New("specs table stream not configured")
 // ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
 // updateTime-index has a `shard` hash key of type N (releases before the key became S). An
 // index cannot change its key type in place: delete the index (or move to a new table) and
-// run EnsureTables again (README "Index-poll backends").
+// run EnsureTables again (docs/operating.md "Index-poll backends").
 var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).

@@ -33,7 +33,7 @@ const (
 	heartbeatMaxAge   = 5 * time.Minute
 )
 
-// Heartbeat is the document the leader writes at HeartbeatID (README "The heartbeat"), for
+// Heartbeat is the document the leader writes at HeartbeatID (docs/operating.md "The heartbeat"), for
 // backends that cannot scrape the management cluster's Prometheus (api.Heartbeat).
 type Heartbeat = api.Heartbeat
 

@@ -134,11 +134,12 @@ func TestIntegrationBackendPython(t *testing.T) {
 	}
 }
 
-// TestReadmeBackendExcerpts: the README's backend code blocks are excerpts of the examples
-// the integration tests run: each line, in order, is a line of the file named above the
-// block (`<!-- from PATH -->`), so the README cannot drift from what CI runs.
-func TestReadmeBackendExcerpts(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// TestBackendDocExcerpts: the backend guide's code blocks (docs/backend.md) are excerpts of
+// the examples the integration tests run: each line, in order, is a line of the file named
+// above the block (`<!-- from PATH -->`, from the repository root), so the guide cannot drift
+// from what CI runs.
+func TestBackendDocExcerpts(t *testing.T) {
+	readme, err := os.ReadFile("docs/backend.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestReadmeBackendExcerpts(t *testing.T) {
 		body, _, _ = strings.Cut(body, "```")
 		src, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("README excerpt of %s: %v", path, err)
+			t.Fatalf("excerpt of %s: %v", path, err)
 		}
 		lines := strings.Split(string(src), "\n")
 		at := 0
@@ -158,13 +159,13 @@ func TestReadmeBackendExcerpts(t *testing.T) {
 				at++
 			}
 			if at == len(lines) {
-				t.Fatalf("README excerpt of %s: %q is not in the file (after the lines before it)", path, strings.TrimSpace(want))
+				t.Fatalf("excerpt of %s: %q is not in the file (after the lines before it)", path, strings.TrimSpace(want))
 			}
 			at++
 		}
 		blocks++
 	}
 	if blocks < 2 {
-		t.Fatalf("%d README excerpts, want the Go and the Python backend", blocks)
+		t.Fatalf("%d excerpts in docs/backend.md, want the Go and the Python backend", blocks)
 	}
 }

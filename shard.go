@@ -14,7 +14,7 @@ import (
 )
 
 // Index-poll backends find status changes through a global secondary index of every status
-// table (README "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key
+// table (docs/operating.md "Index-poll backends"): partition key `shard` (S, "0"-"3"), sort key
 // `updateTime` (S). Backends of this design query `shard = :s` with :s of type S: the key must
 // be a string.
 const (
@@ -111,7 +111,7 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 				return fmt.Errorf("add index %s to %s: %w", StatusIndexName, table, err)
 			}
 		case shardKeyType(out.Table) == types.ScalarAttributeTypeN:
-			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (README \"Index-poll backends\": delete the index, then run again)",
+			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (docs/operating.md \"Index-poll backends\": delete the index, then run again)",
 				ErrStatusIndexOutdated, StatusIndexName, table, attrShard, shardKeyType(out.Table))
 		case idx.IndexStatus == "" || idx.IndexStatus == types.IndexStatusActive:
 			return nil

@@ -13,7 +13,7 @@ import (
 // Item is one DynamoDB item, as the SDK's GetItem, PutItem and Query carry it.
 type Item = map[string]types.AttributeValue
 
-// Attribute names of the item layout (README "Tables and item format"). Every name used in
+// Attribute names of the item layout (docs/contract.md "Tables and item format"). Every name used in
 // an expression must go through ExpressionAttributeNames: `status` and others are reserved.
 const (
 	AttrDocumentID               = "documentID"         // S, the partition key

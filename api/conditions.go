@@ -44,7 +44,7 @@ const (
 	ReasonKindNotServed = "KindNotServed"
 	// ReasonTargetConflict: a rival desire of this management cluster keeps the object and
 	// this ApplyDesire is not applied: a DeleteDesire of the object (it wins while it
-	// exists), or another ApplyDesire created earlier (see README "Two desires, one object").
+	// exists), or another ApplyDesire created earlier (docs/design.md "Two desires, one object").
 	// It heals when the rival is deleted or retargeted.
 	ReasonTargetConflict = "TargetConflict"
 	// ReasonDriftConflict: another writer re-took fields of the applied object within seconds

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Heartbeat is the document the leader writes at HeartbeatID (README "The heartbeat"), for
+// Heartbeat is the document the leader writes at HeartbeatID (docs/operating.md "The heartbeat"), for
 // backends that cannot scrape the management cluster's Prometheus.
 type Heartbeat struct {
 	// ManagementCluster is the management cluster served.
@@ -36,7 +36,7 @@ type Heartbeat struct {
 }
 
 // Overdue reports whether the heartbeat is more than grace past its keepalive at now: older
-// than UpdateTime + KeepaliveSeconds + grace (the README's staleness rule uses grace = 2 min).
+// than UpdateTime + KeepaliveSeconds + grace (the staleness rule of docs/operating.md uses grace = 2 min).
 func (h *Heartbeat) Overdue(now time.Time, grace time.Duration) bool {
 	return now.Sub(h.UpdateTime) > time.Duration(h.KeepaliveSeconds)*time.Second+grace
 }

@@ -111,7 +111,7 @@ func (t kindTables[T]) listSpecs(ctx context.Context) ([]kubeapplier.Desire, err
 	ds, err := t.specs.List(ctx)
 	out := make([]kubeapplier.Desire, 0, len(ds))
 	for _, d := range ds {
-		if !kubeapplier.IsReservedID(d.Meta().DocumentID) { // not a desire (README "Reserved documentIDs")
+		if !kubeapplier.IsReservedID(d.Meta().DocumentID) { // not a desire (docs/contract.md "Reserved documentIDs")
 			out = append(out, d)
 		}
 	}

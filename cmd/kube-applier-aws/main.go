@@ -1,6 +1,6 @@
 // Command kube-applier-aws runs the applier of one management cluster: it carries out the
 // desires of the DynamoDB specs tables on the cluster and writes their status tables.
-// It is a thin main over the kubeapplier library; see the README for flags and deployment.
+// It is a thin main over the kubeapplier library; see docs/binary.md for its flags and examples/deploy for a deployment.
 package main
 
 import (

@@ -1,4 +1,4 @@
-// Command backend-go is the README's "Write desires from a backend" in Go: it writes one
+// Command backend-go is docs/backend.md's "Write desires from a backend" in Go: it writes one
 // ApplyDesire (a ConfigMap), waits until the applier's status answers it, then removes the
 // object with a DeleteDesire, and removes both specs. It links only the api module and the
 // AWS SDK (no client-go).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's "Write desires from a backend" in Python (boto3).
+"""docs/backend.md's "Write desires from a backend" in Python (boto3).
 
 Writes one ApplyDesire (a ConfigMap), waits until the applier's status answers it, then
 removes the object with a DeleteDesire, and removes both specs.
