@@ -109,7 +109,7 @@ func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] 
 		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
 			Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
 	} else {
-		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), ShardOf: c.clusterOf})
+		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), LaneOf: c.clusterOf})
 	}
 	c.queue.Store(&q)
 	return q

@@ -1,5 +1,5 @@
 // Package fairqueue is the controllers' workqueue: client-go's rate-limiting and delaying
-// layers over a base queue whose items take turns by shard (a hosted cluster) and yield
+// layers over a base queue whose items take turns by lane (a hosted cluster) and yield
 // periodic work to changes.
 package fairqueue
 
@@ -20,10 +20,10 @@ import (
 // AddAfter, AddRateLimited, Forget, NumRequeues (client-go's own delaying and rate-limiting
 // layers, over the base queue below); the workqueue metrics of a MetricsProvider.
 //
-// Order: each item belongs to a shard (the desire's spec.clusterID, "" when unknown) and a
-// priority. Within one priority, shards take turns (round robin): a worker takes the oldest
-// item of the next shard that has one, so an item of shard B waits behind at most one item of
-// every other shard with work, never behind a whole burst. Two priorities:
+// Order: each item belongs to a lane (the desire's spec.clusterID, "" when unknown) and a
+// priority. Within one priority, lanes take turns (round robin): a worker takes the oldest
+// item of the next lane that has one, so an item of lane B waits behind at most one item of
+// every other lane with work, never behind a whole burst. Two priorities:
 //   - change: stream events, target-watch events, retries, rechecks — the default (Add,
 //     AddAfter, AddRateLimited);
 //   - periodic: periodic resyncs and a new term's pass over every desire (AddPeriodic,
@@ -43,9 +43,9 @@ type Config struct {
 	// Name and MetricsProvider: the workqueue metrics, as client-go's (none when Name is "").
 	Name            string
 	MetricsProvider workqueue.MetricsProvider
-	// ShardOf returns an item's shard (the desire's clusterID); it is called when the item is
-	// added, outside the queue's lock. Nil: one shard.
-	ShardOf func(item string) string
+	// LaneOf returns an item's lane (the desire's clusterID); it is called when the item is
+	// added, outside the queue's lock. Nil: one lane.
+	LaneOf func(item string) string
 	// Clock for tests; default the real clock.
 	Clock clock.WithTicker
 }
@@ -92,8 +92,8 @@ func New(rl workqueue.TypedRateLimiter[string], cfg Config) *Queue {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	if cfg.ShardOf == nil {
-		cfg.ShardOf = func(string) string { return "" }
+	if cfg.LaneOf == nil {
+		cfg.LaneOf = func(string) string { return "" }
 	}
 	base := newFairBase(cfg)
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
@@ -140,7 +140,7 @@ func (v periodicView) Add(item string) { v.add(item, priorityPeriodic) }
 
 // fairBase is the fair queue's storage and its workqueue.TypedInterface (Add = change priority).
 type fairBase struct {
-	shardOf func(string) string
+	laneOf  func(string) string
 	clock   clock.Clock
 	metrics fairMetrics
 
@@ -160,7 +160,7 @@ type fairBase struct {
 
 // fairItem is the state of one item, as client-go's dirty and processing sets.
 type fairItem struct {
-	shard      string
+	lane       string
 	prio       queuePriority // while dirty: the highest priority asked since the last Get
 	dirty      bool          // to be processed (queued, or queued again at Done)
 	processing bool
@@ -170,14 +170,14 @@ type fairItem struct {
 	startedAt  time.Time
 }
 
-// fairLevel is one priority: a FIFO per shard, and the shards with entries in turn order.
+// fairLevel is one priority: a FIFO per lane, and the lanes with entries in turn order.
 type fairLevel struct {
-	shards map[string]*fairShard
-	turns  deque[*fairShard]
-	n      int // live entries
+	lanes map[string]*fairLane
+	turns deque[*fairLane]
+	n     int // live entries
 }
 
-type fairShard struct {
+type fairLane struct {
 	name    string
 	entries deque[fairEntry]
 }
@@ -188,7 +188,7 @@ type fairEntry struct {
 }
 
 func newFairBase(cfg Config) *fairBase {
-	q := &fairBase{shardOf: cfg.ShardOf, clock: cfg.Clock, items: map[string]*fairItem{},
+	q := &fairBase{laneOf: cfg.LaneOf, clock: cfg.Clock, items: map[string]*fairItem{},
 		processing: map[string]*fairItem{}, stop: make(chan struct{})}
 	q.cond = sync.NewCond(&q.mu)
 	q.metrics = newFairMetrics(cfg.Name, cfg.MetricsProvider)
@@ -202,7 +202,7 @@ func newFairBase(cfg Config) *fairBase {
 func (q *fairBase) Add(item string) { q.add(item, priorityChange) }
 
 func (q *fairBase) add(item string, prio queuePriority) {
-	shard := q.shardOf(item) // outside the lock: it reads the informer's cache
+	lane := q.laneOf(item) // outside the lock: it reads the informer's cache
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
@@ -224,7 +224,7 @@ func (q *fairBase) add(item string, prio queuePriority) {
 		it = &fairItem{}
 		q.items[item] = it
 	}
-	it.dirty, it.prio, it.shard = true, prio, shard
+	it.dirty, it.prio, it.lane = true, prio, lane
 	q.metrics.add(it, q.clock.Now())
 	if it.processing {
 		return // queued again at Done
@@ -233,21 +233,21 @@ func (q *fairBase) add(item string, prio queuePriority) {
 	q.cond.Signal()
 }
 
-// push appends item to its shard's FIFO at its priority; the shard joins the turns if idle.
+// push appends item to its lane's FIFO at its priority; the lane joins the turns if idle.
 func (q *fairBase) push(item string, it *fairItem) {
 	l := &q.levels[it.prio]
-	if l.shards == nil {
-		l.shards = map[string]*fairShard{}
+	if l.lanes == nil {
+		l.lanes = map[string]*fairLane{}
 	}
-	sh := l.shards[it.shard]
-	if sh == nil {
-		sh = &fairShard{name: it.shard}
-		l.shards[it.shard] = sh
-		l.turns.push(sh)
+	ln := l.lanes[it.lane]
+	if ln == nil {
+		ln = &fairLane{name: it.lane}
+		l.lanes[it.lane] = ln
+		l.turns.push(ln)
 	}
 	q.seq++
 	it.seq, it.queued = q.seq, true
-	sh.entries.push(fairEntry{item: item, seq: it.seq})
+	ln.entries.push(fairEntry{item: item, seq: it.seq})
 	l.n++
 }
 
@@ -308,19 +308,19 @@ func (q *fairBase) pop() (string, *fairItem) {
 		q.sincePeriod++
 	}
 	for {
-		sh := l.turns.front()
-		e := sh.entries.pop()
-		if sh.entries.len() == 0 {
+		ln := l.turns.front()
+		e := ln.entries.pop()
+		if ln.entries.len() == 0 {
 			l.turns.pop()
-			delete(l.shards, sh.name)
+			delete(l.lanes, ln.name)
 		}
 		it := q.items[e.item]
 		if it == nil || !it.queued || it.seq != e.seq {
 			continue // stale: the item moved to another priority, or was handed out
 		}
-		if sh.entries.len() > 0 { // the shard had its turn
+		if ln.entries.len() > 0 { // the lane had its turn
 			l.turns.pop()
-			l.turns.push(sh)
+			l.turns.push(ln)
 		}
 		it.queued = false
 		l.n--

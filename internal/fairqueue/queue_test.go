@@ -13,16 +13,16 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// shardByPrefix: items are "shard/name".
-func shardByPrefix(item string) string {
-	shard, _, _ := strings.Cut(item, "/")
-	return shard
+// laneByPrefix: items are "lane/name".
+func laneByPrefix(item string) string {
+	lane, _, _ := strings.Cut(item, "/")
+	return lane
 }
 
 func newTestFairQueue(t *testing.T, cfg Config) *Queue {
 	t.Helper()
-	if cfg.ShardOf == nil {
-		cfg.ShardOf = shardByPrefix
+	if cfg.LaneOf == nil {
+		cfg.LaneOf = laneByPrefix
 	}
 	q := New(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Second), cfg)
 	t.Cleanup(q.ShutDown)
@@ -116,21 +116,21 @@ func TestFairQueueRequeuesAfterDone(t *testing.T) {
 	}
 }
 
-// TestFairQueueRoundRobin: an item of a shard waits behind at most one item of each other
-// shard with work, not behind their bursts. client-go's FIFO queue is checked too, to show
+// TestFairQueueRoundRobin: an item of a lane waits behind at most one item of each other
+// lane with work, not behind their bursts. client-go's FIFO queue is checked too, to show
 // that the check can fail.
 func TestFairQueueRoundRobin(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		bursts  map[string]int // shard -> items queued first
+		bursts  map[string]int // lane -> items queued first
 		then    string         // one item added after the bursts
 		maxWait int            // Gets before it
 	}{
 		{"one burst", map[string]int{"a": 5000}, "b/x", 1},
 		{"two bursts", map[string]int{"a": 2000, "c": 1000}, "b/x", 2},
 		{"ten bursts", map[string]int{"a": 300, "c": 200, "d": 100, "e": 50, "f": 40, "g": 30, "h": 20, "i": 10, "j": 5, "k": 1}, "b/x", 10},
-		{"same shard waits its turn", map[string]int{"a": 3, "b": 3}, "b/x", 6},
-		{"unknown shard", map[string]int{"a": 1000}, "/x", 1},
+		{"same lane waits its turn", map[string]int{"a": 3, "b": 3}, "b/x", 6},
+		{"unknown lane", map[string]int{"a": 1000}, "/x", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			queues := map[string]workqueue.TypedInterface[string]{
@@ -138,9 +138,9 @@ func TestFairQueueRoundRobin(t *testing.T) {
 				"fifo": workqueue.NewTyped[string](),
 			}
 			for kind, q := range queues {
-				for shard, n := range tc.bursts {
+				for lane, n := range tc.bursts {
 					for i := range n {
-						q.Add(fmt.Sprintf("%s/%d", shard, i))
+						q.Add(fmt.Sprintf("%s/%d", lane, i))
 					}
 				}
 				q.Add(tc.then)
@@ -156,7 +156,7 @@ func TestFairQueueRoundRobin(t *testing.T) {
 				switch {
 				case kind == "fair" && waited > tc.maxWait:
 					t.Errorf("fair queue: %s waited behind %d items, want <= %d", tc.then, waited, tc.maxWait)
-				case kind == "fifo" && tc.name != "same shard waits its turn" && waited <= tc.maxWait:
+				case kind == "fifo" && tc.name != "same lane waits its turn" && waited <= tc.maxWait:
 					t.Errorf("FIFO queue: %s waited behind %d items only: the check cannot fail", tc.then, waited)
 				}
 				q.ShutDown()
@@ -166,8 +166,8 @@ func TestFairQueueRoundRobin(t *testing.T) {
 }
 
 // TestFairQueueRoundRobinRandom checks the fairness bound under random adds, gets and
-// promotions: an item added to a shard with nothing queued at its priority is handed out
-// after at most one item of each other shard that had work at that priority when it was
+// promotions: an item added to a lane with nothing queued at its priority is handed out
+// after at most one item of each other lane that had work at that priority when it was
 // added (while no periodic item is due).
 func TestFairQueueRoundRobinRandom(t *testing.T) {
 	seed := time.Now().UnixNano()
@@ -184,35 +184,35 @@ func TestFairQueueRoundRobinRandom(t *testing.T) {
 			bound int
 			gets  int
 		}
-		queued := map[string]map[string]bool{} // shard -> queued change items
+		queued := map[string]map[string]bool{} // lane -> queued change items
 		var watched []*watch
 		next := 0
 		for step := 0; step < 2000; step++ {
 			if rng.IntN(3) > 0 { // add a change
-				// Skewed: shard a gets most adds.
-				shard := string(rune('a' + min(rng.IntN(12), rng.IntN(12))))
-				item := fmt.Sprintf("%s/%d", shard, next)
-				if rng.IntN(4) == 0 && len(queued[shard]) > 0 {
-					for it := range queued[shard] { // add again: de-duplicated
+				// Skewed: lane a gets most adds.
+				lane := string(rune('a' + min(rng.IntN(12), rng.IntN(12))))
+				item := fmt.Sprintf("%s/%d", lane, next)
+				if rng.IntN(4) == 0 && len(queued[lane]) > 0 {
+					for it := range queued[lane] { // add again: de-duplicated
 						item = it
 						break
 					}
 				} else {
 					next++
 				}
-				if len(queued[shard]) == 0 {
+				if len(queued[lane]) == 0 {
 					others := 0
 					for s, items := range queued {
-						if s != shard && len(items) > 0 {
+						if s != lane && len(items) > 0 {
 							others++
 						}
 					}
 					watched = append(watched, &watch{item: item, bound: others})
 				}
-				if queued[shard] == nil {
-					queued[shard] = map[string]bool{}
+				if queued[lane] == nil {
+					queued[lane] = map[string]bool{}
 				}
-				queued[shard][item] = true
+				queued[lane][item] = true
 				q.Add(item)
 				continue
 			}
@@ -221,7 +221,7 @@ func TestFairQueueRoundRobinRandom(t *testing.T) {
 			}
 			item, _ := q.Get()
 			q.Done(item)
-			delete(queued[shardByPrefix(item)], item)
+			delete(queued[laneByPrefix(item)], item)
 			for i := 0; i < len(watched); i++ {
 				w := watched[i]
 				if w.item == item {
@@ -302,7 +302,7 @@ func TestFairQueuePriority(t *testing.T) {
 	})
 }
 
-// TestFairQueueConcurrent: many adders and workers, random shards and priorities. No item is
+// TestFairQueueConcurrent: many adders and workers, random lanes and priorities. No item is
 // ever processed by two workers at once, and every add is followed by a processing of its
 // item that started after it (nothing lost).
 func TestFairQueueConcurrent(t *testing.T) {
