@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 )
 
 // defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 )
 
 // pendingReconciler reaches no verdict, like a ReadDesire whose watch has not synced.

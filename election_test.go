@@ -5,43 +5,6 @@ import (
 	"time"
 )
 
-// TestLeaseTerm: a campaign's term starts at most once, never after the campaign is over, and
-// wait returns once it has finished (at once when it never started), so a term's in-flight
-// writes end before the next campaign and before the lease is released.
-func TestLeaseTerm(t *testing.T) {
-	waited := func(lt *leaseTerm) bool {
-		done := make(chan struct{})
-		go func() { lt.wait(); close(done) }()
-		select {
-		case <-done:
-			return true
-		case <-time.After(50 * time.Millisecond):
-			return false
-		}
-	}
-	never := newLeaseTerm()
-	never.stop()
-	if never.begin() {
-		t.Fatal("a term began after its campaign was over")
-	}
-	if !waited(never) {
-		t.Fatal("wait blocks for a term that never started")
-	}
-	running := newLeaseTerm()
-	if !running.begin() {
-		t.Fatal("a term could not begin")
-	}
-	running.stop()
-	if waited(running) {
-		t.Fatal("wait returned while the term's work runs")
-	}
-	running.end()
-	running.end() // idempotent
-	if !waited(running) {
-		t.Fatal("wait blocks after the term ended")
-	}
-}
-
 // TestWriteMargin: a leader stops starting writes the renew deadline's slack before the lease
 // could expire, at least 500 ms and at most a call timeout.
 func TestWriteMargin(t *testing.T) {

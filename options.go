@@ -3,13 +3,10 @@ package kubeapplier
 import (
 	"context"
 	"fmt"
-	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"net/http"
 	"os"
 	"time"
 	"unicode"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -27,6 +24,9 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 )
 
 // Defaults of Options.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/lease"
 )
 
 // TestLeaseDeletedNoTwoValidTerms: a term's validity and expiry assume that no other process
@@ -62,11 +64,11 @@ func TestLeaseDeletedNoTwoValidTerms(t *testing.T) {
 	defer cancel()
 	type elector struct {
 		le       *leaderelection.LeaderElector
-		renewals *renewTracker
+		renewals *lease.Tracker
 		leading  atomic.Bool
 	}
 	start := func(id string) *elector {
-		e := &elector{renewals: newRenewTracker(lock(id), a.opts.RetryPeriod)} // as campaign does
+		e := &elector{renewals: lease.NewTracker(lock(id), a.opts.RetryPeriod)} // as campaign does
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: e.renewals, Name: "kaa",
 			LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
 			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) { e.leading.Store(true) }, OnStoppedLeading: func() { e.leading.Store(false) }}})
@@ -74,14 +76,14 @@ func TestLeaseDeletedNoTwoValidTerms(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.le = le
-		go e.renewals.watch(ctx, slowWatch{client.CoordinationV1().Leases("ns")}, "kaa") // as campaign does
+		go e.renewals.Watch(ctx, slowWatch{client.CoordinationV1().Leases("ns")}, "kaa") // as campaign does
 		go le.Run(ctx)
 		return e
 	}
 	// As termOf: valid while a call started now ends before the Lease could pass; none runs
 	// past the earliest expiry.
 	valid := func(e *elector) bool {
-		return e.le.IsLeader() && e.le.Check(-margin) == nil && e.renewals.held() && time.Now().Before(e.renewals.expiry(a.opts.LeaseDuration))
+		return e.le.IsLeader() && e.le.Check(-margin) == nil && e.renewals.Held() && time.Now().Before(e.renewals.Expiry(a.opts.LeaseDuration))
 	}
 
 	old := start("old")
@@ -95,7 +97,7 @@ func TestLeaseDeletedNoTwoValidTerms(t *testing.T) {
 	for time.Now().Before(deadline) {
 		if standby.le.IsLeader() && valid(old) {
 			t.Fatalf("after the Lease was deleted, %q leads while the old leader's term is still valid (its expiry %s ahead): "+
-				"both start cluster changes", standby.le.GetLeader(), time.Until(old.renewals.expiry(a.opts.LeaseDuration)).Round(time.Millisecond))
+				"both start cluster changes", standby.le.GetLeader(), time.Until(old.renewals.Expiry(a.opts.LeaseDuration)).Round(time.Millisecond))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

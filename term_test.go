@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 )
 
 // TestTakeTermOnlyGrows: a term is taken in DynamoDB one above the stored one and the newest
@@ -209,37 +206,6 @@ func TestNewerTermEndsTheTerm(t *testing.T) {
 	maybe.valid = func() bool { return false }
 	if err := maybe.do(ctx, func(context.Context) error { return nil }); !errors.Is(err, errFenced) || errors.Is(err, errNewerTerm) || len(lost) != 0 {
 		t.Fatalf("invalid term: err %v, lost %v; want errFenced only, the term going on", err, lost)
-	}
-}
-
-// TestFollowedLease: under a manager's election the term follows the manager's Lease: valid
-// while its holder renews it, over once another holder has it or it was not renewed.
-func TestFollowedLease(t *testing.T) {
-	lease := func(holder string, renewed time.Time) *coordinationv1.Lease {
-		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
-			LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: renewed}}}
-	}
-	margin := 5 * time.Second
-	f := &followedLease{holder: "mgr-1"}
-	if f.observe(lease("mgr-1", time.Now())) || !f.valid(margin) {
-		t.Fatal("a Lease just renewed by the term's holder: want valid")
-	}
-	if e := f.expiry(); e.After(time.Now().Add(15*time.Second)) || e.Before(time.Now().Add(10*time.Second)) {
-		t.Fatalf("expiry %v ahead, want within the lease duration less its safety", time.Until(e))
-	}
-	f.observe(lease("mgr-1", time.Now().Add(-11*time.Second)))
-	if f.valid(margin) {
-		t.Fatal("a Lease not renewed for 11 s of 15: want invalid (the margin is 5 s)")
-	}
-	f.observe(lease("mgr-1", time.Now()))
-	if !f.valid(margin) {
-		t.Fatal("renewed again: want valid")
-	}
-	if !f.observe(lease("mgr-2", time.Now())) || f.valid(margin) {
-		t.Fatal("another holder: want lost for good")
-	}
-	if !f.observe(lease("mgr-1", time.Now())) || f.valid(margin) {
-		t.Fatal("a lost term does not come back")
 	}
 }
 
