@@ -174,7 +174,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 				}
 			}
 
-			status := statusDocument(spec.DeepCopy(), Applied(1, "ok"), (*ApplyDesire)(nil), false, testTime)
+			status := statusDocument(spec.DeepCopy(), Applied(1, "ok"), false, (*ApplyDesire)(nil), false, testTime)
 			checkObserved := func(what string, d *ApplyDesire) {
 				t.Helper()
 				item, err := EncodeItem(d)
@@ -199,7 +199,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkObserved("status read back", read.DeepCopy())
-			checkObserved("status written again", statusDocument(spec, Applied(1, "ok"), read, true, testTime))
+			checkObserved("status written again", statusDocument(spec, Applied(1, "ok"), false, read, true, testTime))
 
 			// A time set to another instant is not written with the old string.
 			moved := spec.DeepCopy()

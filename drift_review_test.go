@@ -180,7 +180,7 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	if !v.Successful() {
 		t.Fatalf("first apply: %v", v)
 	}
-	last := statusDocument(d, v, nil, false, time.Now())
+	last := statusDocument(d, v, false, nil, false, time.Now())
 	last.UpdateTime = time.Now() // as the status table stores it
 	f.settle(t, "cm", false)
 	live, _ := f.kube.get("default", "cm")

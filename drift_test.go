@@ -533,7 +533,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			ctx := context.Background()
 			d := applyDesire("a1", content)
 			v := f.rec.Reconcile(ctx, d)
-			last := statusDocument(d, v, nil, false, time.Now())
+			last := statusDocument(d, v, false, nil, false, time.Now())
 			if last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
 				t.Fatalf("status lacks the applied uid/resourceVersion: %+v", last.Status)
 			}
@@ -561,7 +561,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 				t.Fatalf("applies in the new term = %d (%v), want %d", got, v2, tc.applies)
 			}
 			if tc.applies == 0 {
-				next := statusDocument(d, v2, last, true, time.Now())
+				next := statusDocument(d, v2, false, last, true, time.Now())
 				if !sameStatus(last, next) {
 					t.Fatalf("verified, yet the status would change:\n%+v\n%+v", last.Status, next.Status)
 				}

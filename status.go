@@ -105,25 +105,27 @@ func (w *statusWriter[T]) last(ctx context.Context, id string) (T, bool, error) 
 // instead of two when, as almost always, there is none yet. A status that would not fit in a
 // DynamoDB item is written smaller (see shrink); the verdict actually written is returned.
 func (w *statusWriter[T]) write(ctx context.Context, spec T, v Verdict, createFirst bool) (statusWriteResult, Verdict, error) {
+	stripSpec := false
 	for {
-		res, err := w.put(ctx, spec, v, createFirst)
+		res, err := w.put(ctx, spec, v, stripSpec, createFirst)
 		var big *ItemTooLargeError
 		if !errors.As(err, &big) {
 			return res, v, err
 		}
-		smaller, ok := shrink(spec, v)
+		smaller, strip, ok := shrink(spec, v, stripSpec)
 		if !ok {
 			return "", v, err
 		}
-		v = smaller
+		v, stripSpec = smaller, strip
 	}
 }
 
-func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirst bool) (statusWriteResult, error) {
+// put writes the status document of spec under v; stripSpec leaves the spec's fields out.
+func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec, createFirst bool) (statusWriteResult, error) {
 	id := spec.Meta().DocumentID
 	if createFirst {
 		var none T
-		err := w.create(ctx, statusDocument(spec, v, none, false, w.now()))
+		err := w.create(ctx, statusDocument(spec, v, stripSpec, none, false, w.now()))
 		if err == nil {
 			return statusCreated, nil
 		}
@@ -163,7 +165,7 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, createFirs
 				return statusStale, nil
 			}
 		}
-		next := statusDocument(spec, v, cur, found, w.now())
+		next := statusDocument(spec, v, stripSpec, cur, found, w.now())
 		if found && sameStatus(cur, next) {
 			return statusUnchanged, nil
 		}
@@ -317,10 +319,10 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
 // document's own metadata (for optimistic concurrency), the spec's small fields (not
 // kubeContent, nothing of the spec document's own status), and the status: conditions that
 // keep their lastTransitionTime when unchanged, the spec updateTime answered, and the kind's
-// fields (see carriedOver).
-func statusDocument[T Desire](spec T, v Verdict, cur T, found bool, now time.Time) T {
+// fields (see carriedOver). stripSpec leaves the spec's fields out (they do not fit in an item).
+func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
 	next := newDesire[T]()
-	if !v.stripSpec {
+	if !stripSpec {
 		next = spec.DeepCopyObject().(T)
 		next.resetStatus()
 		if attr, raw := next.content(); attr == attrSpecKubeContent {
@@ -389,8 +391,9 @@ func (v Verdict) carriedOver(cur Desire) Verdict {
 
 // shrink returns a verdict whose status fits in a DynamoDB item when v's status does not: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
 // otherwise the spec's fields are not repeated and the desire is refused (PreCheckFailed,
-// naming the oversize fields). false when nothing more can be dropped.
-func shrink[T Desire](spec T, v Verdict) (Verdict, bool) {
+// naming the oversize fields), and strip says to leave the spec's fields out of the status
+// document. ok is false when nothing more can be dropped.
+func shrink[T Desire](spec T, v Verdict, stripSpec bool) (smaller Verdict, strip, ok bool) {
 	if r, ok := any(spec).(*ReadDesire); ok && v.mirrored && v.content != nil {
 		// No item size in the message: the document's own timestamps vary its size by a few
 		// bytes between writes, which would rewrite an unchanged status on every resync.
@@ -398,16 +401,15 @@ func shrink[T Desire](spec T, v Verdict) (Verdict, bool) {
 			"%s is %d bytes as JSON; with the status the item would be over DynamoDB's item limit of %d bytes",
 			r.Spec.TargetItem, len(v.content), MaxItemSize))
 		out.mirrored = true
-		return out, true
+		return out, stripSpec, true
 	}
-	if v.stripSpec {
-		return v, false
+	if stripSpec {
+		return v, true, false
 	}
 	out := Refused(ReasonPreCheckFailed, fmt.Sprintf(
 		"the status document would be over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
 		MaxItemSize, largeSpecFields(spec)))
-	out.stripSpec = true
-	return out, true
+	return out, true, true
 }
 
 // largeSpecFields lists the spec's attributes by encoded size, largest first, for messages.

@@ -156,25 +156,25 @@ func TestStatusCarriesOverWhatIsStillTrue(t *testing.T) {
 		wantMsg     string
 	}{
 		{"apply refused keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), appliedBefore, true, now)
+			return statusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), false, appliedBefore, true, now)
 		}, 5, false, "field is immutable"},
 		{"apply transient keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), appliedBefore, true, now)
+			return statusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), false, appliedBefore, true, now)
 		}, 5, false, "timeout"},
 		{"apply applied records the new generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), appliedBefore, true, now)
+			return statusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), false, appliedBefore, true, now)
 		}, 6, false, "applied"},
 		{"read transient keeps the content and says so", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), readBefore, true, now)
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), false, readBefore, true, now)
 		}, 0, true, "GET failed; status.kubeContent is the object as last read"},
 		{"read refused clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), readBefore, true, now)
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), false, readBefore, true, now)
 		}, 0, false, "bad target"},
 		{"read not served clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), readBefore, true, now)
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), false, readBefore, true, now)
 		}, 0, false, "gone"},
 		{"read absent clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), readBefore, true, now)
+			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), false, readBefore, true, now)
 		}, 0, false, "does not exist"},
 	}
 	for _, tc := range cases {
@@ -206,7 +206,7 @@ func TestSpecStatusDoesNotLeak(t *testing.T) {
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.Status.AppliedResourceGeneration = 99
 	spec.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
-	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), nil, false, testTime)
+	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), false, nil, false, testTime)
 	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
 		t.Fatalf("spec status leaked: %+v", doc.Status)
 	}
@@ -312,7 +312,7 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	spec.CreateTime = testTime
 	ok := Applied(1, "applied")
 	ok.ready = &readiness{status: "Current", message: "Deployment is available"}
-	cur := statusDocument(spec, ok, (*ApplyDesire)(nil), false, testTime)
+	cur := statusDocument(spec, ok, false, (*ApplyDesire)(nil), false, testTime)
 	cur.Version = 1
 	cases := []struct {
 		name string
@@ -325,7 +325,7 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			next := statusDocument(spec, tc.v, cur, true, testTime.Add(time.Minute))
+			next := statusDocument(spec, tc.v, false, cur, true, testTime.Add(time.Minute))
 			c := meta.FindStatusCondition(next.Status.Conditions, ConditionReady)
 			if c == nil || c.Status != tc.want {
 				t.Fatalf("Ready = %+v, want %s", c, tc.want)
@@ -427,7 +427,7 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := newMemDB()
 			status := NewTable[*ApplyDesire](db, "status")
-			prior := statusDocument(tc.status, Applied(1, "applied earlier"), (*ApplyDesire)(nil), false, testTime)
+			prior := statusDocument(tc.status, Applied(1, "applied earlier"), false, (*ApplyDesire)(nil), false, testTime)
 			if !tc.keepCreated {
 				prior.Status.ObservedDesireCreateTime = nil
 			}

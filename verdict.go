@@ -66,8 +66,6 @@ type Verdict struct {
 	// kindsChanged: a CustomResourceDefinition was applied; desires waiting for a kind that
 	// was not served are looked at again at once.
 	kindsChanged bool
-	// stripSpec: the status document omits the spec's fields (they do not fit in an item).
-	stripSpec bool
 }
 
 // appliedObject is what an ApplyDesire's status records of the object after the apply.
