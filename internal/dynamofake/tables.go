@@ -70,10 +70,18 @@ func (d *DB) PutRaw(table string, item map[string]types.AttributeValue) {
 }
 
 // DeleteRaw removes the item: no condition, no call counted, no stream record.
-func (d *DB) DeleteRaw(table, id string) {
+func (d *DB) DeleteRaw(table, id string) { d.DeleteRawAnd(table, id, nil) }
+
+// DeleteRawAnd is DeleteRaw that calls record (unless nil) before the table is unlocked: a
+// test that records this deletion beside the writes AfterWrite reports keeps their order, and
+// takes its own lock after the table's, as AfterWrite does (never the other way round).
+func (d *DB) DeleteRawAnd(table, id string, record func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.tableLocked(table).items, id)
+	if record != nil {
+		record()
+	}
 }
 
 // Put stores item as PutItem does without a condition, and without counting a call: on a
