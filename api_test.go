@@ -5,12 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"regexp"
+	gotypes "go/types"
+	"golang.org/x/tools/go/packages"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +22,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kube-applier-aws/kubeapplier"
+
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
@@ -50,6 +48,7 @@ func ExampleVerdict() {
 		}
 		fmt.Printf("%-18s Successful=%s Degraded=%s\n", c[0].Reason, c[0].Status, c[1].Status)
 	}
+	fmt.Println(kubeapplier.Applied(3, "applied ConfigMap demo/settings").Message())
 	p := kubeapplier.Pending(200 * time.Millisecond)
 	fmt.Println(p.IsPending(), p.Conditions(1, now) == nil, p.After(time.Second).IsPending())
 	// Output:
@@ -63,6 +62,7 @@ func ExampleVerdict() {
 	// KindNotServed      Successful=False Degraded=False
 	// StaleFieldOwners   Successful=False Degraded=False
 	// KubeAPIError       Successful=False Degraded=True
+	// applied ConfigMap demo/settings
 	// true true true
 }
 
@@ -110,6 +110,21 @@ func TestTablesFromOutside(t *testing.T) {
 	ids, err := status.ListIDs(ctx)
 	if err != nil || len(ids) != 1 || ids[0] != "a" {
 		t.Fatalf("ListIDs = %v, %v", ids, err)
+	}
+	// An item read raw (a stream record, a Scan of one's own) decodes as the table does.
+	item, err := kubeapplier.EncodeItem(created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded kubeapplier.ApplyDesire
+	if err := kubeapplier.DecodeItem(item, &decoded); err != nil || decoded.DocumentID != "a" || decoded.Status.AppliedResourceGeneration != 2 {
+		t.Fatalf("DecodeItem(EncodeItem) = %+v, %v", decoded, err)
+	}
+	// A copy shares nothing with the cached desire it was taken from.
+	ac, dc, rc := created.DeepCopy(), (&kubeapplier.DeleteDesire{}).DeepCopy(), (&kubeapplier.ReadDesire{}).DeepCopy()
+	ac.Status.AppliedResourceGeneration, dc.Spec.TargetItem.Name, rc.Spec.TargetItem.Name = 9, "x", "y"
+	if created.Status.AppliedResourceGeneration != 2 || dc.Spec.TargetItem.Name != "x" || rc.Spec.TargetItem.Name != "y" {
+		t.Fatal("DeepCopy shares its status with the original")
 	}
 	// Every desire kind answers the Desire interface a generic tool uses.
 	for _, k := range []kubeapplier.Desire{created, &kubeapplier.DeleteDesire{}, &kubeapplier.ReadDesire{}} {
@@ -160,7 +175,11 @@ func TestInformersFromOutside(t *testing.T) {
 	}
 	var apply *kubeapplier.DesireInformer[*kubeapplier.ApplyDesire] = infs.ApplyDesires
 	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "x"}}
-	if _, err := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, apply.Table()).Create(ctx, d); err != nil {
+	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, apply.Table())
+	if specs.Name() != apply.Table() {
+		t.Fatalf("Name = %q, want %q", specs.Name(), apply.Table())
+	}
+	if _, err := specs.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	var lister kubeapplier.DesireLister[*kubeapplier.ApplyDesire] = apply.Lister
@@ -194,7 +213,15 @@ func TestInformersFromOutside(t *testing.T) {
 // recordingKube is a KubeClient of the caller's own: Options.Kube takes it.
 type recordingKube struct {
 	kubeapplier.KubeClient
-	deletes []string
+	deletes  []string
+	managers []string // the field manager of each apply
+}
+
+func (k *recordingKube) Apply(_ context.Context, _ schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	k.managers = append(k.managers, fieldManager)
+	out := obj.DeepCopy()
+	out.SetGeneration(1)
+	return out, nil
 }
 
 func (k *recordingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
@@ -215,7 +242,7 @@ func TestOptionsFromOutside(t *testing.T) {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	kube := &recordingKube{KubeClient: kubeapplier.DynamicKube{Client: dyn}}
 	wrapped := false
-	_, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: "mc01", DynamoDB: db, Streams: db,
+	a, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: "mc01", DynamoDB: db, Streams: db,
 		DynamicClient: dyn, RESTMapper: mapper, Kube: kube,
 		Stream:          kubeapplier.StreamOptions{PollInterval: 100 * time.Millisecond},
 		SecretRedaction: kubeapplier.SecretRedaction{AllowKeys: []string{"ca.crt"}},
@@ -225,6 +252,18 @@ func TestOptionsFromOutside(t *testing.T) {
 		}}})
 	if err != nil || !wrapped {
 		t.Fatalf("New with the caller's clients: %v (wrapper called %v)", err, wrapped)
+	}
+	// Before Run, the informers are empty and not synced (Applier.Informers).
+	if inf := a.Informers(); inf == nil || inf.HasSynced() || len(inf.ApplyDesires.Lister.List()) != 0 {
+		t.Fatal("Informers before Run: want empty, not synced")
+	}
+	// The default ApplyDesire reconciler over the caller's KubeClient, as the applier's own
+	// field manager.
+	ad := &kubeapplier.ApplyDesire{}
+	ad.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new","namespace":"default"}}`)}
+	applied := kubeapplier.NewApplyReconciler(kube, restMapper{mapper}, kubeapplier.DefaultFieldManager).Reconcile(context.Background(), ad)
+	if !applied.Successful() || len(kube.managers) != 1 || kube.managers[0] != kubeapplier.DefaultFieldManager {
+		t.Fatalf("apply = %v (%q), field managers %v, want one apply as %q", applied, applied.Message(), kube.managers, kubeapplier.DefaultFieldManager)
 	}
 	// The default DeleteDesire reconciler over the caller's KubeClient.
 	obj := &unstructured.Unstructured{}
@@ -239,6 +278,9 @@ func TestOptionsFromOutside(t *testing.T) {
 	r := kubeapplier.NewDeleteReconciler(kube, restMapper{mapper}, nil)
 	d := &kubeapplier.DeleteDesire{}
 	d.Spec.TargetItem = kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "old"}
+	if d.Spec.TargetItem.GVR() != cm {
+		t.Fatalf("GVR = %v, want %v", d.Spec.TargetItem.GVR(), cm)
+	}
 	if v := r.Reconcile(context.Background(), d); !v.Successful() || v.Reason() != kubeapplier.ReasonNoErrors || len(kube.deletes) != 1 {
 		t.Fatalf("delete = %v, deletes %v", v, kube.deletes)
 	}
@@ -269,109 +311,122 @@ var interfaceMethods = map[string]bool{"DeepCopyObject": true, "GetObjectKind": 
 	"Error": true, "Is": true, "String": true, "Start": true, "NeedLeaderElection": true, "Warmup": true}
 
 // TestEveryExportHasAnOutsideUse: every exported identifier of the package is used from
-// outside it: by cmd/, examples/, hack/ or a test of package kubeapplier_test. An export
-// without such a use should be unexported (or shown in use).
+// outside it, by its full selector: by cmd/ or examples/ of this module, or by a test of
+// package kubeapplier_test (hack/ and the package's own tests do not count). The outside
+// packages are type-checked (golang.org/x/tools/go/packages), so kubeapplier.X must resolve to
+// this package's X, and a method T.M counts only where a selector resolves to T's M. A method
+// whose name is one of the package's exported interfaces' methods, or of interfaceMethods, is
+// used as that interface is. An export without such a use should be unexported (or shown in
+// use by an example).
 func TestEveryExportHasAnOutsideUse(t *testing.T) {
-	fset := token.NewFileSet()
-	files, _ := filepath.Glob("*.go")
-	var outside strings.Builder
-	exports := map[string]string{} // name -> file
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	const self = "github.com/kube-applier-aws/kubeapplier"
+	pkgs, err := packages.Load(&packages.Config{Tests: true,
+		Mode: packages.NeedName | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedSyntax | packages.NeedImports},
+		".", "./cmd/...", "./examples/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lib *gotypes.Package
+	used := map[string]bool{}
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 {
+			t.Fatalf("%s: %v", p.ID, p.Errors)
 		}
-		if strings.HasSuffix(f, "_test.go") {
-			if strings.HasPrefix(string(src), "package kubeapplier_test") || strings.Contains(string(src), "\npackage kubeapplier_test") {
-				outside.Write(src)
-			}
+		switch {
+		case p.PkgPath == self && !strings.Contains(p.ID, ".test"):
+			lib = p.Types
 			continue
+		case p.PkgPath == self || strings.HasSuffix(p.PkgPath, ".test"):
+			continue // the package's own tests, and test mains
 		}
-		af, err := parser.ParseFile(fset, f, src, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			for _, name := range exportedNames(d) {
-				exports[name] = f
-			}
-		}
-	}
-	for _, dir := range []string{"cmd", "examples", "hack"} {
-		_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && strings.HasSuffix(path, ".go") {
-				b, _ := os.ReadFile(path)
-				outside.Write(b)
-			}
-			return nil
-		})
-	}
-	text := outside.String()
-	var unused []string
-	for name, file := range exports {
-		pattern := `kubeapplier\.` + regexp.QuoteMeta(name) + `\b`
-		if _, method, ok := strings.Cut(name, "."); ok {
-			if interfaceMethods[method] {
+		for _, obj := range p.TypesInfo.Uses {
+			if obj.Pkg() == nil || obj.Pkg().Path() != self {
 				continue
 			}
-			pattern = `\.` + regexp.QuoteMeta(method) + `\b`
-		}
-		if !regexp.MustCompile(pattern).MatchString(text) {
-			unused = append(unused, name+" ("+file+")")
+			if name := exportKey(obj); name != "" {
+				used[name] = true
+			}
 		}
 	}
+	if lib == nil {
+		t.Fatal("the package itself was not loaded")
+	}
+	exports, ifaceMethods := exportsOf(lib)
+	var unused []string
+	for _, name := range exports {
+		_, method, isMethod := strings.Cut(name, ".")
+		if used[name] || isMethod && (interfaceMethods[method] || ifaceMethods[method]) {
+			continue
+		}
+		unused = append(unused, name)
+	}
 	if len(unused) > 0 {
-		t.Fatalf("exported without an outside use: %s", strings.Join(unused, ", "))
+		t.Fatalf("exported without an outside use (cmd/, examples/, package kubeapplier_test):\n%s", strings.Join(unused, "\n"))
 	}
 	t.Logf("%d exported identifiers, each used from outside the package", len(exports))
 }
 
-// exportedNames returns the exported names a declaration adds: "Name" or "Type.Method".
-func exportedNames(d ast.Decl) []string {
-	var out []string
-	switch d := d.(type) {
-	case *ast.FuncDecl:
-		if !d.Name.IsExported() {
-			return nil
-		}
-		if d.Recv == nil {
-			return []string{d.Name.Name}
-		}
-		t := d.Recv.List[0].Type
-		for {
-			switch x := t.(type) {
-			case *ast.StarExpr:
-				t = x.X
-				continue
-			case *ast.IndexExpr:
-				t = x.X
-				continue
-			case *ast.IndexListExpr:
-				t = x.X
-				continue
+// exportKey names obj as exportsOf does: "Name" for a package-level object, "Type.Method" for
+// a method of a named type; "" for anything else (a field, a local).
+func exportKey(obj gotypes.Object) string {
+	if fn, ok := obj.(*gotypes.Func); ok {
+		fn = fn.Origin()
+		if recv := fn.Signature().Recv(); recv != nil {
+			if named := namedOf(recv.Type()); named != nil {
+				return named.Origin().Obj().Name() + "." + fn.Name()
 			}
-			break
+			return "" // an interface's method: counted with its interface
 		}
-		if id, ok := t.(*ast.Ident); ok && id.IsExported() {
-			out = append(out, id.Name+"."+d.Name.Name)
+	}
+	if obj.Parent() != nil && obj.Parent() == obj.Pkg().Scope() {
+		return obj.Name()
+	}
+	return ""
+}
+
+// namedOf is t's named type, through a pointer; nil for an interface or unnamed type.
+func namedOf(t gotypes.Type) *gotypes.Named {
+	if p, ok := t.(*gotypes.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*gotypes.Named)
+	if !ok || gotypes.IsInterface(n) {
+		return nil
+	}
+	return n
+}
+
+// exportsOf lists pkg's exported names ("Name", and "Type.Method" for the methods its own
+// named types declare) and the method names of its exported interfaces.
+func exportsOf(pkg *gotypes.Package) (names []string, ifaceMethods map[string]bool) {
+	ifaceMethods = map[string]bool{}
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		obj := scope.Lookup(name)
+		if !obj.Exported() {
+			continue
 		}
-	case *ast.GenDecl:
-		for _, s := range d.Specs {
-			switch s := s.(type) {
-			case *ast.TypeSpec:
-				if s.Name.IsExported() {
-					out = append(out, s.Name.Name)
-				}
-			case *ast.ValueSpec:
-				for _, n := range s.Names {
-					if n.IsExported() {
-						out = append(out, n.Name)
-					}
+		names = append(names, name)
+		tn, ok := obj.(*gotypes.TypeName)
+		if !ok || tn.IsAlias() {
+			continue // an alias's methods are the aliased package's
+		}
+		if it, ok := tn.Type().Underlying().(*gotypes.Interface); ok {
+			for m := range it.Methods() {
+				ifaceMethods[m.Name()] = true
+			}
+			continue
+		}
+		if named, ok := tn.Type().(*gotypes.Named); ok {
+			for m := range named.Methods() {
+				if m.Exported() {
+					names = append(names, name+"."+m.Name())
 				}
 			}
 		}
 	}
-	return out
+	sort.Strings(names)
+	return names, ifaceMethods
 }
 
 // TestReplaceManagedFieldsFromOutside: DynamicKube.ReplaceManagedFields replaces an object's
