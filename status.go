@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // statusWriteAttempts bounds the optimistic-concurrency retries of one status write.
@@ -319,7 +318,7 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
 // document's own metadata (for optimistic concurrency), the spec's small fields (not
 // kubeContent, nothing of the spec document's own status), and the status: conditions that
 // keep their lastTransitionTime when unchanged, the spec updateTime answered, and the kind's
-// fields (see carriedOver). stripSpec leaves the spec's fields out (they do not fit in an item).
+// fields (statusKind's carry and record). stripSpec leaves the spec's fields out (they do not fit in an item).
 func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
 	next := newDesire[T]()
 	if !stripSpec {
@@ -334,7 +333,7 @@ func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bo
 	if found {
 		*next.Meta() = *cur.Meta()
 		conds = cur.StatusCommon().deepCopy().Conditions
-		v = v.carriedOver(cur)
+		v = statusKinds[spec.Kind()].carry(v, cur)
 	}
 	if c := meta.FindStatusCondition(conds, ConditionReady); c != nil && v.ready == nil &&
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
@@ -353,40 +352,8 @@ func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bo
 	s := next.StatusCommon()
 	s.Conditions = conds
 	s.observe(spec.Meta())
-	switch n := any(next).(type) {
-	case *ApplyDesire:
-		if v.applied != nil {
-			n.Status.AppliedResourceGeneration = v.applied.generation
-			n.Status.AppliedUID, n.Status.AppliedResourceVersion = v.applied.uid, v.applied.resourceVersion
-			n.Status.AppliedFieldsDigest = v.applied.fieldsDigest
-		}
-	case *ReadDesire:
-		if v.mirrored && v.content != nil {
-			n.Status.KubeContent = &runtime.RawExtension{Raw: v.content}
-		}
-	}
+	statusKinds[spec.Kind()].record(next, v)
 	return next
-}
-
-// carriedOver returns v with what the current status cur still truly says and v did not
-// observe: an ApplyDesire keeps the generation of its last apply through failed reconciles
-// (the object is still what was applied); a ReadDesire keeps its content only through
-// Transient verdicts, saying so, and any other verdict that saw no object clears it (a
-// status never shows what was not observed).
-func (v Verdict) carriedOver(cur Desire) Verdict {
-	switch c := cur.(type) {
-	case *ApplyDesire:
-		if v.applied == nil {
-			v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
-				uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}
-		}
-	case *ReadDesire:
-		if !v.mirrored && v.degraded && c.Status.KubeContent != nil {
-			v.mirrored, v.content = true, c.Status.KubeContent.Raw
-			v.message += "; status.kubeContent is the object as last read"
-		}
-	}
-	return v
 }
 
 // shrink returns a verdict whose status fits in a DynamoDB item when v's status does not: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
@@ -394,13 +361,7 @@ func (v Verdict) carriedOver(cur Desire) Verdict {
 // naming the oversize fields), and strip says to leave the spec's fields out of the status
 // document. ok is false when nothing more can be dropped.
 func shrink[T Desire](spec T, v Verdict, stripSpec bool) (smaller Verdict, strip, ok bool) {
-	if r, ok := any(spec).(*ReadDesire); ok && v.mirrored && v.content != nil {
-		// No item size in the message: the document's own timestamps vary its size by a few
-		// bytes between writes, which would rewrite an unchanged status on every resync.
-		out := Refused(ReasonContentTooLarge, fmt.Sprintf(
-			"%s is %d bytes as JSON; with the status the item would be over DynamoDB's item limit of %d bytes",
-			r.Spec.TargetItem, len(v.content), MaxItemSize))
-		out.mirrored = true
+	if out, ok := statusKinds[spec.Kind()].withoutContent(spec, v); ok {
 		return out, stripSpec, true
 	}
 	if stripSpec {

@@ -77,7 +77,7 @@ func (c *statusCache[T]) putIfAbsent(d T) {
 
 func (c *statusCache[T]) putLocked(d T) {
 	id := d.Meta().DocumentID
-	if r, ok := any(d).(*ReadDesire); ok && r.Status.KubeContent != nil && len(r.Status.KubeContent.Raw) > maxCachedContent {
+	if statusKinds[d.Kind()].contentSize(d) > maxCachedContent {
 		delete(c.docs, id)
 		delete(c.absent, id)
 		return

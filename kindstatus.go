@@ -1,0 +1,103 @@
+package kubeapplier
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// statusKind is what the status writer does differently for each desire kind: the status
+// fields a kind has beyond the conditions. The writer and the status cache look a kind's up
+// (statusKinds) instead of switching on desire types.
+type statusKind interface {
+	// record sets next's kind fields (next: the status document being built) from what v
+	// observed; a field v did not observe is left as carry left it.
+	record(next Desire, v Verdict)
+	// carry returns v with what the current status cur still truly says and v did not
+	// observe (a status never shows what was not observed).
+	carry(v Verdict, cur Desire) Verdict
+	// withoutContent returns v without the object content its status would carry, refused
+	// with ContentTooLarge, for a status over DynamoDB's item limit; false when v carries none.
+	withoutContent(spec Desire, v Verdict) (Verdict, bool)
+	// contentSize is the size of the object content d's status carries (bytes; 0: none).
+	contentSize(d Desire) int
+}
+
+var statusKinds = map[DesireKind]statusKind{
+	KindApplyDesire:  applyStatus{},
+	KindDeleteDesire: deleteStatus{},
+	KindReadDesire:   readStatus{},
+}
+
+// applyStatus: an ApplyDesire's status records what its last apply left on the cluster, and
+// keeps it through failed reconciles (the object is still what was applied).
+type applyStatus struct{ noContent }
+
+func (applyStatus) record(next Desire, v Verdict) {
+	n, ok := next.(*ApplyDesire)
+	if !ok || v.applied == nil {
+		return
+	}
+	n.Status.AppliedResourceGeneration = v.applied.generation
+	n.Status.AppliedUID, n.Status.AppliedResourceVersion = v.applied.uid, v.applied.resourceVersion
+	n.Status.AppliedFieldsDigest = v.applied.fieldsDigest
+}
+
+func (applyStatus) carry(v Verdict, cur Desire) Verdict {
+	if c, ok := cur.(*ApplyDesire); ok && v.applied == nil {
+		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
+			uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}
+	}
+	return v
+}
+
+// deleteStatus: a DeleteDesire's status is its conditions.
+type deleteStatus struct{ noContent }
+
+func (deleteStatus) record(Desire, Verdict)            {}
+func (deleteStatus) carry(v Verdict, _ Desire) Verdict { return v }
+
+// readStatus: a ReadDesire's status carries the live object, kept through Transient verdicts
+// only (saying so); any other verdict that saw no object clears it.
+type readStatus struct{}
+
+func (readStatus) record(next Desire, v Verdict) {
+	if n, ok := next.(*ReadDesire); ok && v.mirrored && v.content != nil {
+		n.Status.KubeContent = &runtime.RawExtension{Raw: v.content}
+	}
+}
+
+func (readStatus) carry(v Verdict, cur Desire) Verdict {
+	if c, ok := cur.(*ReadDesire); ok && !v.mirrored && v.degraded && c.Status.KubeContent != nil {
+		v.mirrored, v.content = true, c.Status.KubeContent.Raw
+		v.message += "; status.kubeContent is the object as last read"
+	}
+	return v
+}
+
+func (readStatus) withoutContent(spec Desire, v Verdict) (Verdict, bool) {
+	r, ok := spec.(*ReadDesire)
+	if !ok || !v.mirrored || v.content == nil {
+		return v, false
+	}
+	// No item size in the message: the document's own timestamps vary its size by a few
+	// bytes between writes, which would rewrite an unchanged status on every resync.
+	out := Refused(ReasonContentTooLarge, fmt.Sprintf(
+		"%s is %d bytes as JSON; with the status the item would be over DynamoDB's item limit of %d bytes",
+		r.Spec.TargetItem, len(v.content), MaxItemSize))
+	out.mirrored = true
+	return out, true
+}
+
+func (readStatus) contentSize(d Desire) int {
+	if r, ok := d.(*ReadDesire); ok && r.Status.KubeContent != nil {
+		return len(r.Status.KubeContent.Raw)
+	}
+	return 0
+}
+
+// noContent is the content half of statusKind for kinds whose status carries no object.
+type noContent struct{}
+
+func (noContent) withoutContent(_ Desire, v Verdict) (Verdict, bool) { return v, false }
+func (noContent) contentSize(Desire) int                             { return 0 }

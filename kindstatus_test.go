@@ -1,0 +1,73 @@
+package kubeapplier
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestStatusKinds: each kind's status fields, as the writer records and carries them: every
+// kind has its rules; an ApplyDesire keeps what its last apply left through a failure; a
+// ReadDesire keeps its object only through a Transient verdict (saying so), drops it when the
+// item would be too large, and reports its size to the cache; no other kind carries content.
+func TestStatusKinds(t *testing.T) {
+	for _, k := range DesireKinds {
+		if statusKinds[k] == nil {
+			t.Fatalf("no statusKind for %s", k)
+		}
+	}
+	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "ns", Name: "o"}
+	applied := applyDesire("a", cmJSON("o"))
+	applied.Status.AppliedResourceGeneration, applied.Status.AppliedUID = 4, "uid-1"
+	read := readDesire("r", target)
+	read.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
+	failed := Transient(ReasonKubeAPIError, errors.New("timeout"))
+
+	for _, tc := range []struct {
+		name string
+		got  func() any
+		want any
+	}{
+		{"apply: a failure keeps the last apply's generation and uid", func() any {
+			next := applyDesire("a", cmJSON("o"))
+			statusKinds[KindApplyDesire].record(next, statusKinds[KindApplyDesire].carry(failed, applied))
+			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
+		}, [2]any{int64(4), "uid-1"}},
+		{"apply: a new apply replaces them", func() any {
+			next := applyDesire("a", cmJSON("o"))
+			statusKinds[KindApplyDesire].record(next, statusKinds[KindApplyDesire].carry(Applied(5, "ok"), applied))
+			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
+		}, [2]any{int64(5), ""}},
+		{"read: a Transient verdict keeps the object, saying so", func() any {
+			next := readDesire("r", target)
+			v := statusKinds[KindReadDesire].carry(failed, read)
+			statusKinds[KindReadDesire].record(next, v)
+			return [2]any{next.Status.KubeContent != nil, strings.HasSuffix(v.Message(), "status.kubeContent is the object as last read")}
+		}, [2]any{true, true}},
+		{"read: a refusal clears it", func() any {
+			next := readDesire("r", target)
+			statusKinds[KindReadDesire].record(next, statusKinds[KindReadDesire].carry(Refused(ReasonPreCheckFailed, "bad"), read))
+			return next.Status.KubeContent == nil
+		}, true},
+		{"read: too large, the content goes", func() any {
+			v, ok := statusKinds[KindReadDesire].withoutContent(read, Mirrored([]byte(`{"big":1}`), "read"))
+			return [3]any{ok, v.Reason(), v.content == nil}
+		}, [3]any{true, ReasonContentTooLarge, true}},
+		{"read: nothing to drop without content", func() any {
+			_, ok := statusKinds[KindReadDesire].withoutContent(read, Absent("gone"))
+			return ok
+		}, false},
+		{"content sizes", func() any {
+			return [3]int{statusKinds[KindReadDesire].contentSize(read), statusKinds[KindApplyDesire].contentSize(applied),
+				statusKinds[KindDeleteDesire].contentSize(deleteDesire("d", target))}
+		}, [3]int{len(`{"kind":"ConfigMap"}`), 0, 0}},
+		{"delete: no fields, nothing carried", func() any {
+			_, ok := statusKinds[KindDeleteDesire].withoutContent(deleteDesire("d", target), Mirrored([]byte("{}"), "x"))
+			return [2]any{statusKinds[KindDeleteDesire].carry(failed, deleteDesire("d", target)).Message() == failed.Message(), ok}
+		}, [2]any{true, false}},
+	} {
+		if got := tc.got(); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
