@@ -20,6 +20,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -47,7 +49,7 @@ type Applier struct {
 	running   atomic.Bool
 	heartbeat *heartbeat
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
-	// it takes is above it (term.go).
+	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
 	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
 	conditions *conditionLog
@@ -311,35 +313,35 @@ func (a *Applier) checkTables(ctx context.Context) error {
 // it returns, the controllers have drained, the informers have stopped and a fresh set is
 // ready for the next term.
 //
-// It returns an error wrapping errNewerTerm when a write met a newer term: another replica
+// It returns an error wrapping fencing.ErrNewerTerm when a write met a newer term: another replica
 // leads, and this one must not write on.
 func (a *Applier) lead(ctx context.Context, t term) error {
 	ctx, endTerm := context.WithCancelCause(ctx)
 	defer endTerm(nil)
 	// Once a write met a newer term, no call of this term starts any more, in-flight
 	// reconciles included.
-	over, valid := new(atomic.Bool), t.valid
-	t.valid = func() bool { return !over.Load() && (valid == nil || valid()) }
-	t.lost = func(err error) {
-		if n := newerTermOf(err); n > 0 {
+	over, valid := new(atomic.Bool), t.Valid
+	t.Valid = func() bool { return !over.Load() && (valid == nil || valid()) }
+	t.Lost = func(err error) {
+		if n := fencing.NewerTermOf(err); n > 0 {
 			storeMax(&a.newestTerm, n)
 		}
 		if !over.Swap(true) {
-			a.opts.Log.Info("a write met a newer leadership term: ending this term", "term", t.number, "err", err.Error())
+			a.opts.Log.Info("a write met a newer leadership term: ending this term", "term", t.Number, "err", err.Error())
 		}
 		endTerm(err)
 	}
-	storeMax(&a.newestTerm, t.number)
+	storeMax(&a.newestTerm, t.Number)
 	start := time.Now()
-	if t.start.IsZero() {
-		t.start = start
+	if t.Start.IsZero() {
+		t.Start = start
 	}
 	if a.opts.LeaderElection {
-		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.number,
+		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.Number,
 			"identity", a.opts.Identity, "lease", a.opts.LeaseNamespace+"/"+a.opts.LeaseName)
 	} else {
 		a.opts.Log.Info("syncing (no election of its own: Options.LeaderElection off, e.g. under a manager's election)",
-			"managementCluster", a.opts.ManagementCluster, "term", t.number, "leader", t.leader)
+			"managementCluster", a.opts.ManagementCluster, "term", t.Number, "leader", t.Leader)
 	}
 	defer func() {
 		var cause string
@@ -356,8 +358,8 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		default:
 			cause = "the followed Lease may have passed to another holder"
 		}
-		a.opts.Log.Info("leadership term ended", "managementCluster", a.opts.ManagementCluster, "term", t.number,
-			"leader", t.leader, "led", time.Since(start).Round(time.Millisecond).String(), "cause", cause)
+		a.opts.Log.Info("leadership term ended", "managementCluster", a.opts.ManagementCluster, "term", t.Number,
+			"leader", t.Leader, "led", time.Since(start).Round(time.Millisecond).String(), "cause", cause)
 	}()
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
@@ -390,7 +392,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	defer a.watches.end()
 	defer a.readRec.endTerm()
 	defer a.applyRec.endTerm()
-	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.number, "synced", synced.Round(time.Millisecond).String(),
+	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.Number, "synced", synced.Round(time.Millisecond).String(),
 		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
 		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
 	// The outcomes of another term answer nothing now: cleared before the heartbeat's first
@@ -402,7 +404,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
-	wg.Go(func() { a.heartbeat.run(ctx, t, t.start) })
+	wg.Go(func() { a.heartbeat.run(ctx, t, t.Start) })
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
@@ -410,7 +412,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 
 // lostTerm returns why a term's context ended when a newer term ended it, else nil.
 func lostTerm(ctx context.Context) error {
-	if err := context.Cause(ctx); errors.Is(err, errNewerTerm) {
+	if err := context.Cause(ctx); errors.Is(err, fencing.ErrNewerTerm) {
 		return err
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
@@ -90,8 +91,8 @@ func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
 // write with t's number (when the table supports it), and it writes only while t is valid.
 func (c *controller[T]) newWriter(t term) *statusWriter[T] {
 	crud := c.statusCRUD
-	if f, ok := crud.(interface{ fencedBy(int64) ResourceCRUD[T] }); ok && t.number > 0 {
-		crud = f.fencedBy(t.number)
+	if f, ok := crud.(interface{ fencedBy(int64) ResourceCRUD[T] }); ok && t.Number > 0 {
+		crud = f.fencedBy(t.Number)
 	}
 	return &statusWriter[T]{crud: crud, now: c.now, term: t, specs: c.specs, cache: newStatusCache[T]()}
 }
@@ -371,7 +372,7 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 	}
 	// Writes in flight finish even while shutting down (a status is never half-done work),
 	// within the reconcile's deadline: a hung call cannot hold the term or a shutdown.
-	wctx, cancel := context.WithTimeout(withTerm(context.WithoutCancel(ctx), c.writer.Load().term), c.reconcileTime)
+	wctx, cancel := context.WithTimeout(fencing.With(context.WithoutCancel(ctx), c.writer.Load().term), c.reconcileTime)
 	defer cancel()
 	start := time.Now()
 	v, err := c.sync(wctx, id)
@@ -542,10 +543,10 @@ func (c *controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 // a renewal makes the term valid again, and a term that is over drains its queue anyway).
 func (c *controller[T]) fenced(id string, err error) (Verdict, bool) {
 	switch {
-	case errors.Is(err, errNewerTerm):
+	case errors.Is(err, fencing.ErrNewerTerm):
 		c.log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
 		return Verdict{reason: "Fenced", again: lookNever}, true
-	case errors.Is(err, errFenced):
+	case errors.Is(err, fencing.ErrFenced):
 		c.log.V(1).Info("status write held: the lease may have passed; retried", "desire", id, "err", err.Error())
 		return Verdict{reason: "LeaseUncertain", again: lookBackoff}, true
 	}

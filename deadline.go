@@ -8,13 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // Every call to the kube-apiserver gets a deadline (Options.CallTimeout), as DynamoDB and
 // Streams calls do (internal/awscall): a hung call cannot hold a reconcile, a term or a
 // shutdown for ever. deadlineKube puts it on whatever KubeClient Options holds, the caller's
-// own included; it also refuses mutations of a term that may be over (errFenced) and ends each
-// within the term's expiry (term.go), so none lands after another process may lead.
+// own included; it also refuses mutations of a term that may be over (fencing.ErrFenced) and ends each
+// within the term's expiry (internal/fencing), so none lands after another process may lead.
 
 type deadlineKube struct {
 	kube    KubeClient
@@ -22,7 +24,7 @@ type deadlineKube struct {
 }
 
 func (d deadlineKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
-	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +39,7 @@ func (d deadlineKube) Get(ctx context.Context, gvr schema.GroupVersionResource, 
 }
 
 func (d deadlineKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
-	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
 	if err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func (d deadlineKube) ReplaceManagedFields(ctx context.Context, gvr schema.Group
 	if !ok {
 		return errNoManagedFieldsEditor
 	}
-	ctx, cancel, err := termOfContext(ctx).callContext(ctx, d.timeout)
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // hangingCalls blocks every call until its context ends, and records whether it had a deadline.
@@ -54,12 +56,12 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	if h.deadlines != len(calls) {
 		t.Fatalf("%d of %d calls had a deadline", h.deadlines, len(calls))
 	}
-	over := withTerm(ctx, term{number: 2, valid: func() bool { return false }})
-	if _, err := kube.Apply(over, cmGVR, nil, "fm"); !errors.Is(err, errFenced) {
-		t.Fatalf("apply in an ended term: %v, want errFenced", err)
+	over := fencing.With(ctx, term{Number: 2, Valid: func() bool { return false }})
+	if _, err := kube.Apply(over, cmGVR, nil, "fm"); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("apply in an ended term: %v, want fencing.ErrFenced", err)
 	}
-	if err := kube.Delete(over, cmGVR, "", "", ""); !errors.Is(err, errFenced) {
-		t.Fatalf("delete in an ended term: %v, want errFenced", err)
+	if err := kube.Delete(over, cmGVR, "", "", ""); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("delete in an ended term: %v, want fencing.ErrFenced", err)
 	}
 	if h.deadlines != len(calls) {
 		t.Fatal("an ended term's change reached the cluster")

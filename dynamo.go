@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // DynamoDBAPI is the part of *dynamodb.Client the CRUD layer uses, so a fake can stand in.
@@ -90,7 +91,7 @@ func (t *Table[T]) Name() string { return t.name }
 // number that only grows, see Options.LeaderElection): each written item carries it in the
 // attribute applierTerm, and Replace and Delete are conditional on the stored item's term
 // being at most term, so DynamoDB itself refuses a write of an older term over one of a newer
-// term (errFenced), even for the same spec version.
+// term (fencing.ErrFenced), even for the same spec version.
 func (t *Table[T]) fencedBy(term int64) ResourceCRUD[T] {
 	c := *t
 	c.term, c.fenced = term, true
@@ -102,11 +103,10 @@ func (t *Table[T]) fence(cond expression.ConditionBuilder) expression.ConditionB
 	if !t.fenced {
 		return cond
 	}
-	term := expression.Name(attrApplierTerm)
-	return cond.And(expression.Or(expression.AttributeNotExists(term), term.LessThanEqual(expression.Value(t.term))))
+	return fencing.Fence(cond, t.term)
 }
 
-// fencedOut returns a *newerTermError when a failed conditional write was refused because the
+// fencedOut returns a *fencing.NewerTermError when a failed conditional write was refused because the
 // stored item (returned with ReturnValuesOnConditionCheckFailure=ALL_OLD) belongs to a newer
 // term, else nil.
 func (t *Table[T]) fencedOut(err error) error {
@@ -114,20 +114,7 @@ func (t *Table[T]) fencedOut(err error) error {
 	if !t.fenced || !errors.As(err, &ccf) {
 		return nil
 	}
-	return newerTerm(ccf.Item, t.term)
-}
-
-// newerTerm returns a *newerTermError when item's applierTerm is newer than term, else nil.
-func newerTerm(item map[string]types.AttributeValue, term int64) error {
-	n, ok := item[attrApplierTerm].(*types.AttributeValueMemberN)
-	if !ok {
-		return nil
-	}
-	stored, perr := strconv.ParseInt(n.Value, 10, 64)
-	if perr != nil || stored <= term {
-		return nil
-	}
-	return &newerTermError{stored: stored}
+	return fencing.NewerInItem(ccf.Item, t.term)
 }
 
 func (t *Table[T]) key(id string) map[string]types.AttributeValue {

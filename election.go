@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/lease"
 )
 
@@ -88,7 +89,7 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 					return
 				}
 				if err := a.lead(wctx, t); err != nil {
-					a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.number)
+					a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.Number)
 					leCancel()
 				}
 			},
@@ -129,19 +130,19 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 	}
 	margin := a.writeMargin()
 	t := term{
-		leader:      lock.Identity(),
-		valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil && renewals.Held() },
-		expiry:      func() time.Time { return renewals.Expiry(a.opts.LeaseDuration) },
-		callTimeout: margin,
+		Leader:      lock.Identity(),
+		Valid:       func() bool { return le.IsLeader() && le.Check(-margin) == nil && renewals.Held() },
+		Expiry:      func() time.Time { return renewals.Expiry(a.opts.LeaseDuration) },
+		CallTimeout: margin,
 	}
 	return a.takeTerm(ctx, t)
 }
 
-// takeTerm numbers term t in DynamoDB (see term.go): the heartbeat document is put with the
+// takeTerm numbers term t in DynamoDB (internal/fencing.Take): the heartbeat document is put with the
 // next term, saying nothing yet of the desires, and t ends when a write meets a newer term.
 func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	now := a.opts.clock().UTC()
-	hb := a.heartbeat.content(term{leader: t.leader}, now)
+	hb := a.heartbeat.content(term{Leader: t.Leader}, now)
 	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
@@ -150,12 +151,12 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 		tables = append(tables, TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k))
 	}
 	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
-	hb, err := takeTerm(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load(), seed)
+	hb, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
 	}
-	t.number, t.start = hb.Term, now
-	a.opts.Log.V(1).Info("took a leadership term in DynamoDB", "term", t.number, "leader", t.leader)
+	t.Number, t.Start = hb.Term, now
+	a.opts.Log.V(1).Info("took a leadership term in DynamoDB", "term", t.Number, "leader", t.Leader)
 	return t, nil
 }
 
@@ -175,7 +176,7 @@ func (a *Applier) writeMargin() time.Duration {
 // that meets a newer one writes no more: Run then waits for ctx (the manager that lost its
 // Lease stops it).
 func (a *Applier) runElected(ctx context.Context) error {
-	t := term{leader: a.opts.Identity, callTimeout: a.opts.CallTimeout}
+	t := term{Leader: a.opts.Identity, CallTimeout: a.opts.CallTimeout}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if a.opts.FollowLease {
@@ -184,9 +185,9 @@ func (a *Applier) runElected(ctx context.Context) error {
 			a.failure.Store(&err)
 			return err
 		}
-		t.leader, t.callTimeout = f.Holder(), f.Margin()
-		t.valid = func() bool { return f.Valid(f.Margin()) }
-		t.expiry = f.Expiry
+		t.Leader, t.CallTimeout = f.Holder(), f.Margin()
+		t.Valid = func() bool { return f.Valid(f.Margin()) }
+		t.Expiry = f.Expiry
 		go f.Run(tctx, a.opts.RetryPeriod, a.opts.CallTimeout, func(why string) {
 			a.opts.Log.Info("the followed Lease may have passed to another holder: ending the term", "lease", f.Name(), "why", why)
 			cancel()
@@ -201,17 +202,17 @@ func (a *Applier) runElected(ctx context.Context) error {
 		if err == nil {
 			break // ctx ended, or the followed Lease passed to another holder
 		}
-		if a.opts.FollowLease && t.valid() {
+		if a.opts.FollowLease && t.Valid() {
 			// The manager still holds its Lease: the newer term was no other leader's (a
 			// restored item, a stray writer). A term above it is taken.
-			a.opts.Log.Info("a newer term was met while the manager still holds its Lease: taking a term above it", "term", numbered.number)
+			a.opts.Log.Info("a newer term was met while the manager still holds its Lease: taking a term above it", "term", numbered.Number)
 			select { // no hot loop should two misconfigured replicas keep meeting each other
 			case <-tctx.Done():
 			case <-time.After(a.opts.RetryPeriod):
 			}
 			continue
 		}
-		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", numbered.number)
+		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", numbered.Number)
 		break
 	}
 	<-ctx.Done()

@@ -61,8 +61,3 @@ func (e *PreCheckError) Error() string { return e.Message }
 
 // ErrKindNotServed: the cluster's discovery does not know the kind or resource (yet).
 var ErrKindNotServed = errors.New("resource type not served by the cluster")
-
-// errFenced: a status write was refused because a newer leadership term owns the status (the
-// stored item's applierTerm is newer, see Table.fencedBy), or because this process's lease may
-// already have passed to another process. The term that got it must stop writing.
-var errFenced = errors.New("status owned by a newer leadership term")

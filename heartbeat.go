@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // HeartbeatID is the documentID of the heartbeat (api.HeartbeatID): one document per
@@ -105,7 +106,7 @@ func (h *heartbeat) observeLag(kind DesireKind, lag time.Duration) {
 
 // content returns the heartbeat of term t as of now, UpdateTime unset.
 func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
-	leader := t.leader
+	leader := t.Leader
 	if leader == "" {
 		leader = h.identity
 	}
@@ -115,7 +116,7 @@ func (h *heartbeat) content(t term, termStart time.Time) Heartbeat {
 	caughtUp := maps.Clone(h.caughtUp)
 	h.mu.Unlock()
 	hb := Heartbeat{ManagementCluster: h.cluster, Leader: leader, Version: h.version,
-		Term: t.number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
+		Term: t.Number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k, o := range h.lags {
@@ -189,11 +190,11 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 	if ctx.Err() != nil {
 		return false // the term is over
 	}
-	if t.valid != nil && !t.valid() {
+	if t.Valid != nil && !t.Valid() {
 		return true // the lease may have passed: write nothing now, the term may renew it
 	}
 	next.UpdateTime = h.now().UTC()
-	err := t.do(ctx, func(ctx context.Context) error { return h.write(ctx, t, next) })
+	err := t.Do(ctx, func(ctx context.Context) error { return h.write(ctx, t, next) })
 	result := "written"
 	defer func() {
 		if h.mon != nil {
@@ -204,11 +205,11 @@ func (h *heartbeat) beat(ctx context.Context, t term, termStart time.Time, last 
 		}
 	}()
 	switch {
-	case errors.Is(err, errNewerTerm):
+	case errors.Is(err, fencing.ErrNewerTerm):
 		result = "fenced"
-		h.log.Info("heartbeat fenced off by a newer leadership term", "term", t.number, "err", err.Error())
+		h.log.Info("heartbeat fenced off by a newer leadership term", "term", t.Number, "err", err.Error())
 		return false
-	case errors.Is(err, errFenced):
+	case errors.Is(err, fencing.ErrFenced):
 		// The lease may have passed for now: nothing written, the term may renew it.
 		result = "error"
 	case err != nil:
@@ -232,10 +233,8 @@ func (h *heartbeat) write(ctx context.Context, t term, hb Heartbeat) error {
 	item[attrDocumentID] = &types.AttributeValueMemberS{Value: HeartbeatID}
 	in := &dynamodb.PutItemInput{TableName: &h.table, Item: item,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-	if t.number > 0 {
-		name := expression.Name(attrApplierTerm)
-		expr, err := expression.NewBuilder().WithCondition(expression.Or(expression.AttributeNotExists(name),
-			name.LessThanEqual(expression.Value(t.number)))).Build()
+	if t.Number > 0 {
+		expr, err := expression.NewBuilder().WithCondition(fencing.Condition(t.Number)).Build()
 		if err != nil {
 			return fmt.Errorf("build condition: %w", err)
 		}
@@ -244,11 +243,11 @@ func (h *heartbeat) write(ctx context.Context, t term, hb Heartbeat) error {
 	_, err = h.api.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		fenced := newerTerm(ccf.Item, t.number)
+		fenced := fencing.NewerInItem(ccf.Item, t.Number)
 		if fenced == nil {
-			fenced = errNewerTerm
+			fenced = fencing.ErrNewerTerm
 		}
-		return fmt.Errorf("put %s into %s at term %d: %w: %w", HeartbeatID, h.table, t.number, fenced, err)
+		return fmt.Errorf("put %s into %s at term %d: %w: %w", HeartbeatID, h.table, t.Number, fenced, err)
 	}
 	if err != nil {
 		return fmt.Errorf("put %s into %s: %w", HeartbeatID, h.table, err)

@@ -184,12 +184,12 @@ func TestHeartbeatFencedByTerm(t *testing.T) {
 			db := newMemDB()
 			h := testHeartbeat(db, &now, kinds)
 			if tt.stored > 0 {
-				if err := h.write(ctx, term{number: tt.stored}, Heartbeat{ManagementCluster: "mc01", Leader: "other", Term: tt.stored}); err != nil {
+				if err := h.write(ctx, term{Number: tt.stored}, Heartbeat{ManagementCluster: "mc01", Leader: "other", Term: tt.stored}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var last *Heartbeat
-			going := h.beat(ctx, term{number: tt.term, callTimeout: time.Second}, now, &last)
+			going := h.beat(ctx, term{Number: tt.term, CallTimeout: time.Second}, now, &last)
 			hb, err := ReadHeartbeat(ctx, db, "", "mc01")
 			if tt.stored == 0 && err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestHeartbeatFencedByTerm(t *testing.T) {
 	db := newMemDB()
 	h := testHeartbeat(db, &now, kinds)
 	var last *Heartbeat
-	if !h.beat(ctx, term{number: 2, valid: func() bool { return false }}, now, &last) || last != nil {
+	if !h.beat(ctx, term{Number: 2, Valid: func() bool { return false }}, now, &last) || last != nil {
 		t.Fatal("a beat of an invalid term must write nothing")
 	}
 	if db.Calls("PutItem") != 0 {
@@ -238,7 +238,7 @@ func TestReadHeartbeat(t *testing.T) {
 	h.table = table
 	h.observeLag(KindApplyDesire, 1500*time.Millisecond)
 	var last *Heartbeat
-	h.beat(ctx, term{number: 7, callTimeout: time.Second}, now.Add(-time.Hour), &last)
+	h.beat(ctx, term{Number: 7, CallTimeout: time.Second}, now.Add(-time.Hour), &last)
 	hb, err := ReadHeartbeat(ctx, db, "p-", "mc01")
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 func TestIntegrationDynamoCRUD(t *testing.T) {
@@ -345,17 +347,17 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := term2.Replace(ctx, created); !errors.Is(err, errFenced) || IsPreconditionFailedError(err) {
+	if _, err := term2.Replace(ctx, created); !errors.Is(err, fencing.ErrFenced) || IsPreconditionFailedError(err) {
 		t.Fatalf("older term's replace at the current version: %v, want ErrFenced", err)
 	}
-	if err := term2.Delete(ctx, "f1"); !errors.Is(err, errFenced) {
+	if err := term2.Delete(ctx, "f1"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("older term's delete: %v, want ErrFenced", err)
 	}
 	again, err := term3.Replace(ctx, created)
 	if err != nil {
 		t.Fatalf("same term's replace: %v", err)
 	}
-	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, errFenced) {
+	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("newer term at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	newest, err := term4.Replace(ctx, again)
@@ -370,7 +372,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if n, ok := item.Item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
 		t.Fatalf("applierTerm = %v, want 4", item.Item[attrApplierTerm])
 	}
-	if _, err := term3.Replace(ctx, newest); !errors.Is(err, errFenced) {
+	if _, err := term3.Replace(ctx, newest); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("term 3 after term 4 wrote: %v, want ErrFenced", err)
 	}
 	if err := term4.Delete(ctx, "f1"); err != nil {

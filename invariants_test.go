@@ -315,16 +315,16 @@ func (w *world) grant(i int, h handover) {
 	w.mu.Lock()
 	newest := w.newestTerm
 	w.mu.Unlock()
-	numbered, err := in.a.takeTerm(context.Background(), term{leader: fmt.Sprintf("instance-%d", i)})
+	numbered, err := in.a.takeTerm(context.Background(), term{Leader: fmt.Sprintf("instance-%d", i)})
 	if err != nil {
 		w.t.Fatalf("seed %d: take a term: %v", w.seed, err)
 	}
-	if numbered.number <= newest {
+	if numbered.Number <= newest {
 		w.mu.Lock()
-		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.number, newest)
+		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.Number, newest)
 		w.mu.Unlock()
 	}
-	w.term = numbered.number
+	w.term = numbered.Number
 	w.seeTerm(w.term)
 	in.number = w.term
 	w.termStart = map[string]int{}
@@ -338,7 +338,7 @@ func (w *world) grant(i int, h handover) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
 	t := numbered
-	t.valid, t.callTimeout = in.valid.Load, time.Second
+	t.Valid, t.CallTimeout = in.valid.Load, time.Second
 	go func() {
 		defer close(in.done)
 		in.a.lead(ctx, t)

@@ -80,7 +80,7 @@ func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
 	if w.cache != nil {
 		w.cache.drop(id)
 	}
-	return w.term.do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
+	return w.term.Do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
 }
 
 // last returns the status of id from the term's cache, or read from the table (and cached).
@@ -194,7 +194,7 @@ func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, erro
 		cur   T
 		found bool
 	)
-	err := w.term.do(ctx, func(ctx context.Context) error {
+	err := w.term.Do(ctx, func(ctx context.Context) error {
 		var err error
 		cur, err = w.crud.Get(ctx, id)
 		switch {
@@ -226,7 +226,7 @@ func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, erro
 }
 
 func (w *statusWriter[T]) create(ctx context.Context, d T) error {
-	return w.term.do(ctx, func(ctx context.Context) error {
+	return w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.crud.Create(ctx, d)
 		w.remember(d.Meta().DocumentID, stored, err)
 		return err
@@ -234,7 +234,7 @@ func (w *statusWriter[T]) create(ctx context.Context, d T) error {
 }
 
 func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
-	return w.term.do(ctx, func(ctx context.Context) error {
+	return w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.crud.Replace(ctx, d)
 		w.remember(d.Meta().DocumentID, stored, err)
 		return err
@@ -269,7 +269,7 @@ func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata)
 		return true, nil
 	}
 	var current bool
-	err := w.term.do(ctx, func(ctx context.Context) error {
+	err := w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.specs.Get(ctx, spec.DocumentID)
 		switch {
 		case IsNotFoundError(err):

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 func TestStatusWriter(t *testing.T) {
@@ -241,7 +243,7 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	db := newMemDB()
 	valid := true
 	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status").fencedBy(3), now: fixedClock,
-		term: term{number: 3, valid: func() bool { return valid }, callTimeout: time.Second}}
+		term: term{Number: 3, Valid: func() bool { return valid }, CallTimeout: time.Second}}
 	ctx := context.Background()
 	if _, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
 		t.Fatal(err)
@@ -249,17 +251,17 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	valid = false
 	calls := db.CallCounts()
 	_, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("cut off")), false)
-	if !errors.Is(err, errFenced) {
-		t.Fatalf("write after the term ended: %v, want errFenced", err)
+	if !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("write after the term ended: %v, want fencing.ErrFenced", err)
 	}
-	if err := w.delete(ctx, "a"); !errors.Is(err, errFenced) {
-		t.Fatalf("delete after the term ended: %v, want errFenced", err)
+	if err := w.delete(ctx, "a"); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("delete after the term ended: %v, want fencing.ErrFenced", err)
 	}
 	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
 		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
 	}
-	if err := termValid(withTerm(ctx, w.term)); !errors.Is(err, errFenced) {
-		t.Fatalf("termValid = %v, want errFenced for cluster changes too", err)
+	if err := fencing.Check(fencing.With(ctx, w.term)); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("termValid = %v, want fencing.ErrFenced for cluster changes too", err)
 	}
 }
 

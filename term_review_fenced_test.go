@@ -9,8 +9,8 @@ import (
 
 // TestStatusWriteDuringARenewalGapIsRetried (a review finding, fixed; before the fix): a term whose Lease "may have passed"
 // (the renewal is late, term.valid false) is deliberately not ended: client-go may still renew
-// it, and the heartbeat just skips a beat. But a status write refused then (errFenced, not
-// errNewerTerm) is treated by the controller as "another term owns this status now": verdict
+// it, and the heartbeat just skips a beat. But a status write refused then (ErrFenced, not
+// ErrNewerTerm) is treated by the controller as "another term owns this status now": verdict
 // Fenced, lookNever, dropped from the queue for the rest of the term. When the renewal comes
 // through, the desire whose change was already applied keeps the status of its previous spec
 // version for the rest of the term (the periodic status check finds the cache true to the
@@ -20,7 +20,7 @@ func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	var valid atomic.Bool
 	valid.Store(true)
-	w := h.c.newWriter(term{number: 5, callTimeout: time.Second, valid: valid.Load})
+	w := h.c.newWriter(term{Number: 5, CallTimeout: time.Second, Valid: valid.Load})
 	h.c.writer.Store(w)
 	q := h.c.newQueue()
 	defer q.ShutDown()

@@ -11,7 +11,7 @@ import (
 // valid ("the term may renew it"), but when the fence is met inside term.do — the renewal
 // became late between beat's check and the call's, or the Lease's earliest expiry (last
 // renewal start + 90 % of the duration) passed while client-go's observation (taken when the
-// slow renewal returned) still says valid — the errFenced is taken for "a newer term": the
+// slow renewal returned) still says valid — the ErrFenced is taken for "a newer term": the
 // heartbeat's loop ends for the rest of the term. No newer term exists, the term goes on
 // reconciling, and the heartbeat goes stale: `desirectl status` and the stale-heartbeat alert
 // report a working leader dead, and the watermark and counts stop moving.
@@ -21,10 +21,10 @@ func TestHeartbeatGoesOnAfterAPassingFence(t *testing.T) {
 	h := testHeartbeat(db, &now, func() map[string]HeartbeatKind { return map[string]HeartbeatKind{} })
 	var checks atomic.Int32
 	var lost atomic.Int32
-	tm := term{number: 3, callTimeout: time.Second,
+	tm := term{Number: 3, CallTimeout: time.Second,
 		// valid at beat's check, late by the time the call checks (a renewal now overdue)
-		valid: func() bool { return checks.Add(1) == 1 },
-		lost:  func(error) { lost.Add(1) }}
+		Valid: func() bool { return checks.Add(1) == 1 },
+		Lost:  func(error) { lost.Add(1) }}
 	var last *Heartbeat
 	going := h.beat(context.Background(), tm, now, &last)
 	if !going {
@@ -40,7 +40,7 @@ func TestHeartbeatGoesOnAfterASlowRenewal(t *testing.T) {
 	now := testTime
 	h := testHeartbeat(db, &now, func() map[string]HeartbeatKind { return map[string]HeartbeatKind{} })
 	expiry := time.Now().Add(-100 * time.Millisecond)
-	tm := term{number: 3, callTimeout: time.Second, valid: func() bool { return true }, expiry: func() time.Time { return expiry }}
+	tm := term{Number: 3, CallTimeout: time.Second, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }}
 	var last *Heartbeat
 	if !h.beat(context.Background(), tm, now, &last) {
 		t.Fatal("valid term past the Lease's earliest expiry (a slow renewal): beat returned false, the heartbeat ends for the rest of the term")

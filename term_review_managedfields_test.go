@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // managedFieldsRecorder is a KubeClient that can edit managedFields and records the deadline
@@ -30,7 +32,7 @@ func TestManagedFieldsEditEndsWithinTheTerm(t *testing.T) {
 	rec := &managedFieldsRecorder{}
 	kube := deadlineKube{kube: rec, timeout: 10 * time.Second}
 	expiry := time.Now().Add(200 * time.Millisecond)
-	ctx := withTerm(context.Background(), term{number: 3, valid: func() bool { return true }, expiry: func() time.Time { return expiry }})
+	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
 	if err := kube.ReplaceManagedFields(ctx, cmGVR, "default", "c1", "7", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // TestTermAboveStatusesWhenTheHeartbeatIsGone (a review finding, fixed; before the fix): the term is taken one above the heartbeat
@@ -22,7 +24,7 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 	table := TableName("", "mc01", StatusTable, KindApplyDesire)
 
 	// Term 5 leads and writes a status.
-	hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
+	hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
 	if err != nil || hb.Term != 5 {
 		t.Fatalf("precondition: took %d, %v; want 5", hb.Term, err)
 	}
@@ -42,13 +44,13 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 	// A fresh process (nothing met yet) takes the next term.
 	// (As the Applier does: the statuses' newest term seeds a term taken without a heartbeat.)
 	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, db, []string{table}) }
-	next, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
+	next, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, replaceErr := st.fencedBy(next.Term).Replace(ctx, written)
 	if next.Term <= 5 {
 		t.Fatalf("after the heartbeat document was deleted a new process took term %d, not above term 5 that the statuses carry "+
-			"(its first status write then meets a 'newer' term: %v)", next.Term, errors.Is(replaceErr, errNewerTerm))
+			"(its first status write then meets a 'newer' term: %v)", next.Term, errors.Is(replaceErr, fencing.ErrNewerTerm))
 	}
 }

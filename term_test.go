@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // TestTakeTermOnlyGrows: a term is taken in DynamoDB one above the stored one and the newest
@@ -51,7 +53,7 @@ func TestTakeTermOnlyGrows(t *testing.T) {
 				db.PutRaw(table, tt.stored)
 			}
 			seed := func(context.Context) (int64, error) { return tt.seed, nil }
-			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor, seed)
+			hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor, seed)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -82,7 +84,7 @@ func TestTakeTermConcurrently(t *testing.T) {
 	)
 	for range replicas {
 		wg.Go(func() {
-			hb, err := takeTerm(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0, nil)
+			hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0, nil)
 			if err != nil {
 				return // conflicts past takeTermAttempts: tolerated, no term
 			}
@@ -97,47 +99,6 @@ func TestTakeTermConcurrently(t *testing.T) {
 	wg.Wait()
 	if len(terms) == 0 {
 		t.Fatal("no replica took a term")
-	}
-}
-
-// TestTermCallContext: no call starts in a term that may be over, and none runs past the
-// term's expiry, whatever its own timeout.
-func TestTermCallContext(t *testing.T) {
-	ctx := context.Background()
-	now := time.Now()
-	tests := []struct {
-		name       string
-		t          term
-		timeout    time.Duration
-		wantFenced bool
-		maxLeft    time.Duration // the call's deadline at most this far ahead
-	}{
-		{name: "no lease known: the timeout", t: term{}, timeout: 10 * time.Second, maxLeft: 10 * time.Second},
-		{name: "expiry before the timeout bounds the call", t: term{expiry: func() time.Time { return now.Add(300 * time.Millisecond) }},
-			timeout: 10 * time.Second, maxLeft: 300 * time.Millisecond},
-		{name: "timeout before the expiry", t: term{expiry: func() time.Time { return now.Add(time.Hour) }},
-			timeout: time.Second, maxLeft: time.Second},
-		{name: "expired", t: term{expiry: func() time.Time { return now.Add(-time.Millisecond) }}, timeout: time.Second, wantFenced: true},
-		{name: "lease may have passed", t: term{valid: func() bool { return false }}, timeout: time.Second, wantFenced: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cctx, cancel, err := tt.t.callContext(ctx, tt.timeout)
-			if tt.wantFenced {
-				if !errors.Is(err, errFenced) {
-					t.Fatalf("err = %v, want errFenced", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cancel()
-			dl, ok := cctx.Deadline()
-			if !ok || dl.After(now.Add(tt.maxLeft).Add(50*time.Millisecond)) {
-				t.Fatalf("deadline %v ahead, want at most %v", time.Until(dl), tt.maxLeft)
-			}
-		})
 	}
 }
 
@@ -159,7 +120,7 @@ func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
 	rec := &deadlineRecorder{}
 	kube := deadlineKube{kube: rec, timeout: 10 * time.Second}
 	expiry := time.Now().Add(200 * time.Millisecond)
-	ctx := withTerm(context.Background(), term{number: 3, valid: func() bool { return true }, expiry: func() time.Time { return expiry }})
+	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
 	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,31 +142,31 @@ func TestNewerTermEndsTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lost []error
-	old := term{number: 3, callTimeout: time.Second, lost: func(err error) { lost = append(lost, err) }}
+	old := term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = append(lost, err) }}
 	w := &statusWriter[*ApplyDesire]{crud: table.fencedBy(3), now: fixedClock, term: old}
 	_, _, err := w.write(ctx, d, Applied(1, "ok"), false)
-	if !errors.Is(err, errNewerTerm) || len(lost) != 1 || newerTermOf(lost[0]) != 5 {
-		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want errNewerTerm, the term ended having met term 5", err, lost)
+	if !errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 5 {
+		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want fencing.ErrNewerTerm, the term ended having met term 5", err, lost)
 	}
 
 	// The heartbeat too.
 	now := testTime
 	h := testHeartbeat(db, &now, func() map[string]HeartbeatKind { return map[string]HeartbeatKind{} })
-	if err := h.write(ctx, term{number: 6}, Heartbeat{ManagementCluster: "mc01", Term: 6}); err != nil {
+	if err := h.write(ctx, term{Number: 6}, Heartbeat{ManagementCluster: "mc01", Term: 6}); err != nil {
 		t.Fatal(err)
 	}
 	lost = nil
 	var last *Heartbeat
-	if h.beat(ctx, old, now, &last) || len(lost) != 1 || newerTermOf(lost[0]) != 6 {
+	if h.beat(ctx, old, now, &last) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 6 {
 		t.Fatalf("heartbeat of term 3 over term 6: lost %v; want the term ended having met term 6", lost)
 	}
 
 	// A term whose Lease may have passed is not ended by it: it may renew.
 	lost = nil
 	maybe := old
-	maybe.valid = func() bool { return false }
-	if err := maybe.do(ctx, func(context.Context) error { return nil }); !errors.Is(err, errFenced) || errors.Is(err, errNewerTerm) || len(lost) != 0 {
-		t.Fatalf("invalid term: err %v, lost %v; want errFenced only, the term going on", err, lost)
+	maybe.Valid = func() bool { return false }
+	if err := maybe.Do(ctx, func(context.Context) error { return nil }); !errors.Is(err, fencing.ErrFenced) || errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 0 {
+		t.Fatalf("invalid term: err %v, lost %v; want fencing.ErrFenced only, the term going on", err, lost)
 	}
 }
 

@@ -1,0 +1,301 @@
+// Package fencing is the leadership term: every rule that fences the applier's writes and
+// cluster changes — the term's number taken in DynamoDB (Take), the condition each status write
+// carries (Fence, NewerInItem), and a term's validity and deadlines where a Lease is known
+// (Term.CallContext).
+//
+// A term's number is taken from DynamoDB itself at the start of every term, in both run modes
+// (its own Lease, or a controller-runtime manager's election): a conditional PutItem of the
+// heartbeat document raises its applierTerm by one (Take). It only grows, whatever
+// happens to a Lease (deleted, renamed, restored: client-go re-creates it with 0 transitions).
+// Every status write carries it and is refused by DynamoDB over an item of a newer term; the
+// heartbeat too. A replica whose write meets a newer term ends its term (Term.Lost).
+//
+// Where a Lease is known (the applier's own, or the manager's one it follows), a term is also
+// valid only while that Lease cannot have passed to another process: no write and no cluster
+// change starts after, and none runs past the Lease's expiry (Term.CallContext).
+package fencing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+)
+
+// DynamoDB is what taking a term calls.
+type DynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Scan reads every item of in's table, page by page, calling each for every item.
+type Scan func(ctx context.Context, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error
+
+// fallbackCallTimeout bounds a call whose term names no CallTimeout (Options.CallTimeout's
+// default).
+const fallbackCallTimeout = 10 * time.Second
+
+// ErrFenced: a status write was refused because a newer leadership term owns the status (the
+// stored item's applierTerm is newer, see Fence), or because this process's lease may already
+// have passed to another process. The term that got it must stop writing.
+var ErrFenced = errors.New("status owned by a newer leadership term")
+
+// ErrNewerTerm: a write met an item of a newer term in DynamoDB. Another replica leads now;
+// this one ends its term. It is an ErrFenced; NewerTermError carries the term met.
+var ErrNewerTerm = fmt.Errorf("%w: a newer leadership term began in DynamoDB", ErrFenced)
+
+// NewerTermError is ErrNewerTerm with the newer term met, stored on the item written.
+type NewerTermError struct{ Stored int64 }
+
+func (e *NewerTermError) Error() string {
+	return fmt.Sprintf("the item belongs to leadership term %d: %v", e.Stored, ErrNewerTerm)
+}
+
+// Is makes it ErrNewerTerm and ErrFenced.
+func (e *NewerTermError) Is(target error) bool { return target == ErrNewerTerm || target == ErrFenced }
+
+// NewerTermOf returns the newer term an error met, 0 when none.
+func NewerTermOf(err error) int64 {
+	var n *NewerTermError
+	if errors.As(err, &n) {
+		return n.Stored
+	}
+	return 0
+}
+
+// Term is a leadership term as the controllers, the status writers and the heartbeat see it.
+type Term struct {
+	// Number is the term taken from DynamoDB (Take); 0 only in tests of parts that run
+	// without one (status writes then carry no applierTerm and are not fenced).
+	Number int64
+	// Leader is the identity of the Lease holder leading (the heartbeat's leader), and Start
+	// when the term was taken.
+	Leader string
+	Start  time.Time
+	// Valid reports whether a call started now still ends before the Lease could pass to
+	// another process; nil: no Lease is known (fencing in DynamoDB only).
+	Valid func() bool
+	// Expiry returns the instant by which every call of the term must have ended (the Lease's
+	// earliest expiry, less a safety margin); nil or zero: none known.
+	Expiry func() time.Time
+	// CallTimeout bounds each status read or write.
+	CallTimeout time.Duration
+	// Lost ends the term: a write met a newer term. nil: nothing to end (tests).
+	Lost func(error)
+}
+
+// CallContext returns ctx bounded by timeout and by the term's expiry, or ErrFenced when the
+// term may be over: a call that could land after another process began leading never starts.
+func (t Term) CallContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+	if t.Valid != nil && !t.Valid() {
+		return nil, nil, fmt.Errorf("term %d: the lease may have passed to another process: %w", t.Number, ErrFenced)
+	}
+	if timeout <= 0 {
+		timeout = fallbackCallTimeout
+	}
+	now := time.Now()
+	deadline := now.Add(timeout)
+	if t.Expiry != nil {
+		if e := t.Expiry(); !e.IsZero() && e.Before(deadline) {
+			deadline = e
+		}
+	}
+	if !deadline.After(now) {
+		return nil, nil, fmt.Errorf("term %d: the lease may expire before a call could end: %w", t.Number, ErrFenced)
+	}
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	return cctx, cancel, nil
+}
+
+// Do runs one status call within the term: ErrFenced without calling when the term may be
+// over; else call under the term's call deadline. A call that met a newer term ends the term.
+func (t Term) Do(ctx context.Context, call func(context.Context) error) error {
+	cctx, cancel, err := t.CallContext(ctx, t.CallTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	err = call(cctx)
+	t.Met(err)
+	return err
+}
+
+// Met ends the term when err says a newer term wrote.
+func (t Term) Met(err error) {
+	if t.Lost != nil && errors.Is(err, ErrNewerTerm) {
+		t.Lost(err)
+	}
+}
+
+// termKey carries the term of a reconcile in its context, so every cluster mutation it makes
+// is checked against the term and bounded by its expiry (the root package's deadlineKube).
+type termKey struct{}
+
+// With returns ctx carrying t: every cluster mutation of the reconcile that gets it is
+// checked against the term and bounded by its expiry.
+func With(ctx context.Context, t Term) context.Context {
+	return context.WithValue(ctx, termKey{}, t)
+}
+
+// Of returns the term ctx carries; without one, a term without a Lease.
+func Of(ctx context.Context) Term {
+	t, _ := ctx.Value(termKey{}).(Term)
+	return t
+}
+
+// Check returns ErrFenced when ctx carries a term that may be over: a leader that may have
+// lost its lease does not change the cluster any more than it writes a status.
+func Check(ctx context.Context) error {
+	_, cancel, err := Of(ctx).CallContext(ctx, time.Second)
+	if cancel != nil {
+		cancel()
+	}
+	return err
+}
+
+// takeTermAttempts bounds the conditional puts of one takeTerm (each conflict means another
+// replica took a term at the same moment).
+const takeTermAttempts = 5
+
+// Take takes the next leadership term in DynamoDB: it reads the heartbeat document
+// (api.HeartbeatID, a consistent GetItem) and puts hb there with applierTerm one above both the
+// stored term and floor (the newest term this process met), conditional on the stored term
+// being unchanged. When the heartbeat holds no term (deleted by an operator, a restored or new
+// table), seed (when set) gives the newest term the statuses carry, so the new term is above
+// theirs too. hb's Kinds should say nothing yet: the new term has observed nothing. It uses
+// only GetItem, Scan and PutItem, which the example IAM policy grants on status tables.
+// Returns the heartbeat as written; an error when DynamoDB fails or keeps conflicting.
+func Take(ctx context.Context, db DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (api.Heartbeat, error) {
+	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
+	for range takeTermAttempts {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return hb, fmt.Errorf("read the term in %s: %w", table, err)
+		}
+		stored, exists, err := Stored(out.Item)
+		if err != nil {
+			return hb, fmt.Errorf("read the term in %s: %w", table, err)
+		}
+		if stored == 0 && seed != nil {
+			seeded, err := seed(ctx)
+			if err != nil {
+				return hb, fmt.Errorf("no term in %s; reading the statuses' terms: %w", table, err)
+			}
+			floor = max(floor, seeded)
+		}
+		hb.Term = max(stored, floor) + 1
+		item, err := attributevalue.MarshalMap(hb)
+		if err != nil {
+			return hb, fmt.Errorf("encode heartbeat: %w", err)
+		}
+		item[api.AttrDocumentID] = key[api.AttrDocumentID]
+		name := expression.Name(api.AttrApplierTerm)
+		cond := expression.AttributeNotExists(expression.Name(api.AttrDocumentID))
+		if exists {
+			cond = name.Equal(expression.Value(stored))
+			if _, ok := out.Item[api.AttrApplierTerm]; !ok {
+				cond = expression.AttributeNotExists(name)
+			}
+		}
+		expr, err := expression.NewBuilder().WithCondition(cond).Build()
+		if err != nil {
+			return hb, fmt.Errorf("build condition: %w", err)
+		}
+		_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item, ConditionExpression: expr.Condition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+		if err == nil {
+			return hb, nil
+		}
+		if !conditionalCheckFailed(err) {
+			return hb, fmt.Errorf("take term %d in %s: %w", hb.Term, table, err)
+		}
+	}
+	return hb, fmt.Errorf("take a term in %s: another replica kept taking one (%d attempts): %w", table, takeTermAttempts, api.ErrPreconditionFailed)
+}
+
+// Stored is the applierTerm of a heartbeat item (0 without one). An item whose
+// applierTerm is not a number cannot be fenced against: an error.
+func Stored(item map[string]types.AttributeValue) (int64, bool, error) {
+	if len(item) == 0 {
+		return 0, false, nil
+	}
+	v, ok := item[api.AttrApplierTerm]
+	if !ok {
+		return 0, true, nil
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, true, fmt.Errorf("%w: %s has an applierTerm that is not a number", api.ErrInvalidItem, api.HeartbeatID)
+	}
+	stored, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("%w: %s applierTerm %q: %w", api.ErrInvalidItem, api.HeartbeatID, n.Value, err)
+	}
+	return stored, true, nil
+}
+
+// NewestStatus returns the newest applierTerm any item of tables carries (a Scan of each,
+// projected on documentID and applierTerm; 0 for none): the floor of a term taken where the
+// heartbeat holds none.
+func NewestStatus(ctx context.Context, scan Scan, tables []string) (int64, error) {
+	var newest int64
+	for _, table := range tables {
+		expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(api.AttrDocumentID), expression.Name(api.AttrApplierTerm))).Build()
+		if err != nil {
+			return 0, fmt.Errorf("build projection: %w", err)
+		}
+		err = scan(ctx, dynamodb.ScanInput{TableName: aws.String(table), ProjectionExpression: expr.Projection(),
+			ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
+			if n, ok := item[api.AttrApplierTerm].(*types.AttributeValueMemberN); ok {
+				if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+					newest = max(newest, v)
+				}
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return newest, nil
+}
+
+// Condition is the condition every write of term carries: the stored item has no applierTerm
+// or one not newer than term, so DynamoDB itself refuses a write of an older term over an
+// item of a newer one.
+func Condition(term int64) expression.ConditionBuilder {
+	name := expression.Name(api.AttrApplierTerm)
+	return expression.Or(expression.AttributeNotExists(name), name.LessThanEqual(expression.Value(term)))
+}
+
+// Fence returns cond AND Condition(term).
+func Fence(cond expression.ConditionBuilder, term int64) expression.ConditionBuilder {
+	return cond.And(Condition(term))
+}
+
+// NewerInItem returns a *NewerTermError when item's applierTerm is newer than term, else nil.
+func NewerInItem(item map[string]types.AttributeValue, term int64) error {
+	n, ok := item[api.AttrApplierTerm].(*types.AttributeValueMemberN)
+	if !ok {
+		return nil
+	}
+	stored, perr := strconv.ParseInt(n.Value, 10, 64)
+	if perr != nil || stored <= term {
+		return nil
+	}
+	return &NewerTermError{Stored: stored}
+}
+
+// conditionalCheckFailed reports whether DynamoDB refused a write for its condition.
+func conditionalCheckFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
