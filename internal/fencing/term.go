@@ -29,13 +29,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
-
-// DynamoDB is what taking a term calls.
-type DynamoDB interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-}
 
 // Scan reads every item of in's table, page by page, calling each for every item.
 type Scan func(ctx context.Context, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error
@@ -174,7 +169,7 @@ const takeTermAttempts = 5
 // theirs too. hb's Kinds should say nothing yet: the new term has observed nothing. It uses
 // only GetItem, Scan and PutItem, which the example IAM policy grants on status tables.
 // Returns the heartbeat as written; an error when DynamoDB fails or keeps conflicting.
-func Take(ctx context.Context, db DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (api.Heartbeat, error) {
+func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (api.Heartbeat, error) {
 	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
 	for range takeTermAttempts {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
