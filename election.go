@@ -61,7 +61,10 @@ func (a *Applier) leaseLock() (*resourcelock.LeaseLock, error) {
 // next campaign (or another replica) starts afresh.
 func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) error {
 	term := lease.NewLeadership()
-	renewals := lease.NewTracker(lock, a.opts.RetryPeriod)
+	renewals := lease.NewTracker(lock, a.opts.LeaseDuration, func(left time.Duration) {
+		a.opts.Log.Info("the Lease is missing: creating it once it has been missing for the lease duration (its holder, were it deleted, can no longer be leading then)",
+			"lease", lock.LeaseMeta.Namespace+"/"+lock.LeaseMeta.Name, "after", left.Round(time.Millisecond).String())
+	})
 	// On shutdown, keep renewing the lease until the term's in-flight work has finished, and
 	// only then release it (ReleaseOnCancel): releasing at once would let a standby start
 	// reconciling while this process still applies and writes statuses.
@@ -99,7 +102,9 @@ func (a *Applier) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	go renewals.Watch(leCtx, lock.Client.Leases(lock.LeaseMeta.Namespace), lock.LeaseMeta.Name)
+	go renewals.Watch(leCtx, lock.Client.Leases(lock.LeaseMeta.Namespace), lock.LeaseMeta.Name, func(err error) {
+		a.opts.Log.Error(err, "watching the Lease failed (grant watch on it): its deletion is seen at the next renewal", "lease", lock.LeaseMeta.Namespace+"/"+lock.LeaseMeta.Name)
+	})
 	stopRelease := context.AfterFunc(ctx, func() {
 		term.Stop()
 		term.Wait()

@@ -321,7 +321,7 @@ func TestRBAC(t *testing.T) {
 		resource string
 		want     []string
 	}{
-		{"leases", role, "coordination.k8s.io", "leases", []string{"get", "create", "update"}},
+		{"leases", role, "coordination.k8s.io", "leases", []string{"get", "create", "update", "watch"}},
 		{"events", role, "", "events", []string{"create"}},
 		{"configmaps", clusterRole, "", "configmaps", []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{"secrets", clusterRole, "", "secrets", []string{"get", "list", "watch", "create", "patch", "delete"}},

@@ -6,7 +6,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -30,26 +29,27 @@ type Tracker struct {
 	// elsewhere: the last read found the Lease gone (deleted: a standby may create it at once,
 	// without waiting for it to expire) or held by another; cleared by our own next write.
 	elsewhere atomic.Bool
-	// absentSince: when a read first found the Lease gone (unix nanoseconds; 0: found since).
-	// It is created only createGrace later, so that a holder whose Lease was deleted sees it
-	// gone (its watch, or its next renewal a RetryPeriod later at most) before another process
-	// can lead: client-go's standbys create a missing Lease at once.
-	absentSince atomic.Int64
-	createGrace time.Duration
+	// absentSince: when a read first found the Lease gone (unix nanoseconds; 0: not missing
+	// since). client-go's standbys create a missing Lease at once, but a holder whose Lease
+	// was deleted may not know (its watch may lag or be forbidden, its renewal be slow, it may
+	// be cut off) and calls it started stay valid until its expiry. A missing Lease is
+	// therefore treated as one last renewed when it was first seen missing: it is created only
+	// leaseDuration later, by when every holder's expiry has passed (their last renewal began
+	// before the deletion), as client-go's standbys wait for a Lease that is not renewed.
+	absentSince   atomic.Int64
+	leaseDuration time.Duration
+	waiting       func(left time.Duration)
 }
 
-// NewTracker wraps lock; a missing Lease is created only once it has been seen missing
-// for createGrace (the election's RetryPeriod).
-func NewTracker(lock resourcelock.Interface, createGrace time.Duration) *Tracker {
-	return &Tracker{Interface: lock, createGrace: createGrace}
+// NewTracker wraps lock; a missing Lease is created only once it has been seen missing for
+// leaseDuration (the election's LeaseDuration): Create waits until then, calling waiting
+// (unless nil) with the time left when it starts to wait.
+func NewTracker(lock resourcelock.Interface, leaseDuration time.Duration, waiting func(left time.Duration)) *Tracker {
+	return &Tracker{Interface: lock, leaseDuration: leaseDuration, waiting: waiting}
 }
-
-// ErrJustAbsent refuses to create a Lease seen missing for less than the grace: client-go
-// logs it and tries again a RetryPeriod later.
-var ErrJustAbsent = errors.New("the Lease was found missing just now; it is created only a retry period later, once a holder whose Lease was deleted has seen it gone")
 
 // Get reads the Lease, noting when it is gone or held by another process: from then on the
-// term is not valid, whatever the last renewal (a deleted Lease is taken without waiting).
+// term is not valid, whatever the last renewal (client-go's standbys take a deleted Lease at once).
 func (r *Tracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := r.Interface.Get(ctx)
 	if err == nil {
@@ -65,15 +65,31 @@ func (r *Tracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, 
 	return rec, raw, err
 }
 
+// Create creates the Lease once it has been missing for the lease duration, waiting until
+// then (ctx's error if it ends first); a Lease another process created meanwhile makes it fail
+// as AlreadyExists. client-go calls it only after a Get found the Lease missing.
 func (r *Tracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	start := time.Now()
-	if since := r.absentSince.Load(); since == 0 || start.Sub(time.Unix(0, since)) < r.createGrace {
-		return ErrJustAbsent
+	since := r.absentSince.Load()
+	if since == 0 { // not seen missing by this tracker's own read: time the absence from now
+		r.absentSince.CompareAndSwap(0, time.Now().UnixNano())
+		since = r.absentSince.Load()
 	}
+	if left := time.Until(time.Unix(0, since).Add(r.leaseDuration)); left > 0 {
+		if r.waiting != nil {
+			r.waiting(left)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(left):
+		}
+	}
+	start := time.Now()
 	err := r.Interface.Create(ctx, ler)
 	if err == nil {
 		r.last.Store(start.UnixNano())
 		r.elsewhere.Store(ler.HolderIdentity != r.Identity())
+		r.absentSince.Store(0) // the next absence is timed afresh
 	}
 	return err
 }
@@ -84,6 +100,7 @@ func (r *Tracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRec
 	if err == nil {
 		r.last.Store(start.UnixNano())
 		r.elsewhere.Store(ler.HolderIdentity != r.Identity())
+		r.absentSince.Store(0)
 	}
 	return err
 }
@@ -91,19 +108,27 @@ func (r *Tracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRec
 // Held reports whether the Lease, as last read, written or watched, is ours.
 func (r *Tracker) Held() bool { return !r.elsewhere.Load() }
 
-// Watch follows the Lease until ctx ends: a Lease deleted (a standby may create it at once) or
-// held by another ends the term's validity within the watch's latency, not at the leader's
-// next renewal (up to RetryPeriod later). A failed watch is opened again after a second.
-func (r *Tracker) Watch(ctx context.Context, leases coordinationv1client.LeaseInterface, name string) {
+// Watch follows the Lease until ctx ends: a Lease deleted or held by another ends the term's
+// validity within the watch's latency, not at the leader's next renewal. A failed watch is
+// opened again after a second; failed (unless nil) hears of each failure whose message differs
+// from the last one's (RBAC must grant watch on the Lease; a deletion is then seen at the next
+// renewal, and the lease-duration wait before a re-creation still keeps two terms apart).
+func (r *Tracker) Watch(ctx context.Context, leases coordinationv1client.LeaseInterface, name string, failed func(error)) {
+	last := ""
 	for ctx.Err() == nil {
 		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
+			if failed != nil && err.Error() != last && ctx.Err() == nil {
+				failed(err)
+			}
+			last = err.Error()
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
 			continue
 		}
+		last = ""
 		for ev := range w.ResultChan() {
 			switch ev.Type {
 			case watch.Deleted:
