@@ -315,8 +315,8 @@ var interfaceMethods = map[string]bool{"DeepCopyObject": true, "GetObjectKind": 
 // package kubeapplier_test (hack/ and the package's own tests do not count). The outside
 // packages are type-checked (golang.org/x/tools/go/packages), so kubeapplier.X must resolve to
 // this package's X, and a method T.M counts only where a selector resolves to T's M. A method
-// whose name is one of the package's exported interfaces' methods, or of interfaceMethods, is
-// used as that interface is. An export without such a use should be unexported (or shown in
+// by which T implements one of the package's exported interfaces (for a generic T: a method
+// named as one of theirs), or one of interfaceMethods, is used as that interface is. An export without such a use should be unexported (or shown in
 // use by an example).
 func TestEveryExportHasAnOutsideUse(t *testing.T) {
 	const self = "github.com/kube-applier-aws/kubeapplier"
@@ -351,11 +351,11 @@ func TestEveryExportHasAnOutsideUse(t *testing.T) {
 	if lib == nil {
 		t.Fatal("the package itself was not loaded")
 	}
-	exports, ifaceMethods := exportsOf(lib)
+	exports, viaInterface := exportsOf(lib)
 	var unused []string
 	for _, name := range exports {
 		_, method, isMethod := strings.Cut(name, ".")
-		if used[name] || isMethod && (interfaceMethods[method] || ifaceMethods[method]) {
+		if used[name] || viaInterface[name] || isMethod && interfaceMethods[method] {
 			continue
 		}
 		unused = append(unused, name)
@@ -397,10 +397,24 @@ func namedOf(t gotypes.Type) *gotypes.Named {
 }
 
 // exportsOf lists pkg's exported names ("Name", and "Type.Method" for the methods its own
-// named types declare) and the method names of its exported interfaces.
-func exportsOf(pkg *gotypes.Package) (names []string, ifaceMethods map[string]bool) {
-	ifaceMethods = map[string]bool{}
+// named types declare) and, of those methods, the ones that implement a method of an exported
+// interface of pkg ("Type.Method": used as that interface is). For a generic type, whose
+// implementation types.Implements cannot tell, a method named as an interface's counts.
+func exportsOf(pkg *gotypes.Package) (names []string, viaInterface map[string]bool) {
 	scope := pkg.Scope()
+	var ifaces []*gotypes.Interface
+	ifaceMethods := map[string]bool{}
+	for _, name := range scope.Names() {
+		if tn, ok := scope.Lookup(name).(*gotypes.TypeName); ok && tn.Exported() && !tn.IsAlias() {
+			if it, ok := tn.Type().Underlying().(*gotypes.Interface); ok {
+				ifaces = append(ifaces, it)
+				for m := range it.Methods() {
+					ifaceMethods[m.Name()] = true
+				}
+			}
+		}
+	}
+	viaInterface = map[string]bool{}
 	for _, name := range scope.Names() {
 		obj := scope.Lookup(name)
 		if !obj.Exported() {
@@ -408,25 +422,44 @@ func exportsOf(pkg *gotypes.Package) (names []string, ifaceMethods map[string]bo
 		}
 		names = append(names, name)
 		tn, ok := obj.(*gotypes.TypeName)
-		if !ok || tn.IsAlias() {
+		if !ok || tn.IsAlias() || gotypes.IsInterface(tn.Type()) {
 			continue // an alias's methods are the aliased package's
 		}
-		if it, ok := tn.Type().Underlying().(*gotypes.Interface); ok {
-			for m := range it.Methods() {
-				ifaceMethods[m.Name()] = true
-			}
+		named, ok := tn.Type().(*gotypes.Named)
+		if !ok {
 			continue
 		}
-		if named, ok := tn.Type().(*gotypes.Named); ok {
-			for m := range named.Methods() {
-				if m.Exported() {
-					names = append(names, name+"."+m.Name())
+		generic := named.TypeParams().Len() > 0
+		for m := range named.Methods() {
+			if !m.Exported() {
+				continue
+			}
+			key := name + "." + m.Name()
+			names = append(names, key)
+			if generic {
+				viaInterface[key] = ifaceMethods[m.Name()]
+				continue
+			}
+			for _, it := range ifaces {
+				implements := gotypes.Implements(named, it) || gotypes.Implements(gotypes.NewPointer(named), it)
+				if implements && it.NumMethods() > 0 && hasMethod(it, m.Name()) {
+					viaInterface[key] = true
 				}
 			}
 		}
 	}
 	sort.Strings(names)
-	return names, ifaceMethods
+	return names, viaInterface
+}
+
+// hasMethod reports whether it has a method called name.
+func hasMethod(it *gotypes.Interface, name string) bool {
+	for m := range it.Methods() {
+		if m.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // TestReplaceManagedFieldsFromOutside: DynamicKube.ReplaceManagedFields replaces an object's
