@@ -91,7 +91,7 @@ func New(opts Options) (*Applier, error) {
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
 	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager, health: newHealthCheck(opts.Kube)}
-	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery)}
+	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
 	if opts.watchTargets {
 		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.countDriftRepair)
 		a.watches.adopt = a.applyRec.drift.adopt

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,6 +19,11 @@ type deleteReconciler struct {
 	// watches, when set, observe each target: a target waiting for finalizers is looked at
 	// again when its watch sees it change or vanish, not polled. nil: polled.
 	watches *targetWatches
+	// specs, when set, confirms with a consistent read, right before each delete call, that
+	// the desire still exists and targets the object: the informer's cache lags its table
+	// (a DeleteDesire removed and replaced by an ApplyDesire a moment ago is still cached,
+	// and the ApplyDesire, which confirms its rival gone, may already have applied).
+	specs SpecReader[*DeleteDesire]
 }
 
 // watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
@@ -60,6 +66,11 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 	}
 	obj, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
+		// Confirmed after the GET, and the delete is preconditioned on the uid it saw: an
+		// object an ApplyDesire created after confirming this desire gone is never deleted.
+		if v, ok := r.stillWanted(ctx, d); !ok {
+			return v
+		}
 		err = r.kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
 		if err == nil || objectNotFound(err, t.Name) {
 			obj, err = r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
@@ -80,6 +91,29 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		v = v.After(watchedRecheck)
 	}
 	return v
+}
+
+// specGoneRecheck is how soon a DeleteDesire whose spec a consistent read no longer shows (the
+// cache has not yet seen its removal or change) is looked at again, nothing deleted or
+// written meanwhile.
+const specGoneRecheck = time.Second
+
+// stillWanted confirms d against its table (when r.specs is set): ok when the spec exists,
+// decodes and targets the same object for the same management cluster; otherwise the
+// verdict that waits for the cache to catch up.
+func (r *deleteReconciler) stillWanted(ctx context.Context, d *DeleteDesire) (Verdict, bool) {
+	if r.specs == nil {
+		return Verdict{}, true
+	}
+	cur, err := r.specs.Get(ctx, d.DocumentID)
+	switch {
+	case err == nil && cur.Invalid == "" && cur.Spec.TargetItem == d.Spec.TargetItem &&
+		cur.Spec.ManagementCluster == d.Spec.ManagementCluster:
+		return Verdict{}, true
+	case err == nil || IsNotFoundError(err) || errors.Is(err, ErrInvalidItem):
+		return Pending(specGoneRecheck), false
+	}
+	return Pending(confirmRetry), false
 }
 
 // forget drops DeleteDesire id's watch registration.

@@ -3,8 +3,14 @@ package kubeapplier
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"k8s.io/apimachinery/pkg/watch"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +41,7 @@ func TestIntegrationDeleteDesireWinsOverApplyDesire(t *testing.T) {
 	}
 	defer w.Stop()
 	deadline, events := time.After(6*time.Second), w.ResultChan()
-watch:
+observe:
 	for {
 		select {
 		case ev, ok := <-events:
@@ -45,7 +51,7 @@ watch:
 			}
 			t.Fatalf("the contested object changed while the DeleteDesire exists: %s", ev.Type)
 		case <-deadline:
-			break watch
+			break observe
 		}
 	}
 	if _, err := e.getConfigMap("contested"); !apierrors.IsNotFound(err) {
@@ -61,5 +67,120 @@ watch:
 	waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
 	if _, err := e.getConfigMap("contested"); err != nil {
 		t.Fatalf("contested not re-created once the DeleteDesire went: %v", err)
+	}
+}
+
+// heldStreams withholds the records of one table's stream while held: GetRecords answers
+// with no record and the same iterator, so the records come once released (the informer's
+// cache of that table lags, as a slow stream makes it).
+type heldStreams struct {
+	StreamsAPI
+	table string // the held table's name, as it appears in its stream's ARN
+	held  atomic.Bool
+	mu    sync.Mutex
+	arn   map[string]string // shard iterator -> stream ARN
+}
+
+func (h *heldStreams) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, o ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	out, err := h.StreamsAPI.GetShardIterator(ctx, in, o...)
+	if err == nil && out.ShardIterator != nil {
+		h.mu.Lock()
+		h.arn[*out.ShardIterator] = aws.ToString(in.StreamArn)
+		h.mu.Unlock()
+	}
+	return out, err
+}
+
+func (h *heldStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, o ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	h.mu.Lock()
+	arn := h.arn[aws.ToString(in.ShardIterator)]
+	h.mu.Unlock()
+	if h.held.Load() && strings.Contains(arn, "/"+h.table+"/") {
+		return &dynamodbstreams.GetRecordsOutput{NextShardIterator: in.ShardIterator}, nil
+	}
+	out, err := h.StreamsAPI.GetRecords(ctx, in, o...)
+	if err == nil && out.NextShardIterator != nil {
+		h.mu.Lock()
+		h.arn[*out.NextShardIterator] = arn
+		h.mu.Unlock()
+	}
+	return out, err
+}
+
+// TestIntegrationRemovedDeleteDesireDeletesNothing: a backend replaces a DeleteDesire by an
+// ApplyDesire of the same object while the DeleteDesire table's stream lags (held here), so
+// the removed DeleteDesire is still cached. The ApplyDesire confirms its rival gone and
+// creates the object; the cached DeleteDesire, woken by the object's watch, must not delete
+// it: the object keeps its uid and the ApplyDesire stays Successful, never DriftConflict.
+func TestIntegrationRemovedDeleteDesireDeletesNothing(t *testing.T) {
+	var streams *heldStreams
+	e := startE2E(t, func(o *Options) {
+		streams = &heldStreams{StreamsAPI: o.Streams, arn: map[string]string{},
+			table: TableName(o.TablePrefix, o.ManagementCluster, SpecsTable, KindDeleteDesire)}
+		o.Streams = streams
+	})
+	ctx := t.Context()
+	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "phoenix"}
+	if _, err := e.deleteS.Create(ctx, deleteDesire("drop-it", target)); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(e, e.specs.DeleteDesireStatus(), "drop-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+
+	streams.held.Store(true)
+	if err := e.deleteS.Delete(ctx, "drop-it"); err != nil {
+		t.Fatal(err)
+	}
+	e.putApply("make-it", e.configMap("phoenix", map[string]string{"a": "b"}))
+	waitCondition(e, e.specs.ApplyDesireStatus(), "make-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	obj, err := e.getConfigMap("phoenix")
+	if err != nil {
+		t.Fatalf("phoenix, just applied: %v (deleted by the DeleteDesire removed before it was created?)", err)
+	}
+	w, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=phoenix",
+		ResourceVersion: obj.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// The removed DeleteDesire stays cached for 7 s (beyond DeleteResync, 5 s): the object
+	// must see no deletion meanwhile, nor after the stream catches up.
+	release := time.After(7 * time.Second)
+	deadline, events := time.After(10*time.Second), w.ResultChan()
+observe:
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // the watch ended: the final GET below still checks
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				t.Fatal("the object an ApplyDesire created was deleted by a DeleteDesire removed before it was created")
+			}
+		case <-release:
+			streams.held.Store(false)
+		case <-deadline:
+			break observe
+		}
+	}
+	now, err := e.getConfigMap("phoenix")
+	if err != nil || now.GetUID() != obj.GetUID() {
+		t.Fatalf("phoenix after the stream caught up: %v (uid %v, was %v)", err, now, obj.GetUID())
+	}
+	st, err := e.specs.ApplyDesireStatus().Get(ctx, "make-it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(st, ConditionSuccessful); c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors {
+		t.Fatalf("ApplyDesire Successful = %+v", c)
+	}
+	// The DeleteDesire's status goes with its spec once the stream brings the removal.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := e.specs.DeleteDesireStatus().Get(ctx, "drop-it"); IsNotFoundError(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the removed DeleteDesire's status is still there 15 s after its stream was released")
+		}
 	}
 }
