@@ -3,14 +3,16 @@ package kubeapplier_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	gotypes "go/types"
-	"golang.org/x/tools/go/packages"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/tools/go/packages"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -134,7 +136,7 @@ func TestTablesFromOutside(t *testing.T) {
 		}
 	}
 	big := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "big"},
-		Status: kubeapplier.ReadDesireStatus{KubeContent: &runtime.RawExtension{Raw: []byte(`"` + strings.Repeat("x", kubeapplier.MaxItemSize) + `"`)}}}
+		Status: kubeapplier.ReadDesireStatus{KubeContent: json.RawMessage([]byte(`"` + strings.Repeat("x", kubeapplier.MaxItemSize) + `"`))}}
 	_, err = client.ReadDesireStatus().Create(ctx, big)
 	var tooLarge *kubeapplier.ItemTooLargeError
 	if !errors.Is(err, kubeapplier.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != kubeapplier.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
@@ -260,7 +262,7 @@ func TestOptionsFromOutside(t *testing.T) {
 	// The default ApplyDesire reconciler over the caller's KubeClient, as the applier's own
 	// field manager.
 	ad := &kubeapplier.ApplyDesire{}
-	ad.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new","namespace":"default"}}`)}
+	ad.Spec.KubeContent = json.RawMessage([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new","namespace":"default"}}`))
 	applied := kubeapplier.NewApplyReconciler(kube, restMapper{mapper}, kubeapplier.DefaultFieldManager).Reconcile(context.Background(), ad)
 	if !applied.Successful() || len(kube.managers) != 1 || kube.managers[0] != kubeapplier.DefaultFieldManager {
 		t.Fatalf("apply = %v (%q), field managers %v, want one apply as %q", applied, applied.Message(), kube.managers, kubeapplier.DefaultFieldManager)
@@ -278,8 +280,8 @@ func TestOptionsFromOutside(t *testing.T) {
 	r := kubeapplier.NewDeleteReconciler(kube, restMapper{mapper}, nil)
 	d := &kubeapplier.DeleteDesire{}
 	d.Spec.TargetItem = kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "old"}
-	if d.Spec.TargetItem.GVR() != cm {
-		t.Fatalf("GVR = %v, want %v", d.Spec.TargetItem.GVR(), cm)
+	if kubeapplier.GVROf(d.Spec.TargetItem) != cm {
+		t.Fatalf("GVR = %v, want %v", kubeapplier.GVROf(d.Spec.TargetItem), cm)
 	}
 	if v := r.Reconcile(context.Background(), d); !v.Successful() || v.Reason() != kubeapplier.ReasonNoErrors || len(kube.deletes) != 1 {
 		t.Fatalf("delete = %v, deletes %v", v, kube.deletes)
@@ -296,7 +298,7 @@ func (restMapper) Reset() {}
 
 // TestParseKubeContentFromOutside: ParseKubeContent's refusals are *PreCheckError.
 func TestParseKubeContentFromOutside(t *testing.T) {
-	_, err := kubeapplier.ParseKubeContent(&runtime.RawExtension{Raw: []byte(`{"kind":"ConfigMap"}`)})
+	_, err := kubeapplier.ParseKubeContent(json.RawMessage([]byte(`{"kind":"ConfigMap"}`)))
 	var pc *kubeapplier.PreCheckError
 	if !errors.As(err, &pc) || !strings.Contains(pc.Message, "missing apiVersion") {
 		t.Fatalf("ParseKubeContent = %v, want a *PreCheckError", err)

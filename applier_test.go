@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestLeadershipTermsRunFreshInformers: each term (here each Run without election) starts a
@@ -39,7 +38,7 @@ func TestLeadershipTermsRunFreshInformers(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "d1 applied", func() bool {
 		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "d1")
-		return st != nil && condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -62,7 +61,7 @@ func TestLeadershipTermsRunFreshInformers(t *testing.T) {
 	stop = runApplier(t, a)
 	waitFor(t, 10*time.Second, "d2 applied in term 2", func() bool {
 		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "d2")
-		return st != nil && condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
 	if a.Informers() != next || len(next.ApplyDesires.Lister.List()) != 2 {
 		t.Fatalf("term 2 runs another set than Informers returned, or its cache misses desires")

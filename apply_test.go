@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -15,10 +14,10 @@ func TestApplyController(t *testing.T) {
 		name        string
 		desire      *ApplyDesire
 		applyErr    error
-		wantStatus  metav1.ConditionStatus
+		wantStatus  string
 		wantReason  string
 		wantMsg     string
-		wantDegr    metav1.ConditionStatus
+		wantDegr    string
 		wantRequeue lookAgain
 		wantApplied bool
 	}{
@@ -73,7 +72,7 @@ func TestApplyController(t *testing.T) {
 			if st.Spec.KubeContent != nil {
 				t.Fatal("status document copies kubeContent")
 			}
-			if st.Status.ObservedDesireUpdateTime == nil || !st.Status.ObservedDesireUpdateTime.Equal(testTime) {
+			if !parsedTime(st.Status.ObservedDesireUpdateTime).Equal(testTime) {
 				t.Fatalf("observedDesireUpdateTime = %v", st.Status.ObservedDesireUpdateTime)
 			}
 		})
@@ -92,13 +91,13 @@ func TestApplyCRDBeforeCR(t *testing.T) {
 	}
 	mapper.pending = append(mapper.pending, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
 	crd := applyDesire("crd", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"}}`)
-	if _, st := h.sync(t, crd); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+	if _, st := h.sync(t, crd); condition(st, ConditionSuccessful).Status != ConditionTrue {
 		t.Fatalf("crd: %+v", st.Status.Conditions)
 	}
 	if woken != 1 {
 		t.Fatalf("desires woken after the CRD = %d, want 1", woken)
 	}
-	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Status != ConditionTrue {
 		t.Fatalf("widget after CRD: %+v", st.Status.Conditions)
 	}
 	if _, waiting := h.c.waitingKind.Load("w"); waiting {

@@ -78,7 +78,7 @@ func successfulCount(t *testing.T, st ResourceCRUD[*ApplyDesire], v int64) (ok, 
 	}
 	for _, d := range all {
 		c := condition(d, ConditionSuccessful)
-		if c.Status == metav1.ConditionTrue && c.ObservedGeneration >= v {
+		if c.Status == ConditionTrue && c.ObservedGeneration >= v {
 			ok++
 		}
 	}
@@ -174,7 +174,7 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 	mirrored := func(want string) func() bool {
 		return func() bool {
 			st, err := e.specs.ReadDesireStatus().Get(context.Background(), "read-mirrored")
-			return err == nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent.Raw), want)
+			return err == nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent), want)
 		}
 	}
 	waitFor(t, 20*time.Second, "ConfigMap mirrored", mirrored(`"v":"before"`))
@@ -830,7 +830,7 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 	ctx := context.Background()
 	res := e.dyn.Resource(cmGVR).Namespace(e.ns)
 	e.putApply("drift", e.configMap("drifty", map[string]string{"k": "ours"}))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "drift", 1, metav1.ConditionTrue, ReasonNoErrors, 20*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "drift", 1, ConditionTrue, ReasonNoErrors, 20*time.Second)
 	value := func() string {
 		u, err := res.Get(ctx, "drifty", metav1.GetOptions{})
 		if err != nil {

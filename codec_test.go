@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
-	ltt := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	ltt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	observed := testTime
 	cases := []struct {
 		name string
@@ -23,8 +22,8 @@ func TestCodecRoundTrip(t *testing.T) {
 			d := sampleApply("a1")
 			d.Version, d.CreateTime, d.UpdateTime = 7, testTime, testTime.Add(time.Millisecond)
 			d.Status.AppliedResourceGeneration = 3
-			d.Status.ObservedDesireUpdateTime = &observed
-			d.Status.Conditions = []metav1.Condition{{Type: ConditionSuccessful, Status: metav1.ConditionTrue, Reason: ReasonNoErrors,
+			d.Status.ObservedDesireUpdateTime = observed.Format(time.RFC3339Nano)
+			d.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors,
 				Message: "ok", ObservedGeneration: 7, LastTransitionTime: ltt}}
 			return d
 		}()},
@@ -34,7 +33,7 @@ func TestCodecRoundTrip(t *testing.T) {
 				TargetItem: TargetItem{Version: "v1", Resource: "namespaces", Name: "ns1"}}}},
 		{"read with status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r1"},
 			Spec:   ReadDesireSpec{TargetItem: TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}},
-			Status: ReadDesireStatus{KubeContent: &runtime.RawExtension{Raw: []byte(cmJSON("x"))}}}},
+			Status: ReadDesireStatus{KubeContent: json.RawMessage([]byte(cmJSON("x")))}}},
 		{"read without status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r2"}}},
 	}
 	for _, tc := range cases {
@@ -48,7 +47,7 @@ func TestCodecRoundTrip(t *testing.T) {
 					t.Fatalf("%s stored as %q, want absent", attr, s.Value)
 				}
 			}
-			out := tc.in.DeepCopyObject().(Desire)
+			out := tc.in.DeepCopyDesire().(Desire)
 			out = newLike(out)
 			if err := DecodeItem(item, out); err != nil {
 				t.Fatal(err)
@@ -78,7 +77,7 @@ func newLike(d Desire) Desire {
 // The layout backends rely on (../shared README "Item layout").
 func TestItemLayout(t *testing.T) {
 	d := sampleApply("a1")
-	d.Status.Conditions = []metav1.Condition{{Type: ConditionSuccessful, Status: metav1.ConditionTrue, Reason: ReasonNoErrors, ObservedGeneration: 2}}
+	d.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors, ObservedGeneration: 2}}
 	item, err := EncodeItem(d)
 	if err != nil {
 		t.Fatal(err)

@@ -26,9 +26,9 @@ import (
 // so the cache keeps one index entry per desire, not two. ReadDesires are not indexed.
 var targetIndexers = cache.Indexers{familyIndex: indexFamily}
 
-// objectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
+// applyObjectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
 // any version. "" when the content does not name one (it is refused anyway).
-func (d *ApplyDesire) objectKey() string {
+func applyObjectKey(d *ApplyDesire) string {
 	if d.Invalid != "" || d.Spec.KubeContent == nil {
 		return ""
 	}
@@ -40,7 +40,7 @@ func (d *ApplyDesire) objectKey() string {
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(d.Spec.KubeContent.Raw, &obj) != nil || obj.Kind == "" || obj.Metadata.Name == "" {
+	if json.Unmarshal(d.Spec.KubeContent, &obj) != nil || obj.Kind == "" || obj.Metadata.Name == "" {
 		return ""
 	}
 	gv, err := schema.ParseGroupVersion(obj.APIVersion)
@@ -52,7 +52,7 @@ func (d *ApplyDesire) objectKey() string {
 
 // sameObject returns the other cached ApplyDesires that target d's object.
 func sameObject(indexer cache.Indexer, d *ApplyDesire) []*ApplyDesire {
-	k, fam := d.objectKey(), objectFamily(d)
+	k, fam := applyObjectKey(d), objectFamily(d)
 	if k == "" || fam == "" {
 		return nil
 	}
@@ -62,7 +62,7 @@ func sameObject(indexer cache.Indexer, d *ApplyDesire) []*ApplyDesire {
 	}
 	var out []*ApplyDesire
 	for _, o := range objs {
-		if other, ok := o.(*ApplyDesire); ok && other.DocumentID != d.DocumentID && other.objectKey() == k {
+		if other, ok := desireOf[*ApplyDesire](o); ok && other.DocumentID != d.DocumentID && applyObjectKey(other) == k {
 			out = append(out, other)
 		}
 	}
@@ -113,7 +113,7 @@ func keeperNote(d *ApplyDesire, rivals []*ApplyDesire) string {
 }
 
 func objectName(d *ApplyDesire) string {
-	parts := strings.SplitN(d.objectKey(), "/", 4)
+	parts := strings.SplitN(applyObjectKey(d), "/", 4)
 	if len(parts) != 4 {
 		return "the object"
 	}
@@ -228,7 +228,7 @@ func (c objectConflicts) confirmApply(ctx context.Context, ad, keeper *ApplyDesi
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case cur.Invalid != "" || cur.Spec.ManagementCluster != c.cluster || cur.objectKey() != ad.objectKey():
+	case cur.Invalid != "" || cur.Spec.ManagementCluster != c.cluster || applyObjectKey(cur) != applyObjectKey(ad):
 		return nil, nil
 	case cur.CreateTime.Equal(keeper.CreateTime):
 		return keeper, nil
@@ -239,10 +239,7 @@ func (c objectConflicts) confirmApply(ctx context.Context, ad, keeper *ApplyDesi
 // others returns the IDs of the desires that share obj's object, to look at again when obj
 // changes or goes.
 func (c objectConflicts) others(obj any) []string {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	ad, ok := obj.(*ApplyDesire)
+	ad, ok := desireOf[*ApplyDesire](obj)
 	if !ok {
 		return nil
 	}

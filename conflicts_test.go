@@ -47,7 +47,7 @@ func TestTwoDesiresOneObject(t *testing.T) {
 	if err := h.cache.Delete(older); err != nil {
 		t.Fatal(err)
 	}
-	h.c.handler().OnDelete(older)
+	objectHandler{h.c.handler()}.OnDelete(older)
 	queued := map[string]bool{}
 	for q.Len() > 0 {
 		id, _ := q.Get()
@@ -76,7 +76,7 @@ func TestObjectKey(t *testing.T) {
 		`not json`:             "",
 	}
 	for content, want := range cases {
-		if got := applyDesire("x", content).objectKey(); got != want {
+		if got := applyObjectKey(applyDesire("x", content)); got != want {
 			t.Errorf("objectKey(%s) = %q, want %q", content, got, want)
 		}
 	}

@@ -12,12 +12,11 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// TestGoldenItemsApplierCodec holds the applier's codec to the layout of the api module's
-// golden items (api/testdata/golden, DynamoDB JSON): each status item decodes and, written
-// as a status write writes it (EncodeItem, then applierTerm and shard), comes back byte for
-// byte; each spec item decodes with every attribute kept. A renamed or retyped attribute on
-// either side (this package's types or the api module's) fails here or in api's
-// TestGoldenItems.
+// TestGoldenItemsApplierCodec holds the applier's status writes to the layout of the api
+// module's golden items (api/testdata/golden, DynamoDB JSON): each status item decodes and,
+// written as a status write writes it (EncodeItem, then applierTerm and shard), comes back
+// byte for byte; each spec item decodes with every attribute kept. A renamed or retyped
+// attribute, or a status write's own attribute, fails here or in api's TestGoldenItems.
 func TestGoldenItemsApplierCodec(t *testing.T) {
 	files, err := filepath.Glob("api/testdata/golden/*.json")
 	if err != nil || len(files) < 6 {

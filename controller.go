@@ -136,15 +136,15 @@ func (c *controller[T]) q() workqueue.TypedRateLimitingInterface[string] { retur
 func (c *controller[T]) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if d, ok := obj.(T); ok && !isInInitialList && !c.q().ShuttingDown() {
+			if d, ok := desireOf[T](obj); ok && !isInInitialList && !c.q().ShuttingDown() {
 				c.fresh.Store(d.Meta().DocumentID, struct{}{})
 			}
 			c.enqueueObject(obj)
 			c.enqueueRivals(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(T)
-			n, ok2 := newObj.(T)
+			o, ok1 := desireOf[T](oldObj)
+			n, ok2 := desireOf[T](newObj)
 			if ok1 && ok2 && o.Meta().UpdateTime.Equal(n.Meta().UpdateTime) && o.Meta().Version == n.Meta().Version &&
 				o.Meta().CreateTime.Equal(n.Meta().CreateTime) && o.Meta().Invalid == n.Meta().Invalid {
 				return
@@ -425,9 +425,9 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 	if err != nil {
 		return Verdict{reason: "CacheError"}, err
 	}
-	d = d.DeepCopyObject().(T)
+	d = d.DeepCopyDesire().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
-	d.resetStatus()
+	statusKinds[c.kind].clear(d)
 	if c.kind != KindDeleteDesire && !fresh {
 		// The last status lets the default reconcilers verify instead of apply (a new term),
 		// and reuse a mirrored object that did not change instead of GETting it:

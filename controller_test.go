@@ -137,7 +137,7 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 	broken.Invalid = "bad"
 	reborn := d.DeepCopy() // replaced in place by another incarnation at the same version and updateTime
 	reborn.CreateTime = reborn.CreateTime.Add(-time.Hour)
-	handler := h.c.handler()
+	handler := objectHandler{h.c.handler()}
 	cases := []struct {
 		name  string
 		event func()
@@ -287,7 +287,7 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 			if isFair == fifo {
 				t.Fatalf("queue %T with fifoQueue %v", q, fifo)
 			}
-			handler := h.c.handler()
+			handler := objectHandler{h.c.handler()}
 			for _, d := range burst {
 				handler.OnAdd(d, false)
 			}

@@ -56,7 +56,7 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 	case targetVerdict:
 		return v
 	case targetNotServed:
-		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(rt.GVR())))
+		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(GVROf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
 	var w *metaWatch
@@ -64,16 +64,16 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		// Registered before the GET: a change after it is an event, not missed.
 		w = r.watches.watch(desireRef{KindDeleteDesire, d.DocumentID}, t, everyVersion)
 	}
-	obj, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+	obj, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
 		// Confirmed after the GET, and the delete is preconditioned on the uid it saw: an
 		// object an ApplyDesire created after confirming this desire gone is never deleted.
 		if v, ok := r.stillWanted(ctx, d); !ok {
 			return v
 		}
-		err = r.kube.Delete(ctx, t.GVR(), t.Namespace, t.Name, obj.GetUID())
+		err = r.kube.Delete(ctx, GVROf(t), t.Namespace, t.Name, obj.GetUID())
 		if err == nil || objectNotFound(err, t.Name) {
-			obj, err = r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+			obj, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 		}
 	}
 	switch {
@@ -82,7 +82,7 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 	case resourceNotServed(err):
 		// The resource type went away (a CRD deleted) since discovery said otherwise.
 		r.targets.mapper.Reset()
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("deleting %s: the apiserver no longer serves %s: %v", t, gvrString(t.GVR()), err))
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("deleting %s: the apiserver no longer serves %s: %v", t, gvrString(GVROf(t)), err))
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}

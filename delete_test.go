@@ -30,7 +30,7 @@ func TestDeleteController(t *testing.T) {
 		finalizers  []string
 		exists      bool
 		getErr      error
-		wantStatus  metav1.ConditionStatus
+		wantStatus  string
 		wantReason  string
 		wantMsg     string
 		wantRequeue lookAgain
@@ -109,7 +109,7 @@ func TestDeleteController(t *testing.T) {
 			if res.again != tc.wantRequeue {
 				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
 			}
-			if tc.wantStatus == metav1.ConditionFalse && tc.exists && len(kube.objects) == 0 {
+			if tc.wantStatus == ConditionFalse && tc.exists && len(kube.objects) == 0 {
 				t.Fatal("the object was deleted although the desire was refused")
 			}
 			if gone := len(kube.objects) == 0; tc.exists && gone != tc.wantGone {
@@ -135,7 +135,7 @@ func TestDeleteFinalizerThenGone(t *testing.T) {
 	}
 	// The finalizer's owner removes it; there is no garbage collector here, so do what it would.
 	delete(kube.objects, objKey(cmGVR, "default", "held"))
-	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Status != ConditionTrue {
 		t.Fatalf("after finalizer removed: %+v", st.Status.Conditions)
 	}
 }
@@ -243,7 +243,7 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 	}{
 		{name: "still in its table", table: func(t *testing.T, db *memDB, d *DeleteDesire) { putSpec(t, db, d) }, deletes: true},
 		{name: "a newer version, same target", deletes: true, table: func(t *testing.T, db *memDB, d *DeleteDesire) {
-			n := d.DeepCopyObject().(*DeleteDesire)
+			n := d.DeepCopyDesire().(*DeleteDesire)
 			n.Version = 2
 			putSpec(t, db, n)
 		}},
@@ -289,7 +289,7 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 				t.Fatalf("delete call made = %v, want %v (calls %v)", deleted, tc.deletes, kube.calls)
 			}
 			if tc.deletes {
-				if c := condition(st, ConditionSuccessful); c.Status != metav1.ConditionTrue {
+				if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue {
 					t.Fatalf("Successful = %+v, want True", c)
 				}
 				return

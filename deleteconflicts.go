@@ -34,11 +34,11 @@ const familyIndex = "family"
 
 func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
 
-// objectFamily is obj's familyIndex key ("" when it names no object).
-func objectFamily(obj any) string {
-	switch d := obj.(type) {
+// objectFamily is d's familyIndex key ("" when it names no object).
+func objectFamily(d Desire) string {
+	switch d := d.(type) {
 	case *ApplyDesire:
-		parts := strings.SplitN(d.objectKey(), "/", 4)
+		parts := strings.SplitN(applyObjectKey(d), "/", 4)
 		if len(parts) == 4 {
 			return familyKey(parts[0], parts[2], parts[3])
 		}
@@ -52,8 +52,10 @@ func objectFamily(obj any) string {
 }
 
 func indexFamily(obj any) ([]string, error) {
-	if k := objectFamily(obj); k != "" {
-		return []string{k}, nil
+	if d, ok := desireFrom(obj); ok {
+		if k := objectFamily(d); k != "" {
+			return []string{k}, nil
+		}
 	}
 	return nil, nil
 }
@@ -70,7 +72,7 @@ func deleteRivals(deletes cache.Indexer, mapper meta.ResettableRESTMapper, clust
 	}
 	var out []*DeleteDesire
 	for _, o := range objs {
-		if dd, ok := o.(*DeleteDesire); ok && isDeleteRival(mapper, cluster, d, dd) {
+		if dd, ok := desireOf[*DeleteDesire](o); ok && isDeleteRival(mapper, cluster, d, dd) {
 			out = append(out, dd)
 		}
 	}
@@ -88,7 +90,7 @@ func isDeleteRival(mapper meta.ResettableRESTMapper, cluster string, d *ApplyDes
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
-	if mapper == nil || d.Spec.KubeContent == nil || json.Unmarshal(d.Spec.KubeContent.Raw, &obj) != nil {
+	if mapper == nil || d.Spec.KubeContent == nil || json.Unmarshal(d.Spec.KubeContent, &obj) != nil {
 		return true
 	}
 	gv, err := schema.ParseGroupVersion(obj.APIVersion)
@@ -113,11 +115,12 @@ func deleteConflictVerdict(d *ApplyDesire, rivals []*DeleteDesire) Verdict {
 // appliesOfFamily returns the IDs of the ApplyDesires in applies that share the object family
 // of obj (a DeleteDesire, or its tombstone), to look at again when it changes or goes.
 func appliesOfFamily(applies cache.Indexer, obj any) []string {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
+	d, ok := desireFrom(obj)
+	if !ok || applies == nil {
+		return nil
 	}
-	fam := objectFamily(obj)
-	if fam == "" || applies == nil {
+	fam := objectFamily(d)
+	if fam == "" {
 		return nil
 	}
 	objs, err := applies.ByIndex(familyIndex, fam)
@@ -126,7 +129,7 @@ func appliesOfFamily(applies cache.Indexer, obj any) []string {
 	}
 	var ids []string
 	for _, o := range objs {
-		if ad, ok := o.(*ApplyDesire); ok {
+		if ad, ok := desireOf[*ApplyDesire](o); ok {
 			ids = append(ids, ad.DocumentID)
 		}
 	}

@@ -82,14 +82,14 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 // TestDeleteDesireChangeRequeuesApplies: adding, changing (its target too) or removing a
 // DeleteDesire queues the ApplyDesires of its object's family, old and new, and no other.
 func TestDeleteDesireChangeRequeuesApplies(t *testing.T) {
-	applies := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)
+	applies := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)}
 	for _, d := range []*ApplyDesire{applyDesire("on-a", cmJSON("a")), applyDesire("on-b", cmJSON("b")), applyDesire("unrelated", cmJSON("c"))} {
 		if err := applies.Add(d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var queued []string
-	h := deleteRivalHandler(func() cache.Indexer { return applies }, func(id string) { queued = append(queued, id) })
+	h := objectHandler{deleteRivalHandler(func() cache.Indexer { return applies }, func(id string) { queued = append(queued, id) })}
 	onA := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 	onB := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "b"})
 	steps := []struct {
@@ -129,7 +129,7 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 		{name: "delete: still in its table", rival: "delete", table: putSpec, conflict: true},
 		{name: "delete: removed, cache behind", rival: "delete", table: func(*testing.T, *memDB, Desire) Desire { return nil }},
 		{name: "delete: retargeted since", rival: "delete", table: func(t *testing.T, db *memDB, r Desire) Desire {
-			d := r.DeepCopyObject().(*DeleteDesire)
+			d := r.DeepCopyDesire().(*DeleteDesire)
 			d.Spec.TargetItem.Name = "other"
 			putSpec(t, db, d)
 			return nil
@@ -217,7 +217,7 @@ func putSpecAt(t *testing.T, db *memDB, d Desire, at time.Time) Desire {
 		t.Fatal(err)
 	}
 	// As the stream brings it: the stored metadata, the whole spec.
-	cached := d.DeepCopyObject().(Desire)
+	cached := d.DeepCopyDesire().(Desire)
 	*cached.Meta() = *out.Meta()
 	return cached
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -243,9 +242,9 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 		return decision{}
 	}
 	s := &last.Status
-	c := meta.FindStatusCondition(s.Conditions, ConditionSuccessful)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors || c.ObservedGeneration != m.Version ||
-		s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(m.CreateTime) {
+	c := s.Condition(ConditionSuccessful)
+	if c == nil || c.Status != ConditionTrue || c.Reason != ReasonNoErrors || c.ObservedGeneration != m.Version ||
+		s.ObservedDesireCreateTime == "" || !observedCreateTime(&s.CommonStatus).Equal(m.CreateTime) {
 		return decision{}
 	}
 	st, exists := w.lookup(t.Namespace, t.Name)

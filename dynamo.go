@@ -242,7 +242,7 @@ func scanItems(ctx context.Context, db DynamoDBAPI, in dynamodb.ScanInput, each 
 // Create implements ResourceCRUD.
 func (t *Table[T]) Create(ctx context.Context, d T) (T, error) {
 	var zero T
-	d = d.DeepCopyObject().(T)
+	d = d.DeepCopyDesire().(T)
 	now := t.clock().UTC().Round(0)
 	m := d.Meta()
 	m.Version, m.CreateTime, m.UpdateTime = 1, now, now
@@ -259,7 +259,7 @@ func (t *Table[T]) Create(ctx context.Context, d T) (T, error) {
 // Replace implements ResourceCRUD.
 func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
 	var zero T
-	d = d.DeepCopyObject().(T)
+	d = d.DeepCopyDesire().(T)
 	m := d.Meta()
 	expected := m.Version
 	m.Version++

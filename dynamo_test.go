@@ -2,13 +2,13 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestTableCRUD(t *testing.T) {
@@ -26,7 +26,7 @@ func TestTableCRUD(t *testing.T) {
 			t.Fatalf("create = %+v, %v", created.DynamoDBMetadata, err)
 		}
 		got, err := tb.Get(ctx, "a1")
-		if err != nil || got.Version != 1 || string(got.Spec.KubeContent.Raw) != cmJSON("c1") {
+		if err != nil || got.Version != 1 || string(got.Spec.KubeContent) != cmJSON("c1") {
 			t.Fatalf("get = %+v, %v", got, err)
 		}
 		replaced, err := tb.Replace(ctx, got)
@@ -77,7 +77,7 @@ func TestTableCRUD(t *testing.T) {
 	t.Run("oversize refused before the call", func(t *testing.T) {
 		db, tb := newTable()
 		d := sampleApply("big")
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"data":"` + strings.Repeat("x", MaxItemSize) + `"}`)}
+		d.Spec.KubeContent = json.RawMessage([]byte(`{"data":"` + strings.Repeat("x", MaxItemSize) + `"}`))
 		_, err := tb.Create(ctx, d)
 		var tooLarge *ItemTooLargeError
 		if !errors.Is(err, ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Size <= MaxItemSize || tooLarge.Limit != 409600 {

@@ -2,9 +2,8 @@ package kubeapplier_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-applier-aws/kubeapplier"
 )
@@ -37,8 +36,8 @@ func ExampleReconcilerWrappers() {
 	r := opts.Reconcilers.Apply(def)
 	for _, ns := range []string{"kube-system", "team-a"} {
 		d := &kubeapplier.ApplyDesire{}
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"` + ns + `"}}`)}
+		d.Spec.KubeContent = json.RawMessage([]byte(
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"` + ns + `"}}`))
 		fmt.Printf("%s: %s\n", ns, r.Reconcile(context.Background(), d))
 	}
 	// Output:

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"golang.org/x/time/rate"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -20,12 +21,12 @@ type readiness struct {
 }
 
 // condition is the Ready condition for r: True only when Current.
-func (r *readiness) condition(observedGeneration int64, t metav1.Time) metav1.Condition {
-	s := metav1.ConditionFalse
+func (r *readiness) condition(observedGeneration int64, t time.Time) api.Condition {
+	s := ConditionFalse
 	if r.status == string(status.CurrentStatus) {
-		s = metav1.ConditionTrue
+		s = ConditionTrue
 	}
-	return metav1.Condition{Type: ConditionReady, Status: s, Reason: r.status, Message: compactMessage(r.message),
+	return api.Condition{Type: ConditionReady, Status: s, Reason: r.status, Message: compactMessage(r.message),
 		ObservedGeneration: observedGeneration, LastTransitionTime: t}
 }
 
@@ -107,7 +108,7 @@ func (h *healthCheck) ofStamp(ctx context.Context, id string, t TargetItem, gk s
 	if err := h.limiter.Wait(ctx); err != nil {
 		return nil, fmt.Errorf("reading %s for its readiness: %w", t, err)
 	}
-	live, err := h.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+	live, err := h.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 	if objectNotFound(err, t.Name) {
 		return &readiness{status: string(status.NotFoundStatus), message: "Resource not found"}, nil
 	}

@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,8 +63,8 @@ func TestReadinessPerKind(t *testing.T) {
 			if r.status != tc.want {
 				t.Fatalf("readiness %s (%s), want %s", r.status, r.message, tc.want)
 			}
-			c := r.condition(1, metav1.Now())
-			if (c.Status == metav1.ConditionTrue) != (tc.want == "Current") || c.Type != ConditionReady || c.Reason != tc.want || c.Message == "" {
+			c := r.condition(1, time.Now())
+			if (c.Status == ConditionTrue) != (tc.want == "Current") || c.Type != ConditionReady || c.Reason != tc.want || c.Message == "" {
 				t.Fatalf("condition %+v for %s", c, tc.want)
 			}
 		})
@@ -117,7 +118,7 @@ func TestReadinessFromStamp(t *testing.T) {
 	rolled.Object["spec"] = map[string]any{"replicas": int64(1)}
 	rolled.SetNamespace("ns")
 	rolled.SetResourceVersion("11")
-	kube.objects[objKey(tgt.GVR(), "ns", "o")] = rolled
+	kube.objects[objKey(GVROf(tgt), "ns", "o")] = rolled
 	for i := 0; i < 3; i++ {
 		if r, err := h.ofStamp(ctx, "a", tgt, deploy, &objectStamp{resourceVersion: "11"}, true); err != nil || r.status != "Current" {
 			t.Fatalf("after the rollout: %v, %v", r, err)

@@ -18,11 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/go-logr/logr"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -196,7 +196,7 @@ type harness[T Desire] struct {
 	c      *controller[T]
 	db     *memDB
 	status *Table[T]
-	cache  cache.Indexer
+	cache  desireIndexer
 }
 
 func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
@@ -213,7 +213,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	if kind == KindApplyDesire {
 		cfg.conflicts = objectConflicts{indexer: idx, cluster: "mc01"}
 	}
-	return &harness[T]{c: newController(cfg), db: db, status: st, cache: idx}
+	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }
 
 func (h *harness[T]) sync(t *testing.T, d T) (Verdict, T) {
@@ -236,13 +236,13 @@ func (h *harness[T]) sync(t *testing.T, d T) (Verdict, T) {
 	return res, st
 }
 
-func condition(d Desire, typ string) metav1.Condition {
+func condition(d Desire, typ string) api.Condition {
 	for _, c := range d.StatusCommon().Conditions {
 		if c.Type == typ {
 			return c
 		}
 	}
-	return metav1.Condition{}
+	return api.Condition{}
 }
 
 func applyDesire(id, content string) *ApplyDesire {
@@ -250,7 +250,7 @@ func applyDesire(id, content string) *ApplyDesire {
 	d.DocumentID, d.Version, d.UpdateTime = id, 3, testTime
 	d.Spec.ManagementCluster = "mc01"
 	if content != "" {
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(content)}
+		d.Spec.KubeContent = json.RawMessage([]byte(content))
 	}
 	return d
 }
@@ -274,7 +274,7 @@ func sampleApply(id string) *ApplyDesire {
 	d := &ApplyDesire{}
 	d.DocumentID = id
 	d.Spec.ManagementCluster, d.Spec.ClusterID = "mc01", "hc-1"
-	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(cmJSON("c1"))}
+	d.Spec.KubeContent = json.RawMessage([]byte(cmJSON("c1")))
 	return d
 }
 
@@ -322,7 +322,7 @@ func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Inte
 	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
 }
 
-func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 
 // recorder records informer events as "type id version".
 // recorder records an informer's handler calls on ApplyDesires.
@@ -352,7 +352,7 @@ func (r *recorder) add(typ string, obj any, initial bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	d := obj.(*ApplyDesire)
+	d, _ := desireOf[*ApplyDesire](obj)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, stEvent{Type: typ, ID: d.DocumentID, Version: d.Version, Initial: initial})
@@ -445,4 +445,39 @@ func withGadgets(m *resettingMapper) *resettingMapper {
 func withSecrets(m *resettingMapper) *resettingMapper {
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	return m
+}
+
+// parsedTime is an observed spec time of a status (RFC 3339), zero when empty or unparsable.
+func parsedTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// desireIndexer is an informer's indexer as the tests fill it: desires go in as the
+// informer's objects (desireObject), as the stream informer stores them.
+type desireIndexer struct{ cache.Indexer }
+
+func asObject(obj any) any {
+	if d, ok := obj.(Desire); ok {
+		return &desireObject{d}
+	}
+	return obj
+}
+
+func (i desireIndexer) Add(obj any) error    { return i.Indexer.Add(asObject(obj)) }
+func (i desireIndexer) Update(obj any) error { return i.Indexer.Update(asObject(obj)) }
+func (i desireIndexer) Delete(obj any) error { return i.Indexer.Delete(asObject(obj)) }
+
+// objectHandler hands an event handler desires as the informer does (desireObject, a
+// tombstone's included).
+type objectHandler struct{ h cache.ResourceEventHandler }
+
+func (o objectHandler) OnAdd(obj any, initial bool) { o.h.OnAdd(asObject(obj), initial) }
+func (o objectHandler) OnUpdate(old, obj any)       { o.h.OnUpdate(asObject(old), asObject(obj)) }
+func (o objectHandler) OnDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		tomb.Obj = asObject(tomb.Obj)
+		obj = tomb
+	}
+	o.h.OnDelete(asObject(obj))
 }

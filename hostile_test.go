@@ -16,7 +16,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,10 +28,10 @@ type hostileCase struct {
 	mutate      func(item map[string]ddbtypes.AttributeValue) // applied to a valid ConfigMap item
 	applyErr    error                                         // returned by the apiserver for this object
 	dropped     bool                                          // no documentID: nothing to report on
-	wantStatus  metav1.ConditionStatus
+	wantStatus  string
 	wantReason  string
 	wantMsg     string
-	wantDegr    metav1.ConditionStatus
+	wantDegr    string
 	wantRequeue lookAgain
 	wantApplied bool
 	check       func(t *testing.T, live *unstructured.Unstructured)
@@ -216,7 +215,7 @@ func TestHostileApplyDesires(t *testing.T) {
 			}
 			wantDegr := tc.wantDegr
 			if wantDegr == "" {
-				wantDegr = metav1.ConditionFalse
+				wantDegr = ConditionFalse
 			}
 			if degr.Status != wantDegr || succ.ObservedGeneration != d.Version {
 				t.Fatalf("Degraded = %s, observedGeneration %d; want %s at %d", degr.Status, succ.ObservedGeneration, wantDegr, d.Version)

@@ -19,6 +19,8 @@ type DesireLister[T Desire] interface {
 }
 
 // DesireInformer is a client-go SharedIndexInformer over one specs table, and its lister.
+// The informer's objects are envelopes of the api module's desires (which know nothing of
+// apimachinery): read desires through Lister.
 type DesireInformer[T Desire] struct {
 	Informer cache.SharedIndexInformer
 	Lister   DesireLister[T]
@@ -55,10 +57,10 @@ func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table strin
 	lw := &streamListWatch[T]{kind: kind, table: table, db: db, api: streams, opts: opts}
 	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
-		newDesire[T](), cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: targetIndexers})
+		&desireObject{}, cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: targetIndexers})
 	lw.stored = func(id string) (Desire, bool) {
 		obj, ok, err := inf.GetIndexer().GetByKey(id)
-		d, isDesire := obj.(Desire)
+		d, isDesire := desireFrom(obj)
 		return d, ok && err == nil && isDesire
 	}
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
@@ -124,7 +126,7 @@ func (l indexerLister[T]) Get(id string) (T, error) {
 	if !ok {
 		return zero, fmt.Errorf("desire %s: %w", id, ErrNotFound)
 	}
-	d, ok := obj.(T)
+	d, ok := desireOf[T](obj)
 	if !ok {
 		return zero, fmt.Errorf("desire %s: cached object is %T", id, obj)
 	}
@@ -135,11 +137,11 @@ func (l indexerLister[T]) List() []T {
 	objs := l.indexer.List()
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		if d, ok := o.(T); ok {
+		if d, ok := desireOf[T](o); ok {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-var _ runtime.Object = &desireList[*ApplyDesire]{}
+var _ runtime.Object = &desireList{}

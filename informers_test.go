@@ -14,8 +14,8 @@ import (
 func TestListerReadsTheCache(t *testing.T) {
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
 	l := indexerLister[*ApplyDesire]{idx}
-	_ = idx.Add(applyDesire("a", cmJSON("c1")))
-	_ = idx.Add(deleteDesire("wrong", TargetItem{}))
+	_ = idx.Add(&desireObject{applyDesire("a", cmJSON("c1"))})
+	_ = idx.Add(&desireObject{deleteDesire("wrong", TargetItem{})})
 	if d, err := l.Get("a"); err != nil || d.DocumentID != "a" {
 		t.Fatalf("Get(a) = %v, %v", d, err)
 	}

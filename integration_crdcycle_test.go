@@ -45,7 +45,7 @@ func TestIntegrationDriftAfterCRDRecreated(t *testing.T) {
 	}
 	createCRD()
 	e.putApply("w0", widget("w0"))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "w0", 1, metav1.ConditionTrue, ReasonNoErrors, 30*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "w0", 1, ConditionTrue, ReasonNoErrors, 30*time.Second)
 	// The CRD goes (with w0) and comes back, behind the applier's back.
 	if err := e.dyn.Resource(crdGVR).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestIntegrationDriftAfterCRDRecreated(t *testing.T) {
 	createCRD()
 	// A widget created afterwards.
 	e.putApply("w1", widget("w1"))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "w1", 1, metav1.ConditionTrue, ReasonNoErrors, 30*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "w1", 1, ConditionTrue, ReasonNoErrors, 30*time.Second)
 	w, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(ctx, "w1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
@@ -82,7 +81,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 	}
 	// 409,600 bytes is DynamoDB's limit: refused by us with the size, never a ValidationException.
 	big := sampleApply("big")
-	big.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"d":"` + string(make([]byte, 0)) + fmt.Sprintf("%0410000d", 0) + `"}`)}
+	big.Spec.KubeContent = json.RawMessage([]byte(`{"d":"` + string(make([]byte, 0)) + fmt.Sprintf("%0410000d", 0) + `"}`))
 	var tooLarge *ItemTooLargeError
 	if _, err := st.Create(ctx, big); !errors.As(err, &tooLarge) || tooLarge.Size < 410000 {
 		t.Fatalf("oversize: %v", err)
@@ -101,7 +100,7 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 	d := &ReadDesire{}
 	d.DocumentID = "r1"
 	d.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "rw"}
-	d.Status.KubeContent = &runtime.RawExtension{Raw: []byte(live)}
+	d.Status.KubeContent = json.RawMessage([]byte(live))
 	first, err := st.Create(ctx, d)
 	if err != nil {
 		t.Fatal(err)
@@ -119,9 +118,9 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 	}
 	var a, b any
 	_ = json.Unmarshal([]byte(live), &a)
-	_ = json.Unmarshal(got.Status.KubeContent.Raw, &b)
+	_ = json.Unmarshal(got.Status.KubeContent, &b)
 	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("kubeContent differs: %s", got.Status.KubeContent.Raw)
+		t.Fatalf("kubeContent differs: %s", got.Status.KubeContent)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestIntegrationStaleFieldOwners(t *testing.T) {
 
 	content, _ := obj(group+"/v1", 3).MarshalJSON()
 	e.putApply("sprocket", string(content))
-	st := waitCondition(e, e.specs.ApplyDesireStatus(), "sprocket", 1, metav1.ConditionTrue, ReasonNoErrors, 30*time.Second)
+	st := waitCondition(e, e.specs.ApplyDesireStatus(), "sprocket", 1, ConditionTrue, ReasonNoErrors, 30*time.Second)
 	msg := condition(st, ConditionSuccessful).Message
 	for _, want := range []string{"removed managedFields entries", "old-operator (Apply) at " + group + "/v1alpha1"} {
 		if !strings.Contains(msg, want) {
@@ -107,7 +107,7 @@ func TestIntegrationScaleWriterAndFightSpeeds(t *testing.T) {
 	e.putApply("web", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":%q},
 		"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},
 		"spec":{"containers":[{"name":"c","image":"registry.invalid/web:1"}]}}}}`, e.ns))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "web", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "web", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	scale := func() {
 		t.Helper()
 		if _, err := e.dyn.Resource(deploys).Namespace(e.ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`),
@@ -151,7 +151,7 @@ func TestIntegrationScaleWriterAndFightSpeeds(t *testing.T) {
 		}
 		c := condition(st, ConditionSuccessful)
 		msg = c.Message
-		return c.Status == metav1.ConditionTrue && strings.Contains(msg, "a slow fight")
+		return c.Status == ConditionTrue && strings.Contains(msg, "a slow fight")
 	}, func() string { return msg })
 	if !strings.Contains(msg, "fields changed by hpa-test (through /scale) at") {
 		t.Fatalf("the writer is not named with its subresource: %s", msg)

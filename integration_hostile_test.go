@@ -178,7 +178,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":%q}]}}}}`, ns, image)
 	}
 	type want struct {
-		status    metav1.ConditionStatus
+		status    string
 		reason    string
 		msg       string
 		degraded  bool
@@ -263,14 +263,14 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		}
 		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, gen, c.want.status, c.want.reason, 30*time.Second)
 		succ, degr := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
-		if !strings.Contains(succ.Message, c.want.msg) || (degr.Status == metav1.ConditionTrue) != c.want.degraded {
+		if !strings.Contains(succ.Message, c.want.msg) || (degr.Status == ConditionTrue) != c.want.degraded {
 			t.Errorf("%s: Successful %q, Degraded %s; want message containing %q, degraded %v", id, succ.Message, degr.Status, c.want.msg, c.want.degraded)
 		}
 	}
 	t.Logf("%d apply desires (%d good) have their status %s after the writes", len(cases), 11, time.Since(start).Round(time.Millisecond))
-	waitCondition(e, e.specs.DeleteDesireStatus(), "del-terminating", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	rst := waitCondition(e, e.specs.ReadDesireStatus(), "read-secret", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	if strings.Contains(string(rst.Status.KubeContent.Raw), base64.StdEncoding.EncodeToString([]byte(secretValue))) {
+	waitCondition(e, e.specs.DeleteDesireStatus(), "del-terminating", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	rst := waitCondition(e, e.specs.ReadDesireStatus(), "read-secret", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	if strings.Contains(string(rst.Status.KubeContent), base64.StdEncoding.EncodeToString([]byte(secretValue))) {
 		t.Error("ReadDesire status reveals the Secret value")
 	}
 	if cm, err := e.getConfigMap("srv"); err != nil || cm.GetUID() == "0d4c1a8e-0000-4000-8000-000000000001" {
@@ -293,8 +293,8 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		if _, err := specClient.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(applyTable), Item: it}); err != nil {
 			t.Fatal(err)
 		}
-		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 2, metav1.ConditionFalse, ReasonKubeAPIError, 15*time.Second)
-		if msg := condition(st, ConditionSuccessful).Message; !(strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change once set")) || condition(st, ConditionDegraded).Status != metav1.ConditionFalse {
+		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 2, ConditionFalse, ReasonKubeAPIError, 15*time.Second)
+		if msg := condition(st, ConditionSuccessful).Message; !(strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change once set")) || condition(st, ConditionDegraded).Status != ConditionFalse {
 			t.Errorf("%s: %q (Degraded %s), want an immutable-field error, not degraded", id, msg, condition(st, ConditionDegraded).Status)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestIntegrationLongNameMessage: an ApplyDesire whose ConfigMap has a 300,000-character name
@@ -15,7 +13,7 @@ func TestIntegrationLongNameMessage(t *testing.T) {
 	e := startE2E(t, nil)
 	name := strings.Repeat("a", 300000)
 	e.putApply("long", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"`+e.ns+`"}}`)
-	st := waitCondition(e, e.specs.ApplyDesireStatus(), "long", 1, metav1.ConditionFalse, ReasonKubeAPIError, 30*time.Second)
+	st := waitCondition(e, e.specs.ApplyDesireStatus(), "long", 1, ConditionFalse, ReasonKubeAPIError, 30*time.Second)
 	msg := condition(st, ConditionSuccessful).Message
 	t.Logf("%d bytes: %s", len(msg), msg)
 	if len(msg) > maxMessageBytes || !strings.HasPrefix(msg, "server-side apply of ConfigMap "+e.ns+"/aaaa") ||

@@ -114,12 +114,12 @@ func TestIntegrationRBAC(t *testing.T) {
 	e.putApply("role-escalate", fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r2","namespace":%q},
 	"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["*"]}]}`, e.ns))
 
-	waitCondition(e, e.specs.ApplyDesireStatus(), "allowed-cm", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	waitCondition(e, e.specs.ApplyDesireStatus(), "role", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "allowed-cm", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "role", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	for _, id := range []string{"escalate", "role-escalate"} {
-		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, metav1.ConditionFalse, ReasonKubeAPIError, 15*time.Second)
+		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, ConditionFalse, ReasonKubeAPIError, 15*time.Second)
 		msg := condition(st, ConditionSuccessful).Message
-		if !strings.Contains(msg, "forbidden") || condition(st, ConditionDegraded).Status != metav1.ConditionFalse {
+		if !strings.Contains(msg, "forbidden") || condition(st, ConditionDegraded).Status != ConditionFalse {
 			t.Errorf("%s: %q (Degraded %s), want forbidden, not degraded", id, msg, condition(st, ConditionDegraded).Status)
 		}
 		t.Logf("%s: %s", id, msg)
@@ -132,13 +132,13 @@ func TestIntegrationRBAC(t *testing.T) {
 	if _, err := e.deleteS.Create(ctx, del); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(e, e.specs.DeleteDesireStatus(), "del-cm", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.DeleteDesireStatus(), "del-cm", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	// Deleting what the role does not cover is refused the same way.
 	del = deleteDesire("del-crole", TargetItem{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "cluster-admin"})
 	if _, err := e.deleteS.Create(ctx, del); err != nil {
 		t.Fatal(err)
 	}
-	st := waitCondition(e, e.specs.DeleteDesireStatus(), "del-crole", 1, metav1.ConditionFalse, ReasonKubeAPIError, 15*time.Second)
+	st := waitCondition(e, e.specs.DeleteDesireStatus(), "del-crole", 1, ConditionFalse, ReasonKubeAPIError, 15*time.Second)
 	if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "forbidden") {
 		t.Errorf("delete cluster-admin: %q, want forbidden", msg)
 	}
@@ -147,7 +147,7 @@ func TestIntegrationRBAC(t *testing.T) {
 	}
 	// A ReadDesire of a resource outside the role: the watch is forbidden.
 	e.createRead("read-crole", TargetItem{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "cluster-admin"})
-	rst := waitCondition(e, e.specs.ReadDesireStatus(), "read-crole", 1, metav1.ConditionFalse, ReasonKubeAPIError, 40*time.Second)
+	rst := waitCondition(e, e.specs.ReadDesireStatus(), "read-crole", 1, ConditionFalse, ReasonKubeAPIError, 40*time.Second)
 	if msg := condition(rst, ConditionSuccessful).Message; !strings.Contains(msg, "forbidden") || rst.Status.KubeContent != nil {
 		t.Errorf("read cluster-admin: %q (content %v), want forbidden and no content", msg, rst.Status.KubeContent != nil)
 	}

@@ -2,6 +2,7 @@ package kubeapplier_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -9,11 +10,11 @@ import (
 	"github.com/go-logr/logr/testr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -50,23 +51,23 @@ func TestIntegrationReconcilerWrapper(t *testing.T) {
 	for id, ns := range map[string]string{"allowed": allowed, "forbidden": forbidden} {
 		d := &kubeapplier.ApplyDesire{}
 		d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: fmt.Appendf(nil,
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":%q},"data":{"k":"v"}}`, ns)}
+		d.Spec.KubeContent = json.RawMessage(fmt.Appendf(nil,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":%q},"data":{"k":"v"}}`, ns))
 		if _, err := specs.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	successful := func(id string) metav1.Condition {
+	successful := func(id string) api.Condition {
 		st, err := status.Get(ctx, id)
 		if err != nil {
-			return metav1.Condition{}
+			return api.Condition{}
 		}
 		for _, c := range st.Status.Conditions {
 			if c.Type == kubeapplier.ConditionSuccessful {
 				return c
 			}
 		}
-		return metav1.Condition{}
+		return api.Condition{}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for successful("allowed").Status == "" || successful("forbidden").Status == "" {
@@ -75,11 +76,11 @@ func TestIntegrationReconcilerWrapper(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if c := successful("allowed"); c.Status != metav1.ConditionTrue {
+	if c := successful("allowed"); c.Status != kubeapplier.ConditionTrue {
 		t.Fatalf("allowed namespace: %+v", c)
 	}
 	want := "namespace " + forbidden + " is reserved: desires may not write there"
-	if c := successful("forbidden"); c.Status != metav1.ConditionFalse || c.Reason != kubeapplier.ReasonPreCheckFailed || c.Message != want {
+	if c := successful("forbidden"); c.Status != kubeapplier.ConditionFalse || c.Reason != kubeapplier.ReasonPreCheckFailed || c.Message != want {
 		t.Fatalf("forbidden namespace: %+v, want False/PreCheckFailed %q", c, want)
 	}
 	dyn := dynamic.NewForConfigOrDie(cfg)

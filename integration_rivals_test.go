@@ -25,12 +25,12 @@ func TestIntegrationDeleteDesireWinsOverApplyDesire(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx := context.Background()
 	e.putApply("keep-it", e.configMap("contested", map[string]string{"a": "b"}))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	if _, err := e.deleteS.Create(ctx, deleteDesire("drop-it", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "contested"})); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(e, e.specs.DeleteDesireStatus(), "drop-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	st := waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, metav1.ConditionFalse, ReasonTargetConflict, 15*time.Second)
+	waitCondition(e, e.specs.DeleteDesireStatus(), "drop-it", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	st := waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, ConditionFalse, ReasonTargetConflict, 15*time.Second)
 	if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "DeleteDesire drop-it, which wins while it exists") {
 		t.Fatalf("ApplyDesire message: %s", msg)
 	}
@@ -57,14 +57,14 @@ observe:
 	if _, err := e.getConfigMap("contested"); !apierrors.IsNotFound(err) {
 		t.Fatalf("contested exists: %v", err)
 	}
-	if d, _ := e.specs.DeleteDesireStatus().Get(ctx, "drop-it"); condition(d, ConditionSuccessful).Status != metav1.ConditionTrue {
+	if d, _ := e.specs.DeleteDesireStatus().Get(ctx, "drop-it"); condition(d, ConditionSuccessful).Status != ConditionTrue {
 		t.Fatalf("DeleteDesire status: %+v", d.Status.Conditions)
 	}
 	// The DeleteDesire goes: the ApplyDesire applies again.
 	if err := e.deleteS.Delete(ctx, "drop-it"); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "keep-it", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	if _, err := e.getConfigMap("contested"); err != nil {
 		t.Fatalf("contested not re-created once the DeleteDesire went: %v", err)
 	}
@@ -124,14 +124,14 @@ func TestIntegrationRemovedDeleteDesireDeletesNothing(t *testing.T) {
 	if _, err := e.deleteS.Create(ctx, deleteDesire("drop-it", target)); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(e, e.specs.DeleteDesireStatus(), "drop-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.DeleteDesireStatus(), "drop-it", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 
 	streams.held.Store(true)
 	if err := e.deleteS.Delete(ctx, "drop-it"); err != nil {
 		t.Fatal(err)
 	}
 	e.putApply("make-it", e.configMap("phoenix", map[string]string{"a": "b"}))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "make-it", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "make-it", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	obj, err := e.getConfigMap("phoenix")
 	if err != nil {
 		t.Fatalf("phoenix, just applied: %v (deleted by the DeleteDesire removed before it was created?)", err)
@@ -171,7 +171,7 @@ observe:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(st, ConditionSuccessful); c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors {
+	if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue || c.Reason != ReasonNoErrors {
 		t.Fatalf("ApplyDesire Successful = %+v", c)
 	}
 	// The DeleteDesire's status goes with its spec once the stream brings the removal.

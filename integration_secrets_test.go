@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestIntegrationSecretValuesNeverInStatus: the real apiserver's refusals of Secrets whose
@@ -24,7 +22,7 @@ func TestIntegrationSecretValuesNeverInStatus(t *testing.T) {
 		e.putApply(id, fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q,"namespace":%q},"stringData":{"token":%s}}`, id, e.ns, v))
 	}
 	for id := range values {
-		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, metav1.ConditionFalse, "", 30*time.Second)
+		st := waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, ConditionFalse, "", 30*time.Second)
 		for _, c := range st.Status.Conditions {
 			for _, leak := range []string{"Zq7x", "987654321", "deeper", "password"} {
 				if strings.Contains(c.Message, leak) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // countingStreams counts the DynamoDB Streams requests (DescribeStream, GetShardIterator,
@@ -88,7 +87,7 @@ func TestIntegrationStandbyReadsNoStream(t *testing.T) {
 		return func() bool {
 			for _, id := range ids {
 				s, err := status.Get(t.Context(), id)
-				if err != nil || condition(s, ConditionSuccessful).Status != metav1.ConditionTrue {
+				if err != nil || condition(s, ConditionSuccessful).Status != ConditionTrue {
 					return false
 				}
 			}

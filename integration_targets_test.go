@@ -46,20 +46,20 @@ func TestIntegrationSubresourceAndUnknownTargets(t *testing.T) {
 	cases := []struct {
 		id       string
 		target   TargetItem
-		status   metav1.ConditionStatus
+		status   string
 		reason   string
 		contains string
 	}{
 		{"status", TargetItem{Group: group, Version: "v1", Resource: "gadgets/status", Namespace: e.ns, Name: "g1"},
-			metav1.ConditionFalse, ReasonPreCheckFailed, `names a subresource: a target is a whole object; name its resource "gadgets"`},
+			ConditionFalse, ReasonPreCheckFailed, `names a subresource: a target is a whole object; name its resource "gadgets"`},
 		{"scale", TargetItem{Group: group, Version: "v1", Resource: "gadgets/scale", Namespace: e.ns, Name: "g1"},
-			metav1.ConditionFalse, ReasonPreCheckFailed, "names a subresource"},
+			ConditionFalse, ReasonPreCheckFailed, "names a subresource"},
 		{"deployment-scale", TargetItem{Group: "apps", Version: "v1", Resource: "deployments/scale", Namespace: e.ns, Name: "web"},
-			metav1.ConditionFalse, ReasonPreCheckFailed, "names a subresource"},
+			ConditionFalse, ReasonPreCheckFailed, "names a subresource"},
 		{"typo", TargetItem{Group: group, Version: "v1", Resource: "gadgetz", Namespace: e.ns, Name: "g1"},
-			metav1.ConditionFalse, ReasonKindNotServed, `but no resource "gadgetz" in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves gadgets`},
+			ConditionFalse, ReasonKindNotServed, `but no resource "gadgetz" in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves gadgets`},
 		{"unserved-group", TargetItem{Group: "nothing-" + group, Version: "v1", Resource: "gadgets", Namespace: e.ns, Name: "g1"},
-			metav1.ConditionTrue, ReasonNoErrors, "is not served at any version (discovery is complete): nothing to delete"},
+			ConditionTrue, ReasonNoErrors, "is not served at any version (discovery is complete): nothing to delete"},
 	}
 	for _, tc := range cases {
 		if _, err := e.deleteS.Create(ctx, deleteDesire(tc.id, tc.target)); err != nil {

@@ -86,7 +86,7 @@ func (s *termStack) answered(id string, version int64) func() bool {
 			return false
 		}
 		c := condition(st, ConditionSuccessful)
-		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
+		return c.Status == ConditionTrue && c.ObservedGeneration == version
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/client-go/dynamic"
 
@@ -37,7 +38,7 @@ func TestIntegrationDriftRepaired(t *testing.T) {
 	ctx := context.Background()
 	res := e.dyn.Resource(cmGVR).Namespace(e.ns)
 	e.putApply("drift", e.configMap("drifty", map[string]string{"a": "1", "b": "2"}))
-	waitCondition(e, e.specs.ApplyDesireStatus(), "drift", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "drift", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 	time.Sleep(500 * time.Millisecond) // our own apply's event settles
 	applies := e.kubeApplies()
 
@@ -112,11 +113,11 @@ func TestIntegrationDeleteCompletedByWatch(t *testing.T) {
 	if _, err := e.deleteS.Create(ctx, del); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(e, e.specs.DeleteDesireStatus(), "del-held", 1, metav1.ConditionFalse, ReasonWaitingForDeletion, 15*time.Second)
+	waitCondition(e, e.specs.DeleteDesireStatus(), "del-held", 1, ConditionFalse, ReasonWaitingForDeletion, 15*time.Second)
 	time.Sleep(time.Second)
 	start := time.Now()
 	e.removeFinalizers(cmGVR, "held")
-	waitCondition(e, e.specs.DeleteDesireStatus(), "del-held", 1, metav1.ConditionTrue, ReasonNoErrors, 10*time.Second)
+	waitCondition(e, e.specs.DeleteDesireStatus(), "del-held", 1, ConditionTrue, ReasonNoErrors, 10*time.Second)
 	took := time.Since(start)
 	t.Logf("finalizer removed -> Successful=True in %s", took.Round(time.Millisecond))
 	if took > time.Second {
@@ -135,19 +136,19 @@ func TestIntegrationReadyAfterRollout(t *testing.T) {
 	"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},
 	"spec":{"containers":[{"name":"c","image":"example.invalid/web:1"}]}}}}`)
 	e.putApply("cm", e.configMap("plain", map[string]string{"k": "v"}))
-	ready := func(id string) metav1.Condition {
+	ready := func(id string) api.Condition {
 		st, err := e.specs.ApplyDesireStatus().Get(ctx, id)
 		if err != nil {
-			return metav1.Condition{}
+			return api.Condition{}
 		}
 		return condition(st, ConditionReady)
 	}
-	waitCondition(e, e.specs.ApplyDesireStatus(), "web", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	waitCondition(e, e.specs.ApplyDesireStatus(), "cm", 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
-	if c := ready("cm"); c.Status != metav1.ConditionTrue || c.Reason != "Current" {
+	waitCondition(e, e.specs.ApplyDesireStatus(), "web", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	waitCondition(e, e.specs.ApplyDesireStatus(), "cm", 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
+	if c := ready("cm"); c.Status != ConditionTrue || c.Reason != "Current" {
 		t.Fatalf("ConfigMap Ready = %+v, want True/Current", c)
 	}
-	if c := ready("web"); c.Status != metav1.ConditionFalse || c.Reason != "InProgress" {
+	if c := ready("web"); c.Status != ConditionFalse || c.Reason != "InProgress" {
 		t.Fatalf("Deployment Ready before its rollout = %+v, want False/InProgress", c)
 	}
 	res := e.dyn.Resource(deployGVR).Namespace(e.ns)
@@ -166,7 +167,7 @@ func TestIntegrationReadyAfterRollout(t *testing.T) {
 	if _, err := res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "Ready=True after the rollout", func() bool { return ready("web").Status == metav1.ConditionTrue })
+	waitFor(t, 5*time.Second, "Ready=True after the rollout", func() bool { return ready("web").Status == ConditionTrue })
 	took := time.Since(start)
 	t.Logf("status update -> Ready=True in %s: %+v", took.Round(time.Millisecond), ready("web"))
 	if took > time.Second {
@@ -232,7 +233,7 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 			return ids
 		}()...) {
 			st, err := status.Get(ctx, id)
-			if err != nil || condition(st, ConditionSuccessful).Status != metav1.ConditionTrue {
+			if err != nil || condition(st, ConditionSuccessful).Status != ConditionTrue {
 				return false
 			}
 		}
@@ -314,7 +315,7 @@ func TestIntegrationDriftUnderOwnFieldManager(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id, name := fmt.Sprintf("own-%d", i), fmt.Sprintf("own-%d", i)
 			e.putApply(id, e.configMap(name, map[string]string{"v": "4"}))
-			waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, metav1.ConditionTrue, ReasonNoErrors, 15*time.Second)
+			waitCondition(e, e.specs.ApplyDesireStatus(), id, 1, ConditionTrue, ReasonNoErrors, 15*time.Second)
 			live, err := e.getConfigMap(name)
 			if err != nil {
 				t.Fatal(err)

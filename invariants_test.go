@@ -2,9 +2,9 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"math/rand"
 	"os"
 	"sort"
@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -391,12 +392,10 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 	if n, ok := item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
 		sw.term, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
-	if s.ObservedDesireCreateTime != nil {
-		sw.created = *s.ObservedDesireCreateTime
-	}
+	sw.created = parsedTime(s.ObservedDesireCreateTime)
 	for _, c := range s.Conditions {
 		if c.Type == ConditionSuccessful {
-			sw.successful, sw.reason = c.Status == metav1.ConditionTrue, c.Reason
+			sw.successful, sw.reason = c.Status == ConditionTrue, c.Reason
 		}
 	}
 	if ad, ok := d.(*ApplyDesire); ok {
@@ -605,7 +604,7 @@ func (w *world) writeApply(ctx context.Context, id string) {
 		w.t.Fatalf("seed %d: get spec: %v", w.seed, err)
 	default:
 		next := cur.DeepCopy()
-		next.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(w.content(id, cur.CreateTime, cur.Version+1))}
+		next.Spec.KubeContent = json.RawMessage([]byte(w.content(id, cur.CreateTime, cur.Version+1)))
 		w.specs.clock = w.backendClock()
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
@@ -620,7 +619,7 @@ func (w *world) writeApply(ctx context.Context, id string) {
 func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
-	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(w.content(id, now.UTC().Round(0), 1))}
+	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
 	w.specs.clock = func() time.Time { return now }
 	at := w.tick()
 	stored, err := w.specs.Create(ctx, d)
@@ -1075,7 +1074,7 @@ func (w *world) converged() string {
 			return key + " has no status"
 		}
 		s := st.StatusCommon()
-		if s.ObservedDesireCreateTime == nil || !s.ObservedDesireCreateTime.Equal(spec.Meta().CreateTime) || s.ObservedSpecVersion() != spec.Meta().Version {
+		if !parsedTime(s.ObservedDesireCreateTime).Equal(spec.Meta().CreateTime) || s.ObservedSpecVersion() != spec.Meta().Version {
 			return fmt.Sprintf("%s status answers version %d of %v, spec is version %d of %s", key, s.ObservedSpecVersion(), s.ObservedDesireCreateTime, spec.Meta().Version, spec.Meta().CreateTime)
 		}
 	}

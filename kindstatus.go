@@ -3,7 +3,7 @@ package kubeapplier
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // statusKind is what the status writer does differently for each desire kind: the status
@@ -21,6 +21,12 @@ type statusKind interface {
 	withoutContent(spec Desire, v Verdict) (Verdict, bool)
 	// contentSize is the size of the object content d's status carries (bytes; 0: none).
 	contentSize(d Desire) int
+	// clear empties d's status and status fields: a spec document's own status is no
+	// verdict of ours.
+	clear(d Desire)
+	// dropSpecContent removes the object content d's spec carries (a status document does
+	// not repeat the manifest).
+	dropSpecContent(d Desire)
 }
 
 var statusKinds = map[DesireKind]statusKind{
@@ -43,6 +49,18 @@ func (applyStatus) record(next Desire, v Verdict) {
 	n.Status.AppliedFieldsDigest = v.applied.fieldsDigest
 }
 
+func (applyStatus) clear(d Desire) {
+	if a, ok := d.(*ApplyDesire); ok {
+		a.Status, a.StatusFields = ApplyDesireStatus{}, api.StatusFields{}
+	}
+}
+
+func (applyStatus) dropSpecContent(d Desire) {
+	if a, ok := d.(*ApplyDesire); ok {
+		a.Spec.KubeContent = nil
+	}
+}
+
 func (applyStatus) carry(v Verdict, cur Desire) Verdict {
 	if c, ok := cur.(*ApplyDesire); ok && v.applied == nil {
 		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
@@ -54,7 +72,13 @@ func (applyStatus) carry(v Verdict, cur Desire) Verdict {
 // deleteStatus: a DeleteDesire's status is its conditions.
 type deleteStatus struct{ noContent }
 
-func (deleteStatus) record(Desire, Verdict)            {}
+func (deleteStatus) record(Desire, Verdict) {}
+func (deleteStatus) dropSpecContent(Desire) {}
+func (deleteStatus) clear(d Desire) {
+	if x, ok := d.(*DeleteDesire); ok {
+		x.Status, x.StatusFields = DeleteDesireStatus{}, api.StatusFields{}
+	}
+}
 func (deleteStatus) carry(v Verdict, _ Desire) Verdict { return v }
 
 // readStatus: a ReadDesire's status carries the live object, kept through Transient verdicts
@@ -63,13 +87,20 @@ type readStatus struct{}
 
 func (readStatus) record(next Desire, v Verdict) {
 	if n, ok := next.(*ReadDesire); ok && v.mirrored && v.content != nil {
-		n.Status.KubeContent = &runtime.RawExtension{Raw: v.content}
+		n.Status.KubeContent = v.content
+	}
+}
+
+func (readStatus) dropSpecContent(Desire) {}
+func (readStatus) clear(d Desire) {
+	if r, ok := d.(*ReadDesire); ok {
+		r.Status, r.StatusFields = ReadDesireStatus{}, api.StatusFields{}
 	}
 }
 
 func (readStatus) carry(v Verdict, cur Desire) Verdict {
 	if c, ok := cur.(*ReadDesire); ok && !v.mirrored && v.degraded && c.Status.KubeContent != nil {
-		v.mirrored, v.content = true, c.Status.KubeContent.Raw
+		v.mirrored, v.content = true, c.Status.KubeContent
 		v.message += "; status.kubeContent is the object as last read"
 	}
 	return v
@@ -91,7 +122,7 @@ func (readStatus) withoutContent(spec Desire, v Verdict) (Verdict, bool) {
 
 func (readStatus) contentSize(d Desire) int {
 	if r, ok := d.(*ReadDesire); ok && r.Status.KubeContent != nil {
-		return len(r.Status.KubeContent.Raw)
+		return len(r.Status.KubeContent)
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package kubeapplier
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -8,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -21,12 +21,12 @@ var serverPopulated = []string{"resourceVersion", "uid", "managedFields", "creat
 
 // ParseKubeContent decodes an ApplyDesire's kubeContent into one object ready for server-side
 // apply: server-populated fields and status stripped. Errors are *PreCheckError.
-func ParseKubeContent(raw *runtime.RawExtension) (*unstructured.Unstructured, error) {
-	if raw == nil || len(raw.Raw) == 0 {
+func ParseKubeContent(raw json.RawMessage) (*unstructured.Unstructured, error) {
+	if len(raw) == 0 {
 		return nil, preCheck("kubeContent is empty")
 	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(raw.Raw, &m); err != nil {
+	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, preCheck("kubeContent is not a JSON object: %v", err)
 	}
 	if m == nil {

@@ -1,11 +1,10 @@
 package kubeapplier
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestParseKubeContent(t *testing.T) {
@@ -29,9 +28,9 @@ func TestParseKubeContent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var raw *runtime.RawExtension
+			var raw json.RawMessage
 			if tc.content != "" {
-				raw = &runtime.RawExtension{Raw: []byte(tc.content)}
+				raw = json.RawMessage(tc.content)
 			}
 			obj, err := ParseKubeContent(raw)
 			if tc.wantErr == "" {
@@ -51,7 +50,7 @@ func TestParseKubeContent(t *testing.T) {
 func TestParseKubeContentStripsServerFields(t *testing.T) {
 	raw := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","resourceVersion":"12","uid":"u",
 	"managedFields":[{"manager":"x"}],"creationTimestamp":"2020-01-01T00:00:00Z","generation":3,"labels":{"a":"b"}},"status":{"x":1},"data":{"k":"v"}}`
-	obj, err := ParseKubeContent(&runtime.RawExtension{Raw: []byte(raw)})
+	obj, err := ParseKubeContent(json.RawMessage([]byte(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}

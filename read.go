@@ -59,7 +59,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return v
 	case targetNotServed:
 		r.Forget(d.DocumentID)
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(rt.GVR())))
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(GVROf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
 	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t, everyVersion)
@@ -85,7 +85,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return Absent(fmt.Sprintf("%s does not exist", t))
 	case resourceNotServed(err):
 		r.targets.mapper.Reset()
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(t.GVR()), err))
+		return NotYet(ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(GVROf(t)), err))
 	case err != nil:
 		return Transient(ReasonKubeAPIError, err)
 	}
@@ -113,7 +113,7 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 	if f != nil && f.target == t && f.watchedRV == watchedRV {
 		return f, nil
 	}
-	u, err := r.kube.Get(ctx, t.GVR(), t.Namespace, t.Name)
+	u, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", t, err)
 	}
@@ -152,11 +152,11 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(last.Status.KubeContent.Raw, &meta); err != nil || meta.Metadata.ResourceVersion != watchedRV {
+	if err := json.Unmarshal(last.Status.KubeContent, &meta); err != nil || meta.Metadata.ResourceVersion != watchedRV {
 		return
 	}
 	r.mu.Lock()
-	r.fetched[id] = &fetchedObject{target: t, watchedRV: watchedRV, objectRV: watchedRV, raw: last.Status.KubeContent.Raw}
+	r.fetched[id] = &fetchedObject{target: t, watchedRV: watchedRV, objectRV: watchedRV, raw: last.Status.KubeContent}
 	r.mu.Unlock()
 }
 

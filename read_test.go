@@ -34,7 +34,7 @@ func TestReadController(t *testing.T) {
 		name       string
 		target     TargetItem
 		redaction  SecretRedaction
-		wantStatus metav1.ConditionStatus
+		wantStatus string
 		wantReason string
 		wantMsg    string
 		wantJSON   map[string]any // fields of status.kubeContent; nil = no content
@@ -102,12 +102,12 @@ func TestReadController(t *testing.T) {
 				}
 				if tc.wantJSON == nil {
 					if st.Status.KubeContent != nil {
-						t.Fatalf("kubeContent = %s, want none", st.Status.KubeContent.Raw)
+						t.Fatalf("kubeContent = %s, want none", st.Status.KubeContent)
 					}
 					return
 				}
 				var obj map[string]any
-				if err := json.Unmarshal(st.Status.KubeContent.Raw, &obj); err != nil {
+				if err := json.Unmarshal(st.Status.KubeContent, &obj); err != nil {
 					t.Fatal(err)
 				}
 				for k, v := range tc.wantJSON {
@@ -115,7 +115,7 @@ func TestReadController(t *testing.T) {
 						t.Fatalf("kubeContent.%s = %s, want %s", k, got, mustJSON(v))
 					}
 				}
-				if strings.Contains(string(st.Status.KubeContent.Raw), "managedFields") {
+				if strings.Contains(string(st.Status.KubeContent), "managedFields") {
 					t.Fatal("managedFields kept")
 				}
 			})
@@ -154,7 +154,7 @@ func TestReadForgottenWhenNotOurs(t *testing.T) {
 			if n := rec.watches.count(); n != 1 {
 				t.Fatalf("watches = %d after the first reconcile, want 1", n)
 			}
-			d = d.DeepCopyObject().(*ReadDesire)
+			d = d.DeepCopyDesire().(*ReadDesire)
 			d.Version = 2
 			tc.mutate(d)
 			_, st := h.sync(t, d)
@@ -184,7 +184,7 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 		var st *ReadDesire
 		waitFor(t, 5*time.Second, "content "+want, func() bool {
 			_, st = h.sync(t, d)
-			return st != nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent.Raw), want)
+			return st != nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent), want)
 		})
 		return st
 	}
@@ -253,7 +253,7 @@ func TestReadWatchFailureReported(t *testing.T) {
 	var st *ReadDesire
 	waitFor(t, 5*time.Second, "mirrored", func() bool {
 		_, st = h.sync(t, d)
-		return st != nil && condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
 	mu.Lock()
 	failing, before := true, notified
@@ -271,7 +271,7 @@ func TestReadWatchFailureReported(t *testing.T) {
 	})
 	_, st = h.sync(t, d)
 	succ, deg := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
-	if succ.Status != metav1.ConditionFalse || succ.Reason != ReasonKubeAPIError || !strings.Contains(succ.Message, "RBAC changed") || deg.Status != metav1.ConditionTrue {
+	if succ.Status != ConditionFalse || succ.Reason != ReasonKubeAPIError || !strings.Contains(succ.Message, "RBAC changed") || deg.Status != ConditionTrue {
 		t.Fatalf("after the watch failed: Successful %s/%s %q, Degraded %s", succ.Status, succ.Reason, succ.Message, deg.Status)
 	}
 	if st.Status.KubeContent == nil || !strings.Contains(succ.Message, "as last read") {
@@ -282,7 +282,7 @@ func TestReadWatchFailureReported(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, 10*time.Second, "Successful again once the watch works", func() bool {
 		_, st = h.sync(t, d)
-		return condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+		return condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
 }
 
@@ -305,7 +305,7 @@ func TestReadSeededFromLastStatus(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, cm.DeepCopy())
 			rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, nil)
 			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
-			last := d.DeepCopyObject().(*ReadDesire)
+			last := d.DeepCopyDesire().(*ReadDesire)
 			last.Status.KubeContent = rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","resourceVersion":"` + tc.statusRV + `"},"data":{"k":"1"}}`)
 			ctx := withLastStatus(context.Background(), func() Desire { return last })
 			var v Verdict

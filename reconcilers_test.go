@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestReconcilerWrappers: a wrapper set in Options refuses some desires with a verdict of its
@@ -19,7 +17,7 @@ func TestReconcilerWrappers(t *testing.T) {
 	opts.Reconcilers.Apply = func(def Reconciler[*ApplyDesire]) Reconciler[*ApplyDesire] {
 		return ReconcilerFunc[*ApplyDesire](func(ctx context.Context, d *ApplyDesire) Verdict {
 			seen.Add(1)
-			if strings.Contains(string(d.Spec.KubeContent.Raw), `"namespace":"forbidden"`) {
+			if strings.Contains(string(d.Spec.KubeContent), `"namespace":"forbidden"`) {
 				return Refused(ReasonPreCheckFailed, "namespace forbidden is reserved")
 			}
 			return def.Reconcile(ctx, d)
@@ -37,13 +35,13 @@ func TestReconcilerWrappers(t *testing.T) {
 		okSt, noSt = statusOf[*ApplyDesire](t, o, KindApplyDesire, "ok"), statusOf[*ApplyDesire](t, o, KindApplyDesire, "no")
 		return okSt != nil && noSt != nil
 	})
-	if c := condition(okSt, ConditionSuccessful); c.Status != metav1.ConditionTrue || c.Reason != ReasonNoErrors {
+	if c := condition(okSt, ConditionSuccessful); c.Status != ConditionTrue || c.Reason != ReasonNoErrors {
 		t.Fatalf("delegated desire: %+v", c)
 	}
-	if c := condition(noSt, ConditionSuccessful); c.Status != metav1.ConditionFalse || c.Reason != ReasonPreCheckFailed || c.Message != "namespace forbidden is reserved" {
+	if c := condition(noSt, ConditionSuccessful); c.Status != ConditionFalse || c.Reason != ReasonPreCheckFailed || c.Message != "namespace forbidden is reserved" {
 		t.Fatalf("refused desire: %+v", c)
 	}
-	if c := condition(noSt, ConditionDegraded); c.Status != metav1.ConditionFalse {
+	if c := condition(noSt, ConditionDegraded); c.Status != ConditionFalse {
 		t.Fatalf("refused desire Degraded: %+v", c)
 	}
 	o.kube.mu.Lock()
@@ -78,7 +76,7 @@ func TestReadWrapperKeepsCleanup(t *testing.T) {
 	o.put(t, readDesire("r1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}))
 	waitFor(t, 10*time.Second, "r1 mirrored", func() bool {
 		st := statusOf[*ReadDesire](t, o, KindReadDesire, "r1")
-		return st != nil && condition(st, ConditionSuccessful).Status == metav1.ConditionTrue
+		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
 	if a.watches.count() != 1 || wrapped.Load() == 0 {
 		t.Fatalf("watches %d, wrapper calls %d: want 1 watch, the wrapper called", a.watches.count(), wrapped.Load())

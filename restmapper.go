@@ -181,7 +181,7 @@ func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetR
 	if err := validateTarget(t); err != nil {
 		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
 	}
-	gvr := t.GVR()
+	gvr := GVROf(t)
 	canon, err := r.mapper.ResourceFor(gvr)
 	if meta.IsNoMatchError(err) {
 		r.mapper.Reset()
@@ -225,7 +225,7 @@ func (r *targetResolver) mapperFailure(err error) Verdict {
 
 // unknown is the resolution of a target whose exact group/version/resource is not served.
 func (r *targetResolver) unknown(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
-	gvr := t.GVR()
+	gvr := GVROf(t)
 	var sameGroup, otherGroups []string
 	if all, err := r.mapper.ResourcesFor(schema.GroupVersionResource{Group: t.Group, Resource: t.Resource}); err == nil {
 		for _, other := range all {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -31,7 +30,7 @@ func TestPlainRESTMapper(t *testing.T) {
 	o.put(t, applyDesire("gizmo", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g","namespace":"default"}}`))
 	waitFor(t, 10*time.Second, "both statuses", func() bool {
 		cm, g := statusOf[*ApplyDesire](t, o, KindApplyDesire, "cm"), statusOf[*ApplyDesire](t, o, KindApplyDesire, "gizmo")
-		return cm != nil && g != nil && condition(cm, ConditionSuccessful).Status == metav1.ConditionTrue &&
+		return cm != nil && g != nil && condition(cm, ConditionSuccessful).Status == ConditionTrue &&
 			condition(g, ConditionSuccessful).Reason == ReasonKindNotServed &&
 			strings.Contains(condition(g, ConditionSuccessful).Message, "Gizmo")
 	})

@@ -236,7 +236,7 @@ func scrubVerdict(d Desire, v Verdict) Verdict {
 	if !ok || ad.Spec.KubeContent == nil || v.message == "" {
 		return v
 	}
-	if raw := ad.Spec.KubeContent.Raw; !bytes.Contains(raw, []byte("Secret")) && !bytes.Contains(raw, []byte(`\u`)) {
+	if raw := ad.Spec.KubeContent; !bytes.Contains(raw, []byte("Secret")) && !bytes.Contains(raw, []byte(`\u`)) {
 		return v // cheap: not a Secret (nor a kind spelled with escapes)
 	}
 	obj, err := ParseKubeContent(ad.Spec.KubeContent)

@@ -112,7 +112,7 @@ func TestStaleFieldOwners(t *testing.T) {
 				}
 			}
 			c := condition(st, ConditionSuccessful)
-			if c.Reason != tc.wantReason || condition(st, ConditionDegraded).Status != metav1.ConditionFalse {
+			if c.Reason != tc.wantReason || condition(st, ConditionDegraded).Status != ConditionFalse {
 				t.Fatalf("Successful = %s/%s %q, Degraded %s", c.Status, c.Reason, c.Message, condition(st, ConditionDegraded).Status)
 			}
 			for _, want := range tc.wantMsg {

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // statusWriteAttempts bounds the optimistic-concurrency retries of one status write.
@@ -32,22 +31,22 @@ const (
 // observed at spec version observedGeneration, with lastTransitionTime now (whole seconds,
 // as metav1.Time serializes them). Messages are compacted to 1 KiB (compactMessage).
 // Pending has none.
-func (v Verdict) Conditions(observedGeneration int64, now time.Time) []metav1.Condition {
+func (v Verdict) Conditions(observedGeneration int64, now time.Time) []api.Condition {
 	if !v.decided {
 		return nil
 	}
 	// Whole seconds: the stored item's size (which ContentTooLarge reports) must not vary
 	// with the clock's nanoseconds.
-	t := metav1.NewTime(now.UTC().Truncate(time.Second))
-	succ := metav1.ConditionFalse
+	t := now.UTC().Truncate(time.Second)
+	succ := ConditionFalse
 	if v.successful {
-		succ = metav1.ConditionTrue
+		succ = ConditionTrue
 	}
-	deg, degReason, degMsg := metav1.ConditionFalse, ReasonNoErrors, "the applier is working normally"
+	deg, degReason, degMsg := ConditionFalse, ReasonNoErrors, "the applier is working normally"
 	if v.degraded {
-		deg, degReason, degMsg = metav1.ConditionTrue, v.reason, compactMessage(v.message)
+		deg, degReason, degMsg = ConditionTrue, v.reason, compactMessage(v.message)
 	}
-	conds := []metav1.Condition{
+	conds := []api.Condition{
 		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: compactMessage(v.message),
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 		{Type: ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
@@ -255,7 +254,13 @@ func (w *statusWriter[T]) remember(id string, stored T, err error) {
 
 // otherIncarnation reports whether a stored status answers another incarnation than spec's.
 func otherIncarnation(s *CommonStatus, spec *DynamoDBMetadata) bool {
-	return s.ObservedDesireCreateTime != nil && !s.ObservedDesireCreateTime.Equal(spec.CreateTime)
+	return s.ObservedDesireCreateTime != "" && !observedCreateTime(s).Equal(spec.CreateTime)
+}
+
+// observedCreateTime is the spec createTime s answers (zero when none or unparsable).
+func observedCreateTime(s *CommonStatus) time.Time {
+	_, created := s.ObservedTimes()
+	return created
 }
 
 // isCurrent reports whether spec is what the specs table holds now, its incarnation and its
@@ -306,9 +311,9 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
 	switch {
 	case s.ObservedSpecVersion() <= spec.Version:
 		return specNotNewer
-	case s.ObservedDesireCreateTime == nil:
+	case s.ObservedDesireCreateTime == "":
 		return specMaybeNewer
-	case s.ObservedDesireCreateTime.Equal(spec.CreateTime):
+	case observedCreateTime(s).Equal(spec.CreateTime):
 		return specNewer
 	}
 	return specNotNewer
@@ -322,36 +327,34 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
 func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
 	next := newDesire[T]()
 	if !stripSpec {
-		next = spec.DeepCopyObject().(T)
-		next.resetStatus()
-		if attr, raw := next.content(); attr == attrSpecKubeContent {
-			*raw = nil // the status document does not repeat the manifest
-		}
+		next = spec.DeepCopyDesire().(T)
+		statusKinds[spec.Kind()].clear(next)
+		statusKinds[spec.Kind()].dropSpecContent(next)
 	}
 	*next.Meta() = DynamoDBMetadata{DocumentID: spec.Meta().DocumentID}
-	var conds []metav1.Condition
+	var conds CommonStatus
 	if found {
 		*next.Meta() = *cur.Meta()
-		conds = cur.StatusCommon().deepCopy().Conditions
+		conds.Conditions = cur.StatusCommon().DeepCopy().Conditions
 		v = statusKinds[spec.Kind()].carry(v, cur)
 	}
-	if c := meta.FindStatusCondition(conds, ConditionReady); c != nil && v.ready == nil &&
+	if c := conds.Condition(ConditionReady); c != nil && v.ready == nil &&
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
 		// A readiness observed for another incarnation of the spec answers nothing here.
-		meta.RemoveStatusCondition(&conds, ConditionReady)
+		conds.RemoveCondition(ConditionReady)
 	} else if c != nil && v.ready == nil && v.decided && !v.successful {
 		// A failed or held reconcile did not look at the object (it may be gone or drifted):
 		// the last readiness is not carried over as if observed.
-		meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionUnknown,
-			Reason: readyUnknown, ObservedGeneration: spec.Meta().Version, LastTransitionTime: metav1.NewTime(now),
-			Message: "not observed: the last reconcile did not succeed (see Successful)"})
+		conds.SetCondition(api.Condition{Type: ConditionReady, Status: ConditionUnknown,
+			Reason: readyUnknown, ObservedGeneration: spec.Meta().Version,
+			Message: "not observed: the last reconcile did not succeed (see Successful)"}, now)
 	}
 	for _, c := range v.Conditions(spec.Meta().Version, now) {
-		meta.SetStatusCondition(&conds, c)
+		conds.SetCondition(c, now)
 	}
 	s := next.StatusCommon()
-	s.Conditions = conds
-	s.observe(spec.Meta())
+	s.Conditions = conds.Conditions
+	s.Observe(spec.Meta())
 	statusKinds[spec.Kind()].record(next, v)
 	return next
 }

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -59,7 +58,7 @@ func TestStatusWriter(t *testing.T) {
 		if c := condition(st, ConditionSuccessful); c.ObservedGeneration != 1 || c.Reason != ReasonPreCheckFailed {
 			t.Fatalf("status kept from the old incarnation: %+v", st.Status.Conditions)
 		}
-		if !st.Status.ObservedDesireCreateTime.Equal(again.CreateTime) {
+		if !parsedTime(st.Status.ObservedDesireCreateTime).Equal(again.CreateTime) {
 			t.Fatalf("observedDesireCreateTime = %v, want the new incarnation's %v", st.Status.ObservedDesireCreateTime, again.CreateTime)
 		}
 		// The same incarnation at a lower version is still stale.
@@ -94,7 +93,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	h.c.handler().OnAdd(d, false)
+	objectHandler{h.c.handler()}.OnAdd(d, false)
 	if v, err := h.c.sync(context.Background(), "a"); err != nil || v.Reason() != ReasonNoErrors {
 		t.Fatalf("sync: %v %v", v, err)
 	}
@@ -118,7 +117,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	if err := h.cache.Update(d2); err != nil {
 		t.Fatal(err)
 	}
-	h.c.handler().OnAdd(d2, false)
+	objectHandler{h.c.handler()}.OnAdd(d2, false)
 	if _, err := h.c.sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +130,9 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	}
 
 	// Adds from the initial List and adds while not leading are not fresh.
-	h.c.handler().OnAdd(applyDesire("b", cmJSON("c2")), true)
+	objectHandler{h.c.handler()}.OnAdd(applyDesire("b", cmJSON("c2")), true)
 	h.c.q().ShutDown()
-	h.c.handler().OnAdd(applyDesire("c", cmJSON("c3")), false)
+	objectHandler{h.c.handler()}.OnAdd(applyDesire("c", cmJSON("c3")), false)
 	for _, id := range []string{"b", "c"} {
 		if _, ok := h.c.fresh.Load(id); ok {
 			t.Fatalf("%s recorded as fresh", id)
@@ -207,7 +206,7 @@ func TestStatusCarriesOverWhatIsStillTrue(t *testing.T) {
 func TestSpecStatusDoesNotLeak(t *testing.T) {
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.Status.AppliedResourceGeneration = 99
-	spec.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
+	spec.Status.Conditions = []api.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
 	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), false, nil, false, testTime)
 	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
 		t.Fatalf("spec status leaked: %+v", doc.Status)
@@ -288,7 +287,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 		t.Fatalf("older incarnation over the newer one's status: %v %v, want stale", res, err)
 	}
 	st, _ := w.crud.Get(ctx, "a")
-	if !st.Status.ObservedDesireCreateTime.Equal(newer.CreateTime) {
+	if !parsedTime(st.Status.ObservedDesireCreateTime).Equal(newer.CreateTime) {
 		t.Fatalf("status answers %v, want the current incarnation %v", st.Status.ObservedDesireCreateTime, newer.CreateTime)
 	}
 	// Once the table holds the older one's incarnation (the newer was deleted and the older is
@@ -319,16 +318,16 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	cases := []struct {
 		name string
 		v    Verdict
-		want metav1.ConditionStatus
+		want string
 	}{
-		{"transient failure", Transient(ReasonKubeAPIError, errors.New("namespace is being terminated")), metav1.ConditionUnknown},
-		{"held repair", Refused(ReasonDriftConflict, "deleted within 10s of each repair"), metav1.ConditionUnknown},
-		{"applied without readiness", Applied(1, "applied"), metav1.ConditionTrue},
+		{"transient failure", Transient(ReasonKubeAPIError, errors.New("namespace is being terminated")), ConditionUnknown},
+		{"held repair", Refused(ReasonDriftConflict, "deleted within 10s of each repair"), ConditionUnknown},
+		{"applied without readiness", Applied(1, "applied"), ConditionTrue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			next := statusDocument(spec, tc.v, false, cur, true, testTime.Add(time.Minute))
-			c := meta.FindStatusCondition(next.Status.Conditions, ConditionReady)
+			c := next.Status.Condition(ConditionReady)
 			if c == nil || c.Status != tc.want {
 				t.Fatalf("Ready = %+v, want %s", c, tc.want)
 			}
@@ -431,7 +430,7 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 			status := NewTable[*ApplyDesire](db, "status")
 			prior := statusDocument(tc.status, Applied(1, "applied earlier"), false, (*ApplyDesire)(nil), false, testTime)
 			if !tc.keepCreated {
-				prior.Status.ObservedDesireCreateTime = nil
+				prior.Status.ObservedDesireCreateTime = ""
 			}
 			if _, err := status.Create(ctx, prior); err != nil {
 				t.Fatal(err)

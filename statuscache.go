@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxCachedContent bounds what the status cache keeps of a ReadDesire: a status whose
@@ -93,10 +91,10 @@ func (c *statusCache[T]) compact(d T) {
 	conds := d.StatusCommon().Conditions
 	for i := range conds {
 		conds[i].Type = c.strings.intern(conds[i].Type)
-		conds[i].Status = metav1.ConditionStatus(c.strings.intern(string(conds[i].Status)))
+		conds[i].Status = c.strings.intern(string(conds[i].Status))
 		conds[i].Reason = c.strings.intern(conds[i].Reason)
-		degradedFalse := conds[i].Type == ConditionDegraded && conds[i].Status == metav1.ConditionFalse
-		readyTrue := conds[i].Type == ConditionReady && conds[i].Status == metav1.ConditionTrue
+		degradedFalse := conds[i].Type == ConditionDegraded && conds[i].Status == ConditionFalse
+		readyTrue := conds[i].Type == ConditionReady && conds[i].Status == ConditionTrue
 		if degradedFalse || readyTrue {
 			// Their messages repeat; others (errors, per-object text) are not interned.
 			conds[i].Message = c.strings.intern(conds[i].Message)

@@ -233,7 +233,11 @@ func (lw *streamListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (r
 	lw.mu.Lock()
 	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from
 	lw.mu.Unlock()
-	return &desireList[T]{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}, nil
+	objs := make([]*desireObject, len(items))
+	for i, d := range items {
+		objs[i] = &desireObject{d}
+	}
+	return &desireList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
 }
 
 // scanAll Scans the table. Items that do not decode are kept as desires marked Invalid so
@@ -664,7 +668,7 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		w.unconfirmed = map[string]struct{}{}
 	}
 	w.unconfirmed[m.DocumentID] = struct{}{}
-	ev.Object = d
+	ev.Object = &desireObject{d}
 	select {
 	case w.result <- ev:
 		return nil
@@ -718,17 +722,17 @@ func hasIncarnation(img map[string]types.AttributeValue) bool {
 }
 
 // desireList is the runtime.Object a List returns to the reflector.
-type desireList[T Desire] struct {
+type desireList struct {
 	metav1.ListMeta
-	Items []T
+	Items []*desireObject
 }
 
-func (l *desireList[T]) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (l *desireList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-func (l *desireList[T]) DeepCopyObject() runtime.Object {
-	out := &desireList[T]{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]T, len(l.Items))}
-	for i, d := range l.Items {
-		out.Items[i] = d.DeepCopyObject().(T)
+func (l *desireList) DeepCopyObject() runtime.Object {
+	out := &desireList{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]*desireObject, len(l.Items))}
+	for i, o := range l.Items {
+		out.Items[i] = o.DeepCopyObject().(*desireObject)
 	}
 	return out
 }

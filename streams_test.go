@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -15,7 +16,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/goleak"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -43,7 +43,7 @@ func stDesire(id string, version int64) *ApplyDesire {
 		DynamoDBMetadata: DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: stTime,
 			UpdateTime: stTime.Add(time.Duration(version) * time.Second)},
 		Spec: ApplyDesireSpec{CommonSpec: CommonSpec{ManagementCluster: "mc-unit"},
-			KubeContent: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + id + `","namespace":"default"}}`)}},
+			KubeContent: json.RawMessage([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + id + `","namespace":"default"}}`))},
 	}
 }
 
@@ -475,7 +475,7 @@ func TestStreamInformerPartialAndInvalidRecords(t *testing.T) {
 			case tc.wantInvalidIn != "" && !strings.Contains(b.Meta().Invalid, tc.wantInvalidIn):
 				t.Errorf("doc-b Invalid = %q, want it to contain %q", b.Meta().Invalid, tc.wantInvalidIn)
 			case tc.wantInvalidIn != "" && b.Spec.KubeContent != nil:
-				t.Errorf("invalid doc-b kept kubeContent %s", b.Spec.KubeContent.Raw)
+				t.Errorf("invalid doc-b kept kubeContent %s", b.Spec.KubeContent)
 			}
 		})
 	}
@@ -759,7 +759,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 			return false
 		}
 		c := condition(d, ConditionSuccessful)
-		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == version
+		return c.Status == ConditionTrue && c.ObservedGeneration == version
 	}
 	waitApplied := func(version int64, greeting string) {
 		t.Helper()
@@ -778,7 +778,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitApplied(1, "hello")
-	created.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"bye"}}`)}
+	created.Spec.KubeContent = json.RawMessage([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"default"},"data":{"greeting":"bye"}}`))
 	if _, err := applySpecs.Replace(ctx, created); err != nil {
 		t.Fatal(err)
 	}

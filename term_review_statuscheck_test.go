@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // TestStatusRewrittenAtTheSameVersionIsFound (a review finding, fixed; before the fix): the periodic status check compares
@@ -31,10 +31,10 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	}
 	older := old.DeepCopy()
 	earlier := testTime.Add(-time.Hour)
-	older.Status.ObservedDesireUpdateTime = &earlier
-	older.Status.Conditions = []metav1.Condition{
-		{Type: ConditionSuccessful, Status: metav1.ConditionFalse, Reason: ReasonKubeAPIError, Message: "older copy", ObservedGeneration: 2},
-		{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonKubeAPIError, Message: "older copy", ObservedGeneration: 2},
+	older.Status.ObservedDesireUpdateTime = earlier.Format(time.RFC3339Nano)
+	older.Status.Conditions = []api.Condition{
+		{Type: ConditionSuccessful, Status: ConditionFalse, Reason: ReasonKubeAPIError, Message: "older copy", ObservedGeneration: 2},
+		{Type: ConditionDegraded, Status: ConditionTrue, Reason: ReasonKubeAPIError, Message: "older copy", ObservedGeneration: 2},
 	}
 	// The other writer stamps its own updateTime (the harness's table clock is fixed, which no
 	// writer's is: a write at the same version and updateTime is the same write).
@@ -58,7 +58,7 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := h.c.tally()
-	if c := condition(st, ConditionSuccessful); c.Status != metav1.ConditionTrue || c.ObservedGeneration != 3 {
+	if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue || c.ObservedGeneration != 3 {
 		t.Fatalf("status rewritten behind the applier at the same version: check re-queued %v; after a resync the table says Successful=%s/%s for spec version %d "+
 			"(the spec is version 3, applied), yet the heartbeat counts %d unanswered", ids, c.Status, c.Reason, c.ObservedGeneration, tl.unanswered)
 	}

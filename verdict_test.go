@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestVerdictTable pins the verdict contract: each constructor's Successful and Degraded
@@ -15,8 +13,8 @@ func TestVerdictTable(t *testing.T) {
 	cases := []struct {
 		name       string
 		v          Verdict
-		successful metav1.ConditionStatus
-		degraded   metav1.ConditionStatus
+		successful string
+		degraded   string
 		reason     string
 		again      lookAgain
 	}{
@@ -51,7 +49,7 @@ func TestVerdictTable(t *testing.T) {
 				t.Errorf("Degraded=False reason = %q, want NoErrors", deg.Reason)
 			}
 			for _, c := range conds {
-				if c.ObservedGeneration != 4 || !c.LastTransitionTime.Time.Equal(now.Truncate(time.Second)) {
+				if c.ObservedGeneration != 4 || !c.LastTransitionTime.Equal(now.Truncate(time.Second)) {
 					t.Errorf("%s observed %d at %v, want 4 at whole seconds", c.Type, c.ObservedGeneration, c.LastTransitionTime)
 				}
 			}

@@ -98,7 +98,7 @@ func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaW
 		h.mu.Unlock()
 		return old.watch
 	}
-	gvr := t.GVR()
+	gvr := GVROf(t)
 	w, found := h.watches[gvr]
 	if !found {
 		w = h.startLocked(gvr)

@@ -5,8 +5,7 @@
 // waits until a status answers the spec as it is now, and polls the status index.
 //
 // It depends on the AWS SDK's DynamoDB packages and github.com/google/uuid only: no client-go,
-// no apimachinery. The applier (github.com/kube-applier-aws/kubeapplier) uses the same
-// constants, names, metadata, conditions' layout and heartbeat types through aliases; its own
-// desire structs carry Kubernetes types (metav1.Condition, runtime.RawExtension), and golden
-// items in testdata/ hold both codecs to one layout.
+// no apimachinery. The applier (github.com/kube-applier-aws/kubeapplier) uses these very
+// types, constants, names and codec through aliases: one definition of the contract, which
+// the golden items in testdata/ pin down.
 package api

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -64,6 +65,18 @@ type TargetItem struct {
 	Name      string `json:"name" dynamodbav:"name"`
 }
 
+// String returns "resource.group/version namespace/name" for messages.
+func (t TargetItem) String() string {
+	r := t.Resource
+	if t.Group != "" {
+		r += "." + t.Group
+	}
+	if t.Namespace == "" {
+		return r + "/" + t.Version + " " + t.Name
+	}
+	return r + "/" + t.Version + " " + t.Namespace + "/" + t.Name
+}
+
 // CommonSpec holds the fields every desire spec has.
 type CommonSpec struct {
 	// ManagementCluster is the management cluster that must carry out the desire.
@@ -108,6 +121,56 @@ func (s *CommonStatus) Condition(conditionType string) *Condition {
 		}
 	}
 	return nil
+}
+
+// IsTrue reports whether s has a condition of that type with Status "True".
+func (s *CommonStatus) IsTrue(conditionType string) bool {
+	c := s.Condition(conditionType)
+	return c != nil && c.Status == ConditionTrue
+}
+
+// SetCondition sets c in s, as Kubernetes' meta.SetStatusCondition does: a condition of the
+// same type is updated in place, keeping its LastTransitionTime unless its Status changes (a
+// zero LastTransitionTime in c is now); a new one is appended. It reports whether anything
+// changed.
+func (s *CommonStatus) SetCondition(c Condition, now time.Time) bool {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = now
+	}
+	cur := s.Condition(c.Type)
+	if cur == nil {
+		s.Conditions = append(s.Conditions, c)
+		return true
+	}
+	if cur.Status != c.Status {
+		*cur = c
+		return true
+	}
+	changed := cur.Reason != c.Reason || cur.Message != c.Message || cur.ObservedGeneration != c.ObservedGeneration
+	cur.Reason, cur.Message, cur.ObservedGeneration = c.Reason, c.Message, c.ObservedGeneration
+	return changed
+}
+
+// RemoveCondition removes the condition of that type from s, if any; it reports whether one
+// was there.
+func (s *CommonStatus) RemoveCondition(conditionType string) bool {
+	n := len(s.Conditions)
+	s.Conditions = slices.DeleteFunc(s.Conditions, func(c Condition) bool { return c.Type == conditionType })
+	return len(s.Conditions) != n
+}
+
+// Observe makes s answer the spec whose metadata is m: its updateTime and createTime, as the
+// spec item stores them (StoredTimes).
+func (s *CommonStatus) Observe(m *DynamoDBMetadata) {
+	s.ObservedDesireCreateTime, s.ObservedDesireUpdateTime = m.StoredTimes()
+}
+
+// ObservedTimes returns the spec updateTime and createTime s answers, parsed (RFC 3339); a
+// missing or unparsable one is the zero time.
+func (s *CommonStatus) ObservedTimes() (updateTime, createTime time.Time) {
+	updateTime, _ = time.Parse(time.RFC3339Nano, s.ObservedDesireUpdateTime)
+	createTime, _ = time.Parse(time.RFC3339Nano, s.ObservedDesireCreateTime)
+	return updateTime, createTime
 }
 
 // ObservedSpecVersion returns the highest spec Version any condition was computed from, 0 when
@@ -211,6 +274,8 @@ type Desire interface {
 	StatusCommon() *CommonStatus
 	// Kind returns the desire kind.
 	Kind() DesireKind
+	// DeepCopyDesire returns a copy that shares no memory with the desire.
+	DeepCopyDesire() Desire
 	// content returns the attribute name and field of the object stored as JSON outside the
 	// codec, or "" and nil.
 	content() (attr string, raw *json.RawMessage)

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -165,9 +164,9 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	deleteSpecs := kubeapplier.NewTable[*kubeapplier.DeleteDesire](env.Client, kubeapplier.TableName(env.Prefix, cluster, kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire))
 
 	ad := &kubeapplier.ApplyDesire{}
-	ad.DocumentID, ad.Spec.ManagementCluster, ad.Spec.KubeContent = "apply-cm", cluster, &runtime.RawExtension{Raw: []byte(cm)}
+	ad.DocumentID, ad.Spec.ManagementCluster, ad.Spec.KubeContent = "apply-cm", cluster, json.RawMessage([]byte(cm))
 	mustCreate(t, ctx, applySpecs.Create, ad)
-	waitStatus(t, "ApplyDesire apply-cm", func() (kubeapplier.Desire, error) { return db.ApplyDesireStatus().Get(ctx, "apply-cm") }, metav1.ConditionTrue, "")
+	waitStatus(t, "ApplyDesire apply-cm", func() (kubeapplier.Desire, error) { return db.ApplyDesireStatus().Get(ctx, "apply-cm") }, kubeapplier.ConditionTrue, "")
 	if _, err := kc.CoreV1().ConfigMaps(target).Get(ctx, "rbac-cm", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the applied ConfigMap: %v", err)
 	}
@@ -175,18 +174,18 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	rd := &kubeapplier.ReadDesire{}
 	rd.DocumentID, rd.Spec.ManagementCluster, rd.Spec.TargetItem = "read-cm", cluster, cmItem
 	mustCreate(t, ctx, readSpecs.Create, rd)
-	st := waitStatus(t, "ReadDesire read-cm", func() (kubeapplier.Desire, error) { return db.ReadDesireStatus().Get(ctx, "read-cm") }, metav1.ConditionTrue, "")
-	if c := st.(*kubeapplier.ReadDesire).Status.KubeContent; c == nil || !strings.Contains(string(c.Raw), `"k":"v"`) {
+	st := waitStatus(t, "ReadDesire read-cm", func() (kubeapplier.Desire, error) { return db.ReadDesireStatus().Get(ctx, "read-cm") }, kubeapplier.ConditionTrue, "")
+	if c := st.(*kubeapplier.ReadDesire).Status.KubeContent; c == nil || !strings.Contains(string(c), `"k":"v"`) {
 		t.Fatalf("ReadDesire read-cm mirrored %v", c)
 	}
 
 	clusterRole := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"` + clusterName + `-forbidden"},"rules":[]}`
 	forbidden := &kubeapplier.ApplyDesire{}
-	forbidden.DocumentID, forbidden.Spec.ManagementCluster, forbidden.Spec.KubeContent = "apply-forbidden", cluster, &runtime.RawExtension{Raw: []byte(clusterRole)}
+	forbidden.DocumentID, forbidden.Spec.ManagementCluster, forbidden.Spec.KubeContent = "apply-forbidden", cluster, json.RawMessage([]byte(clusterRole))
 	mustCreate(t, ctx, applySpecs.Create, forbidden)
 	waitStatus(t, "ApplyDesire apply-forbidden", func() (kubeapplier.Desire, error) {
 		return db.ApplyDesireStatus().Get(ctx, "apply-forbidden")
-	}, metav1.ConditionFalse, "forbidden")
+	}, kubeapplier.ConditionFalse, "forbidden")
 
 	if err := applySpecs.Delete(ctx, "apply-cm"); err != nil { // the DeleteDesire's turn
 		t.Fatal(err)
@@ -194,7 +193,7 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	dd := &kubeapplier.DeleteDesire{}
 	dd.DocumentID, dd.Spec.ManagementCluster, dd.Spec.TargetItem = "delete-cm", cluster, cmItem
 	mustCreate(t, ctx, deleteSpecs.Create, dd)
-	waitStatus(t, "DeleteDesire delete-cm", func() (kubeapplier.Desire, error) { return db.DeleteDesireStatus().Get(ctx, "delete-cm") }, metav1.ConditionTrue, "")
+	waitStatus(t, "DeleteDesire delete-cm", func() (kubeapplier.Desire, error) { return db.DeleteDesireStatus().Get(ctx, "delete-cm") }, kubeapplier.ConditionTrue, "")
 	if _, err := kc.CoreV1().ConfigMaps(target).Get(ctx, "rbac-cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the deleted ConfigMap: %v, want NotFound", err)
 	}
@@ -362,7 +361,7 @@ func mustCreate[T kubeapplier.Desire](t *testing.T, ctx context.Context, create 
 
 // waitStatus waits until get returns a status whose Successful condition is want (and whose
 // message contains msg), and returns it.
-func waitStatus(t *testing.T, what string, get func() (kubeapplier.Desire, error), want metav1.ConditionStatus, msg string) kubeapplier.Desire {
+func waitStatus(t *testing.T, what string, get func() (kubeapplier.Desire, error), want string, msg string) kubeapplier.Desire {
 	t.Helper()
 	var last string
 	var got kubeapplier.Desire
@@ -372,7 +371,7 @@ func waitStatus(t *testing.T, what string, get func() (kubeapplier.Desire, error
 			last = fmt.Sprint(err)
 			return false
 		}
-		c := meta.FindStatusCondition(d.StatusCommon().Conditions, kubeapplier.ConditionSuccessful)
+		c := d.StatusCommon().Condition(kubeapplier.ConditionSuccessful)
 		if c == nil {
 			return false
 		}

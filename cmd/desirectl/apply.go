@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-applier-aws/kubeapplier"
 )
@@ -57,7 +56,7 @@ the applier's status answers the spec just written.`,
 			}
 			return &kubeapplier.ApplyDesire{
 				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
-				Spec:             kubeapplier.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: &runtime.RawExtension{Raw: content}},
+				Spec:             kubeapplier.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: json.RawMessage(content)},
 			}, nil
 		})
 		if err != nil {

@@ -43,7 +43,7 @@ var (
 func contentOf(t *testing.T, d *kubeapplier.ApplyDesire) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(d.Spec.KubeContent.Raw, &m); err != nil {
+	if err := json.Unmarshal(d.Spec.KubeContent, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m

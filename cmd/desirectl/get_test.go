@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/kube-applier-aws/kubeapplier"
 )
 
@@ -35,7 +32,7 @@ func seedDesires(h *harness) {
 	put := func(k kubeapplier.DesireKind, d kubeapplier.Desire) {
 		putRaw(h.db, tableName(kubeapplier.SpecsTable, k), d)
 	}
-	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(seedApplyFoo, 2, 2*time.Hour),
 		Spec: kubeapplier.ApplyDesireSpec{CommonSpec: testCommon, KubeContent: raw(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foo","namespace":"default"},"data":{"a":"1"}}`)}})
 	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(seedApplyBar, 1, 5*time.Minute),
@@ -52,7 +49,7 @@ func seedDesires(h *harness) {
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadSec, 1, time.Minute),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "foo"}}})
 
-	h.writeStatus(kubeapplier.KindApplyDesire, seedApplyFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "applied ConfigMap default/foo", ready: metav1.ConditionTrue})
+	h.writeStatus(kubeapplier.KindApplyDesire, seedApplyFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "applied ConfigMap default/foo", ready: kubeapplier.ConditionTrue})
 	h.writeStatus(kubeapplier.KindDeleteDesire, seedDeleteOld, 1, outcome{reason: kubeapplier.ReasonWaitingForDeletion, message: "configmaps/v1 default/old is being deleted; waiting for finalizers: x"})
 	h.writeStatus(kubeapplier.KindReadDesire, seedReadFoo, 2, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "mirrored", content: `{"kind":"ConfigMap"}`})
 }

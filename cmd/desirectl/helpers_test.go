@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -11,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Test context values.
@@ -192,18 +192,18 @@ type outcome struct {
 	degraded   bool
 	reason     string
 	message    string
-	content    string                 // ReadDesire status.kubeContent (JSON)
-	ready      metav1.ConditionStatus // ApplyDesire Ready condition; "" for none
+	content    string // ReadDesire status.kubeContent (JSON)
+	ready      string // ApplyDesire Ready condition; "" for none
 }
 
 // set writes o into d's status as the applier would: Successful and Degraded observed at d's
 // spec version.
 func (o outcome) set(d kubeapplier.Desire) {
-	status := func(b bool) metav1.ConditionStatus {
+	status := func(b bool) string {
 		if b {
-			return metav1.ConditionTrue
+			return kubeapplier.ConditionTrue
 		}
-		return metav1.ConditionFalse
+		return kubeapplier.ConditionFalse
 	}
 	deg, degReason := status(o.degraded), kubeapplier.ReasonNoErrors
 	if o.degraded {
@@ -211,15 +211,14 @@ func (o outcome) set(d kubeapplier.Desire) {
 	}
 	gen := d.Meta().Version
 	s := d.StatusCommon()
-	s.Conditions = []metav1.Condition{
+	s.Conditions = []api.Condition{
 		{Type: kubeapplier.ConditionSuccessful, Status: status(o.successful), Reason: o.reason, Message: o.message, ObservedGeneration: gen},
 		{Type: kubeapplier.ConditionDegraded, Status: deg, Reason: degReason, ObservedGeneration: gen},
 	}
 	if o.ready != "" {
-		s.Conditions = append(s.Conditions, metav1.Condition{Type: kubeapplier.ConditionReady, Status: o.ready, Reason: "Current", ObservedGeneration: gen})
+		s.Conditions = append(s.Conditions, api.Condition{Type: kubeapplier.ConditionReady, Status: o.ready, Reason: "Current", ObservedGeneration: gen})
 	}
-	t := d.Meta().UpdateTime
-	s.ObservedDesireUpdateTime = &t
+	s.ObservedDesireUpdateTime = d.Meta().UpdateTime.Format(time.RFC3339Nano)
 }
 
 var okOutcome = outcome{successful: true, reason: kubeapplier.ReasonNoErrors, message: "done"}
@@ -243,7 +242,7 @@ func (h *harness) writeStatusAt(kind kubeapplier.DesireKind, id string, version 
 	default:
 		rd := &kubeapplier.ReadDesire{}
 		if o.content != "" {
-			rd.Status.KubeContent = &runtime.RawExtension{Raw: []byte(o.content)}
+			rd.Status.KubeContent = json.RawMessage([]byte(o.content))
 		}
 		d = rd
 	}

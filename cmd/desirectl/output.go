@@ -9,12 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // printTable prints rows (the first is the header) aligned like kubectl.
@@ -35,11 +34,11 @@ func age(now, created time.Time) string {
 }
 
 // successfulCondition returns d's Successful condition, or nil.
-func successfulCondition(d kubeapplier.Desire) *metav1.Condition {
+func successfulCondition(d kubeapplier.Desire) *api.Condition {
 	if d == nil {
 		return nil
 	}
-	return meta.FindStatusCondition(d.StatusCommon().Conditions, kubeapplier.ConditionSuccessful)
+	return d.StatusCommon().Condition(kubeapplier.ConditionSuccessful)
 }
 
 // successColumns are the SUCCESSFUL, REASON and MESSAGE columns of a desire whose spec
@@ -47,7 +46,7 @@ func successfulCondition(d kubeapplier.Desire) *metav1.Condition {
 func successColumns(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) (successful, reason, message string) {
 	c := successfulCondition(status)
 	if c == nil || !answers(status.StatusCommon(), c, spec) {
-		return string(metav1.ConditionUnknown), "Pending", describeStatus(status, spec, kubeapplier.ConditionSuccessful)
+		return string(kubeapplier.ConditionUnknown), "Pending", describeStatus(status, spec, kubeapplier.ConditionSuccessful)
 	}
 	return string(c.Status), c.Reason, oneLine(c.Message)
 }
@@ -57,11 +56,11 @@ func successColumns(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadat
 func readyColumn(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) string {
 	a, ok := status.(*kubeapplier.ApplyDesire)
 	if !ok || a == nil {
-		return string(metav1.ConditionUnknown)
+		return string(kubeapplier.ConditionUnknown)
 	}
-	c := meta.FindStatusCondition(a.Status.Conditions, kubeapplier.ConditionReady)
+	c := a.Status.Condition(kubeapplier.ConditionReady)
 	if c == nil || !answers(&a.Status.CommonStatus, c, spec) {
-		return string(metav1.ConditionUnknown)
+		return string(kubeapplier.ConditionUnknown)
 	}
 	return string(c.Status)
 }

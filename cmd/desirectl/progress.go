@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kube-applier-aws/kubeapplier"
 )
@@ -93,7 +92,7 @@ func pendingState(it *waitItem, want conditionWant) string {
 		return "no status yet"
 	}
 	s := it.last.StatusCommon()
-	c := meta.FindStatusCondition(s.Conditions, want.typ)
+	c := s.Condition(want.typ)
 	switch {
 	case c == nil:
 		return "no " + want.typ + " condition yet"
@@ -101,7 +100,7 @@ func pendingState(it *waitItem, want conditionWant) string {
 		return "status of an earlier spec"
 	}
 	st := c.Type + "=" + string(c.Status)
-	if meta.IsStatusConditionTrue(s.Conditions, kubeapplier.ConditionDegraded) {
+	if s.IsTrue(kubeapplier.ConditionDegraded) {
 		st += " Degraded"
 	}
 	if c.Reason != "" {

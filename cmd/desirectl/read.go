@@ -75,10 +75,10 @@ existed before is reused and left as it was.`,
 		if cond != nil && cond.Reason == kubeapplier.ReasonNotFound {
 			return failedErrorf("%s", oneLine(cond.Message))
 		}
-		if rd.Status.KubeContent == nil || len(rd.Status.KubeContent.Raw) == 0 {
+		if rd.Status.KubeContent == nil || len(rd.Status.KubeContent) == 0 {
 			return failedErrorf("%s: the status of %s has no kubeContent", t.label, desireRef(kubeapplier.KindReadDesire, id))
 		}
-		return printContent(a, rd.Status.KubeContent.Raw, output)
+		return printContent(a, rd.Status.KubeContent, output)
 	})
 	return cmd
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kube-applier-aws/kubeapplier"
 )
 
@@ -82,9 +80,9 @@ func TestParseFor(t *testing.T) {
 	for in, want := range map[string]conditionWant{
 		"condition=Successful":       successfulTrue,
 		"condition=successful=true":  successfulTrue,
-		"condition=Degraded=False":   {kubeapplier.ConditionDegraded, metav1.ConditionFalse},
-		"condition=Custom=Unknown":   {"Custom", metav1.ConditionUnknown},
-		"condition=Successful=false": {kubeapplier.ConditionSuccessful, metav1.ConditionFalse},
+		"condition=Degraded=False":   {kubeapplier.ConditionDegraded, kubeapplier.ConditionFalse},
+		"condition=Custom=Unknown":   {"Custom", kubeapplier.ConditionUnknown},
+		"condition=Successful=false": {kubeapplier.ConditionSuccessful, kubeapplier.ConditionFalse},
 	} {
 		got, err := parseFor(in)
 		if err != nil || got != want {
@@ -109,7 +107,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	at := func(version int64, o outcome) kubeapplier.Desire { return status(version, testStart, o) }
 	withoutUpdateTime := at(2, okOutcome)
-	withoutUpdateTime.StatusCommon().ObservedDesireUpdateTime = nil
+	withoutUpdateTime.StatusCommon().ObservedDesireUpdateTime = ""
 	notServed := kubeapplier.ErrKindNotServed.Error() + ": kind example.com/v1, Kind=Gizmo is not known to the cluster"
 	for _, tc := range []struct {
 		name string

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // defaultTimeout bounds waits.
@@ -19,10 +17,10 @@ const defaultTimeout = 60 * time.Second
 // conditionWant is what --for asks: a condition type and status.
 type conditionWant struct {
 	typ    string
-	status metav1.ConditionStatus
+	status string
 }
 
-var successfulTrue = conditionWant{typ: kubeapplier.ConditionSuccessful, status: metav1.ConditionTrue}
+var successfulTrue = conditionWant{typ: kubeapplier.ConditionSuccessful, status: kubeapplier.ConditionTrue}
 
 func (w conditionWant) String() string { return w.typ + "=" + string(w.status) }
 
@@ -33,14 +31,14 @@ func parseFor(s string) (conditionWant, error) {
 		return conditionWant{}, usageErrorf("--for must be condition=TYPE[=STATUS], e.g. condition=Successful, not %q", s)
 	}
 	typ, status, hasStatus := strings.Cut(rest, "=")
-	w := conditionWant{typ: typ, status: metav1.ConditionTrue}
+	w := conditionWant{typ: typ, status: kubeapplier.ConditionTrue}
 	if hasStatus {
 		switch strings.ToLower(status) {
 		case "true":
 		case "false":
-			w.status = metav1.ConditionFalse
+			w.status = kubeapplier.ConditionFalse
 		case "unknown":
-			w.status = metav1.ConditionUnknown
+			w.status = kubeapplier.ConditionUnknown
 		default:
 			return conditionWant{}, usageErrorf("--for condition status must be True, False or Unknown, not %q", status)
 		}
@@ -90,14 +88,14 @@ func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want con
 		return waitPending
 	}
 	s := d.StatusCommon()
-	c := meta.FindStatusCondition(s.Conditions, want.typ)
+	c := s.Condition(want.typ)
 	if c == nil || !answers(s, c, spec) {
 		return waitPending
 	}
 	if c.Status == want.status {
 		return waitMet
 	}
-	if want == successfulTrue && c.Status == metav1.ConditionFalse && permanentFailure(s) {
+	if want == successfulTrue && c.Status == kubeapplier.ConditionFalse && permanentFailure(s) {
 		return waitFailed
 	}
 	return waitPending
@@ -109,11 +107,12 @@ func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want con
 // one may still be there (Successful, at version 1 or more); observedDesireUpdateTime, the
 // updateTime of the spec the status answers, tells them apart. A status without it (an
 // applier that does not write it) is judged by the version alone.
-func answers(s *kubeapplier.CommonStatus, c *metav1.Condition, spec *kubeapplier.DynamoDBMetadata) bool {
+func answers(s *kubeapplier.CommonStatus, c *api.Condition, spec *kubeapplier.DynamoDBMetadata) bool {
 	if c.ObservedGeneration < spec.Version {
 		return false
 	}
-	return s.ObservedDesireUpdateTime == nil || !s.ObservedDesireUpdateTime.Before(spec.UpdateTime)
+	updated, _ := s.ObservedTimes()
+	return s.ObservedDesireUpdateTime == "" || !updated.Before(spec.UpdateTime)
 }
 
 // permanentFailure tells a Successful=False the applier will not retry on its own from one
@@ -122,10 +121,10 @@ func answers(s *kubeapplier.CommonStatus, c *metav1.Condition, spec *kubeapplier
 // an object still being deleted (WaitingForDeletion) are retried by the applier; PreCheckFailed
 // and every other reason wait for a new spec.
 func permanentFailure(s *kubeapplier.CommonStatus) bool {
-	if meta.IsStatusConditionTrue(s.Conditions, kubeapplier.ConditionDegraded) {
+	if s.IsTrue(kubeapplier.ConditionDegraded) {
 		return false
 	}
-	switch meta.FindStatusCondition(s.Conditions, kubeapplier.ConditionSuccessful).Reason {
+	switch s.Condition(kubeapplier.ConditionSuccessful).Reason {
 	case kubeapplier.ReasonKindNotServed, kubeapplier.ReasonWaitingForDeletion:
 		return false
 	}
@@ -208,7 +207,7 @@ func describeStatus(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, ty
 		return "the applier has written no status yet"
 	}
 	s := d.StatusCommon()
-	c := meta.FindStatusCondition(s.Conditions, typ)
+	c := s.Condition(typ)
 	if c == nil {
 		return "the status has no " + typ + " condition"
 	}
@@ -224,7 +223,7 @@ func describeStatus(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, ty
 		desc = fmt.Sprintf("the status is for spec version %d, not yet %d (%s)", c.ObservedGeneration, spec.Version, desc)
 	case !answers(s, c, spec):
 		desc = fmt.Sprintf("the status is for an earlier spec written at %s, not yet the one written at %s (%s)",
-			s.ObservedDesireUpdateTime.UTC().Format(time.RFC3339Nano), spec.UpdateTime.UTC().Format(time.RFC3339Nano), desc)
+			s.ObservedDesireUpdateTime, spec.UpdateTime.UTC().Format(time.RFC3339Nano), desc)
 	}
 	return desc
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +19,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -266,8 +266,8 @@ func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id
 		t.Helper()
 		d := &kubeapplier.ApplyDesire{}
 		d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: fmt.Appendf(nil,
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"k":"v"}}`, id, ns)}
+		d.Spec.KubeContent = json.RawMessage(fmt.Appendf(nil,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"k":"v"}}`, id, ns))
 		if _, err := specs.Create(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func waitApplied(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, id string) {
 		}
 		for _, c := range st.Status.Conditions {
 			if c.Type == kubeapplier.ConditionSuccessful {
-				return c.Status == metav1.ConditionTrue
+				return c.Status == kubeapplier.ConditionTrue
 			}
 		}
 		return false

@@ -3,6 +3,7 @@ package monitoring
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -118,7 +118,7 @@ func TestIntegrationScrapedMetrics(t *testing.T) {
 	d := &kubeapplier.ApplyDesire{}
 	d.DocumentID = kubeapplier.DesireID("task", kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: "scraped"})
 	d.Spec.ManagementCluster = "mc01"
-	d.Spec.KubeContent = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"scraped","namespace":"` + ns + `"}}`)}
+	d.Spec.KubeContent = json.RawMessage([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"scraped","namespace":"` + ns + `"}}`))
 	for deadline := time.Now().Add(30 * time.Second); !a.Leading(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("not leading after 30 s")

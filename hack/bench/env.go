@@ -31,7 +31,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -478,4 +477,4 @@ func httpGet(ctx context.Context, url string, timeout time.Duration) ([]byte, in
 	return body, resp.StatusCode, err
 }
 
-func rawExt(raw []byte) *k8sruntime.RawExtension { return &k8sruntime.RawExtension{Raw: raw} }
+func rawExt(raw []byte) json.RawMessage { return json.RawMessage(raw) }

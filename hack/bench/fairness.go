@@ -10,7 +10,6 @@ import (
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
@@ -256,7 +255,7 @@ func (b *bench) readWritten(ctx context.Context, status *kubeapplier.Table[*kube
 			}
 			st, err := status.Get(ctx, b.ids[s.Index])
 			if err == nil {
-				if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Version {
+				if c := successful(&st.Status.CommonStatus); c != nil && c.Status == kubeapplier.ConditionTrue && c.ObservedGeneration == s.Version {
 					s.WrittenMS = ms(st.UpdateTime.Sub(puts[k]))
 					continue
 				}

@@ -12,9 +12,9 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
@@ -244,14 +244,14 @@ func (b *bench) countSuccessfulApply(ctx context.Context, want func(i int) int64
 			continue
 		}
 		total++
-		if c := successful(&d.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == want(i) {
+		if c := successful(&d.Status.CommonStatus); c != nil && c.Status == kubeapplier.ConditionTrue && c.ObservedGeneration == want(i) {
 			ok++
 		}
 	}
 	return ok, total, nil
 }
 
-func successful(s *kubeapplier.CommonStatus) *metav1.Condition {
+func successful(s *kubeapplier.CommonStatus) *api.Condition {
 	for i := range s.Conditions {
 		if s.Conditions[i].Type == kubeapplier.ConditionSuccessful {
 			return &s.Conditions[i]
@@ -386,7 +386,7 @@ func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Ta
 	for time.Now().Before(deadline) {
 		st, err := status.Get(ctx, b.ids[i])
 		if err == nil {
-			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == r.Version {
+			if c := successful(&st.Status.CommonStatus); c != nil && c.Status == kubeapplier.ConditionTrue && c.ObservedGeneration == r.Version {
 				r.ObservedMS = ms(time.Since(put))
 				r.WrittenMS = ms(st.UpdateTime.Sub(put))
 				return r, nil
@@ -459,7 +459,7 @@ func (b *bench) scenarioMemory(ctx context.Context) error {
 		ok := 0
 		if err == nil {
 			for _, d := range docs {
-				if c := successful(&d.Status.CommonStatus); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == 1 && d.Status.KubeContent != nil {
+				if c := successful(&d.Status.CommonStatus); c != nil && c.Status == kubeapplier.ConditionTrue && c.ObservedGeneration == 1 && d.Status.KubeContent != nil {
 					ok++
 				}
 			}

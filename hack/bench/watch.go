@@ -9,14 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 var deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
@@ -96,7 +95,7 @@ func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeap
 			}
 			c := successful(&d.Status.CommonStatus)
 			// The status document's own updateTime: written after the edit.
-			return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "changed by kubectl-edit at ") &&
+			return c != nil && c.Status == kubeapplier.ConditionTrue && strings.Contains(c.Message, "changed by kubectl-edit at ") &&
 				strings.HasSuffix(c.Message, "re-applied") && !d.UpdateTime.Before(t0)
 		})
 		if ok {
@@ -165,18 +164,18 @@ func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.T
 		d := &kubeapplier.ApplyDesire{}
 		d.DocumentID = kubeapplier.DesireID(taskKey, kubeapplier.TargetItem{Group: "apps", Version: "v1", Resource: "deployments", Namespace: b.ns, Name: name})
 		d.Spec.ManagementCluster, d.Spec.ClusterID = cluster, benchName
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: b.deployment(name)}
+		d.Spec.KubeContent = json.RawMessage(b.deployment(name))
 		if _, err := specs.Create(ctx, d); err != nil {
 			return fmt.Errorf("deployments: %w", err)
 		}
 		ids[i] = d.DocumentID
 	}
-	ready := func(id string) *metav1.Condition {
+	ready := func(id string) *api.Condition {
 		d, err := status.Get(ctx, id)
 		if err != nil {
 			return nil
 		}
-		return meta.FindStatusCondition(d.Status.Conditions, kubeapplier.ConditionReady)
+		return d.Status.Condition(kubeapplier.ConditionReady)
 	}
 	for _, id := range ids {
 		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool { c := ready(id); return c != nil && c.Reason == "InProgress" }) {
@@ -195,7 +194,7 @@ func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.T
 		if _, err := res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 			return fmt.Errorf("deployments: %w", err)
 		}
-		if !poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool { c := ready(id); return c != nil && c.Status == metav1.ConditionTrue }) {
+		if !poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool { c := ready(id); return c != nil && c.Status == kubeapplier.ConditionTrue }) {
 			return fmt.Errorf("deployments: %s not Ready=True 10 s after its rollout", id)
 		}
 		rollout = append(rollout, ms(time.Since(t0)))
@@ -272,7 +271,7 @@ func (b *bench) finalizerRows(ctx context.Context) error {
 		}
 		ids[i] = d.DocumentID
 	}
-	reason := func(id string) (string, metav1.ConditionStatus) {
+	reason := func(id string) (string, string) {
 		d, err := delStatus.Get(ctx, id)
 		if err != nil {
 			return "", ""
@@ -294,7 +293,7 @@ func (b *bench) finalizerRows(ctx context.Context) error {
 		if _, err := res.Patch(ctx, fmt.Sprintf("held-%03d", i), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("finalizers: %w", err)
 		}
-		if !poll(ctx, b.cfg.statusPoll, 15*time.Second, func() bool { _, s := reason(id); return s == metav1.ConditionTrue }) {
+		if !poll(ctx, b.cfg.statusPoll, 15*time.Second, func() bool { _, s := reason(id); return s == kubeapplier.ConditionTrue }) {
 			return fmt.Errorf("finalizers: %s not Successful 15 s after its finalizer went", id)
 		}
 		lat = append(lat, ms(time.Since(t0)))

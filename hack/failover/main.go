@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -33,7 +34,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -223,9 +223,9 @@ func writeDesires(ctx context.Context, db *dynamodb.Client, prefix, ns string, n
 		d.DocumentID = kubeapplier.DesireID("failover", kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: name})
 		d.Version, d.CreateTime, d.UpdateTime = 1, now, now
 		d.Spec.ManagementCluster = cluster
-		d.Spec.KubeContent = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+		d.Spec.KubeContent = json.RawMessage(fmt.Appendf(nil,
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"i":"%d","pad":%q}}`,
-			name, ns, i, strings.Repeat("x", 800))}
+			name, ns, i, strings.Repeat("x", 800)))
 		item, err := kubeapplier.EncodeItem(d)
 		if err != nil {
 			return err

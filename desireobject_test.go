@@ -1,0 +1,22 @@
+package kubeapplier
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestObjectMetaKeysByDocumentID: client-go caches key desires by documentID (the name), and
+// the informer's object gives its desire back.
+func TestObjectMetaKeysByDocumentID(t *testing.T) {
+	for _, d := range []Desire{applyDesire("a", ""), deleteDesire("d", TargetItem{}), readDesire("r", TargetItem{})} {
+		o := &desireObject{d}
+		m := o.GetObjectMeta()
+		if back, ok := desireFrom(o); !ok || back != d {
+			t.Errorf("%T: desireFrom does not give the desire back", d)
+		}
+		if m.GetName() != d.Meta().DocumentID || m.GetGeneration() != d.Meta().Version || o.GetObjectKind().GroupVersionKind() != (schema.GroupVersionKind{}) {
+			t.Errorf("%T: meta %s/%d", d, m.GetName(), m.GetGeneration())
+		}
+	}
+}
