@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -48,6 +49,8 @@ type Applier struct {
 	reach     *reachability
 	running   atomic.Bool
 	heartbeat *heartbeat
+	// streamObs listen to the stream watches (relists, caught-up rounds).
+	streamObs streamObservers
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
@@ -67,20 +70,19 @@ func New(opts Options) (*Applier, error) {
 	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
 	opts.kubeResources = newKubeResourceCounter()
 	mon := newMonitoring()
-	opts.Stream.observeRelist = mon.observeRelist
 	m.extra = append(m.extra, opts.kubeResources.vec)
 	m.extra = append(m.extra, mon.collectors()...)
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	a := &Applier{opts: opts, metrics: m}
+	a := &Applier{opts: opts, metrics: m, streamObs: streamObservers{relist: mon.observeRelist}}
 	a.heartbeat = a.newHeartbeat(mon)
 	observe := opts.Stream.ObserveLag
 	if observe == nil {
 		observe = m.observeLag
 	}
 	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
-	a.opts.Stream.observeCaughtUp = a.heartbeat.observeCaughtUp
+	a.streamObs.caughtUp = a.heartbeat.observeCaughtUp
 	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
@@ -134,7 +136,7 @@ func New(opts Options) (*Applier, error) {
 
 // newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
 func (a *Applier) newInformers() (*KubeApplierInformers, error) {
-	inf := NewKubeApplierInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream)
+	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.handler())
 	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.handler())
@@ -302,7 +304,7 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	for _, k := range DesireKinds {
 		name := TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k)
 		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
-			errs = append(errs, describeTableError(name, err))
+			errs = append(errs, awscall.DescribeTableError(name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,12 +1,9 @@
 package kubeapplier
 
 import (
-	"reflect"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/go-logr/logr"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
@@ -40,11 +37,8 @@ func DecodeItem(item map[string]types.AttributeValue, d Desire) error { return a
 // idOf returns the item's documentID, or "<no documentID>" (api.IDOf).
 func idOf(item map[string]types.AttributeValue) string { return api.IDOf(item) }
 
-// newDesire returns a new zero desire of the same kind as T.
-func newDesire[T Desire]() T {
-	var zero T
-	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
-}
+// newDesire returns a new zero desire of the same kind as T (api.NewDesire).
+func newDesire[T Desire]() T { return api.NewDesire[T]() }
 
 // ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
 // values, with the per-type overheads of the DynamoDB developer guide (api.ItemSize).
@@ -60,29 +54,4 @@ func parseVersion(item map[string]types.AttributeValue) int64 {
 		return v
 	}
 	return 0
-}
-
-// decodeLenient decodes item; a bad item becomes a desire holding only its metadata and the
-// reason in Invalid. Only an item without a documentID is dropped (it has no key to report on).
-func decodeLenient[T Desire](item map[string]types.AttributeValue, log logr.Logger) (T, bool) {
-	d := newDesire[T]()
-	err := DecodeItem(item, d)
-	if err == nil {
-		return d, true
-	}
-	if _, ok := item[attrDocumentID].(*types.AttributeValueMemberS); !ok {
-		log.Error(err, "dropping item without documentID")
-		return d, false
-	}
-	d = newDesire[T]()
-	m := d.Meta()
-	m.DocumentID, m.Version, m.Invalid = idOf(item), parseVersion(item), err.Error()
-	if s, ok := item["updateTime"].(*types.AttributeValueMemberS); ok {
-		m.UpdateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
-	}
-	if s, ok := item["createTime"].(*types.AttributeValueMemberS); ok {
-		m.CreateTime, _ = time.Parse(time.RFC3339Nano, s.Value)
-	}
-	m.KeepTimeSpellings(item)
-	return d, true
 }

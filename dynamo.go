@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -145,7 +146,7 @@ func (t *Table[T]) List(ctx context.Context) ([]T, error) {
 		out []T
 		bad []error
 	)
-	err := scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
+	err := awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
 		if t.status && IsReservedID(idOf(item)) {
 			return // the heartbeat, not a desire
 		}
@@ -170,7 +171,7 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
 	var ids []string
-	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
+	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
 			ids = append(ids, id.Value)
@@ -197,7 +198,7 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemStamp, erro
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
 	versions := map[string]itemStamp{}
-	err = scanItems(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
+	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
 			st := itemStamp{version: parseVersion(item)}
@@ -208,35 +209,6 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemStamp, erro
 		}
 	})
 	return versions, err
-}
-
-// scanPageLimit caps the items of one Scan page. A 1 MB page holds ~1,000 desires anyway, so
-// DynamoDB answers with as many pages; DynamoDB Local, asked for a page without a Limit, reads
-// the rest of the table for each one: a full Scan took 0.37 s at 2,500 items and 22.6 s at
-// 20,000 (quadratic); with this limit, 2.5 s at 20,000 (hack/bench -sweep, restart to ready).
-const scanPageLimit = 1000
-
-// scanItems pages a Scan (in names the table and any projection; consistent unless in says
-// otherwise), calling each for every item. An empty page with a LastEvaluatedKey is not the
-// end (DynamoDB may return one).
-func scanItems(ctx context.Context, db DynamoDBAPI, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
-	if in.ConsistentRead == nil {
-		in.ConsistentRead = aws.Bool(true)
-	}
-	in.Limit = aws.Int32(scanPageLimit)
-	for {
-		page, err := db.Scan(ctx, &in)
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", aws.ToString(in.TableName), err)
-		}
-		for _, item := range page.Items {
-			each(item)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
 }
 
 // Create implements ResourceCRUD.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
 
 func TestTableCRUD(t *testing.T) {
@@ -115,14 +116,14 @@ func (l *limitingDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...f
 	return l.memDB.Scan(ctx, in, opts...)
 }
 
-// TestScanItemsLimitsPages: every Scan page asks for at most scanPageLimit items (DynamoDB
+// TestScanItemsLimitsPages: every Scan page asks for at most awscall.ScanPageLimit items (DynamoDB
 // Local reads the rest of the table for a page without a Limit: a full Scan is quadratic),
 // and paging still returns every item once.
 func TestScanItemsLimitsPages(t *testing.T) {
 	ctx := context.Background()
 	db := &limitingDB{memDB: newMemDB()}
 	tb := NewTable[*ApplyDesire](db, "t")
-	const n = 2*scanPageLimit + 10
+	const n = 2*awscall.ScanPageLimit + 10
 	for i := range n {
 		if _, err := tb.Create(ctx, sampleApply(fmt.Sprintf("d-%05d", i))); err != nil {
 			t.Fatal(err)
@@ -143,8 +144,8 @@ func TestScanItemsLimitsPages(t *testing.T) {
 		t.Fatalf("%d Scan pages, want 3", len(db.limits))
 	}
 	for _, l := range db.limits {
-		if l != scanPageLimit {
-			t.Fatalf("Scan Limit %d, want %d on every page", l, scanPageLimit)
+		if l != awscall.ScanPageLimit {
+			t.Fatalf("Scan Limit %d, want %d on every page", l, awscall.ScanPageLimit)
 		}
 	}
 }

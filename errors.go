@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // Sentinel errors of the DynamoDB layer: the api module's values, so errors.Is works across
@@ -39,7 +41,7 @@ var ErrInvalidItem = api.ErrInvalidItem
 
 // ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
 // view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
-var ErrStreamNotConfigured = errors.New("specs table stream not configured")
+var ErrStreamNotConfigured = stream.ErrStreamNotConfigured
 
 // ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
 // updateTime-index has a `shard` hash key of type N (releases before the key became S). An
@@ -48,7 +50,7 @@ var ErrStreamNotConfigured = errors.New("specs table stream not configured")
 var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
-var ErrTableNotFound = errors.New("table not found")
+var ErrTableNotFound = awscall.ErrTableNotFound
 
 // ErrInvalidOptions is wrapped by every error New returns for bad Options.
 var ErrInvalidOptions = errors.New("invalid options")

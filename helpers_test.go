@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -459,7 +460,7 @@ type desireIndexer struct{ cache.Indexer }
 
 func asObject(obj any) any {
 	if d, ok := obj.(Desire); ok {
-		return &desireObject{d}
+		return stream.Wrap(d)
 	}
 	return obj
 }

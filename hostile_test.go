@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -195,7 +196,7 @@ func TestHostileApplyDesires(t *testing.T) {
 	for _, tc := range hostileCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			item := hostileItem(t, "h1", tc)
-			d, ok := decodeLenient[*ApplyDesire](item, logr.Discard())
+			d, ok := stream.Decode[*ApplyDesire](item, logr.Discard())
 			if ok == tc.dropped {
 				t.Fatalf("decodeLenient kept = %v, want %v (Invalid %q)", ok, !tc.dropped, d.Invalid)
 			}
@@ -276,7 +277,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	want := map[string]hostileCase{}
 	for i, tc := range hostileCases() {
 		id := fmt.Sprintf("bad-%02d", i)
-		d, ok := decodeLenient[*ApplyDesire](hostileItem(t, id, tc), logr.Discard())
+		d, ok := stream.Decode[*ApplyDesire](hostileItem(t, id, tc), logr.Discard())
 		if !ok {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -24,7 +24,7 @@ type DesireLister[T Desire] interface {
 type DesireInformer[T Desire] struct {
 	Informer cache.SharedIndexInformer
 	Lister   DesireLister[T]
-	lw       *streamListWatch[T]
+	lw       *stream.ListWatch[T]
 }
 
 // KubeApplierInformers holds one informer per desire type of a management cluster.
@@ -32,6 +32,7 @@ type KubeApplierInformers struct {
 	ApplyDesires  *DesireInformer[*ApplyDesire]
 	DeleteDesires *DesireInformer[*DeleteDesire]
 	ReadDesires   *DesireInformer[*ReadDesire]
+	streams       StreamsAPI // for CheckStreams
 }
 
 // NewKubeApplierInformers returns the informers of the three specs tables of
@@ -39,35 +40,24 @@ type KubeApplierInformers struct {
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
 func NewKubeApplierInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *KubeApplierInformers {
-	opts = opts.withDefaults()
-	return &KubeApplierInformers{
+	return newInformers(db, streams, prefix, managementCluster, opts.options(streamObservers{}))
+}
+
+func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *KubeApplierInformers {
+	return &KubeApplierInformers{streams: streams,
 		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
 		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
 		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
 	}
 }
 
-// watchListUnsupported opts the ListWatch out of client-go's WatchList protocol: DynamoDB
-// Streams sends no bookmarks, and a reflector waiting for one would never sync.
-type watchListUnsupported struct{}
-
-func (watchListUnsupported) IsWatchListSemanticsUnSupported() bool { return true }
-
-func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts StreamOptions) *DesireInformer[T] {
-	lw := &streamListWatch[T]{kind: kind, table: table, db: db, api: streams, opts: opts}
-	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
-	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
-		&desireObject{}, cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: targetIndexers})
-	lw.stored = func(id string) (Desire, bool) {
-		obj, ok, err := inf.GetIndexer().GetByKey(id)
-		d, isDesire := desireFrom(obj)
-		return d, ok && err == nil && isDesire
-	}
+func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
+	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, targetIndexers)
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
 }
 
 // Table returns the specs table the informer reads.
-func (i *DesireInformer[T]) Table() string { return i.lw.table }
+func (i *DesireInformer[T]) Table() string { return i.lw.Table() }
 
 // Informers returns the three informers as client-go SharedIndexInformers.
 func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
@@ -79,7 +69,7 @@ func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
 func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
 	var errs []error
 	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
-		if _, err := streamARN(ctx, k.ApplyDesires.lw.api, t); err != nil {
+		if _, err := stream.ARN(ctx, k.streams, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -143,5 +133,3 @@ func (l indexerLister[T]) List() []T {
 	}
 	return out
 }
-
-var _ runtime.Object = &desireList{}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -14,8 +15,8 @@ import (
 func TestListerReadsTheCache(t *testing.T) {
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
 	l := indexerLister[*ApplyDesire]{idx}
-	_ = idx.Add(&desireObject{applyDesire("a", cmJSON("c1"))})
-	_ = idx.Add(&desireObject{deleteDesire("wrong", TargetItem{})})
+	_ = idx.Add(stream.Wrap(applyDesire("a", cmJSON("c1"))))
+	_ = idx.Add(stream.Wrap(deleteDesire("wrong", TargetItem{})))
 	if d, err := l.Get("a"); err != nil || d.DocumentID != "a" {
 		t.Fatalf("Get(a) = %v, %v", d, err)
 	}

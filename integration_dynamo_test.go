@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -296,7 +297,7 @@ func TestIntegrationStreamReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldARN, err := streamARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
+	oldARN, err := stream.ARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestIntegrationStreamReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	setStream(true)
-	newARN, err := streamARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
+	newARN, err := stream.ARN(ctx, AWSStreams{DB: env.Client, Streams: env.Streams}, table)
 	if err != nil || newARN == oldARN {
 		t.Fatalf("stream ARN after re-enabling: %s (was %s), %v", newARN, oldARN, err)
 	}

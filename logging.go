@@ -2,8 +2,6 @@ package kubeapplier
 
 import (
 	"context"
-	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -122,21 +120,4 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 	c := *s
 	c.depth += depth
 	return &c
-}
-
-// logValues describes where a List left a table's stream, for its log line: the stream, and
-// the open shards whose end the watch reads on from (at most 5 named).
-func (s *streamStart) logValues() []any {
-	var open []string
-	for id, st := range s.shards {
-		if !st.done {
-			open = append(open, id)
-		}
-	}
-	sort.Strings(open)
-	kv := []any{"stream", s.arn, "from", "the end of each open shard, taken before the Scan", "openShards", len(open), "closedShards", len(s.shards) - len(open)}
-	if len(open) > 5 {
-		open = append(open[:5], "…")
-	}
-	return append(kv, "shards", strings.Join(open, ","))
 }

@@ -26,7 +26,7 @@ func TestMonitoringSeries(t *testing.T) {
 		label string
 		want  map[string]float64
 	}{
-		{"relists by kind", func() { a.opts.Stream.observeRelist(KindReadDesire); a.opts.Stream.observeRelist(KindReadDesire) },
+		{"relists by kind", func() { a.streamObs.relist(KindReadDesire); a.streamObs.relist(KindReadDesire) },
 			"kind", map[string]float64{"mc01/ReadDesire": 2}},
 	}
 	for _, tt := range tests {

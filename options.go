@@ -301,7 +301,6 @@ func (o *Options) setDefaults() {
 	if o.Stream.Log.GetSink() == nil {
 		o.Stream.Log = o.Log
 	}
-	o.Stream = o.Stream.withDefaults()
 }
 
 // completeDynamoDB builds the DynamoDB and Streams clients from AWSConfig (or the SDK's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
 
 // phase is where an Applier is in its life; ReadyzCheck answers from it.
@@ -75,7 +76,7 @@ func (a *Applier) probes() []probe {
 	ps := []probe{{"DynamoDB", func(ctx context.Context) error {
 		_, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 		if err != nil {
-			return describeTableError(table, err)
+			return awscall.DescribeTableError(table, err)
 		}
 		return nil
 	}}}

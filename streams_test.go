@@ -61,7 +61,7 @@ type stInformer struct {
 	f       *memDB
 	inf     *DesireInformer[*ApplyDesire]
 	rec     *recorder
-	relists *atomic.Int32 // watches ended for a relist (StreamOptions.observeRelist)
+	relists *atomic.Int32 // watches ended for a relist (streamObservers.relist)
 }
 
 // startStreamInformer runs an ApplyDesire informer on stTable until the test ends, and waits
@@ -70,12 +70,11 @@ func startStreamInformer(t *testing.T, f *memDB) *stInformer {
 	t.Helper()
 	opts := streamTestOpts()
 	relists := &atomic.Int32{}
-	opts.observeRelist = func(k DesireKind) {
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{relist: func(k DesireKind) {
 		if k == KindApplyDesire {
 			relists.Add(1)
 		}
-	}
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	}}))
 	rec := &recorder{}
 	if _, err := inf.Informer.AddEventHandler(rec.handler()); err != nil {
 		t.Fatalf("AddEventHandler: %v", err)
@@ -869,6 +868,8 @@ func TestStreamInformerDropsReplays(t *testing.T) {
 	if err != nil || !got.CreateTime.Equal(again.CreateTime) {
 		t.Fatalf("cached doc-a = %+v, %v; want the new incarnation", got, err)
 	}
+	// The handlers hear of a change after the cache holds it: wait for the tenth event.
+	waitFor(t, 10*time.Second, "the events of the split", func() bool { return len(h.rec.get()) >= 10 })
 	if evs := h.rec.get(); len(evs) != 10 {
 		t.Fatalf("events after the split %v, want only doc-y's and doc-x's adds", evs[8:])
 	}
@@ -883,7 +884,7 @@ func TestStreamInformerFindsChildrenAtOnce(t *testing.T) {
 	f.AddShard(arn, "shard-other", "") // another open shard: something stays readable
 	opts := streamTestOpts()
 	opts.DiscoveryInterval = time.Hour
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inf.Informer.RunWithContext(ctx)
@@ -908,7 +909,7 @@ func TestStreamRecordsWithoutOptionalFields(t *testing.T) {
 	opts := streamTestOpts()
 	var lags atomic.Int64
 	opts.ObserveLag = func(DesireKind, time.Duration) { lags.Add(1) }
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inf.Informer.RunWithContext(ctx)
@@ -922,44 +923,6 @@ func TestStreamRecordsWithoutOptionalFields(t *testing.T) {
 	waitFor(t, 10*time.Second, "doc-b", func() bool { _, err := inf.Lister.Get("doc-b"); return err == nil })
 	if lags.Load() == 0 {
 		t.Fatal("no lag observed from records that carry a creation time")
-	}
-}
-
-// TestDiscoverySchedule: discovery runs every interval while shards are readable, at once
-// after a shard closed, and backs off from the poll interval to the interval while nothing is
-// readable (no DescribeTable/DescribeStream four times a second for ever).
-func TestDiscoverySchedule(t *testing.T) {
-	t0 := time.Now()
-	d := newDiscoverySchedule(250*time.Millisecond, 10*time.Second)
-	d.next = t0.Add(10 * time.Second)
-	if d.due(t0.Add(time.Second), true) {
-		t.Fatal("discovery before the interval with readable shards")
-	}
-	if !d.due(t0.Add(10*time.Second), true) || d.due(t0.Add(11*time.Second), true) {
-		t.Fatal("discovery not once per interval")
-	}
-	d.now()
-	if !d.due(t0.Add(11*time.Second), true) {
-		t.Fatal("no discovery at once after a shard closed")
-	}
-	// Nothing readable: due at once, then after 250 ms, 500 ms, 1 s, ... capped at 10 s.
-	now := t0.Add(12 * time.Second)
-	var gaps []time.Duration
-	last := now
-	for i := 0; i < 40 && len(gaps) < 8; i++ {
-		if d.due(now, false) {
-			gaps = append(gaps, now.Sub(last))
-			last = now
-		}
-		now = now.Add(50 * time.Millisecond)
-	}
-	for i := 2; i < len(gaps); i++ {
-		if gaps[i] < gaps[i-1] {
-			t.Fatalf("gaps between discoveries shrink: %v", gaps)
-		}
-	}
-	if len(gaps) < 3 || gaps[len(gaps)-1] <= 250*time.Millisecond {
-		t.Fatalf("gaps %v: want a back-off from the poll interval", gaps)
 	}
 }
 
@@ -1149,13 +1112,13 @@ func TestStreamStampsBounded(t *testing.T) {
 	f.AddTable(stTable, stNAOI, stShard0)
 	var most, last atomic.Int64
 	opts := streamTestOpts()
-	opts.observeStamps = func(_ DesireKind, n int) {
+	stamps := func(_ DesireKind, n int) {
 		last.Store(int64(n))
 		if int64(n) > most.Load() {
 			most.Store(int64(n))
 		}
 	}
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{stamps: stamps}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inf.Informer.RunWithContext(ctx)
@@ -1191,10 +1154,8 @@ func TestStreamInformerSettleReadFails(t *testing.T) {
 	f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
 	f.Hold(f.StreamARN(stTable), stShard0, false)
 	h.waitStates(t, map[string]stState{"doc-a": {1, later}, "doc-b": {1, stTime}})
-	want := []stEvent{{Type: "add", ID: "doc-a", Version: 3, Initial: true}, {Type: "add", ID: "doc-b", Version: 1}, {Type: "update", ID: "doc-a", Version: 1}}
-	if got := h.rec.get(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("events %v, want %v", got, want)
-	}
+	// The handlers hear of a change after the cache holds it: wait for the events too.
+	h.rec.waitEvents(t, []stEvent{{Type: "add", ID: "doc-a", Version: 3, Initial: true}, {Type: "add", ID: "doc-b", Version: 1}, {Type: "update", ID: "doc-a", Version: 1}})
 	if n := f.Calls("GetItem"); n != 2 {
 		t.Fatalf("GetItem calls = %d, want 2 (the failed read and its retry)", n)
 	}

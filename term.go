@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -19,6 +20,6 @@ var unelected = term{CallTimeout: defaultCallTimeout}
 // the floor of a term taken where the heartbeat holds none.
 func newestStatusTerm(ctx context.Context, api DynamoDBAPI, tables []string) (int64, error) {
 	return fencing.NewestStatus(ctx, func(ctx context.Context, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
-		return scanItems(ctx, api, in, each)
+		return awscall.Scan(ctx, api, in, each)
 	}, tables)
 }

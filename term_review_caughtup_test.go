@@ -22,8 +22,7 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 	opts := streamTestOpts()
 	// The heartbeat's view: a round vouches only for writes recordVisibility older than it.
 	h := &heartbeat{visibility: recordVisibility}
-	opts.observeCaughtUp = h.observeCaughtUp
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.withDefaults())
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{caughtUp: h.observeCaughtUp}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer.RunWithContext(ctx) }()
@@ -47,7 +46,7 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 			continue
 		}
 		vouchedPast = true
-		if _, cached := inf.lw.stored("doc-x"); !cached {
+		if _, err := inf.Lister.Get("doc-x"); err != nil {
 			t.Fatalf("the stream was reported read to its end as of %s, %s after doc-x landed, but doc-x is not in the cache: "+
 				"a heartbeat capped there vouches for a spec the applier has not seen", vouched.Format(time.RFC3339Nano), vouched.Sub(landed))
 		}

@@ -67,7 +67,7 @@ type Desires[T Desire] struct {
 }
 
 func newDesires[T Desire](c *Client) *Desires[T] {
-	k := newDesire[T]().Kind()
+	k := NewDesire[T]().Kind()
 	return &Desires[T]{c: c, specs: TableName(c.prefix, c.cluster, SpecsTable, k), status: TableName(c.prefix, c.cluster, StatusTable, k)}
 }
 
@@ -77,15 +77,9 @@ func (t *Desires[T]) SpecsTable() string { return t.specs }
 // StatusTable returns the status table's name.
 func (t *Desires[T]) StatusTable() string { return t.status }
 
-// newDesire returns a new zero desire of the same kind as T.
-func newDesire[T Desire]() T {
-	var zero T
-	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
-}
-
 // clone returns a shallow copy of d: the fields Create and Replace set are the copy's own.
 func clone[T Desire](d T) T {
-	out := newDesire[T]()
+	out := NewDesire[T]()
 	reflect.ValueOf(out).Elem().Set(reflect.ValueOf(d).Elem())
 	return out
 }
@@ -203,7 +197,7 @@ func (t *Desires[T]) get(ctx context.Context, table, id string) (T, error) {
 	if len(out.Item) == 0 {
 		return zero, fmt.Errorf("get %s from %s: %w", id, table, ErrNotFound)
 	}
-	d := newDesire[T]()
+	d := NewDesire[T]()
 	if err := DecodeItem(out.Item, d); err != nil {
 		return zero, fmt.Errorf("get %s from %s: %w", id, table, err)
 	}
@@ -288,7 +282,7 @@ func (t *Desires[T]) StatusesSince(ctx context.Context, since time.Time) ([]T, e
 				if IsReservedID(IDOf(item)) {
 					continue
 				}
-				d := newDesire[T]()
+				d := NewDesire[T]()
 				if err := DecodeItem(item, d); err != nil {
 					bad = append(bad, err)
 					continue

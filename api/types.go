@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -335,4 +336,11 @@ func (d *DeleteDesire) resetStatus() {
 }
 func (d *ReadDesire) resetStatus() {
 	d.Status, d.StatusFields = ReadDesireStatus{}, StatusFields{}
+}
+
+// NewDesire returns a new zero desire of T's kind (T is *ApplyDesire, *DeleteDesire or
+// *ReadDesire).
+func NewDesire[T Desire]() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 }

@@ -1,4 +1,4 @@
-package kubeapplier
+package stream
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"strings"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // A stream watch must drop records it has already delivered or that are older than its List
@@ -48,7 +50,7 @@ const (
 // and delivered otherwise (a same-version REMOVE may be a real delete; a replayed one is
 // harmless: the controller confirms a deletion with a consistent read); a record of another
 // incarnation is ambiguous: an older one read again, or a new one written after the Scan.
-func (s desireStamp) fate(seq string, m *DynamoDBMetadata, hasIncarnation bool) recordFate {
+func (s desireStamp) fate(seq string, m *api.DynamoDBMetadata, hasIncarnation bool) recordFate {
 	switch {
 	case s.seq != "":
 		if seqAfter(seq, s.seq) {
@@ -91,12 +93,12 @@ type stampBook struct {
 func newStampBook() *stampBook { return &stampBook{stamps: map[string]desireStamp{}} }
 
 // listed records a desire the List returned.
-func (b *stampBook) listed(m *DynamoDBMetadata) {
+func (b *stampBook) listed(m *api.DynamoDBMetadata) {
 	b.stamps[m.DocumentID] = desireStamp{created: m.CreateTime, version: m.Version}
 }
 
 // delivered records that the record seq of desire m was delivered.
-func (b *stampBook) delivered(seq string, m *DynamoDBMetadata, removed bool) {
+func (b *stampBook) delivered(seq string, m *api.DynamoDBMetadata, removed bool) {
 	b.stamps[m.DocumentID] = desireStamp{created: m.CreateTime, version: m.Version, seq: seq, deleted: removed}
 	if removed {
 		b.ended = append(b.ended, m.DocumentID)
@@ -122,11 +124,11 @@ func (b *stampBook) len() int { return len(b.stamps) }
 // replaced in place), and a REMOVE when the item is gone now; anything else is an older or an
 // intermediate state, dropped: a later record brings the current one. An item stored without
 // a readable createTime cannot be told apart and is delivered.
-func (lw *streamListWatch[T]) settle(ctx context.Context, m *DynamoDBMetadata, removed bool) (bool, error) {
+func (lw *ListWatch[T]) settle(ctx context.Context, m *api.DynamoDBMetadata, removed bool) (bool, error) {
 	out, err := lw.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &lw.table, ConsistentRead: aws.Bool(true),
-		Key:                      map[string]ddbtypes.AttributeValue{attrDocumentID: &ddbtypes.AttributeValueMemberS{Value: m.DocumentID}},
+		Key:                      map[string]ddbtypes.AttributeValue{api.AttrDocumentID: &ddbtypes.AttributeValueMemberS{Value: m.DocumentID}},
 		ProjectionExpression:     aws.String("#i, #c"),
-		ExpressionAttributeNames: map[string]string{"#i": attrDocumentID, "#c": attrCreateTime}})
+		ExpressionAttributeNames: map[string]string{"#i": api.AttrDocumentID, "#c": api.AttrCreateTime}})
 	if err != nil {
 		return false, fmt.Errorf("table %s: reading %s to tell its incarnation: %w", lw.table, m.DocumentID, err)
 	}
@@ -136,7 +138,7 @@ func (lw *streamListWatch[T]) settle(ctx context.Context, m *DynamoDBMetadata, r
 	if removed {
 		return false, nil
 	}
-	s, ok := out.Item[attrCreateTime].(*ddbtypes.AttributeValueMemberS)
+	s, ok := out.Item[api.AttrCreateTime].(*ddbtypes.AttributeValueMemberS)
 	if !ok {
 		return true, nil
 	}

@@ -1,7 +1,8 @@
-package kubeapplier
+package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,10 +12,42 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 	"k8s.io/apimachinery/pkg/watch"
 )
+
+// The fixtures of the package's tests: one ApplyDesire specs table of dynamofake.DB.
+
+const (
+	stTable = "t-mc-unit-specs-applydesires"
+	stNAOI  = ddbtypes.StreamViewTypeNewAndOldImages
+)
+
+var stTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// stItemAt is the item of ApplyDesire id at version and incarnation created, built with the
+// real codec.
+func stItemAt(t testing.TB, id string, version int64, created time.Time) map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	d := &api.ApplyDesire{
+		DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: created,
+			UpdateTime: stTime.Add(time.Duration(version) * time.Second)},
+		Spec: api.ApplyDesireSpec{CommonSpec: api.CommonSpec{ManagementCluster: "mc-unit"},
+			KubeContent: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + id + `","namespace":"default"}}`)},
+	}
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		t.Fatalf("EncodeItem: %v", err)
+	}
+	return item
+}
+
+func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.AttributeValue {
+	return stItemAt(t, id, version, stTime)
+}
 
 func TestSeqAfter(t *testing.T) {
 	cases := []struct {
@@ -44,8 +77,8 @@ func TestSeqAfter(t *testing.T) {
 // copy only: the version within its incarnation, a consistent read for another incarnation).
 func TestDesireStampFate(t *testing.T) {
 	c1, c2 := stTime, stTime.Add(time.Hour)
-	meta := func(v int64, created time.Time) *DynamoDBMetadata {
-		return &DynamoDBMetadata{DocumentID: "a", Version: v, CreateTime: created}
+	meta := func(v int64, created time.Time) *api.DynamoDBMetadata {
+		return &api.DynamoDBMetadata{DocumentID: "a", Version: v, CreateTime: created}
 	}
 	listed := desireStamp{created: c1, version: 3}
 	delivered := desireStamp{created: c1, version: 3, seq: "000000000000000000050"}
@@ -54,7 +87,7 @@ func TestDesireStampFate(t *testing.T) {
 		name  string
 		stamp desireStamp
 		seq   string
-		m     *DynamoDBMetadata
+		m     *api.DynamoDBMetadata
 		inc   bool
 		want  recordFate
 	}{
@@ -85,7 +118,7 @@ func TestSettleIncarnation(t *testing.T) {
 	c1, c2 := stTime, stTime.Add(time.Hour)
 	cases := []struct {
 		name    string
-		stored  map[string]types.AttributeValue // nil: no item
+		stored  map[string]ddbtypes.AttributeValue // nil: no item
 		created time.Time
 		removed bool
 		want    bool
@@ -96,26 +129,26 @@ func TestSettleIncarnation(t *testing.T) {
 		{"REMOVE, item gone", nil, c1, true, true},
 		{"REMOVE, item there", stItemAt(t, "a", 1, c2), c1, true, false},
 		{"REMOVE, same incarnation put back", stItemAt(t, "a", 1, c1), c1, true, false},
-		{"item without createTime", map[string]types.AttributeValue{"documentID": &types.AttributeValueMemberS{Value: "a"}}, c1, false, true},
+		{"item without createTime", map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: "a"}}, c1, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newMemDB()
+			f := dynamofake.New()
 			if tc.stored != nil {
 				f.PutRaw(stTable, tc.stored)
 			}
-			lw := &streamListWatch[*ApplyDesire]{table: stTable, db: f}
-			got, err := lw.settle(ctx, &DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: tc.created}, tc.removed)
+			lw := &ListWatch[*api.ApplyDesire]{table: stTable, db: f}
+			got, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: tc.created}, tc.removed)
 			if err != nil || got != tc.want {
 				t.Fatalf("settle = %v, %v; want %v", got, err, tc.want)
 			}
 		})
 	}
-	f := newMemDB()
+	f := dynamofake.New()
 	boom := errors.New("boom")
 	f.FailNext("GetItem", boom)
-	lw := &streamListWatch[*ApplyDesire]{table: stTable, db: f}
-	if _, err := lw.settle(ctx, &DynamoDBMetadata{DocumentID: "a"}, false); !errors.Is(err, boom) {
+	lw := &ListWatch[*api.ApplyDesire]{table: stTable, db: f}
+	if _, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a"}, false); !errors.Is(err, boom) {
 		t.Fatalf("settle with a failing read: %v, want it wrapped", err)
 	}
 }
@@ -126,11 +159,11 @@ func TestSettleIncarnation(t *testing.T) {
 // tenth of the run and at its end, the process's RSS and the stamps held are reported: with
 // tombstones freed each round they stay flat however many cycles run. For the issue's figure:
 //
-//	go test -run '^$' -bench BenchmarkStreamStampsCreateDelete -benchtime 100000x .
+//	go test -run '^$' -bench BenchmarkStreamStampsCreateDelete -benchtime 100000x ./internal/stream
 func BenchmarkStreamStampsCreateDelete(b *testing.B) {
 	const ids = 1000
-	lw := &streamListWatch[*ApplyDesire]{kind: KindApplyDesire, table: stTable, db: newMemDB(), opts: StreamOptions{}.withDefaults()}
-	w := &streamWatcher[*ApplyDesire]{lw: lw, start: &streamStart{book: newStampBook()},
+	lw := &ListWatch[*api.ApplyDesire]{kind: api.KindApplyDesire, table: stTable, db: dynamofake.New(), opts: Options{}.WithDefaults()}
+	w := &streamWatcher[*api.ApplyDesire]{lw: lw, start: &streamStart{book: newStampBook()},
 		result: make(chan watch.Event, 64), stop: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -170,7 +203,7 @@ func BenchmarkStreamStampsCreateDelete(b *testing.B) {
 		}
 		id, cycle := n%ids, n/ids
 		img := maps.Clone(templates[id])
-		img[attrCreateTime] = &streamtypes.AttributeValueMemberS{Value: stTime.Add(time.Duration(cycle) * time.Second).Format(time.RFC3339Nano)}
+		img[api.AttrCreateTime] = &streamtypes.AttributeValueMemberS{Value: stTime.Add(time.Duration(cycle) * time.Second).Format(time.RFC3339Nano)}
 		for _, op := range []streamtypes.OperationType{streamtypes.OperationTypeInsert, streamtypes.OperationTypeRemove} {
 			if err := w.emit(ctx, record(op, img)); err != nil {
 				b.Fatal(err)
@@ -193,9 +226,9 @@ func BenchmarkStreamStampsCreateDelete(b *testing.B) {
 }
 
 // toStreamImage converts an item to the Streams SDK's types, as a stream record carries it.
-func toStreamImage(tb testing.TB, item map[string]types.AttributeValue) map[string]streamtypes.AttributeValue {
+func toStreamImage(tb testing.TB, item map[string]ddbtypes.AttributeValue) map[string]streamtypes.AttributeValue {
 	tb.Helper()
-	f := newStreamDB()
+	f := dynamofake.New()
 	arn := f.AddTable("conv", stNAOI, "s")
 	f.Put("conv", "s", item)
 	return f.Records(arn, "s")[0].Dynamodb.NewImage
