@@ -113,7 +113,9 @@ func (r *deleteReconciler) stillWanted(ctx context.Context, d *DeleteDesire) (Ve
 	case err == nil || IsNotFoundError(err) || errors.Is(err, ErrInvalidItem):
 		return Pending(specGoneRecheck), false
 	}
-	return Pending(confirmRetry), false
+	// Nothing is written or deleted; backed off as any failing call (reason SpecReadFailed in
+	// the reconcile metrics), not retried every 2 s for ever.
+	return Verdict{reason: "SpecReadFailed", again: lookBackoff}, false
 }
 
 // forget drops DeleteDesire id's watch registration.

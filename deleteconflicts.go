@@ -52,7 +52,7 @@ func objectFamily(d Desire) string {
 }
 
 func indexFamily(obj any) ([]string, error) {
-	if d, ok := desireFrom(obj); ok {
+	if d, ok := DesireOf(obj); ok {
 		if k := objectFamily(d); k != "" {
 			return []string{k}, nil
 		}
@@ -115,7 +115,7 @@ func deleteConflictVerdict(d *ApplyDesire, rivals []*DeleteDesire) Verdict {
 // appliesOfFamily returns the IDs of the ApplyDesires in applies that share the object family
 // of obj (a DeleteDesire, or its tombstone), to look at again when it changes or goes.
 func appliesOfFamily(applies cache.Indexer, obj any) []string {
-	d, ok := desireFrom(obj)
+	d, ok := DesireOf(obj)
 	if !ok || applies == nil {
 		return nil
 	}

@@ -2,8 +2,11 @@ package kubeapplier
 
 import "github.com/kube-applier-aws/kubeapplier/internal/stream"
 
-// desireFrom returns the desire an informer's object holds (stream.DesireOf).
-func desireFrom(obj any) (Desire, bool) { return stream.DesireOf(obj) }
+// DesireOf returns the desire an informer's object holds: obj as an event handler added to
+// DesireInformer.Informer receives it (on a delete, a cache.DeletedFinalStateUnknown
+// included), or an object of its indexer; false when obj holds none. Desires are the api
+// module's types, not runtime.Objects: the informers hold them in envelopes.
+func DesireOf(obj any) (Desire, bool) { return stream.DesireOf(obj) }
 
-// desireOf is desireFrom for one kind: false when obj holds no T.
+// desireOf is DesireOf for one kind: false when obj holds no T.
 func desireOf[T Desire](obj any) (T, bool) { return stream.As[T](obj) }

@@ -20,7 +20,7 @@ type DesireLister[T Desire] interface {
 
 // DesireInformer is a client-go SharedIndexInformer over one specs table, and its lister.
 // The informer's objects are envelopes of the api module's desires (which know nothing of
-// apimachinery): read desires through Lister.
+// apimachinery): a handler gets its desire with DesireOf; Lister reads the cache.
 type DesireInformer[T Desire] struct {
 	Informer cache.SharedIndexInformer
 	Lister   DesireLister[T]

@@ -458,3 +458,36 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 		})
 	}
 }
+
+// TestConditionTimesAreUTC: every condition's lastTransitionTime is stored in UTC (the item
+// layout says so), whatever the clock's zone: the Ready condition a failed reconcile turns
+// Unknown takes the writer's clock, not a verdict's UTC time.
+func TestConditionTimesAreUTC(t *testing.T) {
+	ctx := context.Background()
+	cet := time.FixedZone("CET", 3600)
+	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
+	db := newMemDB()
+	st := NewTable[*ApplyDesire](db, "status")
+	st.clock = fixedClock
+	w := &statusWriter[*ApplyDesire]{crud: st, now: clock, term: unelected}
+	spec := applyDesire("a", cmJSON("c1"))
+	spec.CreateTime = testTime
+	ok := Applied(1, "applied")
+	ok.ready = &readiness{status: "Current", message: "ok"}
+	if _, _, err := w.write(ctx, spec, ok, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.write(ctx, spec, Transient(ReasonKubeAPIError, errors.New("boom")), false); err != nil {
+		t.Fatal(err)
+	}
+	conds := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value
+	if len(conds) != 3 {
+		t.Fatalf("%d conditions, want Successful, Degraded and Ready", len(conds))
+	}
+	for _, c := range conds {
+		m := c.(*types.AttributeValueMemberM).Value
+		if ltt := m["lastTransitionTime"].(*types.AttributeValueMemberS).Value; !strings.HasSuffix(ltt, "Z") {
+			t.Errorf("%s: lastTransitionTime %q is not UTC", m["type"].(*types.AttributeValueMemberS).Value, ltt)
+		}
+	}
+}

@@ -132,12 +132,13 @@ func (s *CommonStatus) IsTrue(conditionType string) bool {
 
 // SetCondition sets c in s, as Kubernetes' meta.SetStatusCondition does: a condition of the
 // same type is updated in place, keeping its LastTransitionTime unless its Status changes (a
-// zero LastTransitionTime in c is now); a new one is appended. It reports whether anything
-// changed.
+// zero LastTransitionTime in c is now); a new one is appended. Times are stored in UTC, as
+// the layout says. It reports whether anything changed.
 func (s *CommonStatus) SetCondition(c Condition, now time.Time) bool {
 	if c.LastTransitionTime.IsZero() {
 		c.LastTransitionTime = now
 	}
+	c.LastTransitionTime = c.LastTransitionTime.UTC()
 	cur := s.Condition(c.Type)
 	if cur == nil {
 		s.Conditions = append(s.Conditions, c)
