@@ -23,6 +23,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -36,7 +37,7 @@ type Applier struct {
 	// informers are the desire informers of the current leadership term, or, between terms,
 	// the fresh set the next term starts (client-go informers cannot be restarted).
 	informers atomic.Pointer[KubeApplierInformers]
-	metrics   *metrics
+	metrics   *metrics.Metrics
 	apply     *controller[*ApplyDesire]
 	delete    *controller[*DeleteDesire]
 	read      *controller[*ReadDesire]
@@ -66,12 +67,12 @@ func New(opts Options) (*Applier, error) {
 	if opts.clock == nil {
 		opts.clock = time.Now
 	}
-	m := newMetrics(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
-	opts.countAWS, opts.countKube = m.countDynamoDB, m.countKube
+	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
+	opts.countAWS, opts.countKube = m.CountDynamoDB, m.CountKube
 	opts.kubeResources = newKubeResourceCounter()
 	mon := newMonitoring()
-	m.extra = append(m.extra, opts.kubeResources.vec)
-	m.extra = append(m.extra, mon.collectors()...)
+	m.AddCollectors(opts.kubeResources.vec)
+	m.AddCollectors(mon.collectors()...)
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func New(opts Options) (*Applier, error) {
 	a.heartbeat = a.newHeartbeat(mon)
 	observe := opts.Stream.ObserveLag
 	if observe == nil {
-		observe = m.observeLag
+		observe = func(k DesireKind, lag time.Duration) { m.ObserveLag(string(k), lag) }
 	}
 	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
 	a.streamObs.caughtUp = a.heartbeat.observeCaughtUp
@@ -95,7 +96,7 @@ func New(opts Options) (*Applier, error) {
 	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager, health: newHealthCheck(opts.Kube)}
 	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
 	if opts.watchTargets {
-		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.countDriftRepair)
+		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.CountDriftRepair)
 		a.watches.adopt = a.applyRec.drift.adopt
 		a.deleteRec.watches = a.watches
 	}
@@ -127,8 +128,8 @@ func New(opts Options) (*Applier, error) {
 		return nil, err
 	}
 	a.informers.Store(inf)
-	m.extra = append(m.extra, newDesireCollector(a))
-	if err := m.register(opts.MetricsRegisterer); err != nil {
+	m.AddCollectors(newDesireCollector(a))
+	if err := m.Register(opts.MetricsRegisterer); err != nil {
 		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
 	}
 	return a, nil
@@ -384,10 +385,10 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		return lostTerm(ctx)
 	}
 	synced := time.Since(start)
-	a.metrics.leaderSync.Set(synced.Seconds())
+	a.metrics.SetLeaderSync(synced)
 	a.setPhase(phaseLeading)
-	a.metrics.leader.Set(1)
-	defer func() { a.setPhase(phaseStandby); a.metrics.leader.Set(0) }()
+	a.metrics.SetLeader(true)
+	defer func() { a.setPhase(phaseStandby); a.metrics.SetLeader(false) }()
 	// Target watches belong to a term: a standby holds none, and a desire deleted while
 	// another replica led leaves nothing behind here.
 	a.watches.begin(ctx)

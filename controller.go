@@ -17,6 +17,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 )
 
 // defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
@@ -69,7 +70,7 @@ type controllerConfig[T Desire] struct {
 	workers       int
 	fifoQueue     bool // one FIFO workqueue (Options.FIFOQueue) instead of the fair queue
 	log           logr.Logger
-	metrics       *metrics
+	metrics       *metrics.Metrics
 	now           func() time.Time
 }
 
@@ -109,9 +110,9 @@ func (c *controller[T]) newQueue() workqueue.TypedRateLimitingInterface[string] 
 	var q workqueue.TypedRateLimitingInterface[string]
 	if c.fifoQueue {
 		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
-			Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider()})
+			Name: string(c.kind), MetricsProvider: c.metrics.WorkqueueProvider()})
 	} else {
-		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.kind), MetricsProvider: c.metrics.workqueueProvider(), LaneOf: c.clusterOf})
+		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.kind), MetricsProvider: c.metrics.WorkqueueProvider(), LaneOf: c.clusterOf})
 	}
 	c.queue.Store(&q)
 	return q
@@ -262,7 +263,7 @@ func (c *controller[T]) refreshStatuses(ctx context.Context, w *statusWriter[T],
 			result = "changed"
 			c.log.Info("statuses deleted or changed behind the applier, or without a spec: reconciling them again", "desires", len(ids))
 		}
-		c.metrics.statusChecks.WithLabelValues(string(c.kind), result).Inc()
+		c.metrics.CountStatusCheck(string(c.kind), result)
 		for _, id := range ids {
 			q.Add(id)
 		}
@@ -376,7 +377,7 @@ func (c *controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLi
 	defer cancel()
 	start := time.Now()
 	v, err := c.sync(wctx, id)
-	c.metrics.observeReconcile(c.kind, v.reason, err, time.Since(start))
+	c.metrics.ObserveReconcile(string(c.kind), v.reason, err, time.Since(start))
 	if err != nil {
 		c.log.Error(err, "reconcile failed", "desire", id)
 		v.again = lookBackoff
@@ -459,7 +460,7 @@ func (c *controller[T]) sync(ctx context.Context, id string) (Verdict, error) {
 		return v, nil
 	}
 	result, written, err := c.writer.Load().write(ctx, d, v, fresh)
-	c.metrics.observeStatusWrite(c.kind, result, err, d.Meta().UpdateTime)
+	c.metrics.ObserveStatusWrite(string(c.kind), string(result), result == statusCreated || result == statusReplaced, err, d.Meta().UpdateTime)
 	if v, fenced := c.fenced(id, err); fenced {
 		return v, nil
 	}

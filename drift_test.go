@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -248,7 +248,7 @@ func (k *ssaKube) appliesSoFar() int { k.mu.Lock(); defer k.mu.Unlock(); return 
 type driftFixture struct {
 	kube    *ssaKube
 	rec     *applyReconciler
-	m       *metrics
+	m       *metrics.Metrics
 	mu      sync.Mutex
 	events  int
 	clock   time.Time
@@ -257,7 +257,7 @@ type driftFixture struct {
 
 func newDriftFixture(t *testing.T) *driftFixture {
 	t.Helper()
-	f := &driftFixture{kube: newSSAKube(), m: newMetrics(nil, time.Now), useReal: true}
+	f := &driftFixture{kube: newSSAKube(), m: metrics.New(nil, time.Now), useReal: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := newTargetWatches(f.kube.dyn, nil, func(ref desireRef) {
 		if ref.id != "probe" { // settle's own registration
@@ -270,7 +270,7 @@ func newDriftFixture(t *testing.T) *driftFixture {
 	w.begin(ctx)
 	t.Cleanup(func() { cancel(); w.end() })
 	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
-		drift: newDriftWatch(w, "kaa", f.now, f.m.countDriftRepair)}
+		drift: newDriftWatch(w, "kaa", f.now, f.m.CountDriftRepair)}
 	w.adopt = f.rec.drift.adopt
 	return f
 }
@@ -402,9 +402,7 @@ func TestDriftRepairedByWatch(t *testing.T) {
 	if b, _, _ := unstructured.NestedString(live.Object, "data", "b"); b != "2" {
 		t.Fatalf("data.b = %q after the repair, want 2", b)
 	}
-	var repairs dto.Metric
-	if err := f.m.driftRepairs.WithLabelValues("", "configmaps").Write(&repairs); err != nil || repairs.GetCounter().GetValue() != 1 {
-		n := repairs.GetCounter().GetValue()
+	if n := seriesSum(t, f.m, "kube_applier_drift_repairs_total", map[string]string{"group": "", "resource": "configmaps"}); n != 1 {
 		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1", n)
 	}
 	f.settle(t, "cm", false)
@@ -758,9 +756,8 @@ func TestDriftTimesAndNoOpRepairs(t *testing.T) {
 	if !strings.HasSuffix(repaired, "; re-applied") {
 		t.Fatalf("a real repair reads %q, want it named", repaired)
 	}
-	var repairs dto.Metric
-	if err := f.m.driftRepairs.WithLabelValues("", "configmaps").Write(&repairs); err != nil || repairs.GetCounter().GetValue() != 1 {
-		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1 (the no-op not counted)", repairs.GetCounter().GetValue())
+	if n := seriesSum(t, f.m, "kube_applier_drift_repairs_total", map[string]string{"group": "", "resource": "configmaps"}); n != 1 {
+		t.Fatalf("kube_applier_drift_repairs_total = %v, want 1 (the no-op not counted)", n)
 	}
 }
 

@@ -19,7 +19,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -207,7 +209,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)
 	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
 		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
-		log: logr.Discard(), metrics: newMetrics(nil, fixedClock), now: fixedClock}
+		log: logr.Discard(), metrics: metrics.New(nil, fixedClock), now: fixedClock}
 	if f, ok := r.(interface{ Forget(string) }); ok {
 		cfg.forget = f.Forget
 	}
@@ -481,4 +483,36 @@ func (o objectHandler) OnDelete(obj any) {
 		obj = tomb
 	}
 	o.h.OnDelete(asObject(obj))
+}
+
+// seriesSum is the sum of the values of m's series called name whose labels include match,
+// as a scrape of a registry holding m would read them.
+func seriesSum(tb testing.TB, m *metrics.Metrics, name string, match map[string]string) float64 {
+	tb.Helper()
+	reg := prometheus.NewRegistry()
+	for _, c := range m.Collectors() {
+		if err := reg.Register(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range f.GetMetric() {
+			for k, v := range match {
+				if labelValue(s, k) != v {
+					continue series
+				}
+			}
+			sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		}
+	}
+	return sum
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/client-go/dynamic"
 
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,11 +21,7 @@ import (
 
 // kubeApplies is how many server-side applies the applier sent so far.
 func (e *e2e) kubeApplies() float64 {
-	var m dto.Metric
-	if err := e.app.metrics.kubeReqs.WithLabelValues("apply").Write(&m); err != nil {
-		e.t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+	return seriesSum(e.t, e.app.metrics, "kube_applier_kube_requests_total", map[string]string{"verb": "apply"})
 }
 
 // TestIntegrationDriftRepaired: on the real apiserver, a field of an applied ConfigMap changed
@@ -278,12 +273,11 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 		return err == nil && k == "v"
 	})
 	time.Sleep(2 * time.Second) // the rest of the first pass
-	var applies dto.Metric
-	_ = second.metrics.kubeReqs.WithLabelValues("apply").Write(&applies)
-	t.Logf("second term: %v server-side applies for %d desires (cm-0 restored after %s)", applies.GetCounter().GetValue(), n+1, time.Since(start).Round(time.Millisecond))
+	applies := seriesSum(t, second.metrics, "kube_applier_kube_requests_total", map[string]string{"verb": "apply"})
+	t.Logf("second term: %v server-side applies for %d desires (cm-0 restored after %s)", applies, n+1, time.Since(start).Round(time.Millisecond))
 	// web is applied too (an apply that changes nothing): its status changed within
 	// recentOwnWrite of its apply, when a late apply of the previous term would leave no trace.
-	if got := applies.GetCounter().GetValue(); got != 2 {
+	if got := applies; got != 2 {
 		t.Errorf("server-side applies in the new term = %v, want 2 (cm-0, and web changed since its recent apply)", got)
 	}
 	for id, v := range versions {

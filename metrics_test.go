@@ -2,7 +2,6 @@ package kubeapplier
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -84,30 +83,5 @@ func TestMetricsShareARegistry(t *testing.T) {
 	}
 	if got := series(t, reg, "kube_applier_leader_sync_seconds"); len(got) != 2 {
 		t.Fatalf("after the refused registration: %d sync series, want 2", len(got))
-	}
-}
-
-// TestDriftRepairsBoundedLabels: kube_applier_drift_repairs_total keeps one series per
-// (group, resource) for the first maxDriftSeries resources; later ones count as "other".
-func TestDriftRepairsBoundedLabels(t *testing.T) {
-	m := newMetrics(nil, nil)
-	for i := range maxDriftSeries + 50 {
-		m.countDriftRepair("example.com", fmt.Sprintf("things%d", i))
-	}
-	m.countDriftRepair("", "configmaps")
-	ch := make(chan prometheus.Metric, 500)
-	m.driftRepairs.Collect(ch)
-	close(ch)
-	series, other := 0, 0.0
-	for c := range ch {
-		var d dto.Metric
-		_ = c.Write(&d)
-		series++
-		if labelValue(&d, "resource") == "other" {
-			other = d.GetCounter().GetValue()
-		}
-	}
-	if series != maxDriftSeries+1 || other != 51 {
-		t.Fatalf("%d series, %v repairs as other; want %d series and 51", series, other, maxDriftSeries+1)
 	}
 }

@@ -1,4 +1,6 @@
-package kubeapplier
+// Package metrics holds the applier's Prometheus series: all prefixed "kube_applier_", each
+// with the constant label management_cluster, registered together or not at all.
+package metrics
 
 import (
 	"fmt"
@@ -9,10 +11,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// metrics are the applier's Prometheus series; all are prefixed "kube_applier_" and carry the
-// constant label management_cluster, so Appliers of different management clusters can share a
-// registry (two of the same one cannot: New returns the registration error).
-type metrics struct {
+// Metrics are the applier's Prometheus series; all are prefixed "kube_applier_" and carry the
+// constant labels given to New (management_cluster), so Appliers of different management
+// clusters can share a registry (two of the same one cannot: Register returns the error).
+type Metrics struct {
 	reconciles   *prometheus.CounterVec   // kind, reason
 	errors       *prometheus.CounterVec   // kind, reason
 	duration     *prometheus.HistogramVec // kind; seconds
@@ -36,13 +38,17 @@ type metrics struct {
 	driftSeen    map[string]struct{}
 	now          func() time.Time
 	constLabels  prometheus.Labels      // added to every series at registration
-	extra        []prometheus.Collector // computed at scrape time (monitoring.go)
+	extra        []prometheus.Collector // computed at scrape time (AddCollectors)
 }
 
-// newMetrics builds the series; register adds constLabels (nil: none) to each.
-func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
+// New builds the series; Register adds constLabels (nil: none) to each. now (nil: time.Now)
+// times a spec's way to its status.
+func New(constLabels prometheus.Labels, now func() time.Time) *Metrics {
+	if now == nil {
+		now = time.Now
+	}
 	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
-	m := &metrics{
+	m := &Metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_reconcile_total",
 			Help: "Reconciles by desire kind and Successful reason."}, []string{"kind", "reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_reconcile_errors_total",
@@ -81,16 +87,19 @@ func newMetrics(constLabels prometheus.Labels, now func() time.Time) *metrics {
 	return m
 }
 
-// collectors lists every series of m.
-func (m *metrics) collectors() []prometheus.Collector {
+// AddCollectors adds series computed elsewhere (at scrape time) to those Register registers.
+func (m *Metrics) AddCollectors(c ...prometheus.Collector) { m.extra = append(m.extra, c...) }
+
+// Collectors lists every series of m.
+func (m *Metrics) Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
 		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs, m.statusChecks}, m.extra...)
 }
 
-// register registers every series with reg (nil: none). An error (e.g. a second Applier of
+// Register registers every series with reg (nil: none). An error (e.g. a second Applier of
 // the same management cluster on one registry) is returned after undoing what was registered.
-func (m *metrics) register(reg prometheus.Registerer) error {
+func (m *Metrics) Register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
@@ -98,7 +107,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		reg = prometheus.WrapRegistererWith(m.constLabels, reg)
 	}
 	var done []prometheus.Collector
-	for _, c := range m.collectors() {
+	for _, c := range m.Collectors() {
 		if err := reg.Register(c); err != nil {
 			for _, d := range done {
 				reg.Unregister(d)
@@ -110,18 +119,18 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// countDynamoDB counts one DynamoDB or Streams request attempt.
-func (m *metrics) countDynamoDB(operation string) { m.dynamoDBReqs.WithLabelValues(operation).Inc() }
+// CountDynamoDB counts one DynamoDB or Streams request attempt.
+func (m *Metrics) CountDynamoDB(operation string) { m.dynamoDBReqs.WithLabelValues(operation).Inc() }
 
-// countKube counts one kube-apiserver request.
-func (m *metrics) countKube(verb string) { m.kubeReqs.WithLabelValues(verb).Inc() }
+// CountKube counts one kube-apiserver request.
+func (m *Metrics) CountKube(verb string) { m.kubeReqs.WithLabelValues(verb).Inc() }
 
 // maxDriftSeries bounds the drift counter's (group, resource) pairs: resources come from
 // desires, i.e. from outside.
 const maxDriftSeries = 100
 
-// countDriftRepair counts one drift repair of a resource.
-func (m *metrics) countDriftRepair(group, resource string) {
+// CountDriftRepair counts one drift repair of a resource.
+func (m *Metrics) CountDriftRepair(group, resource string) {
 	m.driftMu.Lock()
 	if _, ok := m.driftSeen[group+"/"+resource]; !ok {
 		if len(m.driftSeen) >= maxDriftSeries {
@@ -137,8 +146,10 @@ func (m *metrics) countDriftRepair(group, resource string) {
 	m.driftRepairs.WithLabelValues(group, resource).Inc()
 }
 
-func (m *metrics) observeReconcile(kind DesireKind, reason string, err error, d time.Duration) {
-	k := string(kind)
+// ObserveReconcile records one reconcile of kind that took d: by its verdict's reason, or as
+// an error when err (the status was not written).
+func (m *Metrics) ObserveReconcile(kind, reason string, err error, d time.Duration) {
+	k := kind
 	m.duration.WithLabelValues(k).Observe(d.Seconds())
 	if err != nil {
 		m.errors.WithLabelValues(k, reason).Inc()
@@ -147,23 +158,44 @@ func (m *metrics) observeReconcile(kind DesireKind, reason string, err error, d 
 	m.reconciles.WithLabelValues(k, reason).Inc()
 }
 
-func (m *metrics) observeStatusWrite(kind DesireKind, result statusWriteResult, err error, specUpdate time.Time) {
+// ObserveStatusWrite records one status write of kind by its result ("error" when err); a
+// write that changed the status (written) also times the way from the spec's updateTime.
+func (m *Metrics) ObserveStatusWrite(kind, result string, written bool, err error, specUpdate time.Time) {
 	if err != nil {
 		result = "error"
 	}
-	m.statusWrites.WithLabelValues(string(kind), string(result)).Inc()
-	if (result == statusCreated || result == statusReplaced) && !specUpdate.IsZero() {
-		m.specToStatus.WithLabelValues(string(kind)).Observe(m.now().Sub(specUpdate).Seconds())
+	m.statusWrites.WithLabelValues(kind, result).Inc()
+	if err == nil && written && !specUpdate.IsZero() {
+		m.specToStatus.WithLabelValues(kind).Observe(m.now().Sub(specUpdate).Seconds())
 	}
 }
 
-func (m *metrics) observeLag(kind DesireKind, lag time.Duration) {
-	m.streamLag.WithLabelValues(string(kind)).Set(lag.Seconds())
+// CountStatusCheck counts one check of kind's status cache against its table by result.
+func (m *Metrics) CountStatusCheck(kind, result string) {
+	m.statusChecks.WithLabelValues(kind, result).Inc()
 }
 
-type wqProvider struct{ m *metrics }
+// SetLeader says whether this process leads and reconciles.
+func (m *Metrics) SetLeader(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
+}
 
-func (m *metrics) workqueueProvider() workqueue.MetricsProvider { return wqProvider{m} }
+// SetLeaderSync records how long the last term took from its start to reconciling.
+func (m *Metrics) SetLeaderSync(d time.Duration) { m.leaderSync.Set(d.Seconds()) }
+
+// ObserveLag records kind's stream lag.
+func (m *Metrics) ObserveLag(kind string, lag time.Duration) {
+	m.streamLag.WithLabelValues(kind).Set(lag.Seconds())
+}
+
+type wqProvider struct{ m *Metrics }
+
+// WorkqueueProvider returns the workqueues' metrics provider.
+func (m *Metrics) WorkqueueProvider() workqueue.MetricsProvider { return wqProvider{m} }
 
 func (p wqProvider) NewDepthMetric(n string) workqueue.GaugeMetric {
 	return p.m.wqDepth.WithLabelValues(n)
