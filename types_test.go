@@ -7,30 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestDeepCopyShares nothing: changing a copy's conditions, times or content leaves the
-// original as it was (informer caches hand out shared objects; reconcilers get copies).
-func TestDeepCopySharesNothing(t *testing.T) {
-	a := applyDesire("a", cmJSON("c1"))
-	a.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: "True"}}
-	c := a.DeepCopyDesire().(*ApplyDesire)
-	c.Status.Conditions[0].Status = "False"
-	c.Spec.KubeContent[0] = 'X'
-	if a.Status.Conditions[0].Status != "True" || a.Spec.KubeContent[0] == 'X' {
-		t.Fatal("the copy shares memory with the original")
-	}
-	r := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Name: "x"})
-	r.Status.KubeContent = rawJSON(`{}`)
-	rc := r.DeepCopyDesire().(*ReadDesire)
-	rc.Status.KubeContent[0] = 'X'
-	if r.Status.KubeContent[0] == 'X' {
-		t.Fatal("the ReadDesire copy shares its content")
-	}
-	var nilDesire *DeleteDesire
-	if nilDesire.DeepCopy() != nil {
-		t.Fatal("DeepCopy of nil is not nil")
-	}
-}
-
 func TestTargetItem(t *testing.T) {
 	cases := []struct {
 		t    TargetItem
