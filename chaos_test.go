@@ -862,11 +862,26 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 	// 0.8 s and, with jitter 1.0, waits in [30 s, 60 s) once it reached its 30 s cap — which an
 	// outage of ~30 s (10 s, plus up to 20 s of an ignored SIGTERM) reaches. Until then its
 	// desires say the watch fails.
+	// A reopened watch counts as working from its first event (after an outage the first
+	// one may be an error: see listWatch); a quiet namespace would wait for a bookmark (about
+	// a minute). Another writer's ConfigMap changes now and then, as on a live cluster.
+	e.createConfigMap("bystander", map[string]string{"n": "0"})
+	bumps, lastBump := 0, time.Now()
 	watchBack := func() bool {
 		e.app.watches.mu.Lock()
 		w := e.app.watches.watches[cmGVR]
 		e.app.watches.mu.Unlock()
-		return w != nil && w.err() == nil && w.synced()
+		if w != nil && w.err() == nil && w.synced() {
+			return true
+		}
+		if time.Since(lastBump) > 2*time.Second {
+			bumps, lastBump = bumps+1, time.Now()
+			if u, err := res.Get(ctx, "bystander", metav1.GetOptions{}); err == nil {
+				_ = unstructured.SetNestedField(u.Object, fmt.Sprint(bumps), "data", "n")
+				_, _ = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "bystander"})
+			}
+		}
+		return false
 	}
 	waitFor(t, 75*time.Second, "the configmaps watch back", watchBack)
 	t.Logf("configmaps watch back %s after kube-apiserver was back", time.Since(up).Round(100*time.Millisecond))
