@@ -88,13 +88,7 @@ func TestDeleteController(t *testing.T) {
 			kube := newFakeKube()
 			kube.errs["get"] = tc.getErr
 			if tc.exists {
-				o := &unstructured.Unstructured{}
-				o.SetAPIVersion("v1")
-				o.SetKind("ConfigMap")
-				o.SetName("c1")
-				o.SetNamespace("default")
-				o.SetFinalizers(tc.finalizers)
-				kube.Apply(context.Background(), cmGVR, o, "setup")
+				kube.Apply(context.Background(), cmGVR, configMapObject("c1", tc.finalizers...), "setup")
 			}
 			var disc discovery.DiscoveryInterface = newTestDiscovery(tc.failingDiscovery)
 			if tc.noDiscovery {
@@ -121,13 +115,7 @@ func TestDeleteController(t *testing.T) {
 
 func TestDeleteFinalizerThenGone(t *testing.T) {
 	kube := newFakeKube()
-	o := &unstructured.Unstructured{}
-	o.SetAPIVersion("v1")
-	o.SetKind("ConfigMap")
-	o.SetName("held")
-	o.SetNamespace("default")
-	o.SetFinalizers([]string{"example.com/hold"})
-	kube.Apply(context.Background(), cmGVR, o, "setup")
+	kube.Apply(context.Background(), cmGVR, configMapObject("held", "example.com/hold"), "setup")
 	h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
 	d := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
 	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Reason != ReasonWaitingForDeletion {
@@ -268,12 +256,7 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
-			o := &unstructured.Unstructured{}
-			o.SetAPIVersion("v1")
-			o.SetKind("ConfigMap")
-			o.SetName("c1")
-			o.SetNamespace("default")
-			kube.Apply(context.Background(), cmGVR, o, "an-apply-desire")
+			kube.Apply(context.Background(), cmGVR, configMapObject("c1"), "an-apply-desire")
 			specs := newMemDB()
 			d := deleteDesire("d", cm)
 			tc.table(t, specs, d)
@@ -299,4 +282,15 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configMapObject is ConfigMap default/name with finalizers, as the fake cluster stores it.
+func configMapObject(name string, finalizers ...string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion("v1")
+	o.SetKind("ConfigMap")
+	o.SetName(name)
+	o.SetNamespace("default")
+	o.SetFinalizers(finalizers)
+	return o
 }

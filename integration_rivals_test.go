@@ -35,25 +35,9 @@ func TestIntegrationDeleteDesireWinsOverApplyDesire(t *testing.T) {
 		t.Fatalf("ApplyDesire message: %s", msg)
 	}
 	// No cycle: the object stays gone and nobody re-creates it (watch it for a while).
-	w, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=contested"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	deadline, events := time.After(6*time.Second), w.ResultChan()
-observe:
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil // the watch ended: the final GET below still checks
-				continue
-			}
-			t.Fatalf("the contested object changed while the DeleteDesire exists: %s", ev.Type)
-		case <-deadline:
-			break observe
-		}
-	}
+	watchConfigMap(t, e, "contested", "", 6*time.Second, 0, nil, func(ev watch.Event) {
+		t.Fatalf("the contested object changed while the DeleteDesire exists: %s", ev.Type)
+	})
 	if _, err := e.getConfigMap("contested"); !apierrors.IsNotFound(err) {
 		t.Fatalf("contested exists: %v", err)
 	}
@@ -136,33 +120,13 @@ func TestIntegrationRemovedDeleteDesireDeletesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("phoenix, just applied: %v (deleted by the DeleteDesire removed before it was created?)", err)
 	}
-	w, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=phoenix",
-		ResourceVersion: obj.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 	// The removed DeleteDesire stays cached for 7 s (beyond DeleteResync, 5 s): the object
 	// must see no deletion meanwhile, nor after the stream catches up.
-	release := time.After(7 * time.Second)
-	deadline, events := time.After(10*time.Second), w.ResultChan()
-observe:
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil // the watch ended: the final GET below still checks
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				t.Fatal("the object an ApplyDesire created was deleted by a DeleteDesire removed before it was created")
-			}
-		case <-release:
-			streams.held.Store(false)
-		case <-deadline:
-			break observe
+	watchConfigMap(t, e, "phoenix", obj.GetResourceVersion(), 10*time.Second, 7*time.Second, func() { streams.held.Store(false) }, func(ev watch.Event) {
+		if ev.Type == watch.Deleted {
+			t.Fatal("the object an ApplyDesire created was deleted by a DeleteDesire removed before it was created")
 		}
-	}
+	})
 	now, err := e.getConfigMap("phoenix")
 	if err != nil || now.GetUID() != obj.GetUID() {
 		t.Fatalf("phoenix after the stream caught up: %v (uid %v, was %v)", err, now, obj.GetUID())
@@ -181,6 +145,37 @@ observe:
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the removed DeleteDesire's status is still there 15 s after its stream was released")
+		}
+	}
+}
+
+// watchConfigMap watches ConfigMap name of e's namespace from resourceVersion rv ("": now) for
+// d, calling each with every event, and then once at (0: never). A watch that ends early is
+// not an error: the caller's final GET still checks.
+func watchConfigMap(t *testing.T, e *e2e, name, rv string, d, at time.Duration, then func(), each func(watch.Event)) {
+	t.Helper()
+	w, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var fire <-chan time.Time
+	if at > 0 && then != nil {
+		fire = time.After(at)
+	}
+	deadline, events := time.After(d), w.ResultChan()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			each(ev)
+		case <-fire:
+			then()
+		case <-deadline:
+			return
 		}
 	}
 }
