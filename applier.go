@@ -24,6 +24,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // Applier runs the three controllers of one management cluster. Create it with New.
@@ -44,7 +45,7 @@ type Applier struct {
 	readRec   *readReconciler
 	applyRec  *applyReconciler
 	deleteRec *deleteReconciler
-	watches   *targetWatches
+	watches   *target.Watches
 	phase     atomic.Int32 // a phase (ready.go)
 	failure   atomic.Pointer[error]
 	reach     *reachability
@@ -86,18 +87,18 @@ func New(opts Options) (*Applier, error) {
 	a.streamObs.caughtUp = a.heartbeat.observeCaughtUp
 	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
-	a.watches = newTargetWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
-	a.watches.fieldManager = opts.FieldManager
+	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
+	a.watches.FieldManager = opts.FieldManager
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
-	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager, health: newHealthCheck(opts.Kube)}
+	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager, health: target.NewHealthCheck(getTarget(opts.Kube))}
 	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
 	if opts.watchTargets {
-		a.applyRec.drift = newDriftWatch(a.watches, opts.FieldManager, opts.clock, m.CountDriftRepair)
-		a.watches.adopt = a.applyRec.drift.adopt
+		a.applyRec.drift = target.NewDriftWatch(a.watches, opts.FieldManager, opts.clock, m.CountDriftRepair)
+		a.watches.Adopt = a.applyRec.drift.Adopt
 		a.deleteRec.watches = a.watches
 	}
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))
@@ -178,14 +179,14 @@ func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLis
 }
 
 // targetChanged routes a target watch's event to the controller of the desire interested.
-func (a *Applier) targetChanged(ref desireRef) {
-	switch ref.kind {
+func (a *Applier) targetChanged(ref target.Ref) {
+	switch ref.Kind {
 	case KindApplyDesire:
-		a.apply.enqueue(ref.id)
+		a.apply.enqueue(ref.ID)
 	case KindDeleteDesire:
-		a.delete.enqueue(ref.id)
+		a.delete.enqueue(ref.ID)
 	case KindReadDesire:
-		a.read.enqueue(ref.id)
+		a.read.enqueue(ref.ID)
 	}
 }
 
@@ -391,8 +392,8 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	defer func() { a.setPhase(phaseStandby); a.metrics.SetLeader(false) }()
 	// Target watches belong to a term: a standby holds none, and a desire deleted while
 	// another replica led leaves nothing behind here.
-	a.watches.begin(ctx)
-	defer a.watches.end()
+	a.watches.Begin(ctx)
+	defer a.watches.End()
 	defer a.readRec.endTerm()
 	defer a.applyRec.endTerm()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.Number, "synced", synced.Round(time.Millisecond).String(),

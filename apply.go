@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // applyReconciler server-side applies an ApplyDesire's kubeContent with force, as the field
@@ -16,10 +18,10 @@ type applyReconciler struct {
 	mapper       meta.ResettableRESTMapper
 	fieldManager string
 	// drift, when set, watches applied objects: an object still as applied is not applied
-	// again, a drifted one is repaired (see driftWatch). nil: every reconcile applies.
-	drift *driftWatch
+	// again, a drifted one is repaired (see target.DriftWatch). nil: every reconcile applies.
+	drift *target.DriftWatch
 	// health computes the Ready condition (kstatus); nil: none.
-	health *healthCheck
+	health *target.HealthCheck
 }
 
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
@@ -59,32 +61,38 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
 	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
-	target := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
+	t := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	var repair *drift
+	var repair *target.Drift
 	// Kinds with a status are told of every new resourceVersion: their readiness may change.
-	what := metadataOnly
-	if r.health != nil && hasStatus(gvk.GroupKind()) {
-		what = everyVersion
+	what := target.MetadataOnly
+	if r.health != nil && target.HasStatus(gvk.GroupKind()) {
+		what = target.EveryVersion
 	}
 	if r.drift != nil {
-		dec := r.drift.check(d.DocumentID, d.Meta(), target, ref, what)
-		if load := lastStatus[*ApplyDesire](ctx); dec.unknown && load != nil {
+		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
+		if load := lastStatus[*ApplyDesire](ctx); dec.Unknown && load != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply.
-			dec = r.drift.verify(d.DocumentID, d.Meta(), target, ref, what, load)
+			dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
 		}
-		if dec.verified && r.health != nil {
-			ready, err := r.health.ofStamp(ctx, d.DocumentID, target, gvk.GroupKind(), dec.stamp, true)
-			if err != nil {
-				return Transient(ReasonKubeAPIError, err)
+		switch {
+		case dec.Verified != nil:
+			v := appliedVerdict(*dec.Verified)
+			if r.health != nil {
+				ready, err := r.health.OfStamp(ctx, d.DocumentID, t, gvk.GroupKind(), dec.Stamp, true)
+				if err != nil {
+					return Transient(ReasonKubeAPIError, err)
+				}
+				v.ready = ready
 			}
-			dec.verdict.ready = ready
+			return v
+		case dec.Held != "":
+			return Refused(ReasonDriftConflict, dec.Held).After(dec.HeldFor)
+		case dec.Wait > 0:
+			return Pending(dec.Wait)
 		}
-		if dec.skip {
-			return dec.verdict
-		}
-		repair = dec.drift
+		repair = dec.Drift
 	}
 	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
 	if stale != nil {
@@ -105,10 +113,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.
-		v.message, v.applied.fieldsDigest = r.drift.applied(d.DocumentID, d.Meta(), target, live, v.message, repair, what)
+		v.message, v.applied.fieldsDigest = r.drift.Applied(d.DocumentID, d.Meta(), t, live, v.message, repair, what)
 	}
 	if r.health != nil {
-		v.ready = r.health.ofObject(d.DocumentID, target, live)
+		v.ready = r.health.OfObject(d.DocumentID, t, live)
 	}
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
@@ -121,20 +129,20 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 // forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *applyReconciler) forget(id string) {
 	if r.drift != nil {
-		r.drift.forget(id)
+		r.drift.Forget(id)
 	}
 	if r.health != nil {
-		r.health.forget(id)
+		r.health.Forget(id)
 	}
 }
 
 // endTerm drops every record: a new term verifies each object again.
 func (r *applyReconciler) endTerm() {
 	if r.drift != nil {
-		r.drift.endTerm()
+		r.drift.EndTerm()
 	}
 	if r.health != nil {
-		r.health.endTerm()
+		r.health.EndTerm()
 	}
 }
 
@@ -152,4 +160,11 @@ func objectRef(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
+}
+
+// appliedVerdict repeats an apply the drift watch verified: the object is as that apply left it.
+func appliedVerdict(s target.AppliedState) Verdict {
+	v := Applied(s.Generation, s.Message)
+	v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = s.UID, s.ResourceVersion, s.FieldsDigest
+	return v
 }

@@ -38,11 +38,13 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/go-logr/logr/testr"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // chaosStack skips unless KAA_CHAOS=1 and returns the stack dir whose components the test may
@@ -868,10 +870,8 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 	e.createConfigMap("bystander", map[string]string{"n": "0"})
 	bumps, lastBump := 0, time.Now()
 	watchBack := func() bool {
-		e.app.watches.mu.Lock()
-		w := e.app.watches.watches[cmGVR]
-		e.app.watches.mu.Unlock()
-		if w != nil && w.err() == nil && w.synced() {
+		w := e.app.watches.Of(cmGVR)
+		if w != nil && w.Err() == nil && w.Synced() {
 			return true
 		}
 		if time.Since(lastBump) > 2*time.Second {
@@ -885,9 +885,9 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 	}
 	waitFor(t, 75*time.Second, "the configmaps watch back", watchBack)
 	t.Logf("configmaps watch back %s after kube-apiserver was back", time.Since(up).Round(100*time.Millisecond))
-	// The same manager editing again within fightWindow of our repair is a fight, repaired
+	// The same manager editing again within target.FightWindow of our repair is a fight, repaired
 	// after a back-off (TestDriftFightBacksOff): this drift is a new one.
-	if d := fightWindow - time.Since(repaired); d > 0 {
+	if d := target.FightWindow - time.Since(repaired); d > 0 {
 		time.Sleep(d + 500*time.Millisecond)
 	}
 	start := time.Now()
@@ -901,11 +901,9 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 			t.Fatalf("a drift after the restart not repaired in 5s; status: %v", err)
 		}
 		live, _ := res.Get(ctx, "drifty", metav1.GetOptions{})
-		e.app.watches.mu.Lock()
-		w := e.app.watches.watches[cmGVR]
-		e.app.watches.mu.Unlock()
-		stamp, ok := w.lookup(e.ns, "drifty")
-		t.Fatalf("a drift after the restart not repaired in 5s; live rv %s, watched %v %+v (err %v); status: %+v", live.GetResourceVersion(), ok, stamp, w.err(), st.Status)
+		w := e.app.watches.Of(cmGVR)
+		stamp, ok := w.Lookup(e.ns, "drifty")
+		t.Fatalf("a drift after the restart not repaired in 5s; live rv %s, watched %v %+v (err %v); status: %+v", live.GetResourceVersion(), ok, stamp, w.Err(), st.Status)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("a drift after the restart repaired in %s, want <= 1s (the watch did not come back?)", d)

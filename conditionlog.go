@@ -27,8 +27,14 @@ type conditionLog struct {
 	lines *rate.Limiter
 
 	mu      sync.Mutex
-	desires map[desireRef]*loggedState // desires whose logged state is not "" or that changed since
-	dropped map[string]int             // state -> changes not logged by the global limit since the last flush
+	desires map[loggedDesire]*loggedState // desires whose logged state is not "" or that changed since
+	dropped map[string]int                // state -> changes not logged by the global limit since the last flush
+}
+
+// loggedDesire names one desire across kinds.
+type loggedDesire struct {
+	kind DesireKind
+	id   string
 }
 
 // loggedState is what the log last said about one desire, and what it has not said yet.
@@ -56,7 +62,7 @@ const (
 func newConditionLog(log logr.Logger, now func() time.Time) *conditionLog {
 	return &conditionLog{log: log, every: conditionLogEvery, now: now,
 		lines:   rate.NewLimiter(conditionLogLimit, conditionLogBurst),
-		desires: map[desireRef]*loggedState{}, dropped: map[string]int{}}
+		desires: map[loggedDesire]*loggedState{}, dropped: map[string]int{}}
 }
 
 // stateOf is the logged state of a verdict.
@@ -77,7 +83,7 @@ func (l *conditionLog) observe(kind DesireKind, id string, v Verdict) {
 		l.forget(kind, id)
 		return
 	}
-	ref := desireRef{kind: kind, id: id}
+	ref := loggedDesire{kind: kind, id: id}
 	state := stateOf(v)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -102,7 +108,7 @@ func (l *conditionLog) observe(kind DesireKind, id string, v Verdict) {
 func (l *conditionLog) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	refs := make([]desireRef, 0, len(l.desires))
+	refs := make([]loggedDesire, 0, len(l.desires))
 	for ref, s := range l.desires {
 		if s.pending != nil {
 			refs = append(refs, ref)
@@ -132,7 +138,7 @@ func (l *conditionLog) flush() {
 
 // emit logs s's pending change when its desire's last line is old enough and the global limit
 // allows; l.mu is held.
-func (l *conditionLog) emit(ref desireRef, s *loggedState) {
+func (l *conditionLog) emit(ref loggedDesire, s *loggedState) {
 	now := l.now()
 	if !s.at.IsZero() && now.Sub(s.at) < l.every {
 		return // logged recently: the change waits for flush
@@ -168,7 +174,7 @@ func (l *conditionLog) emit(ref desireRef, s *loggedState) {
 // forgetIfClear drops a desire whose logged state is none of the states, with nothing
 // pending, once its last line is older than every (until then, a new entry waits like any
 // change).
-func (l *conditionLog) forgetIfClear(ref desireRef, s *loggedState) {
+func (l *conditionLog) forgetIfClear(ref loggedDesire, s *loggedState) {
 	if s.state == "" && s.pending == nil && l.now().Sub(s.at) >= l.every {
 		delete(l.desires, ref)
 	}
@@ -177,7 +183,7 @@ func (l *conditionLog) forgetIfClear(ref desireRef, s *loggedState) {
 // forget drops a desire whose spec is gone.
 func (l *conditionLog) forget(kind DesireKind, id string) {
 	l.mu.Lock()
-	delete(l.desires, desireRef{kind: kind, id: id})
+	delete(l.desires, loggedDesire{kind: kind, id: id})
 	l.mu.Unlock()
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // deleteReconciler deletes a DeleteDesire's target and reports success only once it is gone.
@@ -18,7 +20,7 @@ type deleteReconciler struct {
 	targets *targetResolver
 	// watches, when set, observe each target: a target waiting for finalizers is looked at
 	// again when its watch sees it change or vanish, not polled. nil: polled.
-	watches *targetWatches
+	watches *target.Watches
 	// specs, when set, confirms with a consistent read, right before each delete call, that
 	// the desire still exists and targets the object: the informer's cache lags its table
 	// (a DeleteDesire removed and replaced by an ApplyDesire a moment ago is still cached,
@@ -59,10 +61,10 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(GVROf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
-	var w *metaWatch
+	var w *target.Watch
 	if r.watches != nil {
 		// Registered before the GET: a change after it is an event, not missed.
-		w = r.watches.watch(desireRef{KindDeleteDesire, d.DocumentID}, t, everyVersion)
+		w = r.watches.Watch(target.Ref{Kind: KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
 	}
 	obj, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 	if err == nil && obj.GetDeletionTimestamp() == nil {
@@ -87,7 +89,7 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
 	v = WaitingForDeletion(waitingMessage(t, obj))
-	if w != nil && w.synced() && w.err() == nil {
+	if w != nil && w.Synced() && w.Err() == nil {
 		v = v.After(watchedRecheck)
 	}
 	return v
@@ -121,7 +123,7 @@ func (r *deleteReconciler) stillWanted(ctx context.Context, d *DeleteDesire) (Ve
 // forget drops DeleteDesire id's watch registration.
 func (r *deleteReconciler) forget(id string) {
 	if r.watches != nil {
-		r.watches.forget(desireRef{KindDeleteDesire, id})
+		r.watches.Forget(target.Ref{Kind: KindDeleteDesire, ID: id})
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -128,49 +129,29 @@ func TestDeleteFinalizerThenGone(t *testing.T) {
 	}
 }
 
-// finalizingKube is a KubeClient over a fake dynamic client whose Delete, like the apiserver,
-// only sets deletionTimestamp while finalizers remain.
-type finalizingKube struct{ *ssaKube }
-
-func (k finalizingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, _ types.UID) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	live, err := k.get(ns, name)
-	if err != nil {
-		return err
-	}
-	if len(live.GetFinalizers()) == 0 {
-		return k.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	}
-	now := metav1.Now()
-	live.SetDeletionTimestamp(&now)
-	return k.store(live, false)
-}
-
 // TestDeleteWokenByWatch: a DeleteDesire waiting for a finalizer is not polled (its safety
 // recheck is watchedRecheck once the watch synced) and its watch tells it at once when the
 // finalizer goes and the object with it; forget drops the registration and the watch.
 func TestDeleteWokenByWatch(t *testing.T) {
-	base := newSSAKube()
-	kube := finalizingKube{base}
+	kube := ssafake.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var (
 		mu    sync.Mutex
 		woken int
 	)
-	w := newTargetWatches(base.dyn, nil, func(ref desireRef) {
-		if ref.kind == KindDeleteDesire && ref.id == "d1" {
+	w := target.NewWatches(kube.Dyn, nil, func(ref target.Ref) {
+		if ref.Kind == KindDeleteDesire && ref.ID == "d1" {
 			mu.Lock()
 			woken++
 			mu.Unlock()
 		}
 	})
-	w.begin(ctx)
-	defer w.end()
+	w.Begin(ctx)
+	defer w.End()
 	obj := unstructuredObj("v1", "ConfigMap", "default", "held", nil)
 	obj.SetFinalizers([]string{"example.com/hold"})
-	if err := base.store(obj, true); err != nil {
+	if err := kube.Store(obj, true); err != nil {
 		t.Fatal(err)
 	}
 	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), watches: w}
@@ -186,17 +167,15 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	mu.Lock()
 	before := woken
 	mu.Unlock()
-	live, err := base.get("default", "held")
+	live, err := kube.Object("default", "held")
 	if err != nil || live.GetDeletionTimestamp() == nil {
 		t.Fatalf("not being deleted: %v", err)
 	}
 	live.SetFinalizers(nil)
-	base.mu.Lock()
-	if err := base.store(live, false); err != nil {
+	if err := kube.Store(live, false); err != nil {
 		t.Fatal(err)
 	}
-	base.mu.Unlock()
-	if err := base.dyn.Resource(cmGVR).Namespace("default").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+	if err := kube.Dyn.Resource(cmGVR).Namespace("default").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*time.Second, "the watch wakes the DeleteDesire", func() bool {
@@ -208,8 +187,8 @@ func TestDeleteWokenByWatch(t *testing.T) {
 		t.Fatalf("after the finalizer went: %v", v)
 	}
 	rec.forget("d1")
-	if w.count() != 0 || w.registered() != 0 {
-		t.Fatalf("watches %d, registrations %d after forget, want 0", w.count(), w.registered())
+	if w.Count() != 0 || w.Registered() != 0 {
+		t.Fatalf("watches %d, registrations %d after forget, want 0", w.Count(), w.Registered())
 	}
 }
 

@@ -18,9 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/go-logr/logr"
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
-	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +28,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured
@@ -316,12 +318,12 @@ func mustJSON(v any) string {
 
 // newTestReadReconciler returns a ReadDesire reconciler over fake clients whose watches live
 // until the test ends; notify (optional) receives the watches' events.
-func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(desireRef)) *readReconciler {
+func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(target.Ref)) *readReconciler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := newTargetWatches(dyn, md, notify)
-	w.begin(ctx)
-	t.Cleanup(func() { cancel(); w.end() })
+	w := target.NewWatches(dyn, md, notify)
+	w.Begin(ctx)
+	t.Cleanup(func() { cancel(); w.End() })
 	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
 }
 

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // DesireLister reads desires from an informer's cache (no DynamoDB call).

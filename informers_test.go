@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // TestListerReadsTheCache: the lister answers from the informer's indexer (no DynamoDB

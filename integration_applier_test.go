@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // e2e is one applier running through Run(ctx) against DynamoDB Local and kube-apiserver, with
@@ -316,7 +317,7 @@ func TestIntegrationApplier(t *testing.T) {
 		e.createConfigMap("watched", map[string]string{"status": "1", "name": "2", "data": "3"})
 		e.createConfigMap("other", map[string]string{"x": "y"})
 		// The ConfigMaps applied above already hold the cluster-wide configmap watch.
-		watchesBefore, regsBefore := e.app.watches.count(), e.app.watches.registered()
+		watchesBefore, regsBefore := e.app.watches.Count(), e.app.watches.Registered()
 		rd := e.createRead("read1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "watched"})
 		content := func(want string) func() bool {
 			return func() bool {
@@ -346,7 +347,7 @@ func TestIntegrationApplier(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 5*time.Second, "mirror follows the new target", content(`"x":"y"`))
-		if n := e.app.watches.count(); n != max(watchesBefore, 1) {
+		if n := e.app.watches.Count(); n != max(watchesBefore, 1) {
 			t.Fatalf("watches = %d, want %d (one cluster-wide configmap watch, shared)", n, max(watchesBefore, 1))
 		}
 		if err := e.readS.Delete(ctx, "read1"); err != nil {
@@ -354,7 +355,7 @@ func TestIntegrationApplier(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "registration dropped and status deleted", func() bool {
 			_, err := e.specs.ReadDesireStatus().Get(ctx, "read1")
-			return IsNotFoundError(err) && e.app.watches.registered() == regsBefore
+			return IsNotFoundError(err) && e.app.watches.Registered() == regsBefore
 		})
 	})
 

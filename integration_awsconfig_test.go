@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // sdkLines records what an AWS SDK logger receives.

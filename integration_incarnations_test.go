@@ -9,8 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // Issue 21 items 4 and 6 on DynamoDB Local: incarnations told apart by stream order, and a

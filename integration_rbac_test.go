@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // applyManifests server-side applies every document of the YAML files, as an admin.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 

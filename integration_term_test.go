@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // termStack is one test's tables, namespace and appliers on the local stack.

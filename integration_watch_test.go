@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"k8s.io/client-go/dynamic"
+
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
-	"k8s.io/client-go/dynamic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,7 +177,7 @@ func TestIntegrationReadyAfterRollout(t *testing.T) {
 // TestIntegrationRestartWithoutApplies: an applier restarted on the same tables (a new term)
 // verifies 50 undrifted ConfigMaps from their statuses and the watch: no server-side apply, no
 // status write; the one edited by another manager while no applier ran is applied again, and
-// so is a Deployment whose status changed within recentOwnWrite of its apply (a previous
+// so is a Deployment whose status changed within target.RecentOwnWrite of its apply (a previous
 // term's late apply would look the same).
 func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	env := testenv.DynamoDB(t)
@@ -276,7 +277,7 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	applies := seriesSum(t, second.metrics, "kube_applier_kube_requests_total", map[string]string{"verb": "apply"})
 	t.Logf("second term: %v server-side applies for %d desires (cm-0 restored after %s)", applies, n+1, time.Since(start).Round(time.Millisecond))
 	// web is applied too (an apply that changes nothing): its status changed within
-	// recentOwnWrite of its apply, when a late apply of the previous term would leave no trace.
+	// target.RecentOwnWrite of its apply, when a late apply of the previous term would leave no trace.
 	if got := applies; got != 2 {
 		t.Errorf("server-side applies in the new term = %v, want 2 (cm-0, and web changed since its recent apply)", got)
 	}

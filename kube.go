@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // KubeClient is what the controllers do on the cluster. DynamicKube implements it with
@@ -134,4 +136,16 @@ func badManifest(err error) bool {
 		}
 	}
 	return false
+}
+
+// getTarget reads a target through kube for the readiness check: nil and no error when the
+// object does not exist.
+func getTarget(kube KubeClient) target.GetFunc {
+	return func(ctx context.Context, t TargetItem) (*unstructured.Unstructured, error) {
+		u, err := kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+		if objectNotFound(err, t.Name) {
+			return nil, nil
+		}
+		return u, err
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // defaultWatchSyncTimeout bounds how long a target watch may stay unsynced without an error
@@ -22,7 +24,7 @@ type readReconciler struct {
 	kube        KubeClient
 	targets     *targetResolver
 	redaction   SecretRedaction
-	watches     *targetWatches
+	watches     *target.Watches
 	syncTimeout time.Duration
 
 	mu      sync.Mutex
@@ -39,7 +41,7 @@ type fetchedObject struct {
 	raw       []byte // the object as status content
 }
 
-func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *targetWatches, syncTimeout time.Duration) *readReconciler {
+func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *target.Watches, syncTimeout time.Duration) *readReconciler {
 	if syncTimeout <= 0 {
 		syncTimeout = defaultWatchSyncTimeout
 	}
@@ -62,22 +64,22 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(GVROf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
-	w := r.watches.watch(desireRef{KindReadDesire, d.DocumentID}, t, everyVersion)
-	if err := w.err(); err != nil {
+	w := r.watches.Watch(target.Ref{Kind: KindReadDesire, ID: d.DocumentID}, t, target.EveryVersion)
+	if err := w.Err(); err != nil {
 		// A watch that fails, before or after it synced (forbidden after an RBAC change, a
 		// resource no longer served), is reported: its store may be stale.
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
 	}
-	if !w.synced() {
+	if !w.Synced() {
 		return r.unsynced(w, t, d.DocumentID)
 	}
-	stamp, exists := w.lookup(t.Namespace, t.Name)
+	stamp, exists := w.Lookup(t.Namespace, t.Name)
 	if !exists {
 		r.drop(d.DocumentID)
 		return Absent(fmt.Sprintf("%s does not exist", t))
 	}
-	r.seed(ctx, d.DocumentID, t, stamp.resourceVersion)
-	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.resourceVersion)
+	r.seed(ctx, d.DocumentID, t, stamp.ResourceVersion())
+	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.ResourceVersion())
 	switch {
 	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.
@@ -94,11 +96,11 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 
 // unsynced is the verdict while a target's watch has not completed its first list: a
 // timeout, or Pending (nothing written yet).
-func (r *readReconciler) unsynced(w *metaWatch, t TargetItem, id string) Verdict {
-	if waited := time.Since(w.started); waited > r.syncTimeout {
+func (r *readReconciler) unsynced(w *target.Watch, t TargetItem, id string) Verdict {
+	if waited := time.Since(w.Started()); waited > r.syncTimeout {
 		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
 	}
-	if w.wakeOnSync(desireRef{KindReadDesire, id}) {
+	if w.WakeOnSync(target.Ref{Kind: KindReadDesire, ID: id}) {
 		return Pending(10 * time.Millisecond) // synced meanwhile
 	}
 	return Pending(time.Second) // the watch's sync notifies the desire; this is a fallback
@@ -179,7 +181,7 @@ func (r *readReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]
 // Forget drops what the reconciler holds for ReadDesire id and its watch registration.
 func (r *readReconciler) Forget(id string) {
 	r.drop(id)
-	r.watches.forget(desireRef{KindReadDesire, id})
+	r.watches.Forget(target.Ref{Kind: KindReadDesire, ID: id})
 }
 
 // endTerm drops every fetched object: a new term fetches again.

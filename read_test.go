@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 func TestReadController(t *testing.T) {
@@ -151,14 +153,14 @@ func TestReadForgottenWhenNotOurs(t *testing.T) {
 			h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
 			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 			h.sync(t, d)
-			if n := rec.watches.count(); n != 1 {
+			if n := rec.watches.Count(); n != 1 {
 				t.Fatalf("watches = %d after the first reconcile, want 1", n)
 			}
 			d = d.DeepCopyDesire().(*ReadDesire)
 			d.Version = 2
 			tc.mutate(d)
 			_, st := h.sync(t, d)
-			if n := rec.watches.count(); n != 0 {
+			if n := rec.watches.Count(); n != 0 {
 				t.Fatalf("watches = %d, want 0", n)
 			}
 			if c := condition(st, ConditionSuccessful); c.Reason != ReasonPreCheckFailed {
@@ -247,7 +249,7 @@ func TestReadWatchFailureReported(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, func(desireRef) { mu.Lock(); notified++; mu.Unlock() })
+	rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, func(target.Ref) { mu.Lock(); notified++; mu.Unlock() })
 	h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
 	d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 	var st *ReadDesire
@@ -263,11 +265,11 @@ func TestReadWatchFailureReported(t *testing.T) {
 	mu.Unlock()
 	// (A notification may also come from the first sync, which wakes the ReadDesire that
 	// looked before it: the watch's failure is awaited too.)
-	w := rec.watches.watch(desireRef{KindReadDesire, "r"}, d.Spec.TargetItem, everyVersion)
+	w := rec.watches.Watch(target.Ref{Kind: KindReadDesire, ID: "r"}, d.Spec.TargetItem, target.EveryVersion)
 	waitFor(t, 5*time.Second, "the failing watch notifies its ReadDesire", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return notified > before && w.err() != nil
+		return notified > before && w.Err() != nil
 	})
 	_, st = h.sync(t, d)
 	succ, deg := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)

@@ -78,12 +78,12 @@ func TestReadWrapperKeepsCleanup(t *testing.T) {
 		st := statusOf[*ReadDesire](t, o, KindReadDesire, "r1")
 		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 	})
-	if a.watches.count() != 1 || wrapped.Load() == 0 {
-		t.Fatalf("watches %d, wrapper calls %d: want 1 watch, the wrapper called", a.watches.count(), wrapped.Load())
+	if a.watches.Count() != 1 || wrapped.Load() == 0 {
+		t.Fatalf("watches %d, wrapper calls %d: want 1 watch, the wrapper called", a.watches.Count(), wrapped.Load())
 	}
 	o.remove(KindReadDesire, "r1")
 	waitFor(t, 10*time.Second, "status deleted and watch stopped", func() bool {
-		return statusOf[*ReadDesire](t, o, KindReadDesire, "r1") == nil && a.watches.count() == 0
+		return statusOf[*ReadDesire](t, o, KindReadDesire, "r1") == nil && a.watches.Count() == 0
 	})
 }
 

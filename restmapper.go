@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // mapKind resolves a GVK through the RESTMapper, resetting the mapper once when the kind is
@@ -44,12 +46,7 @@ func mapResource(mapper meta.ResettableRESTMapper, gvr schema.GroupVersionResour
 	return mapKind(mapper, gvk)
 }
 
-func gvrString(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "/" + gvr.Version
-	}
-	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
-}
+func gvrString(gvr schema.GroupVersionResource) string { return target.GVRString(gvr) }
 
 // throttledMapper lets at most one discovery reset through per second: a few desires retrying
 // an unknown kind would otherwise refetch the cluster's whole discovery on every try.

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // statusWriteAttempts bounds the optimistic-concurrency retries of one status write.
@@ -53,9 +55,19 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []api.Condi
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 	}
 	if v.ready != nil {
-		conds = append(conds, v.ready.condition(observedGeneration, t))
+		conds = append(conds, readyCondition(v.ready, observedGeneration, t))
 	}
 	return conds
+}
+
+// readyCondition is the Ready condition for r: True only when kstatus says Current.
+func readyCondition(r *target.Readiness, observedGeneration int64, t time.Time) api.Condition {
+	s := ConditionFalse
+	if r.Ready() {
+		s = ConditionTrue
+	}
+	return api.Condition{Type: ConditionReady, Status: s, Reason: r.Status, Message: compactMessage(r.Message),
+		ObservedGeneration: observedGeneration, LastTransitionTime: t}
 }
 
 // statusWriter keeps a status table in step with verdicts, with optimistic concurrency:
@@ -346,7 +358,7 @@ func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bo
 		// A failed or held reconcile did not look at the object (it may be gone or drifted):
 		// the last readiness is not carried over as if observed.
 		conds.SetCondition(api.Condition{Type: ConditionReady, Status: ConditionUnknown,
-			Reason: readyUnknown, ObservedGeneration: spec.Meta().Version,
+			Reason: target.ReadyUnknown, ObservedGeneration: spec.Meta().Version,
 			Message: "not observed: the last reconcile did not succeed (see Successful)"}, now)
 	}
 	for _, c := range v.Conditions(spec.Meta().Version, now) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 func TestStatusWriter(t *testing.T) {
@@ -312,7 +313,7 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	spec := applyDesire("d1", cmJSON("c1"))
 	spec.CreateTime = testTime
 	ok := Applied(1, "applied")
-	ok.ready = &readiness{status: "Current", message: "Deployment is available"}
+	ok.ready = &target.Readiness{Status: "Current", Message: "Deployment is available"}
 	cur := statusDocument(spec, ok, false, (*ApplyDesire)(nil), false, testTime)
 	cur.Version = 1
 	cases := []struct {
@@ -473,7 +474,7 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.CreateTime = testTime
 	ok := Applied(1, "applied")
-	ok.ready = &readiness{status: "Current", message: "ok"}
+	ok.ready = &target.Readiness{Status: "Current", Message: "ok"}
 	if _, _, err := w.write(ctx, spec, ok, true); err != nil {
 		t.Fatal(err)
 	}

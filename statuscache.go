@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
 // maxCachedContent bounds what the status cache keeps of a ReadDesire: a status whose
@@ -25,7 +27,7 @@ type statusCache[T Desire] struct {
 	dropped map[string]struct{}
 	// strings shares the values every status repeats (condition types, statuses, reasons,
 	// the management cluster, clusterIDs) between the cached documents.
-	strings interner
+	strings intern.Strings
 }
 
 func newStatusCache[T Desire]() *statusCache[T] {
@@ -90,18 +92,18 @@ func (c *statusCache[T]) putLocked(d T) {
 func (c *statusCache[T]) compact(d T) {
 	conds := d.StatusCommon().Conditions
 	for i := range conds {
-		conds[i].Type = c.strings.intern(conds[i].Type)
-		conds[i].Status = c.strings.intern(string(conds[i].Status))
-		conds[i].Reason = c.strings.intern(conds[i].Reason)
+		conds[i].Type = c.strings.Intern(conds[i].Type)
+		conds[i].Status = c.strings.Intern(string(conds[i].Status))
+		conds[i].Reason = c.strings.Intern(conds[i].Reason)
 		degradedFalse := conds[i].Type == ConditionDegraded && conds[i].Status == ConditionFalse
 		readyTrue := conds[i].Type == ConditionReady && conds[i].Status == ConditionTrue
 		if degradedFalse || readyTrue {
 			// Their messages repeat; others (errors, per-object text) are not interned.
-			conds[i].Message = c.strings.intern(conds[i].Message)
+			conds[i].Message = c.strings.Intern(conds[i].Message)
 		}
 	}
 	cs := d.Common()
-	cs.ManagementCluster, cs.ClusterID = c.strings.intern(cs.ManagementCluster), c.strings.intern(cs.ClusterID)
+	cs.ManagementCluster, cs.ClusterID = c.strings.Intern(cs.ManagementCluster), c.strings.Intern(cs.ClusterID)
 }
 
 // drop forgets what is known of id.

@@ -3,8 +3,9 @@ package kubeapplier
 import (
 	"testing"
 
-	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestTargetItem(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // Reconciler carries out one desire and returns its Verdict. It must not write the status:
@@ -59,9 +61,9 @@ type Verdict struct {
 	after      time.Duration
 
 	// Observations for the kind's status fields; a verdict without one keeps the last status's.
-	applied  *appliedObject // ApplyDesire: what the apply left on the cluster
-	ready    *readiness     // ApplyDesire: the object's kstatus readiness (nil: not observed)
-	mirrored bool           // ReadDesire: content is the live object (nil: it does not exist)
+	applied  *appliedObject    // ApplyDesire: what the apply left on the cluster
+	ready    *target.Readiness // ApplyDesire: the object's kstatus readiness (nil: not observed)
+	mirrored bool              // ReadDesire: content is the live object (nil: it does not exist)
 	content  []byte
 	// kindsChanged: a CustomResourceDefinition was applied; desires waiting for a kind that
 	// was not served are looked at again at once.

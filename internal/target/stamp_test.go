@@ -1,4 +1,4 @@
-package kubeapplier
+package target
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
 func managed(manager string, op metav1.ManagedFieldsOperationType, sub, fields string, at int64) metav1.ManagedFieldsEntry {
@@ -38,18 +40,18 @@ func TestStamper(t *testing.T) {
 		want    any
 		wantKey string
 	}{
-		{"partial object metadata", pom, &objectStamp{namespace: "ns1", name: "a", resourceVersion: "7", uid: uidHash("u"), generation: 3, deleting: true,
+		{"partial object metadata", pom, &Stamp{namespace: "ns1", name: "a", resourceVersion: "7", uid: uidHash("u"), generation: 3, deleting: true,
 			fields: []fieldsStamp{
 				{manager: "edit", time: 102, digest: fieldsDigest([]byte(`{"f:metadata":{"f:labels":{"f:x":{}}}}`))},
 				{manager: "kaa", apply: true, time: 100, digest: fieldsDigest([]byte(`{"f:data":{"f:k":{}}}`))},
 			}, statusDigest: statusEntryDigest("kcm", 101, fieldsDigest([]byte(`{"f:status":{}}`))), latest: 102}, "ns1/a"},
-		{"full object (dynamic fallback)", u, &objectStamp{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2")}, "ns1/b"},
+		{"full object (dynamic fallback)", u, &Stamp{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2")}, "ns1/b"},
 		{"tombstone passes through", tomb, tomb, "ns1/c"},
 		{"tombstone without an object", cache.DeletedFinalStateUnknown{Key: "ns1/d"}, cache.DeletedFinalStateUnknown{Key: "ns1/d"}, "ns1/d"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := stamper(&interner{})(tc.in)
+			got, err := stamper(&intern.Strings{})(tc.in)
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("stamper = %#v, %v; want %#v", got, err, tc.want)
 			}
@@ -77,11 +79,11 @@ func TestFieldsDigestOrderIndependent(t *testing.T) {
 
 // TestSameMetadata: what tells an ApplyDesire's watch event from a status-only update.
 func TestSameMetadata(t *testing.T) {
-	base := func() *objectStamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
+	base := func() *Stamp {
+		return StampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
-		}}, &interner{})
+		}}, &intern.Strings{})
 	}
 	cases := []struct {
 		name   string
@@ -113,7 +115,7 @@ func TestSameMetadata(t *testing.T) {
 				managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 			}}
 			tc.change(m)
-			if got := base().sameMetadata(stampOf(m, &interner{})); got != tc.same {
+			if got := base().sameMetadata(StampOf(m, &intern.Strings{})); got != tc.same {
 				t.Fatalf("sameMetadata = %v, want %v", got, tc.same)
 			}
 		})
@@ -123,15 +125,15 @@ func TestSameMetadata(t *testing.T) {
 // TestUnexplained: a new resourceVersion without any managedFields entry moving (status
 // entries included) is unexplained; a status update is not.
 func TestUnexplained(t *testing.T) {
-	meta := func(rv string, statusTime int64) *objectStamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
+	meta := func(rv string, statusTime int64) *Stamp {
+		return StampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, statusTime),
-		}}, &interner{})
+		}}, &intern.Strings{})
 	}
 	cases := []struct {
 		name string
-		n    *objectStamp
+		n    *Stamp
 		want bool
 	}{
 		{"same version", meta("5", 100), false},
@@ -153,7 +155,7 @@ func TestUnexplained(t *testing.T) {
 // along through other changes and relists of the same version, so a reconcile that looks
 // later still sees it. No clock is read: only entry times.
 func TestStampFollow(t *testing.T) {
-	at := func(rv string, ours, status int64, listed bool) *objectStamp {
+	at := func(rv string, ours, status int64, listed bool) *Stamp {
 		m := &metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, status),
 		}}
@@ -163,9 +165,9 @@ func TestStampFollow(t *testing.T) {
 		if listed {
 			m.Annotations = map[string]string{listedAnnotation: "true"}
 		}
-		return stampOf(m, &interner{})
+		return StampOf(m, &intern.Strings{})
 	}
-	suspect := func(s *objectStamp) string {
+	suspect := func(s *Stamp) string {
 		if p := s.suspect.Load(); p != nil {
 			if p.gap {
 				return p.resourceVersion + " (gap)"
@@ -176,19 +178,19 @@ func TestStampFollow(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		chain []*objectStamp // versions as the watch delivers them
-		want  []string       // the suspicion on each version after the first
+		chain []*Stamp // versions as the watch delivers them
+		want  []string // the suspicion on each version after the first
 	}{
-		{"status updates: explained", []*objectStamp{at("5", 100, 100, false), at("6", 100, 101, false)}, []string{""}},
-		{"nothing moved in our second: possibly ours", []*objectStamp{at("5", 100, 99, false), at("6", 100, 99, false)}, []string{"6"}},
-		{"nothing moved, a later second seen before: another writer's", []*objectStamp{at("5", 100, 101, false), at("6", 100, 101, false)}, []string{""}},
+		{"status updates: explained", []*Stamp{at("5", 100, 100, false), at("6", 100, 101, false)}, []string{""}},
+		{"nothing moved in our second: possibly ours", []*Stamp{at("5", 100, 99, false), at("6", 100, 99, false)}, []string{"6"}},
+		{"nothing moved, a later second seen before: another writer's", []*Stamp{at("5", 100, 101, false), at("6", 100, 101, false)}, []string{""}},
 		{"the mark rides along (same version again, then a status update)",
-			[]*objectStamp{at("5", 100, 100, false), at("6", 100, 100, false), at("6", 100, 100, true), at("7", 100, 102, false)},
+			[]*Stamp{at("5", 100, 100, false), at("6", 100, 100, false), at("6", 100, 100, true), at("7", 100, 102, false)},
 			[]string{"6", "6", "6"}},
-		{"a later suspicion replaces an earlier one", []*objectStamp{at("5", 100, 100, false), at("6", 100, 100, false), at("7", 100, 100, false)},
+		{"a later suspicion replaces an earlier one", []*Stamp{at("5", 100, 100, false), at("6", 100, 100, false), at("7", 100, 100, false)},
 			[]string{"6", "7"}},
-		{"a relist to a new version: a gap", []*objectStamp{at("5", 100, 100, false), at("9", 100, 103, true)}, []string{"9 (gap)"}},
-		{"an object without our entry: never", []*objectStamp{at("5", 0, 100, false), at("6", 0, 100, false), at("9", 0, 103, true)}, []string{"", ""}},
+		{"a relist to a new version: a gap", []*Stamp{at("5", 100, 100, false), at("9", 100, 103, true)}, []string{"9 (gap)"}},
+		{"an object without our entry: never", []*Stamp{at("5", 0, 100, false), at("6", 0, 100, false), at("9", 0, 103, true)}, []string{"", ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,7 +209,7 @@ func TestStampFollow(t *testing.T) {
 // cost at most 300 bytes of heap, not the ~1 KiB of its PartialObjectMetadata.
 func TestStampBytesPerObject(t *testing.T) {
 	const n = 20000
-	in := &interner{}
+	in := &intern.Strings{}
 	objs := make([]*metav1.PartialObjectMetadata, n)
 	for i := range objs {
 		objs[i] = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("hcp-%03d", i%200),
@@ -217,20 +219,20 @@ func TestStampBytesPerObject(t *testing.T) {
 				managed("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "", `{"f:metadata":{"f:annotations":{"f:x":{}}}}`, 100),
 			}}}
 	}
-	stamps := make([]*objectStamp, n)
+	stamps := make([]*Stamp, n)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i, o := range objs {
-		stamps[i] = stampOf(o, in)
+		stamps[i] = StampOf(o, in)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
 	runtime.KeepAlive(stamps)
 	runtime.KeepAlive(objs)
-	t.Logf("objectStamp: %.0f bytes per object (store entry excluded)", per)
+	t.Logf("Stamp: %.0f bytes per object (store entry excluded)", per)
 	if per > 300 {
-		t.Fatalf("objectStamp costs %.0f bytes per object, want <= 300", per)
+		t.Fatalf("Stamp costs %.0f bytes per object, want <= 300", per)
 	}
 }

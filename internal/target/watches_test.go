@@ -1,4 +1,4 @@
-package kubeapplier
+package target
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,18 +32,18 @@ func TestSharedWatches(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	enqueued := map[string]int{}
-	h := newTargetWatches(dyn, nil, func(ref desireRef) {
+	h := NewWatches(dyn, nil, func(ref Ref) {
 		mu.Lock()
-		enqueued[ref.id]++
+		enqueued[ref.ID]++
 		mu.Unlock()
 	})
-	h.begin(ctx)
-	defer h.end()
-	reg := func(id string, t TargetItem) *metaWatch {
-		return h.watch(desireRef{KindReadDesire, id}, t, everyVersion)
+	h.Begin(ctx)
+	defer h.End()
+	reg := func(id string, t api.TargetItem) *Watch {
+		return h.Watch(Ref{api.KindReadDesire, id}, t, EveryVersion)
 	}
-	target := func(ns, name string) TargetItem {
-		return TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: name}
+	target := func(ns, name string) api.TargetItem {
+		return api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: name}
 	}
 	r1 := reg("r1", target("default", "a"))
 	if again := reg("r1", target("default", "a")); again != r1 {
@@ -57,19 +60,19 @@ func TestSharedWatches(t *testing.T) {
 		t.Fatal("a target renamed within its resource restarted the watch")
 	}
 	r4 = reg("r4", target("other", "c"))
-	if n := h.count(); n != 1 {
+	if n := h.Count(); n != 1 {
 		t.Fatalf("watches = %d for two namespaces of one resource, want 1", n)
 	}
 	// Another resource is another watch.
-	sec := reg("r5", TargetItem{Version: "v1", Resource: "secrets", Namespace: "other", Name: "s"})
-	if n := h.count(); n != 2 || sec == r1 {
+	sec := reg("r5", api.TargetItem{Version: "v1", Resource: "secrets", Namespace: "other", Name: "s"})
+	if n := h.Count(); n != 2 || sec == r1 {
 		t.Fatalf("watches = %d with a second resource, want 2", n)
 	}
 	otherWatch := sec
-	waitFor(t, 5*time.Second, "watches synced", func() bool {
-		return r1.synced() && otherWatch.synced()
+	testenv.WaitUntil(t, 5*time.Second, "watches synced", func() bool {
+		return r1.Synced() && otherWatch.Synced()
 	})
-	waitFor(t, 5*time.Second, "initial adds delivered", func() bool {
+	testenv.WaitUntil(t, 5*time.Second, "initial adds delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return enqueued["r1"] == 1 && enqueued["r2"] == 1 && enqueued["r3"] == 1 && enqueued["r4"] == 1
@@ -79,7 +82,7 @@ func TestSharedWatches(t *testing.T) {
 	if _, err := dyn.Resource(cmGVR).Namespace("default").Update(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "update of a reaches r1 and r2", func() bool {
+	testenv.WaitUntil(t, 5*time.Second, "update of a reaches r1 and r2", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return enqueued["r1"] == 2 && enqueued["r2"] == 2
@@ -91,28 +94,28 @@ func TestSharedWatches(t *testing.T) {
 	mu.Unlock()
 
 	// r5 moves to a ConfigMap: the Secret watch has no reader left and stops.
-	if st := reg("r5", target("default", "b")); st != r1 || h.count() != 1 {
-		t.Fatalf("target change: shares the ConfigMap watch %v, watches %d", st == r1, h.count())
+	if st := reg("r5", target("default", "b")); st != r1 || h.Count() != 1 {
+		t.Fatalf("target change: shares the ConfigMap watch %v, watches %d", st == r1, h.Count())
 	}
 	select {
 	case <-otherWatch.done:
 	default:
 		t.Fatal("the unused watch did not stop")
 	}
-	h.forget(desireRef{KindReadDesire, "r5"})
+	h.Forget(Ref{api.KindReadDesire, "r5"})
 	for _, id := range []string{"r1", "r2", "r3"} {
-		h.forget(desireRef{KindReadDesire, id})
+		h.Forget(Ref{api.KindReadDesire, id})
 	}
-	if n := h.count(); n != 1 {
+	if n := h.Count(); n != 1 {
 		t.Fatalf("watches = %d with r4 still reading, want 1", n)
 	}
-	h.forget(desireRef{KindReadDesire, "r4"})
+	h.Forget(Ref{api.KindReadDesire, "r4"})
 	select {
 	case <-r1.done:
 	default:
 		t.Fatal("Forget of the last reader returned before its watch stopped")
 	}
-	if n := h.count(); n != 0 {
+	if n := h.Count(); n != 0 {
 		t.Fatalf("watches = %d after every Forget", n)
 	}
 }
@@ -127,21 +130,21 @@ func TestWakeOnSync(t *testing.T) {
 		mu    sync.Mutex
 		woken []string
 	)
-	h := newTargetWatches(dyn, nil, func(ref desireRef) { mu.Lock(); woken = append(woken, ref.id); mu.Unlock() })
-	h.begin(ctx)
-	defer h.end()
+	h := NewWatches(dyn, nil, func(ref Ref) { mu.Lock(); woken = append(woken, ref.ID); mu.Unlock() })
+	h.Begin(ctx)
+	defer h.End()
 	release := make(chan struct{})
 	dyn.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		<-release // the first list completes only when the test says so
 		return false, nil, nil
 	})
-	w := h.watch(desireRef{KindApplyDesire, "early"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, metadataOnly)
-	if w.wakeOnSync(desireRef{KindApplyDesire, "early"}) {
+	w := h.Watch(Ref{api.KindApplyDesire, "early"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, MetadataOnly)
+	if w.WakeOnSync(Ref{api.KindApplyDesire, "early"}) {
 		t.Fatal("synced before its first list completed")
 	}
 	close(release)
-	waitFor(t, 5*time.Second, "the early desire woken", func() bool { mu.Lock(); defer mu.Unlock(); return len(woken) == 1 && woken[0] == "early" })
-	if !w.wakeOnSync(desireRef{KindApplyDesire, "late"}) {
+	testenv.WaitUntil(t, 5*time.Second, "the early desire woken", func() bool { mu.Lock(); defer mu.Unlock(); return len(woken) == 1 && woken[0] == "early" })
+	if !w.WakeOnSync(Ref{api.KindApplyDesire, "late"}) {
 		t.Fatal("wakeOnSync after the sync: want already synced")
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -172,10 +175,10 @@ func TestWatchErrorEventMarksFailing(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h := newTargetWatches(dyn, nil, func(desireRef) {})
-	h.begin(ctx)
-	defer h.end()
-	w := h.watch(desireRef{KindApplyDesire, "a"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, metadataOnly)
+	h := NewWatches(dyn, nil, func(Ref) {})
+	h.Begin(ctx)
+	defer h.End()
+	w := h.Watch(Ref{api.KindApplyDesire, "a"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "a"}, MetadataOnly)
 	last := func() *watch.FakeWatcher {
 		mu.Lock()
 		defer mu.Unlock()
@@ -184,15 +187,15 @@ func TestWatchErrorEventMarksFailing(t *testing.T) {
 		}
 		return watchers[len(watchers)-1]
 	}
-	waitFor(t, 5*time.Second, "synced and watching", func() bool { return w.synced() && last() != nil })
-	if err := w.err(); err != nil {
+	testenv.WaitUntil(t, 5*time.Second, "synced and watching", func() bool { return w.Synced() && last() != nil })
+	if err := w.Err(); err != nil {
 		t.Fatalf("err = %v after the sync, want none", err)
 	}
 	gone := apierrors.NewResourceExpired("too old resource version: 1 (5)")
 	last().Error(&gone.ErrStatus)
-	waitFor(t, 5*time.Second, "the watch reported failing", func() bool { return apierrors.IsResourceExpired(w.err()) || apierrors.IsGone(w.err()) })
+	testenv.WaitUntil(t, 5*time.Second, "the watch reported failing", func() bool { return apierrors.IsResourceExpired(w.Err()) || apierrors.IsGone(w.Err()) })
 	// The reflector relists and watches again; an event on the new watch is the proof.
-	waitFor(t, 5*time.Second, "a new watch", func() bool { mu.Lock(); defer mu.Unlock(); return len(watchers) >= 2 })
+	testenv.WaitUntil(t, 5*time.Second, "a new watch", func() bool { mu.Lock(); defer mu.Unlock(); return len(watchers) >= 2 })
 	last().Add(unstructuredObj("v1", "ConfigMap", "n", "b", nil))
-	waitFor(t, 5*time.Second, "healthy again", func() bool { return w.err() == nil })
+	testenv.WaitUntil(t, 5*time.Second, "healthy again", func() bool { return w.Err() == nil })
 }

@@ -1,34 +1,27 @@
-package kubeapplier
+package target
 
 import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/api"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// readiness is an ApplyDesire's Ready condition as kstatus computed it: status is kstatus's
-// Current, InProgress, Failed, Terminating or NotFound, message its message.
-type readiness struct {
-	status  string
-	message string
+// Readiness is an ApplyDesire's Ready condition as kstatus computed it: Status is kstatus's
+// Current, InProgress, Failed, Terminating or NotFound, Message its message.
+type Readiness struct {
+	Status  string
+	Message string
 }
 
-// condition is the Ready condition for r: True only when Current.
-func (r *readiness) condition(observedGeneration int64, t time.Time) api.Condition {
-	s := ConditionFalse
-	if r.status == string(status.CurrentStatus) {
-		s = ConditionTrue
-	}
-	return api.Condition{Type: ConditionReady, Status: s, Reason: r.status, Message: compactMessage(r.message),
-		ObservedGeneration: observedGeneration, LastTransitionTime: t}
-}
+// Ready reports whether r is kstatus's Current: the Ready condition is True.
+func (r *Readiness) Ready() bool { return r.Status == string(status.CurrentStatus) }
 
 // statusless are the kinds without a status to wait for: always Current while they exist,
 // known without a request. (kstatus says so too, but only after a GET of the object.)
@@ -45,41 +38,45 @@ var statusless = map[schema.GroupKind]bool{
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
 }
 
-// hasStatus reports whether a kind's readiness depends on its status (and so on every new
+// HasStatus reports whether a kind's readiness depends on its status (and so on every new
 // resourceVersion, not only on changes of what was applied).
-func hasStatus(gk schema.GroupKind) bool { return !statusless[gk] }
+func HasStatus(gk schema.GroupKind) bool { return !statusless[gk] }
 
-// healthCheck computes ApplyDesires' Ready conditions with kstatus: from the apply's response
+// HealthCheck computes ApplyDesires' Ready conditions with kstatus: from the apply's response
 // (no request), then at most one GET per new resourceVersion the target's watch reports,
 // rate-limited; kinds without status need no GET at all.
-type healthCheck struct {
-	kube    KubeClient
+type HealthCheck struct {
+	get     GetFunc
 	limiter *rate.Limiter
 
 	mu   sync.Mutex
-	last map[string]readAt // by ApplyDesire ID; dropped at term end
+	last map[string]readAt // by api.ApplyDesire ID; dropped at term end
 }
 
 // readAt is the readiness computed at one resourceVersion of one object.
 type readAt struct {
-	target TargetItem
+	target api.TargetItem
 	rv     string
-	ready  *readiness
+	ready  *Readiness
 }
 
 // healthGetsPerSecond bounds the GETs that readiness costs (a burst of rollouts).
 const healthGetsPerSecond = 50
 
-func newHealthCheck(kube KubeClient) *healthCheck {
-	return &healthCheck{kube: kube, limiter: rate.NewLimiter(healthGetsPerSecond, 2*healthGetsPerSecond), last: map[string]readAt{}}
+// GetFunc reads target t from the apiserver: nil and no error when the object does not exist.
+type GetFunc func(ctx context.Context, t api.TargetItem) (*unstructured.Unstructured, error)
+
+// NewHealthCheck returns a readiness check that reads objects through get.
+func NewHealthCheck(get GetFunc) *HealthCheck {
+	return &HealthCheck{get: get, limiter: rate.NewLimiter(healthGetsPerSecond, 2*healthGetsPerSecond), last: map[string]readAt{}}
 }
 
-// ofObject computes the readiness of live (an apply's response, or a GET) and remembers it
+// OfObject computes the readiness of live (an apply's response, or a GET) and remembers it
 // for live's resourceVersion.
-func (h *healthCheck) ofObject(id string, t TargetItem, live *unstructured.Unstructured) *readiness {
+func (h *HealthCheck) OfObject(id string, t api.TargetItem, live *unstructured.Unstructured) *Readiness {
 	r := compute(live)
-	if !hasStatus(live.GroupVersionKind().GroupKind()) {
-		return r // never looked up: ofStamp answers such kinds from the stamp
+	if !HasStatus(live.GroupVersionKind().GroupKind()) {
+		return r // never looked up: OfStamp answers such kinds from the stamp
 	}
 	h.mu.Lock()
 	h.last[id] = readAt{target: t, rv: live.GetResourceVersion(), ready: r}
@@ -87,17 +84,17 @@ func (h *healthCheck) ofObject(id string, t TargetItem, live *unstructured.Unstr
 	return r
 }
 
-// ofStamp is the readiness of t as its watch shows it: NotFound, Terminating, Current for a
+// OfStamp is the readiness of t as its watch shows it: NotFound, Terminating, Current for a
 // kind without status, else the remembered result for the stamp's resourceVersion or one
 // computed from a GET.
-func (h *healthCheck) ofStamp(ctx context.Context, id string, t TargetItem, gk schema.GroupKind, st *objectStamp, exists bool) (*readiness, error) {
+func (h *HealthCheck) OfStamp(ctx context.Context, id string, t api.TargetItem, gk schema.GroupKind, st *Stamp, exists bool) (*Readiness, error) {
 	switch {
 	case !exists:
-		return &readiness{status: string(status.NotFoundStatus), message: "Resource not found"}, nil
+		return &Readiness{Status: string(status.NotFoundStatus), Message: "Resource not found"}, nil
 	case st.deleting:
-		return &readiness{status: string(status.TerminatingStatus), message: "Resource scheduled for deletion"}, nil
-	case !hasStatus(gk):
-		return &readiness{status: string(status.CurrentStatus), message: "Resource is always ready"}, nil
+		return &Readiness{Status: string(status.TerminatingStatus), Message: "Resource scheduled for deletion"}, nil
+	case !HasStatus(gk):
+		return &Readiness{Status: string(status.CurrentStatus), Message: "Resource is always ready"}, nil
 	}
 	h.mu.Lock()
 	last, ok := h.last[id]
@@ -108,40 +105,40 @@ func (h *healthCheck) ofStamp(ctx context.Context, id string, t TargetItem, gk s
 	if err := h.limiter.Wait(ctx); err != nil {
 		return nil, fmt.Errorf("reading %s for its readiness: %w", t, err)
 	}
-	live, err := h.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
-	if objectNotFound(err, t.Name) {
-		return &readiness{status: string(status.NotFoundStatus), message: "Resource not found"}, nil
+	live, err := h.get(ctx, t)
+	if err == nil && live == nil {
+		return &Readiness{Status: string(status.NotFoundStatus), Message: "Resource not found"}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s for its readiness: %w", t, err)
 	}
-	return h.ofObject(id, t, live), nil
+	return h.OfObject(id, t, live), nil
 }
 
 // compute is kstatus's verdict on u; an object kstatus cannot read is Unknown.
-func compute(u *unstructured.Unstructured) *readiness {
+func compute(u *unstructured.Unstructured) *Readiness {
 	res, err := status.Compute(u)
 	if err != nil {
-		return &readiness{status: string(status.UnknownStatus), message: err.Error()}
+		return &Readiness{Status: string(status.UnknownStatus), Message: err.Error()}
 	}
 	msg := res.Message
 	if msg == "" {
 		msg = "Resource is " + string(res.Status) // e.g. a Ready=False condition without a message
 	}
-	return &readiness{status: string(res.Status), message: msg}
+	return &Readiness{Status: string(res.Status), Message: msg}
 }
 
-func (h *healthCheck) forget(id string) {
+func (h *HealthCheck) Forget(id string) {
 	h.mu.Lock()
 	delete(h.last, id)
 	h.mu.Unlock()
 }
 
-func (h *healthCheck) endTerm() {
+func (h *HealthCheck) EndTerm() {
 	h.mu.Lock()
 	h.last = map[string]readAt{}
 	h.mu.Unlock()
 }
 
-// readyUnknown is the Ready reason when the object was not observed (kstatus's name for it).
-const readyUnknown = string(status.UnknownStatus)
+// ReadyUnknown is the Ready reason when the object was not observed (kstatus's name for it).
+const ReadyUnknown = string(status.UnknownStatus)

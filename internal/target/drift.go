@@ -1,4 +1,4 @@
-package kubeapplier
+package target
 
 import (
 	"fmt"
@@ -11,61 +11,63 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 const (
-	// fightWindow: a drift by the same manager within this time of our repair is a fight.
-	fightWindow = 10 * time.Second
-	// fightBackoff and fightBackoffCap bound how often a fought-over object is repaired:
+	// FightWindow: a drift by the same manager within this time of our repair is a fight.
+	FightWindow = 10 * time.Second
+	// fightBackoff and FightBackoffCap bound how often a fought-over object is repaired:
 	// 1 s, 2 s, 4 s, ... up to 5 min between repairs while the other writer keeps reverting.
 	fightBackoff    = time.Second
-	fightBackoffCap = 5 * time.Minute
-	// slowFightWindow and slowFightRepairs: a writer slower than fightWindow that undoes
+	FightBackoffCap = 5 * time.Minute
+	// slowFightWindow and slowFightRepairs: a writer slower than FightWindow that undoes
 	// every repair (an HPA every 15-30 s) is a slow fight once slowFightRepairs repairs in a
 	// row each came within slowFightWindow of the one before, undoing the same manager's
 	// change. Each repair leaves the object as applied (Successful=True is what was observed),
 	// and the message says the fight goes on: who, how many repairs, since when.
 	slowFightWindow  = 10 * time.Minute
 	slowFightRepairs = 3
-	// reapplyPeriod: an object verified from metadata for this long is applied again anyway.
+	// ReapplyPeriod: an object verified from metadata for this long is applied again anyway.
 	// Metadata shows most drift, not all: an apply under our own field-manager name with other
 	// values leaves our entry's field set, every other entry and (on most kinds) the
 	// generation as they were.
-	reapplyPeriod = time.Hour
-	// recentOwnWrite: a new term applies, rather than verifies, an object changed since its
+	ReapplyPeriod = time.Hour
+	// RecentOwnWrite: a new term applies, rather than verifies, an object changed since its
 	// recorded apply whose entry under our field manager is younger than this: the previous
 	// term may still have been applying (a lease's duration and a write's deadline), and a
 	// write in the second of its last change leaves no trace.
-	recentOwnWrite = time.Minute
+	RecentOwnWrite = time.Minute
 	// statusClockSkew: an entry of ours later than the last status write by more than this
 	// (the apiserver's clock against the applier's) was written after the applier last
 	// looked.
 	statusClockSkew = time.Second
 )
 
-// driftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
+// DriftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
 // per desire, the stamp its last apply left on the object, and the target's shared watch.
 // With it a reconcile tells an object still as applied (nothing to do: a resync, a status
 // update, another manager's labels) from one that drifted (deleted, replaced, fields taken
 // by another manager, a generation we did not cause), and a repair that another writer keeps
 // reverting from a one-off drift.
-type driftWatch struct {
-	watches      *targetWatches
+type DriftWatch struct {
+	watches      *Watches
 	fieldManager string
 	now          func() time.Time
 	// repaired counts a drift repair of a resource (metrics).
 	repaired func(group, resource string)
 
 	mu      sync.Mutex
-	records map[string]*appliedRecord // by ApplyDesire ID; dropped at term end
+	records map[string]*appliedRecord // by api.ApplyDesire ID; dropped at term end
 }
 
 // appliedRecord is one desire's last apply in this term.
 type appliedRecord struct {
-	target  TargetItem
+	target  api.TargetItem
 	spec    specIdentity
-	stamp   *objectStamp // the object as the apply's response showed it (then as last verified)
-	message string       // the verdict's message, repeated while nothing drifted
+	stamp   *Stamp // the object as the apply's response showed it (then as last verified)
+	message string // the verdict's message, repeated while nothing drifted
 	// uid and resourceVersion of the object after the apply, for the status.
 	uid, resourceVersion string
 	// checkedRV is the version up to which the object's changes were looked at: the apply's
@@ -74,7 +76,7 @@ type appliedRecord struct {
 	// on with every look, this only with an apply or a verification.
 	checkedRV    string
 	fieldsDigest string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
-	lastApply    time.Time // the last apply or verification from a status: see reapplyPeriod
+	lastApply    time.Time // the last apply or verification from a status: see ReapplyPeriod
 	// *driftHistory is nil until the object first drifts: most never do, and a record is
 	// kept per desire.
 	*driftHistory
@@ -84,7 +86,7 @@ type appliedRecord struct {
 type driftHistory struct {
 	driftSeen time.Time // when the drift not yet repaired was first seen (zero: none)
 	// The fight: when the last repair was, by whom the drift it repaired was made, how many
-	// repairs in a row were re-taken within fightWindow, and no repair before holdUntil.
+	// repairs in a row were re-taken within FightWindow, and no repair before holdUntil.
 	lastRepair time.Time
 	lastBy     []string
 	counted    bool // the drift after lastRepair was counted as a fight
@@ -102,60 +104,76 @@ type specIdentity struct {
 	version int64
 }
 
-func identityOf(m *DynamoDBMetadata) specIdentity {
+func identityOf(m *api.DynamoDBMetadata) specIdentity {
 	return specIdentity{created: m.CreateTime, version: m.Version}
 }
 
-// drift is a change of an applied object that may have touched what was applied.
-type drift struct {
+// Drift is a change of an applied object that may have touched what was applied.
+type Drift struct {
 	what     string   // "deleted", "replaced", "changed"
 	seenRV   string   // the resourceVersion the watch showed drifted ("" when deleted)
 	managers []string // the other managers whose entries changed, sorted
 	at       time.Time
 }
 
-func newDriftWatch(w *targetWatches, fieldManager string, now func() time.Time, repaired func(group, resource string)) *driftWatch {
+// NewDriftWatch returns the drift watch of the applies made as fieldManager, over the shared
+// watches w; now is the clock (nil: time.Now), repaired is told of each repair (nil: none).
+func NewDriftWatch(w *Watches, fieldManager string, now func() time.Time, repaired func(group, resource string)) *DriftWatch {
 	if now == nil {
 		now = time.Now
 	}
-	return &driftWatch{watches: w, fieldManager: fieldManager, now: now, repaired: repaired, records: map[string]*appliedRecord{}}
+	return &DriftWatch{watches: w, fieldManager: fieldManager, now: now, repaired: repaired, records: map[string]*appliedRecord{}}
 }
 
-// decision is what check tells the reconciler to do before applying.
-type decision struct {
-	skip    bool    // nothing to do: return verdict
-	verdict Verdict // when skip
-	drift   *drift  // the drift this apply repairs (nil: a first apply or a spec change)
-	// verified: the object is as applied (skip with a Successful verdict); stamp is what the
-	// watch shows of it.
-	verified bool
-	stamp    *objectStamp
-	// unknown: no apply of this spec in this term to compare with.
-	unknown bool
+// Decision is what Check and Verify tell the reconciler to do before applying: at most one
+// of Verified, Held and Wait is set; with none, it applies (repairing Drift, when set).
+type Decision struct {
+	// Verified: the object is as applied; nothing to do. The verdict repeats this apply, and
+	// Stamp is what the watch shows of the object.
+	Verified *AppliedState
+	Stamp    *Stamp
+	// Held: the repair is held back (the drift is fought over, DriftConflict) for HeldFor;
+	// the message says by whom and until when.
+	Held    string
+	HeldFor time.Duration
+	// Wait: look again after this long (the watch is syncing; its sync wakes the desire).
+	Wait time.Duration
+	// Drift is the drift this apply repairs (nil: a first apply or a spec change).
+	Drift *Drift
+	// Unknown: no apply of this spec in this term to compare with.
+	Unknown bool
 }
 
-// check looks at the watched target of desire id (spec m, object t named ref) before an
+// AppliedState is what an apply left on the object, as the status records it.
+type AppliedState struct {
+	Generation           int64
+	Message              string
+	UID, ResourceVersion string
+	FieldsDigest         string // our Apply entry's field set (AppliedFieldsDigest)
+}
+
+// Check looks at the watched target of desire id (spec m, object t named ref) before an
 // apply: an object still as last applied needs none (the last verdict is repeated), a
 // drifted one is repaired unless its repairs keep being reverted (then held back with
 // DriftConflict). Without a record, a synced watch or a healthy watch, the apply goes ahead.
-func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest) decision {
+func (dw *DriftWatch) Check(id string, m *api.DynamoDBMetadata, t api.TargetItem, ref string, what Interest) Decision {
 	dw.mu.Lock()
 	rec := dw.records[id]
 	dw.mu.Unlock()
 	if rec == nil || rec.target != t || rec.spec != identityOf(m) {
-		return decision{unknown: rec == nil}
+		return Decision{Unknown: rec == nil}
 	}
 	dw.mu.Lock()
-	due := dw.now().Sub(rec.lastApply) >= reapplyPeriod
+	due := dw.now().Sub(rec.lastApply) >= ReapplyPeriod
 	dw.mu.Unlock()
 	if due {
-		return decision{}
+		return Decision{}
 	}
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
-	if w.err() != nil || !w.synced() {
-		return decision{}
+	w := dw.watches.Watch(Ref{api.KindApplyDesire, id}, t, what)
+	if w.Err() != nil || !w.Synced() {
+		return Decision{}
 	}
-	st, exists := w.lookup(t.Namespace, t.Name)
+	st, exists := w.Lookup(t.Namespace, t.Name)
 	d := detectDrift(rec.stamp, st, rec.checkedRV, exists, dw.fieldManager, dw.now())
 	now := dw.now()
 	dw.mu.Lock()
@@ -183,12 +201,11 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 			// that changed something since (not a labeler that came by meanwhile).
 			rec.stamp = st
 		}
-		v := Applied(rec.stamp.generation, rec.message)
-		v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = rec.uid, rec.resourceVersion, rec.fieldsDigest
-		return decision{skip: true, verdict: v, verified: true, stamp: st}
+		return Decision{Verified: &AppliedState{Generation: rec.stamp.generation, Message: rec.message,
+			UID: rec.uid, ResourceVersion: rec.resourceVersion, FieldsDigest: rec.fieldsDigest}, Stamp: st}
 	}
 	switch {
-	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < fightWindow && overlap(rec.lastBy, d.managers):
+	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < FightWindow && overlap(rec.lastBy, d.managers):
 		// Re-taken within the window of our last repair: hold the next repair back.
 		rec.fights++
 		rec.counted = true
@@ -200,13 +217,13 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 		rec.fights = 0
 	}
 	if now.Before(rec.holdUntil) {
-		v := Refused(ReasonDriftConflict, fmt.Sprintf(
+		held := fmt.Sprintf(
 			"%s: %s within %s of each repair (%d in a row); not as applied, next repair at %s (back-off %s, up to %s). "+
 				"Stop the other writer or remove the fields from kubeContent",
-			ref, d.describe(), fightWindow, rec.fights, rec.holdUntil.UTC().Format(time.RFC3339), fightDelay(rec.fights), fightBackoffCap)).After(rec.holdUntil.Sub(now))
-		return decision{skip: true, verdict: v}
+			ref, d.describe(), FightWindow, rec.fights, rec.holdUntil.UTC().Format(time.RFC3339), fightDelay(rec.fights), FightBackoffCap)
+		return Decision{Held: held, HeldFor: rec.holdUntil.Sub(now)}
 	}
-	return decision{drift: d}
+	return Decision{Drift: d}
 }
 
 // verifySyncWait bounds how long a new term waits for a healthy target watch to sync before
@@ -215,41 +232,41 @@ func (dw *driftWatch) check(id string, m *DynamoDBMetadata, t TargetItem, ref st
 // that came after 10 s were applied (16 in the first pass at 40k).
 const verifySyncWait = 30 * time.Second
 
-// verify decides, at the first look of a term (a new leader, a restart), whether the object is
+// Verify decides, at the first look of a term (a new leader, a restart), whether the object is
 // still as the last apply left it, from the last status (last: nil when unknown) and the
 // watch: the status is Successful for this very spec, and the watched object has the applied
 // uid and either the applied resourceVersion or, since then, the same generation and no
 // main-resource change by another manager after ours. Then the object is verified (no apply,
 // the status unchanged); otherwise it is applied.
-func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref string, what interest, load func() *ApplyDesire) decision {
-	w := dw.watches.watch(desireRef{KindApplyDesire, id}, t, what)
-	if w.err() != nil {
-		return decision{}
+func (dw *DriftWatch) Verify(id string, m *api.DynamoDBMetadata, t api.TargetItem, ref string, what Interest, load func() *api.ApplyDesire) Decision {
+	w := dw.watches.Watch(Ref{api.KindApplyDesire, id}, t, what)
+	if w.Err() != nil {
+		return Decision{}
 	}
-	if !w.synced() {
+	if !w.Synced() {
 		// The status is read only once the watch can answer (meanwhile it is preloaded).
 		if time.Since(w.started) < verifySyncWait {
 			// The watch's sync notifies the desire; the delay is only a fallback.
-			if w.wakeOnSync(desireRef{KindApplyDesire, id}) {
-				return decision{skip: true, verdict: Pending(10 * time.Millisecond)} // synced meanwhile
+			if w.WakeOnSync(Ref{api.KindApplyDesire, id}) {
+				return Decision{Wait: 10 * time.Millisecond} // synced meanwhile
 			}
-			return decision{skip: true, verdict: Pending(2 * time.Second)}
+			return Decision{Wait: 2 * time.Second}
 		}
-		return decision{}
+		return Decision{}
 	}
 	last := load()
 	if last == nil || last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
-		return decision{}
+		return Decision{}
 	}
 	s := &last.Status
-	c := s.Condition(ConditionSuccessful)
-	if c == nil || c.Status != ConditionTrue || c.Reason != ReasonNoErrors || c.ObservedGeneration != m.Version ||
-		s.ObservedDesireCreateTime == "" || !observedCreateTime(&s.CommonStatus).Equal(m.CreateTime) {
-		return decision{}
+	c := s.Condition(api.ConditionSuccessful)
+	if c == nil || c.Status != api.ConditionTrue || c.Reason != api.ReasonNoErrors || c.ObservedGeneration != m.Version ||
+		s.ObservedDesireCreateTime == "" || !observedCreate(&s.CommonStatus).Equal(m.CreateTime) {
+		return Decision{}
 	}
-	st, exists := w.lookup(t.Namespace, t.Name)
+	st, exists := w.Lookup(t.Namespace, t.Name)
 	if !exists || st.deleting || st.uid != uidHash(types.UID(s.AppliedUID)) || !unchangedSince(st, s, last.UpdateTime, dw.fieldManager, dw.now()) {
-		return decision{}
+		return Decision{}
 	}
 	// The last message stays (it may name the last drift repaired): the status is unchanged.
 	message := c.Message
@@ -257,9 +274,14 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message, checkedRV: st.resourceVersion,
 		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion, fieldsDigest: s.AppliedFieldsDigest, lastApply: dw.now()}
 	dw.mu.Unlock()
-	v := Applied(s.AppliedResourceGeneration, message)
-	v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = s.AppliedUID, s.AppliedResourceVersion, s.AppliedFieldsDigest
-	return decision{skip: true, verdict: v, verified: true, stamp: st}
+	return Decision{Verified: &AppliedState{Generation: s.AppliedResourceGeneration, Message: message,
+		UID: s.AppliedUID, ResourceVersion: s.AppliedResourceVersion, FieldsDigest: s.AppliedFieldsDigest}, Stamp: st}
+}
+
+// observedCreate is the spec createTime s answers (zero when none or unparsable).
+func observedCreate(s *api.CommonStatus) time.Time {
+	_, created := s.ObservedTimes()
+	return created
 }
 
 // unchangedSince reports whether the watched stamp st shows the object as the apply recorded
@@ -267,8 +289,8 @@ func (dw *driftWatch) verify(id string, m *DynamoDBMetadata, t TargetItem, ref s
 // in managedFields holding the same field set (a field removed or taken by another client's
 // Update changes only that), no other manager's main-resource entry as recent as ours (a
 // status update, a subresource, does not count), and our entry neither later than the
-// status's write (written) nor younger than recentOwnWrite at now.
-func unchangedSince(st *objectStamp, s *ApplyDesireStatus, written time.Time, fieldManager string, now time.Time) bool {
+// status's write (written) nor younger than RecentOwnWrite at now.
+func unchangedSince(st *Stamp, s *api.ApplyDesireStatus, written time.Time, fieldManager string, now time.Time) bool {
 	if st.resourceVersion == s.AppliedResourceVersion {
 		return true
 	}
@@ -292,29 +314,29 @@ func unchangedSince(st *objectStamp, s *ApplyDesireStatus, written time.Time, fi
 	if !written.IsZero() && mine.time > written.Add(statusClockSkew).Unix() {
 		return false
 	}
-	return now.Unix()-mine.time >= int64(recentOwnWrite/time.Second)
+	return now.Unix()-mine.time >= int64(RecentOwnWrite/time.Second)
 }
 
 // fightDelay is the back-off before the n-th repair of a fought-over object.
 func fightDelay(n int) time.Duration {
 	d := fightBackoff
-	for i := 1; i < n && d < fightBackoffCap; i++ {
+	for i := 1; i < n && d < FightBackoffCap; i++ {
 		d *= 2
 	}
-	return min(d, fightBackoffCap)
+	return min(d, FightBackoffCap)
 }
 
-// applied records the apply of desire id (spec m) that left live on the cluster, with the
+// Applied records the apply of desire id (spec m) that left live on the cluster, with the
 // verdict's message (and the drift it repaired, counted and named in the message), and
 // registers the target with its shared watch. It returns the message to report and the
 // status's AppliedFieldsDigest.
-func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live *unstructured.Unstructured, message string, d *drift, what interest) (string, string) {
+func (dw *DriftWatch) Applied(id string, m *api.DynamoDBMetadata, t api.TargetItem, live *unstructured.Unstructured, message string, d *Drift, what Interest) (string, string) {
 	acc, err := meta.Accessor(live)
 	if err != nil {
 		return message, ""
 	}
-	ref := desireRef{KindApplyDesire, id}
-	w := dw.watches.watch(ref, t, what)
+	ref := Ref{api.KindApplyDesire, id}
+	w := dw.watches.Watch(ref, t, what)
 	// The watch's event of this very version is our own apply: not news.
 	dw.watches.knows(ref, acc.GetResourceVersion())
 	now := dw.now()
@@ -356,7 +378,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 		}
 	}
 	rec.spec = identityOf(m)
-	rec.stamp = stampOf(acc, &w.strings)
+	rec.stamp = StampOf(acc, &w.strings)
 	rec.checkedRV = acc.GetResourceVersion()
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
@@ -367,7 +389,7 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	if d != nil {
 		rec.lastRepair, rec.lastBy, rec.counted = now, d.managers, false
 	}
-	if err := w.err(); err != nil {
+	if err := w.Err(); err != nil {
 		// A failing watch is reported, not silently kept: until it works again every
 		// reconcile applies, and drift is seen only at the resync.
 		return fmt.Sprintf("%s; its watch fails, drift is repaired only at the resync: %v", message, err), rec.fieldsDigest
@@ -375,30 +397,30 @@ func (dw *driftWatch) applied(id string, m *DynamoDBMetadata, t TargetItem, live
 	return message, rec.fieldsDigest
 }
 
-// adopt makes the watch's stamp st the record's stamp of desire ref when it shows the very
+// Adopt makes the watch's stamp st the record's stamp of desire ref when it shows the very
 // version the record holds (its own apply's): one stamp per object, not two.
-func (dw *driftWatch) adopt(ref desireRef, st *objectStamp) {
-	if ref.kind != KindApplyDesire {
+func (dw *DriftWatch) Adopt(ref Ref, st *Stamp) {
+	if ref.Kind != api.KindApplyDesire {
 		return
 	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
-	if rec := dw.records[ref.id]; rec != nil && rec.stamp != nil && rec.stamp != st &&
+	if rec := dw.records[ref.ID]; rec != nil && rec.stamp != nil && rec.stamp != st &&
 		rec.stamp.resourceVersion == st.resourceVersion && rec.stamp.uid == st.uid {
 		rec.stamp = st
 	}
 }
 
-// forget drops what is held for desire id.
-func (dw *driftWatch) forget(id string) {
+// Forget drops what is held for desire id.
+func (dw *DriftWatch) Forget(id string) {
 	dw.mu.Lock()
 	delete(dw.records, id)
 	dw.mu.Unlock()
-	dw.watches.forget(desireRef{KindApplyDesire, id})
+	dw.watches.Forget(Ref{api.KindApplyDesire, id})
 }
 
-// endTerm drops every record: a new term verifies each object again.
-func (dw *driftWatch) endTerm() {
+// EndTerm drops every record: a new term verifies each object again.
+func (dw *DriftWatch) EndTerm() {
 	dw.mu.Lock()
 	dw.records = map[string]*appliedRecord{}
 	dw.mu.Unlock()
@@ -409,12 +431,12 @@ func (dw *driftWatch) endTerm() {
 // field set untouched and no generation we did not cause. A resourceVersion-only change
 // (status, another manager's labels or annotations) is no drift; nor is a watch that has not
 // yet seen our apply.
-func detectDrift(applied, st *objectStamp, checked string, exists bool, fieldManager string, now time.Time) *drift {
+func detectDrift(applied, st *Stamp, checked string, exists bool, fieldManager string, now time.Time) *Drift {
 	switch {
 	case !exists:
-		return &drift{what: "deleted", at: now}
+		return &Drift{what: "deleted", at: now}
 	case st.uid != applied.uid:
-		return &drift{what: "replaced", at: now}
+		return &Drift{what: "replaced", at: now}
 	case olderVersion(st.resourceVersion, applied.resourceVersion):
 		return nil // the watch has not seen our apply yet
 	}
@@ -423,14 +445,14 @@ func detectDrift(applied, st *objectStamp, checked string, exists bool, fieldMan
 	if had == has && mine.digest == now1.digest && mine.time == now1.time && st.generation == applied.generation {
 		// Entry times are whole seconds: another write under our field manager in the second
 		// of its last change leaves every entry as it was. A change the watch marked so (see
-		// objectStamp.follow), after the version last applied or verified, is re-applied (an
+		// Stamp.follow), after the version last applied or verified, is re-applied (an
 		// apply that changes nothing when it was another writer's).
 		if sus := st.suspect.Load(); has && sus != nil && olderVersion(checked, sus.resourceVersion) {
-			return &drift{what: "unattributed", managers: []string{fieldManager}, at: now}
+			return &Drift{what: "unattributed", managers: []string{fieldManager}, at: now}
 		}
 		return nil
 	}
-	d := &drift{what: "changed"}
+	d := &Drift{what: "changed"}
 	if had && has && mine.digest == now1.digest && mine.time != now1.time {
 		// Our field set, rewritten later by a writer under our own field manager.
 		d.managers = append(d.managers, fieldManager+" (another writer under the applier's field manager)")
@@ -457,7 +479,7 @@ func detectDrift(applied, st *objectStamp, checked string, exists bool, fieldMan
 }
 
 // describe is the drift for messages: "fields changed by kubectl-edit at 2026-...".
-func (d *drift) describe() string {
+func (d *Drift) describe() string {
 	at := d.at.UTC().Format(time.RFC3339)
 	switch d.what {
 	case "unattributed":
@@ -505,7 +527,7 @@ func compactStrings(s []string) []string {
 
 // ownFieldsDigest is the status's AppliedFieldsDigest of stamp st: our Apply entry's field set
 // ("" without one).
-func ownFieldsDigest(st *objectStamp, fieldManager string) string {
+func ownFieldsDigest(st *Stamp, fieldManager string) string {
 	if f, ok := st.entry(fieldManager, true); ok {
 		return formatDigest(f.digest)
 	}

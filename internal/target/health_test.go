@@ -1,13 +1,14 @@
-package kubeapplier
+package target
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func object(t *testing.T, apiVersion, kind string, gen int64, status map[string]any) *unstructured.Unstructured {
@@ -58,14 +59,13 @@ func TestReadinessPerKind(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHealthCheck(newFakeKube())
-			r := h.ofObject("a", TargetItem{Name: "o"}, tc.obj)
-			if r.status != tc.want {
-				t.Fatalf("readiness %s (%s), want %s", r.status, r.message, tc.want)
+			h := NewHealthCheck((&fakeGet{}).get)
+			r := h.OfObject("a", api.TargetItem{Name: "o"}, tc.obj)
+			if r.Status != tc.want {
+				t.Fatalf("readiness %s (%s), want %s", r.Status, r.Message, tc.want)
 			}
-			c := r.condition(1, time.Now())
-			if (c.Status == ConditionTrue) != (tc.want == "Current") || c.Type != ConditionReady || c.Reason != tc.want || c.Message == "" {
-				t.Fatalf("condition %+v for %s", c, tc.want)
+			if r.Ready() != (tc.want == "Current") || r.Message == "" {
+				t.Fatalf("readiness %+v: Ready() = %v for %s", r, r.Ready(), tc.want)
 			}
 		})
 	}
@@ -76,40 +76,40 @@ func TestReadinessPerKind(t *testing.T) {
 // resourceVersion, none for a version already computed (the apply's response).
 func TestReadinessFromStamp(t *testing.T) {
 	ctx := context.Background()
-	kube := newFakeKube()
-	h := newHealthCheck(kube)
+	kube := &fakeGet{objects: map[string]*unstructured.Unstructured{}}
+	h := NewHealthCheck(kube.get)
 	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	cm := schema.GroupKind{Kind: "ConfigMap"}
-	tgt := TargetItem{Group: "apps", Version: "v1", Resource: "deployments", Namespace: "ns", Name: "o"}
+	tgt := api.TargetItem{Group: "apps", Version: "v1", Resource: "deployments", Namespace: "ns", Name: "o"}
 	cases := []struct {
 		name   string
 		gk     schema.GroupKind
-		st     *objectStamp
+		st     *Stamp
 		exists bool
 		want   string
 	}{
-		{"ConfigMap", cm, &objectStamp{resourceVersion: "5"}, true, "Current"},
+		{"ConfigMap", cm, &Stamp{resourceVersion: "5"}, true, "Current"},
 		{"missing", deploy, nil, false, "NotFound"},
-		{"being deleted", deploy, &objectStamp{resourceVersion: "5", deleting: true}, true, "Terminating"},
+		{"being deleted", deploy, &Stamp{resourceVersion: "5", deleting: true}, true, "Terminating"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := h.ofStamp(ctx, "a", tgt, tc.gk, tc.st, tc.exists)
-			if err != nil || r.status != tc.want {
+			r, err := h.OfStamp(ctx, "a", tgt, tc.gk, tc.st, tc.exists)
+			if err != nil || r.Status != tc.want {
 				t.Fatalf("readiness %v, %v; want %s", r, err, tc.want)
 			}
 		})
 	}
-	if n := len(kube.calls); n != 0 {
-		t.Fatalf("%d kube calls, want none: %v", n, kube.calls)
+	if n := kube.gets; n != 0 {
+		t.Fatalf("%d kube calls, want none: %v", n, kube.gets)
 	}
 	// The apply's response at resourceVersion 10: known without a GET.
-	h.ofObject("a", tgt, object(t, "apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(1)}))
-	if r, err := h.ofStamp(ctx, "a", tgt, deploy, &objectStamp{resourceVersion: "10"}, true); err != nil || r.status != "InProgress" {
+	h.OfObject("a", tgt, object(t, "apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(1)}))
+	if r, err := h.OfStamp(ctx, "a", tgt, deploy, &Stamp{resourceVersion: "10"}, true); err != nil || r.Status != "InProgress" {
 		t.Fatalf("at the applied version: %v, %v", r, err)
 	}
-	if n := len(kube.calls); n != 0 {
-		t.Fatalf("a GET for the version the apply returned: %v", kube.calls)
+	if n := kube.gets; n != 0 {
+		t.Fatalf("a GET for the version the apply returned: %v", kube.gets)
 	}
 	// The controller updated the status: one GET, then none for the same version.
 	rolled := object(t, "apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(2), "replicas": int64(1),
@@ -118,23 +118,25 @@ func TestReadinessFromStamp(t *testing.T) {
 	rolled.Object["spec"] = map[string]any{"replicas": int64(1)}
 	rolled.SetNamespace("ns")
 	rolled.SetResourceVersion("11")
-	kube.objects[objKey(GVROf(tgt), "ns", "o")] = rolled
+	kube.objects["ns/o"] = rolled
 	for i := 0; i < 3; i++ {
-		if r, err := h.ofStamp(ctx, "a", tgt, deploy, &objectStamp{resourceVersion: "11"}, true); err != nil || r.status != "Current" {
+		if r, err := h.OfStamp(ctx, "a", tgt, deploy, &Stamp{resourceVersion: "11"}, true); err != nil || r.Status != "Current" {
 			t.Fatalf("after the rollout: %v, %v", r, err)
 		}
 	}
-	if n := countPrefix(kube.calls, "get"); n != 1 {
+	if n := kube.gets; n != 1 {
 		t.Fatalf("GETs = %d for one new resourceVersion, want 1", n)
 	}
 }
 
-func countPrefix(calls []string, prefix string) int {
-	n := 0
-	for _, c := range calls {
-		if len(c) >= len(prefix) && c[:len(prefix)] == prefix {
-			n++
-		}
-	}
-	return n
+// fakeGet is the apiserver as a HealthCheck reads it: objects by "namespace/name", gets
+// counted.
+type fakeGet struct {
+	objects map[string]*unstructured.Unstructured
+	gets    int
+}
+
+func (f *fakeGet) get(_ context.Context, t api.TargetItem) (*unstructured.Unstructured, error) {
+	f.gets++
+	return f.objects[t.Namespace+"/"+t.Name], nil
 }

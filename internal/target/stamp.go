@@ -1,11 +1,10 @@
-package kubeapplier
+package target
 
 import (
 	"encoding/json"
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,14 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
-// objectStamp is what a shared watch stores per object. A cluster-wide watch holds every
+// Stamp is what a shared watch stores per object. A cluster-wide watch holds every
 // object of its resource, not only the targets, so it keeps only what the controllers
 // compare: identity (uid), the resourceVersion, the generation, whether it is being deleted,
 // and one small entry per field manager of the main resource (no managedFields sets, no
 // labels). Namespace and manager names are interned by the watch.
-type objectStamp struct {
+type Stamp struct {
 	namespace, name, resourceVersion string
 	uid                              uint64 // a hash of metadata.uid: compared, never shown
 	generation                       int64
@@ -58,7 +59,7 @@ type suspicion struct {
 // moved no entry was made in the second of its writer's last change; when no entry of s is
 // later than our entry's second, that writer may be us (a later write by us would have moved
 // our entry's time). Stamps are replaced, not updated, so a suspicion rides along.
-func (s *objectStamp) follow(n *objectStamp, fieldManager string) (suspected bool) {
+func (s *Stamp) follow(n *Stamp, fieldManager string) (suspected bool) {
 	if s.resourceVersion != n.resourceVersion {
 		if _, ours := n.entry(fieldManager, true); n.listed && ours {
 			n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion, gap: true})
@@ -86,14 +87,14 @@ type fieldsStamp struct {
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, so client-go's key functions
 // (meta.Accessor) read a stamp.
-func (s *objectStamp) GetObjectMeta() metav1.Object {
+func (s *Stamp) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, ResourceVersion: s.resourceVersion}
 }
 
 // sameMetadata reports whether two stamps of one object differ only by resourceVersion:
 // same identity, generation, deletion state, and field ownership and entry times of the main
 // resource. A status update leaves them equal.
-func (s *objectStamp) sameMetadata(o *objectStamp) bool {
+func (s *Stamp) sameMetadata(o *Stamp) bool {
 	if s.uid != o.uid || s.generation != o.generation || s.deleting != o.deleting || len(s.fields) != len(o.fields) {
 		return false
 	}
@@ -108,13 +109,13 @@ func (s *objectStamp) sameMetadata(o *objectStamp) bool {
 
 // entry returns the stamp's main-resource entry of manager with operation Apply (apply) or
 // Update.
-func (s *objectStamp) entry(manager string, apply bool) (fieldsStamp, bool) {
+func (s *Stamp) entry(manager string, apply bool) (fieldsStamp, bool) {
 	return s.entryOf(manager, "", apply)
 }
 
 // entryOf returns the stamp's entry of manager through subresource ("": the main resource)
 // with operation Apply (apply) or Update.
-func (s *objectStamp) entryOf(manager, subresource string, apply bool) (fieldsStamp, bool) {
+func (s *Stamp) entryOf(manager, subresource string, apply bool) (fieldsStamp, bool) {
 	for _, f := range s.fields {
 		if f.manager == manager && f.subresource == subresource && f.apply == apply {
 			return f, true
@@ -137,32 +138,32 @@ func uidHash(uid types.UID) uint64 {
 // managedFields: no entry (status included) has a new field set or time. A write under a
 // manager's name within the second of that manager's last change looks so (entry times are
 // whole seconds); so does a status update in that second.
-func (s *objectStamp) unexplained(n *objectStamp) bool {
+func (s *Stamp) unexplained(n *Stamp) bool {
 	return s.resourceVersion != n.resourceVersion && s.statusDigest == n.statusDigest && s.sameMetadata(n)
 }
 
 // listedAnnotation marks, on the watch's own decoded copy, an object that came from a list
-// (see objectStamp.listed); it never reaches the apiserver.
+// (see Stamp.listed); it never reaches the apiserver.
 const listedAnnotation = "kube-applier-aws.internal/listed"
 
 // stamper returns the informer transform that reduces each listed or watched object to an
-// objectStamp, interning its namespace and field managers in strings.
-func stamper(strings *interner) cache.TransformFunc {
+// Stamp, interning its namespace and field managers in strings.
+func stamper(strings *intern.Strings) cache.TransformFunc {
 	return func(obj any) (any, error) {
-		if _, ok := obj.(*objectStamp); ok {
+		if _, ok := obj.(*Stamp); ok {
 			return obj, nil
 		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return obj, nil // a tombstone: the informer handles it
 		}
-		return stampOf(m, strings), nil
+		return StampOf(m, strings), nil
 	}
 }
 
-// stampOf is the stamp of an object's metadata.
-func stampOf(m metav1.Object, strings *interner) *objectStamp {
-	s := &objectStamp{namespace: strings.intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
+// StampOf is the stamp of an object's metadata.
+func StampOf(m metav1.Object, strings *intern.Strings) *Stamp {
+	s := &Stamp{namespace: strings.Intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
 		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil,
 		listed: m.GetAnnotations()[listedAnnotation] != ""}
 	for _, e := range m.GetManagedFields() {
@@ -181,7 +182,7 @@ func stampOf(m metav1.Object, strings *interner) *objectStamp {
 			s.statusDigest += statusEntryDigest(e.Manager, f.time, f.digest) // a sum: order-independent
 			continue
 		}
-		f.manager, f.subresource = strings.intern(e.Manager), strings.intern(e.Subresource)
+		f.manager, f.subresource = strings.Intern(e.Manager), strings.Intern(e.Subresource)
 		f.apply = e.Operation == metav1.ManagedFieldsOperationApply
 		s.fields = append(s.fields, f)
 	}
@@ -242,28 +243,6 @@ func treeDigest(v any) uint64 {
 	return h.Sum64()
 }
 
-// interner shares equal strings between stamps.
-type interner struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (in *interner) intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if v, ok := in.m[s]; ok {
-		return v
-	}
-	if in.m == nil {
-		in.m = map[string]string{}
-	}
-	in.m[s] = s
-	return s
-}
-
 // who names the entry's writer for messages: "hpa-controller (through /scale)".
 func (f fieldsStamp) who() string {
 	if f.subresource == "" {
@@ -279,3 +258,6 @@ func (f fieldsStamp) when() time.Time {
 	}
 	return time.Unix(f.time, 0).UTC()
 }
+
+// ResourceVersion is the object's metadata.resourceVersion at this stamp.
+func (s *Stamp) ResourceVersion() string { return s.resourceVersion }

@@ -1,10 +1,13 @@
-package kubeapplier
+package target
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,79 +21,79 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// targetWatches holds the shared, metadata-only watches of desire targets for one leadership
+// Watches holds the shared, metadata-only watches of desire targets for one leadership
 // term: one cluster-wide watch per resource (GVR), whatever the number of namespaces, started
 // with the first desire that needs it and stopped with the last (or when the term ends). A
 // standby holds none.
-type targetWatches struct {
+type Watches struct {
 	// dynamic lists and watches when metadata is nil (full objects reduced on arrival).
 	dynamic  dynamic.Interface
 	metadata metadata.Interface
 	// notify is called with a desire whenever its target is added, changed or deleted.
-	notify func(desireRef)
-	// adopt is called with a desire and the watch's stamp of the very version its own apply
+	notify func(Ref)
+	// Adopt, when set, is called with a desire and the watch's stamp of the very version its own apply
 	// left (see knows): the apply's record keeps the watch's stamp instead of one of its own.
-	adopt func(desireRef, *objectStamp)
-	// fieldManager is the applier's own field manager: a change that may be a write under it
-	// leaving no trace is marked on the stamp (see objectStamp.follow).
-	fieldManager string
+	Adopt func(Ref, *Stamp)
+	// FieldManager is the applier's own field manager: a change that may be a write under it
+	// leaving no trace is marked on the stamp (see Stamp.follow).
+	FieldManager string
 
 	mu      sync.Mutex
 	term    context.Context // bounds every watch; nil between terms
-	watches map[schema.GroupVersionResource]*metaWatch
-	regs    map[desireRef]*registration
+	watches map[schema.GroupVersionResource]*Watch
+	regs    map[Ref]*registration
 }
 
-// desireRef names one desire across kinds.
-type desireRef struct {
-	kind DesireKind
-	id   string
+// Ref names one desire across kinds.
+type Ref struct {
+	Kind api.DesireKind
+	ID   string
 }
 
 // registration is one desire's interest in one target.
 type registration struct {
-	target TargetItem
-	watch  *metaWatch
+	target api.TargetItem
+	watch  *Watch
 }
 
-// interest says which changes of its target a desire is told about: every new
+// Interest says which changes of its target a desire is told about: every new
 // resourceVersion (a ReadDesire mirrors the object, a DeleteDesire reports its finalizers),
 // or only changes of the stamp's metadata (an ApplyDesire: status updates and
 // resourceVersion bumps touch nothing it applied).
-type interest bool
+type Interest bool
 
 const (
-	everyVersion interest = true
-	metadataOnly interest = false
+	EveryVersion Interest = true
+	MetadataOnly Interest = false
 )
 
-func newTargetWatches(dyn dynamic.Interface, md metadata.Interface, notify func(desireRef)) *targetWatches {
-	return &targetWatches{dynamic: dyn, metadata: md, notify: notify,
-		watches: map[schema.GroupVersionResource]*metaWatch{}, regs: map[desireRef]*registration{}}
+func NewWatches(dyn dynamic.Interface, md metadata.Interface, notify func(Ref)) *Watches {
+	return &Watches{dynamic: dyn, metadata: md, notify: notify,
+		watches: map[schema.GroupVersionResource]*Watch{}, regs: map[Ref]*registration{}}
 }
 
-// begin starts a term: watches started from now on live until end or until ctx ends.
-func (h *targetWatches) begin(ctx context.Context) {
+// Begin starts a term: watches started from now on live until end or until ctx ends.
+func (h *Watches) Begin(ctx context.Context) {
 	h.mu.Lock()
 	h.term = ctx
 	h.mu.Unlock()
 }
 
-// end stops every watch and drops every registration: the next term starts from nothing.
-func (h *targetWatches) end() {
+// End stops every watch and drops every registration: the next term starts from nothing.
+func (h *Watches) End() {
 	h.mu.Lock()
 	ws := h.watches
-	h.term, h.watches, h.regs = nil, map[schema.GroupVersionResource]*metaWatch{}, map[desireRef]*registration{}
+	h.term, h.watches, h.regs = nil, map[schema.GroupVersionResource]*Watch{}, map[Ref]*registration{}
 	h.mu.Unlock()
 	for _, w := range ws {
 		w.stop()
 	}
 }
 
-// watch registers ref's interest in t and returns the shared watch of t's resource, started
+// Watch registers ref's interest in t and returns the shared watch of t's resource, started
 // when none runs. A changed target moves the registration; a target of the same resource
 // (renamed, or in another namespace) keeps the watch.
-func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaWatch {
+func (h *Watches) Watch(ref Ref, t api.TargetItem, what Interest) *Watch {
 	h.mu.Lock()
 	old, ok := h.regs[ref]
 	if ok && old.target == t {
@@ -98,7 +101,7 @@ func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaW
 		h.mu.Unlock()
 		return old.watch
 	}
-	gvr := GVROf(t)
+	gvr := schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
 	w, found := h.watches[gvr]
 	if !found {
 		w = h.startLocked(gvr)
@@ -106,7 +109,7 @@ func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaW
 	}
 	w.add(objectKey(t.Namespace, t.Name), ref, what)
 	// Unregistered after registering, so a target moving within its resource keeps the watch.
-	var stop *metaWatch
+	var stop *Watch
 	if ok {
 		stop = h.unregisterLocked(ref, old)
 	}
@@ -116,10 +119,10 @@ func (h *targetWatches) watch(ref desireRef, t TargetItem, what interest) *metaW
 	return w
 }
 
-// forget drops ref's registration and stops its watch when ref was the last desire using it.
-func (h *targetWatches) forget(ref desireRef) {
+// Forget drops ref's registration and stops its watch when ref was the last desire using it.
+func (h *Watches) Forget(ref Ref) {
 	h.mu.Lock()
-	var stop *metaWatch
+	var stop *Watch
 	if reg, ok := h.regs[ref]; ok {
 		delete(h.regs, ref)
 		stop = h.unregisterLocked(ref, reg)
@@ -130,7 +133,7 @@ func (h *targetWatches) forget(ref desireRef) {
 
 // unregisterLocked removes reg from its watch and returns the watch when it has no desire
 // left: the caller stops it after releasing h.mu (its handlers take h.mu).
-func (h *targetWatches) unregisterLocked(ref desireRef, reg *registration) *metaWatch {
+func (h *Watches) unregisterLocked(ref Ref, reg *registration) *Watch {
 	w := reg.watch
 	if !w.remove(objectKey(reg.target.Namespace, reg.target.Name), ref) {
 		return nil
@@ -139,33 +142,40 @@ func (h *targetWatches) unregisterLocked(ref desireRef, reg *registration) *meta
 	return w
 }
 
-// count returns how many watches run, i.e. how many watches are held on the apiserver.
-func (h *targetWatches) count() int {
+// Of returns the running watch of resource gvr, or nil when none runs.
+func (h *Watches) Of(gvr schema.GroupVersionResource) *Watch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches[gvr]
+}
+
+// Count returns how many watches run, i.e. how many watches are held on the apiserver.
+func (h *Watches) Count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.watches)
 }
 
-// registered returns how many desires hold a registration.
-func (h *targetWatches) registered() int {
+// Registered returns how many desires hold a registration.
+func (h *Watches) Registered() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.regs)
 }
 
 // interested returns the desires registered for the object key on w that want to hear of a
-// change: all of them when the stamp's metadata changed, else those of everyVersion; none
+// change: all of them when the stamp's metadata changed, else those of EveryVersion; none
 // that already know resourceVersion rv (their own apply left it; "" for a deletion): those
 // are returned as own.
-func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged bool, rv string) (refs, own []desireRef) {
+func (h *Watches) interested(w *Watch, key string, metadataChanged bool, rv string) (refs, own []Ref) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refs = make([]desireRef, 0, len(w.names[key]))
+	refs = make([]Ref, 0, len(w.names[key]))
 	for _, r := range w.names[key] {
 		switch {
 		case rv != "" && r.known == rv:
 			own = append(own, r.ref)
-		case metadataChanged || r.what == everyVersion:
+		case metadataChanged || r.what == EveryVersion:
 			refs = append(refs, r.ref)
 		}
 	}
@@ -174,7 +184,7 @@ func (h *targetWatches) interested(w *metaWatch, key string, metadataChanged boo
 
 // knows records that ref already knows its target at resourceVersion rv (its own apply's
 // response): the watch's event of that version is not news to it.
-func (h *targetWatches) knows(ref desireRef, rv string) {
+func (h *Watches) knows(ref Ref, rv string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	reg, ok := h.regs[ref]
@@ -190,12 +200,12 @@ func (h *targetWatches) knows(ref desireRef, rv string) {
 }
 
 // notifyAll notifies every desire registered on w.
-func (h *targetWatches) notifyAll(w *metaWatch) {
+func (h *Watches) notifyAll(w *Watch) {
 	if h.notify == nil {
 		return
 	}
 	h.mu.Lock()
-	var refs []desireRef
+	var refs []Ref
 	for _, ws := range w.names {
 		for _, r := range ws {
 			refs = append(refs, r.ref)
@@ -216,12 +226,12 @@ func objectKey(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-// metaWatch is a cluster-wide, metadata-only informer over one resource, shared by every
-// desire whose target is of that resource. Its store holds an objectStamp per object: enough
+// Watch is a cluster-wide, metadata-only informer over one resource, shared by every
+// desire whose target is of that resource. Its store holds a Stamp per object: enough
 // to tell a desire that its target appeared, changed or vanished, and whether what changed
 // may touch what an ApplyDesire applied, at ~200 bytes per object instead of a watch
 // connection and goroutines per desire or per namespace.
-type metaWatch struct {
+type Watch struct {
 	gvr      schema.GroupVersionResource
 	store    cache.Store
 	informer cache.Controller
@@ -229,42 +239,42 @@ type metaWatch struct {
 	started  time.Time
 	done     chan struct{}
 	// names maps an object key to the desires interested in it (almost always one: a slice,
-	// not a map per object); guarded by targetWatches.mu.
+	// not a map per object); guarded by Watches.mu.
 	names map[string][]watcher
 	// strings interns namespaces and field managers: a handful of values shared by every
 	// stamp instead of a copy per object.
-	strings interner
+	strings intern.Strings
 
 	mu      sync.Mutex
 	lastErr error // the last list/watch error, cleared by the next event
 	// waiting are the desires that looked before the first list completed and want to be
 	// told when it does; nil once it did.
-	waiting  map[desireRef]struct{}
+	waiting  map[Ref]struct{}
 	isSynced bool
 }
 
-// wakeOnSync asks for ref to be notified when the watch's first list completes (it is looking
+// WakeOnSync asks for ref to be notified when the watch's first list completes (it is looking
 // at an unsynced watch), and reports true, doing nothing, when that already happened (the
 // caller looks again at once).
-func (w *metaWatch) wakeOnSync(ref desireRef) bool {
+func (w *Watch) WakeOnSync(ref Ref) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.isSynced {
 		return true
 	}
 	if w.waiting == nil {
-		w.waiting = map[desireRef]struct{}{}
+		w.waiting = map[Ref]struct{}{}
 	}
 	w.waiting[ref] = struct{}{}
 	return false
 }
 
 // syncedNow marks the watch synced and returns the desires waiting for it.
-func (w *metaWatch) syncedNow() []desireRef {
+func (w *Watch) syncedNow() []Ref {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.isSynced = true
-	refs := make([]desireRef, 0, len(w.waiting))
+	refs := make([]Ref, 0, len(w.waiting))
 	for ref := range w.waiting {
 		refs = append(refs, ref)
 	}
@@ -274,7 +284,7 @@ func (w *metaWatch) syncedNow() []desireRef {
 
 // setErr records the outcome of a list or watch call and reports whether the watch went from
 // working to failing or back.
-func (w *metaWatch) setErr(err error) bool {
+func (w *Watch) setErr(err error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	changed := (w.lastErr == nil) != (err == nil)
@@ -282,27 +292,30 @@ func (w *metaWatch) setErr(err error) bool {
 	return changed
 }
 
-// err returns the error of the last list or watch call, or nil once one succeeded again.
-func (w *metaWatch) err() error { w.mu.Lock(); defer w.mu.Unlock(); return w.lastErr }
+// Err returns the error of the last list or watch call, or nil once one succeeded again.
+func (w *Watch) Err() error { w.mu.Lock(); defer w.mu.Unlock(); return w.lastErr }
 
-// synced reports whether the watch's first list completed.
-func (w *metaWatch) synced() bool { return w.informer.HasSynced() }
+// Started is when the watch started (its first list began).
+func (w *Watch) Started() time.Time { return w.started }
 
-// lookup returns the stamp of the object namespace/name, or false when the watch has none.
-func (w *metaWatch) lookup(namespace, name string) (*objectStamp, bool) {
+// Synced reports whether the watch's first list completed.
+func (w *Watch) Synced() bool { return w.informer.HasSynced() }
+
+// Lookup returns the stamp of the object namespace/name, or false when the watch has none.
+func (w *Watch) Lookup(namespace, name string) (*Stamp, bool) {
 	obj, exists, err := w.store.GetByKey(objectKey(namespace, name))
-	stamp, ok := obj.(*objectStamp)
+	stamp, ok := obj.(*Stamp)
 	return stamp, err == nil && exists && ok
 }
 
 // watcher is one desire's interest in one object.
 type watcher struct {
-	ref   desireRef
-	what  interest
+	ref   Ref
+	what  Interest
 	known string // a resourceVersion the desire knows already (see knows)
 }
 
-func (w *metaWatch) add(key string, ref desireRef, what interest) {
+func (w *Watch) add(key string, ref Ref, what Interest) {
 	ws := w.names[key]
 	for i := range ws {
 		if ws[i].ref == ref {
@@ -314,7 +327,7 @@ func (w *metaWatch) add(key string, ref desireRef, what interest) {
 }
 
 // remove drops ref's interest in key and reports whether the watch has no desire left.
-func (w *metaWatch) remove(key string, ref desireRef) bool {
+func (w *Watch) remove(key string, ref Ref) bool {
 	ws := w.names[key]
 	for i := range ws {
 		if ws[i].ref == ref {
@@ -331,7 +344,7 @@ func (w *metaWatch) remove(key string, ref desireRef) bool {
 }
 
 // stop ends the watch and waits for its goroutine; a nil watch is a no-op.
-func (w *metaWatch) stop() {
+func (w *Watch) stop() {
 	if w != nil {
 		w.cancel()
 		<-w.done
@@ -340,13 +353,13 @@ func (w *metaWatch) stop() {
 
 // startLocked starts the shared watch of gvr. Called with h.mu held; the informer's handlers
 // take h.mu, so they only run once the caller releases it.
-func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch {
+func (h *Watches) startLocked(gvr schema.GroupVersionResource) *Watch {
 	ctx := h.term
 	if ctx == nil {
 		ctx = context.Background() // outside a term (tests): stopped by forget or end
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &metaWatch{gvr: gvr, cancel: cancel, started: time.Now(), done: make(chan struct{}),
+	w := &Watch{gvr: gvr, cancel: cancel, started: time.Now(), done: make(chan struct{}),
 		names: map[string][]watcher{}}
 	lw, objType := h.listWatch(w)
 	// A plain informer (store + controller), not a SharedIndexInformer: nothing else shares
@@ -379,7 +392,7 @@ func (h *targetWatches) startLocked(gvr schema.GroupVersionResource) *metaWatch 
 // listWatch lists and watches w's resource in every namespace as PartialObjectMetadata
 // through the metadata client, or through the dynamic client (full objects, reduced by the
 // stamper) without one. Errors are recorded on w so the desires it serves can report them.
-func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Object) {
+func (h *Watches) listWatch(w *Watch) (cache.ListerWatcher, runtime.Object) {
 	var (
 		list     func(context.Context, metav1.ListOptions) (runtime.Object, error)
 		watchFn  func(context.Context, metav1.ListOptions) (watch.Interface, error)
@@ -426,7 +439,7 @@ func (h *targetWatches) listWatch(w *metaWatch) (cache.ListerWatcher, runtime.Ob
 			return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) {
 				switch {
 				case ev.Type == watch.Error:
-					observe(fmt.Errorf("watch of %s: %w", gvrString(w.gvr), apierrors.FromObject(ev.Object)))
+					observe(fmt.Errorf("watch of %s: %w", GVRString(w.gvr), apierrors.FromObject(ev.Object)))
 				case initial && ev.Type == watch.Bookmark:
 					if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
 						initial = false
@@ -464,7 +477,7 @@ func markListed(obj runtime.Object) {
 // update that changed only the status (a status entry moved) reaches only the desires that
 // want every version. An update that moved no entry at all reaches every desire: it may be a
 // write under our own field manager within the second of our apply (see unexplained).
-func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
+func (h *Watches) handler(w *Watch) cache.ResourceEventHandler {
 	notify := func(obj any, metadataChanged bool, rv string) {
 		if h.notify == nil {
 			return
@@ -477,37 +490,37 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		for _, ref := range notified {
 			h.notify(ref)
 		}
-		if st, ok := obj.(*objectStamp); ok && h.adopt != nil {
+		if st, ok := obj.(*Stamp); ok && h.Adopt != nil {
 			for _, ref := range own {
-				h.adopt(ref, st)
+				h.Adopt(ref, st)
 			}
 		}
 	}
 	version := func(obj any) string {
-		if s, ok := obj.(*objectStamp); ok {
+		if s, ok := obj.(*Stamp); ok {
 			return s.resourceVersion
 		}
 		return ""
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if s, ok := obj.(*objectStamp); ok {
+			if s, ok := obj.(*Stamp); ok {
 				// Its history is unknown (a new watch's list, or re-added): a gap, for the
 				// objects the applier may have applied.
-				if _, ours := s.entry(h.fieldManager, true); ours {
+				if _, ours := s.entry(h.FieldManager, true); ours {
 					s.suspect.Store(&suspicion{resourceVersion: s.resourceVersion, gap: true})
 				}
 			}
 			notify(obj, true, version(obj))
 		},
 		UpdateFunc: func(o, n any) {
-			os, ok1 := o.(*objectStamp)
-			ns, ok2 := n.(*objectStamp)
+			os, ok1 := o.(*Stamp)
+			ns, ok2 := n.(*Stamp)
 			if !ok1 || !ok2 {
 				notify(n, true, "")
 				return
 			}
-			suspected := os.follow(ns, h.fieldManager)
+			suspected := os.follow(ns, h.FieldManager)
 			if os.resourceVersion == ns.resourceVersion {
 				return
 			}
@@ -516,4 +529,12 @@ func (h *targetWatches) handler(w *metaWatch) cache.ResourceEventHandler {
 		// A deletion is news whatever version the object had.
 		DeleteFunc: func(obj any) { notify(obj, true, "") },
 	}
+}
+
+// GVRString names a resource in messages: "configmaps/v1", "deployments.apps/v1".
+func GVRString(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "/" + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
 }
