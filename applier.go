@@ -110,7 +110,7 @@ func New(opts Options) (*Applier, error) {
 	a.apply = newController(controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync))
-	a.apply.conflicts = termConflicts{a}
+	a.apply.objectRules = termConflicts{a}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
 		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.forget, opts.DeleteResync))
@@ -166,10 +166,11 @@ func (c termConflicts) current() objectConflicts {
 		applySpecs: c.a.db.ApplyDesireSpecs(), deleteSpecs: c.a.db.DeleteDesireSpecs()}
 }
 
-func (c termConflicts) check(ctx context.Context, d Desire) (Verdict, bool, string) {
+func (c termConflicts) check(ctx context.Context, d *ApplyDesire) (Verdict, bool, string) {
 	return c.current().check(ctx, d)
 }
-func (c termConflicts) others(obj any) []string { return c.current().others(obj) }
+func (c termConflicts) others(obj any) []string               { return c.current().others(obj) }
+func (termConflicts) scrub(d *ApplyDesire, v Verdict) Verdict { return scrubVerdict(d, v) }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,

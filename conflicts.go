@@ -21,11 +21,6 @@ import (
 // object; every other one is refused with TargetConflict naming it, and the keeper's message
 // names the others. A change to any of them looks at the others again.
 
-// targetIndexers indexes Apply and Delete desires by their object's family (see
-// deleteconflicts.go): the ApplyDesires of one object are found among those of its family,
-// so the cache keeps one index entry per desire, not two. ReadDesires are not indexed.
-var targetIndexers = cache.Indexers{familyIndex: indexFamily}
-
 // applyObjectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
 // any version. "" when the content does not name one (it is refused anyway).
 func applyObjectKey(d *ApplyDesire) string {
@@ -52,7 +47,7 @@ func applyObjectKey(d *ApplyDesire) string {
 
 // sameObject returns the other cached ApplyDesires that target d's object.
 func sameObject(indexer cache.Indexer, d *ApplyDesire) []*ApplyDesire {
-	k, fam := applyObjectKey(d), objectFamily(d)
+	k, fam := applyObjectKey(d), applyFamily(d)
 	if k == "" || fam == "" {
 		return nil
 	}
@@ -154,11 +149,7 @@ func (c objectConflicts) rivals(d *ApplyDesire) []*ApplyDesire {
 
 // check returns d's refusal when another desire keeps its object, else the note for the
 // keeper's message ("" without rivals).
-func (c objectConflicts) check(ctx context.Context, d Desire) (Verdict, bool, string) {
-	ad, ok := d.(*ApplyDesire)
-	if !ok {
-		return Verdict{}, false, ""
-	}
+func (c objectConflicts) check(ctx context.Context, ad *ApplyDesire) (Verdict, bool, string) {
 	if dels := deleteRivals(c.deletes, c.mapper, c.cluster, ad); len(dels) > 0 {
 		// A DeleteDesire wins while it exists (deleteconflicts.go): confirmed in its table.
 		dels, err := c.confirmDeletes(ctx, ad, dels)
@@ -235,6 +226,9 @@ func (c objectConflicts) confirmApply(ctx context.Context, ad, keeper *ApplyDesi
 	}
 	return cur, nil
 }
+
+// scrub is scrubVerdict: no Secret value of ad's content in v.
+func (objectConflicts) scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
 
 // others returns the IDs of the desires that share obj's object, to look at again when obj
 // changes or goes.

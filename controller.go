@@ -43,6 +43,18 @@ type controller[T Desire] struct {
 	outcomes outcomes
 }
 
+// objectRules is what the controller of a kind whose desires write objects (ApplyDesires:
+// conflicts.go, secrets.go) does around the reconciler.
+type objectRules[T Desire] interface {
+	// check refuses d while another desire keeps its object, else returns the note for the
+	// keeper's message ("" without rivals).
+	check(ctx context.Context, d T) (refusal Verdict, refused bool, note string)
+	// others lists the desires that share obj's object.
+	others(obj any) []string
+	// scrub returns v without the values of d's content that must not leave the cluster.
+	scrub(d T, v Verdict) Verdict
+}
+
 // controllerConfig is what a controller is built from.
 type controllerConfig[T Desire] struct {
 	kind       DesireKind
@@ -56,13 +68,9 @@ type controllerConfig[T Desire] struct {
 	forget func(id string)
 	// kindsChanged is called after a verdict that applied a CustomResourceDefinition.
 	kindsChanged func()
-	// conflicts, for ApplyDesires, refuses a desire whose object another desire keeps (or
-	// returns the note for the keeper's message), and others lists the desires sharing an
-	// object; nil for other kinds.
-	conflicts interface {
-		check(ctx context.Context, d Desire) (refusal Verdict, refused bool, note string)
-		others(obj any) []string
-	}
+	// objectRules are the kind's rules around the reconciler (ApplyDesires'); nil for kinds
+	// without.
+	objectRules   objectRules[T]
 	resync        time.Duration // lookPeriodic
 	recheck       time.Duration // lookSoon without a delay of its own
 	maxRetryDelay time.Duration
@@ -164,10 +172,10 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 // enqueueRivals queues the desires that share obj's object: a change to one of them may
 // change which keeps it.
 func (c *controller[T]) enqueueRivals(obj any) {
-	if c.conflicts == nil {
+	if c.objectRules == nil {
 		return
 	}
-	for _, id := range c.conflicts.others(obj) {
+	for _, id := range c.objectRules.others(obj) {
 		c.q().Add(id)
 	}
 }
@@ -491,11 +499,10 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		return Refused(ReasonPreCheckFailed, fmt.Sprintf(
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.cluster))
 	}
-	if c.conflicts == nil {
-		// Whichever reconciler judged (a wrapper too), no Secret value leaves the cluster.
-		return scrubVerdict(d, c.reconciler.Reconcile(ctx, d))
+	if c.objectRules == nil {
+		return c.reconciler.Reconcile(ctx, d)
 	}
-	refusal, refused, note := c.conflicts.check(ctx, d)
+	refusal, refused, note := c.objectRules.check(ctx, d)
 	if refused {
 		// What the reconciler knew of its last apply is void while another desire owns the
 		// object (it may write the same fields with other values): look afresh when ours again.
@@ -504,7 +511,8 @@ func (c *controller[T]) verdict(ctx context.Context, d T) Verdict {
 		}
 		return refusal
 	}
-	v := scrubVerdict(d, c.reconciler.Reconcile(ctx, d))
+	// Whichever reconciler judged (a wrapper too), no Secret value leaves the cluster.
+	v := c.objectRules.scrub(d, c.reconciler.Reconcile(ctx, d))
 	if v.decided && note != "" && !strings.HasSuffix(v.message, note) {
 		// (A message verified from the last status may carry the note already.)
 		v.message += note

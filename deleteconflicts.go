@@ -34,35 +34,53 @@ const familyIndex = "family"
 
 func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
 
-// objectFamily is d's familyIndex key ("" when it names no object).
-func objectFamily(d Desire) string {
-	switch d := d.(type) {
-	case *ApplyDesire:
-		parts := strings.SplitN(applyObjectKey(d), "/", 4)
-		if len(parts) == 4 {
-			return familyKey(parts[0], parts[2], parts[3])
-		}
-	case *DeleteDesire:
-		t := d.Spec.TargetItem
-		if d.Invalid == "" && t.Name != "" && t.Resource != "" {
-			return familyKey(t.Group, t.Namespace, t.Name)
-		}
+// applyFamily is an ApplyDesire's familyIndex key: its kubeContent's object ("" when it names
+// none).
+func applyFamily(d *ApplyDesire) string {
+	parts := strings.SplitN(applyObjectKey(d), "/", 4)
+	if len(parts) == 4 {
+		return familyKey(parts[0], parts[2], parts[3])
 	}
 	return ""
 }
 
-func indexFamily(obj any) ([]string, error) {
-	if d, ok := DesireOf(obj); ok {
-		if k := objectFamily(d); k != "" {
-			return []string{k}, nil
-		}
+// deleteFamily is a DeleteDesire's familyIndex key: its targetItem ("" when it names none).
+func deleteFamily(d *DeleteDesire) string {
+	t := d.Spec.TargetItem
+	if d.Invalid == "" && t.Name != "" && t.Resource != "" {
+		return familyKey(t.Group, t.Namespace, t.Name)
 	}
-	return nil, nil
+	return ""
+}
+
+// indexersOf are the indexers of kind's informer. Apply and Delete desires are indexed by their
+// object's family: the ApplyDesires of one object are found among those of its family, so the
+// cache keeps one index entry per desire, not two. ReadDesires are not indexed.
+func indexersOf(kind DesireKind) cache.Indexers {
+	switch kind {
+	case KindApplyDesire:
+		return familyIndexers(applyFamily)
+	case KindDeleteDesire:
+		return familyIndexers(deleteFamily)
+	}
+	return nil
+}
+
+// familyIndexers index one kind's desires by family (none for a desire whose family is "").
+func familyIndexers[T Desire](family func(T) string) cache.Indexers {
+	return cache.Indexers{familyIndex: func(obj any) ([]string, error) {
+		if d, ok := desireOf[T](obj); ok {
+			if k := family(d); k != "" {
+				return []string{k}, nil
+			}
+		}
+		return nil, nil
+	}}
 }
 
 // deleteRivals returns the DeleteDesires of cluster in deletes that target d's object.
 func deleteRivals(deletes cache.Indexer, mapper meta.ResettableRESTMapper, cluster string, d *ApplyDesire) []*DeleteDesire {
-	fam := objectFamily(d)
+	fam := applyFamily(d)
 	if deletes == nil || fam == "" {
 		return nil
 	}
@@ -83,7 +101,7 @@ func deleteRivals(deletes cache.Indexer, mapper meta.ResettableRESTMapper, clust
 // isDeleteRival reports whether dd, a DeleteDesire of cluster, targets d's object: the same
 // family and, when d's kind maps to a resource, that resource.
 func isDeleteRival(mapper meta.ResettableRESTMapper, cluster string, d *ApplyDesire, dd *DeleteDesire) bool {
-	if dd.Invalid != "" || dd.Spec.ManagementCluster != cluster || objectFamily(dd) != objectFamily(d) {
+	if dd.Invalid != "" || dd.Spec.ManagementCluster != cluster || deleteFamily(dd) != applyFamily(d) {
 		return false
 	}
 	var obj struct {
@@ -115,11 +133,11 @@ func deleteConflictVerdict(d *ApplyDesire, rivals []*DeleteDesire) Verdict {
 // appliesOfFamily returns the IDs of the ApplyDesires in applies that share the object family
 // of obj (a DeleteDesire, or its tombstone), to look at again when it changes or goes.
 func appliesOfFamily(applies cache.Indexer, obj any) []string {
-	d, ok := DesireOf(obj)
+	d, ok := desireOf[*DeleteDesire](obj)
 	if !ok || applies == nil {
 		return nil
 	}
-	fam := objectFamily(d)
+	fam := deleteFamily(d)
 	if fam == "" {
 		return nil
 	}

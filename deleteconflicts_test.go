@@ -46,8 +46,9 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 			kube := newFakeKube()
 			mapper := newMapper()
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
-			h.c.conflicts = objectConflicts{indexer: h.cache, cluster: "mc01", deletes: h.cache, mapper: mapper}
-			if err := h.cache.Add(tc.del); err != nil {
+			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexersOf(KindDeleteDesire))}
+			h.c.objectRules = objectConflicts{indexer: h.cache, cluster: "mc01", deletes: deletes, mapper: mapper}
+			if err := deletes.Add(tc.del); err != nil {
 				t.Fatal(err)
 			}
 			ad := applyDesire("a-apply", tc.apply)
@@ -67,7 +68,7 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 				t.Fatalf("the refused ApplyDesire called the apiserver: %v", kube.calls)
 			}
 			// The DeleteDesire goes: the rule lets the ApplyDesire apply.
-			if err := h.cache.Delete(tc.del); err != nil {
+			if err := deletes.Delete(tc.del); err != nil {
 				t.Fatal(err)
 			}
 			ad.Version++ // (a fresh look; the status answers a newer spec version)
@@ -82,7 +83,7 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 // TestDeleteDesireChangeRequeuesApplies: adding, changing (its target too) or removing a
 // DeleteDesire queues the ApplyDesires of its object's family, old and new, and no other.
 func TestDeleteDesireChangeRequeuesApplies(t *testing.T) {
-	applies := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)}
+	applies := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexersOf(KindApplyDesire))}
 	for _, d := range []*ApplyDesire{applyDesire("on-a", cmJSON("a")), applyDesire("on-b", cmJSON("b")), applyDesire("unrelated", cmJSON("c"))} {
 		if err := applies.Add(d); err != nil {
 			t.Fatal(err)
@@ -149,7 +150,8 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 			mapper := newMapper()
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 			specs := newMemDB()
-			h.c.conflicts = objectConflicts{indexer: h.cache, cluster: "mc01", deletes: h.cache, mapper: mapper,
+			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexersOf(KindDeleteDesire))}
+			h.c.objectRules = objectConflicts{indexer: h.cache, cluster: "mc01", deletes: deletes, mapper: mapper,
 				applySpecs: NewTable[*ApplyDesire](specs, "specs-apply"), deleteSpecs: NewTable[*DeleteDesire](specs, "specs-delete")}
 			var rival Desire = deleteDesire("zz-del", cm)
 			if tc.rival == "apply" {
@@ -158,7 +160,11 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 			if stored := tc.table(t, specs, rival); stored != nil {
 				rival = stored // the cache holds what the table holds, createTime included
 			}
-			if err := h.cache.Add(rival); err != nil {
+			into := h.cache
+			if tc.rival == "delete" {
+				into = deletes
+			}
+			if err := into.Add(rival); err != nil {
 				t.Fatal(err)
 			}
 			if tc.fail {

@@ -41,7 +41,7 @@ func reviewApplied(t *testing.T) (*driftFixture, *ApplyDesire) {
 }
 
 // Finding 1b, end to end: a desire's first apply (no last status, or the first desire of its
-// resource in the term) starts the watch in applied(), after the apply; a stale same-second
+// resource in the term) starts the watch in DriftWatch.Applied, after the apply; a stale same-second
 // write landing before the watch's first list arrives as an Add. The status stays Successful
 // for v=4 while the cluster shows v=2.
 func TestReviewStaleWriteBeforeFirstList(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
-// driftFixture is an ApplyDesire reconciler with drift watching over an ssaKube, its
+// driftFixture is an ApplyDesire reconciler with drift watching over an ssafake.Kube, its
 // watch events counted per desire.
 type driftFixture struct {
 	kube    *ssafake.Kube

@@ -208,7 +208,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, targetIndexers)
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexersOf(kind))
 	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
 		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
 		log: logr.Discard(), metrics: metrics.New(nil, fixedClock), now: fixedClock}
@@ -216,7 +216,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 		cfg.forget = f.Forget
 	}
 	if kind == KindApplyDesire {
-		cfg.conflicts = objectConflicts{indexer: idx, cluster: "mc01"}
+		cfg.objectRules = any(objectConflicts{indexer: idx, cluster: "mc01"}).(objectRules[T])
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }

@@ -53,7 +53,7 @@ func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 }
 
 func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
-	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, targetIndexers)
+	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, indexersOf(kind))
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
 }
 

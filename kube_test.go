@@ -65,6 +65,16 @@ func TestNotFoundKinds(t *testing.T) {
 		if got := resourceNotServed(tc.err); got != tc.typeGone {
 			t.Errorf("%s: resourceNotServed = %v, want %v", tc.name, got, tc.typeGone)
 		}
+		// The readiness check's read: nil and no error only for the object's own NotFound.
+		if tc.err == nil {
+			continue
+		}
+		kube := newFakeKube()
+		kube.setErr("get", tc.err)
+		u, err := getTarget(kube)(context.Background(), TargetItem{Version: "v1", Resource: "configmaps", Namespace: "n", Name: "c1"})
+		if gone := u == nil && err == nil; gone != tc.object || (!tc.object && !errors.Is(err, tc.err)) {
+			t.Errorf("%s: getTarget = %v, %v; want gone %v, else the error", tc.name, u, err, tc.object)
+		}
 	}
 }
 

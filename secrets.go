@@ -228,12 +228,11 @@ func scrubValueRenderings(msg string) string {
 	}
 }
 
-// scrubVerdict returns v without the values of the Secret that ApplyDesire d carries (any
-// other desire: v as it is). The controller applies it to every ApplyDesire verdict, the
-// default reconciler's and a wrapper's alike.
-func scrubVerdict(d Desire, v Verdict) Verdict {
-	ad, ok := d.(*ApplyDesire)
-	if !ok || ad.Spec.KubeContent == nil || v.message == "" {
+// scrubVerdict returns v without the values of the Secret that ApplyDesire ad carries. The
+// controller applies it to every ApplyDesire verdict, the default reconciler's and a
+// wrapper's alike.
+func scrubVerdict(ad *ApplyDesire, v Verdict) Verdict {
+	if ad.Spec.KubeContent == nil || v.message == "" {
 		return v
 	}
 	if raw := ad.Spec.KubeContent; !bytes.Contains(raw, []byte("Secret")) && !bytes.Contains(raw, []byte(`\u`)) {

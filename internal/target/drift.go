@@ -59,7 +59,7 @@ type DriftWatch struct {
 	repaired func(group, resource string)
 
 	mu      sync.Mutex
-	records map[string]*appliedRecord // by api.ApplyDesire ID; dropped at term end
+	records map[string]*appliedRecord // by ApplyDesire ID; dropped at term end
 }
 
 // appliedRecord is one desire's last apply in this term.

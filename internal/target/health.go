@@ -50,7 +50,7 @@ type HealthCheck struct {
 	limiter *rate.Limiter
 
 	mu   sync.Mutex
-	last map[string]readAt // by api.ApplyDesire ID; dropped at term end
+	last map[string]readAt // by ApplyDesire ID; dropped at term end
 }
 
 // readAt is the readiness computed at one resourceVersion of one object.

@@ -72,7 +72,7 @@ func NewWatches(dyn dynamic.Interface, md metadata.Interface, notify func(Ref)) 
 		watches: map[schema.GroupVersionResource]*Watch{}, regs: map[Ref]*registration{}}
 }
 
-// Begin starts a term: watches started from now on live until end or until ctx ends.
+// Begin starts a term: watches started from now on live until End or until ctx ends.
 func (h *Watches) Begin(ctx context.Context) {
 	h.mu.Lock()
 	h.term = ctx
@@ -356,7 +356,7 @@ func (w *Watch) stop() {
 func (h *Watches) startLocked(gvr schema.GroupVersionResource) *Watch {
 	ctx := h.term
 	if ctx == nil {
-		ctx = context.Background() // outside a term (tests): stopped by forget or end
+		ctx = context.Background() // outside a term (tests): stopped by Forget or End
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Watch{gvr: gvr, cancel: cancel, started: time.Now(), done: make(chan struct{}),

@@ -145,7 +145,7 @@ func TestWakeOnSync(t *testing.T) {
 	close(release)
 	testenv.WaitUntil(t, 5*time.Second, "the early desire woken", func() bool { mu.Lock(); defer mu.Unlock(); return len(woken) == 1 && woken[0] == "early" })
 	if !w.WakeOnSync(Ref{api.KindApplyDesire, "late"}) {
-		t.Fatal("wakeOnSync after the sync: want already synced")
+		t.Fatal("WakeOnSync after the sync: want already synced")
 	}
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
