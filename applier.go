@@ -22,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
+	"github.com/kube-applier-aws/kubeapplier/internal/conditionlog"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -50,14 +52,14 @@ type Applier struct {
 	failure   atomic.Pointer[error]
 	reach     *reachability
 	running   atomic.Bool
-	heartbeat *heartbeat
+	heartbeat *heartbeat.Writer
 	// streamObs listen to the stream watches (relists, caught-up rounds).
 	streamObs streamObservers
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
 	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
-	conditions *conditionLog
+	conditions *conditionlog.Log
 	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
 	stopping atomic.Bool
 }
@@ -83,8 +85,8 @@ func New(opts Options) (*Applier, error) {
 	if observe == nil {
 		observe = func(k DesireKind, lag time.Duration) { m.ObserveLag(string(k), lag) }
 	}
-	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.observeLag(k, lag) }
-	a.streamObs.caughtUp = a.heartbeat.observeCaughtUp
+	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.ObserveLag(k, lag) }
+	a.streamObs.caughtUp = a.heartbeat.ObserveCaughtUp
 	opts = a.opts
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
@@ -119,10 +121,10 @@ func New(opts Options) (*Applier, error) {
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
 
-	a.conditions = newConditionLog(opts.Log, opts.clock)
-	a.apply.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindApplyDesire, id, v) }
-	a.delete.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindDeleteDesire, id, v) }
-	a.read.outcomes.observe = func(id string, v Verdict) { a.conditions.observe(KindReadDesire, id, v) }
+	a.conditions = conditionlog.New(opts.Log, opts.clock)
+	a.apply.outcomes.observe = logConditions(a.conditions, KindApplyDesire)
+	a.delete.outcomes.observe = logConditions(a.conditions, KindDeleteDesire)
+	a.read.outcomes.observe = logConditions(a.conditions, KindReadDesire)
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -409,7 +411,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
 		wg.Go(func() { run(ctx, t) })
 	}
-	wg.Go(func() { a.heartbeat.run(ctx, t, t.Start) })
+	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
@@ -443,10 +445,10 @@ func (a *Applier) flushConditionLog(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			a.conditions.flush()
+			a.conditions.Flush()
 			return
 		case <-tick.C:
-			a.conditions.flush()
+			a.conditions.Flush()
 		}
 	}
 }

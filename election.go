@@ -147,7 +147,7 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 // next term, saying nothing yet of the desires, and t ends when a write meets a newer term.
 func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	now := a.opts.clock().UTC()
-	hb := a.heartbeat.content(term{Leader: t.Leader}, now)
+	hb := a.heartbeat.Content(term{Leader: t.Leader}, now)
 	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
@@ -156,7 +156,7 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 		tables = append(tables, TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k))
 	}
 	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
-	hb, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.table, hb, a.newestTerm.Load(), seed)
+	hb, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
 	}

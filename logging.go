@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/conditionlog"
 )
 
 // logRoute is where the applier's logs go: Options.Log when set, else the logger of Run's
@@ -120,4 +122,27 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 	c := *s
 	c.depth += depth
 	return &c
+}
+
+// logConditions returns the outcomes' observer of kind that tells l of each verdict recorded
+// in a status (a forgotten desire, Pending: its spec is gone).
+func logConditions(l *conditionlog.Log, kind DesireKind) func(id string, v Verdict) {
+	return func(id string, v Verdict) {
+		if !v.decided {
+			l.Forget(kind, id)
+			return
+		}
+		l.Observe(kind, id, conditionlog.Change{State: loggedState(v), Reason: v.reason, Message: v.message})
+	}
+}
+
+// loggedState is the condition log's state of a verdict.
+func loggedState(v Verdict) string {
+	switch {
+	case v.degraded:
+		return "Degraded"
+	case v.reason == ReasonDriftConflict, v.reason == ReasonTargetConflict:
+		return v.reason
+	}
+	return ""
 }

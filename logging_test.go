@@ -2,10 +2,13 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 
@@ -131,5 +134,62 @@ func TestAWSLogger(t *testing.T) {
 	l.Logf(logging.Debug, "request %d", 1)
 	if !c.has(`aws-sdk: "level"=0 "msg"="response has no X-Amz-Crc32 header"`) || !c.has(`aws-sdk: "level"=4 "msg"="request 1"`) {
 		t.Fatalf("got:\n%s", c.dump())
+	}
+}
+
+// TestOnCallLinesAtDefaultLevel runs an offline applier with a logger at verbosity 0: each
+// specs table's List is logged with its desires and stream, "reconciling" with the desires per
+// kind, and an ApplyDesire that the apiserver fails enters Degraded and leaves it once the
+// apiserver answers again.
+func TestOnCallLinesAtDefaultLevel(t *testing.T) {
+	var c logCapture
+	o, opts := newOffline(t)
+	opts.Log = c.loggerAt(0)
+	o.put(t, applyDesire("d1", cmJSON("d1")))
+	o.kube.setErr("apply", apierrors.NewServiceUnavailable("etcd is down"))
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.conditions.Every = 0 // no per-desire wait: the leave line follows at once
+	stop := runApplier(t, a)
+	waitFor(t, 10*time.Second, "entered Degraded", func() bool {
+		return c.has(`"msg"="desire entered Degraded"`, `"kind"="ApplyDesire"`, `"desire"="d1"`, `"reason"="KubeAPIError"`, "etcd is down")
+	})
+	o.kube.setErr("apply", nil)
+	waitFor(t, 20*time.Second, "left Degraded", func() bool {
+		return c.has(`"msg"="desire left Degraded"`, `"desire"="d1"`, `"reason"="NoErrors"`)
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{
+		{`"msg"="listed"`, `"table"="t-mc-mc01-specs-applydesires"`, `"desires"=1`, `"stream"=`, `"openShards"=1`},
+		{`"msg"="listed"`, `"table"="t-mc-mc01-specs-readdesires"`, `"desires"=0`},
+		{`"msg"="reconciling"`, `"applyDesires"=1`, `"deleteDesires"=0`, `"readDesires"=0`},
+	} {
+		if !c.has(want...) {
+			t.Errorf("no line with %q in:\n%s", want, c.dump())
+		}
+	}
+}
+
+// TestLoggedState: which verdicts the condition log follows (Degraded, DriftConflict,
+// TargetConflict) and which it takes for none of them.
+func TestLoggedState(t *testing.T) {
+	for _, tc := range []struct {
+		v    Verdict
+		want string
+	}{
+		{Transient(ReasonKubeAPIError, errors.New("503")), "Degraded"},
+		{Refused(ReasonDriftConflict, "re-taken"), "DriftConflict"},
+		{Refused(ReasonTargetConflict, "b keeps it"), "TargetConflict"},
+		{NotYet(ReasonKindNotServed, "no CRD yet"), ""},
+		{Refused(ReasonPreCheckFailed, "bad manifest"), ""},
+		{Applied(1, "applied"), ""},
+	} {
+		if got := loggedState(tc.v); got != tc.want {
+			t.Errorf("%v: logged state %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }

@@ -82,3 +82,11 @@ func (m *monitoring) collectors() []prometheus.Collector {
 }
 
 func (m *monitoring) observeRelist(kind DesireKind) { m.relists.WithLabelValues(string(kind)).Inc() }
+
+// heartbeatWritten counts a heartbeat write's result, and the time of the last one written.
+func (m *monitoring) heartbeatWritten(result string, at time.Time) {
+	m.heartbeatWrites.WithLabelValues(result).Inc()
+	if result == "written" {
+		m.heartbeatLast.Set(float64(at.UnixNano()) / 1e9)
+	}
+}

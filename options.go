@@ -181,7 +181,7 @@ type Options struct {
 	clock func() time.Time
 	// heartbeatInterval and heartbeatMaxAge shorten the heartbeat's cadence in tests.
 	heartbeatInterval, heartbeatMaxAge time.Duration
-	// recordVisibility replaces recordVisibility (heartbeat.go) in tests whose fake stream
+	// recordVisibility replaces heartbeat.RecordVisibility in tests whose fake stream
 	// shows a record the moment it is written.
 	recordVisibility time.Duration
 	// startupBackoff spaces the start-up check's retries; default defaultStartupBackoff.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 )
 
 // TestCaughtUpNeverVouchesForAnUnreadRecord (a review finding, fixed; before the fix): the heartbeat's watermark is capped by the
@@ -20,9 +22,9 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 	arn := f.AddTable(stTable, stNAOI, stShard0)
 	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
 	opts := streamTestOpts()
-	// The heartbeat's view: a round vouches only for writes recordVisibility older than it.
-	h := &heartbeat{visibility: recordVisibility}
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{caughtUp: h.observeCaughtUp}))
+	// The heartbeat's view: a round vouches only for writes heartbeat.RecordVisibility older than it.
+	h := heartbeat.New(heartbeat.Config{})
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{caughtUp: h.ObserveCaughtUp}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer.RunWithContext(ctx) }()
@@ -30,7 +32,7 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 	waitFor(t, 10*time.Second, "informer sync", inf.Informer.HasSynced, nil)
 
 	// The record of a write is not readable yet when the write has landed; it becomes
-	// readable within recordVisibility (here 300 ms).
+	// readable within heartbeat.RecordVisibility (here 300 ms).
 	f.Hold(arn, stShard0, true)
 	f.Put(stTable, stShard0, stItem(t, "doc-x", 1))
 	landed := time.Now()
@@ -38,10 +40,8 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 	defer f.Hold(arn, stShard0, false)
 
 	vouchedPast := false
-	for end := time.Now().Add(2 * recordVisibility); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-		h.mu.Lock()
-		vouched := h.caughtUp[KindApplyDesire]
-		h.mu.Unlock()
+	for end := time.Now().Add(2 * heartbeat.RecordVisibility); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		vouched := h.CaughtUp(KindApplyDesire)
 		if vouched.Before(landed) {
 			continue
 		}

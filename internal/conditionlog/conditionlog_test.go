@@ -1,7 +1,6 @@
-package kubeapplier
+package conditionlog
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,7 +9,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // lineRecorder is a logr sink keeping each line as "msg k=v ...".
@@ -36,14 +36,14 @@ func (r *lineRecorder) take() []string {
 }
 
 func TestConditionLog(t *testing.T) {
-	degraded := Transient(ReasonKubeAPIError, errors.New("apiserver said 503"))
-	ok := Applied(1, "")
-	drift := Refused(ReasonDriftConflict, "another manager re-took data.k")
-	target := Refused(ReasonTargetConflict, "ApplyDesire b targets the same object")
+	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	ok := Change{Reason: "NoErrors"}
+	drift := Change{State: "DriftConflict", Reason: "DriftConflict", Message: "another manager re-took data.k"}
+	target := Change{State: "TargetConflict", Reason: "TargetConflict", Message: "ApplyDesire b targets the same object"}
 	type step struct {
 		at    time.Duration // since the start
 		id    string
-		v     *Verdict // nil: flush
+		v     *Change  // nil: flush
 		gone  bool     // the spec was deleted
 		lines []string // substrings, one per line expected, in order
 	}
@@ -93,16 +93,16 @@ func TestConditionLog(t *testing.T) {
 			var rec lineRecorder
 			start := time.Unix(1_700_000_000, 0)
 			now := start
-			l := newConditionLog(rec.logger(), func() time.Time { return now })
+			l := New(rec.logger(), func() time.Time { return now })
 			for i, s := range tc.steps {
 				now = start.Add(s.at)
 				switch {
 				case s.gone:
-					l.observe(KindApplyDesire, s.id, Verdict{})
+					l.Forget(api.KindApplyDesire, s.id)
 				case s.v == nil:
-					l.flush()
+					l.Flush()
 				default:
-					l.observe(KindApplyDesire, s.id, *s.v)
+					l.Observe(api.KindApplyDesire, s.id, *s.v)
 				}
 				got := rec.take()
 				if len(got) != len(s.lines) {
@@ -122,54 +122,17 @@ func TestConditionLog(t *testing.T) {
 func TestConditionLogGlobalLimit(t *testing.T) {
 	var rec lineRecorder
 	now := time.Unix(1_700_000_000, 0)
-	l := newConditionLog(rec.logger(), func() time.Time { return now })
-	degraded := Transient(ReasonKubeAPIError, errors.New("apiserver said 503"))
-	for i := range conditionLogBurst + 10 {
-		l.observe(KindReadDesire, fmt.Sprintf("d%03d", i), degraded)
+	l := New(rec.logger(), func() time.Time { return now })
+	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	for i := range lineBurst + 10 {
+		l.Observe(api.KindReadDesire, fmt.Sprintf("d%03d", i), degraded)
 	}
-	if got := len(rec.take()); got != conditionLogBurst {
-		t.Fatalf("%d lines for a burst of %d, want %d", got, conditionLogBurst+10, conditionLogBurst)
+	if got := len(rec.take()); got != lineBurst {
+		t.Fatalf("%d lines for a burst of %d, want %d", got, lineBurst+10, lineBurst)
 	}
-	l.flush()
+	l.Flush()
 	got := rec.take()
 	if len(got) != 1 || !strings.Contains(got[0], `not logged one by one`) || !strings.Contains(got[0], `"Degraded"=10`) {
 		t.Fatalf("flush after the burst: %q, want one summary counting 10 Degraded", got)
-	}
-}
-
-// TestOnCallLinesAtDefaultLevel runs an offline applier with a logger at verbosity 0: each
-// specs table's List is logged with its desires and stream, "reconciling" with the desires per
-// kind, and an ApplyDesire that the apiserver fails enters Degraded and leaves it once the
-// apiserver answers again.
-func TestOnCallLinesAtDefaultLevel(t *testing.T) {
-	var c logCapture
-	o, opts := newOffline(t)
-	opts.Log = c.loggerAt(0)
-	o.put(t, applyDesire("d1", cmJSON("d1")))
-	o.kube.setErr("apply", apierrors.NewServiceUnavailable("etcd is down"))
-	a, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.conditions.every = 0 // no per-desire wait: the leave line follows at once
-	stop := runApplier(t, a)
-	waitFor(t, 10*time.Second, "entered Degraded", func() bool {
-		return c.has(`"msg"="desire entered Degraded"`, `"kind"="ApplyDesire"`, `"desire"="d1"`, `"reason"="KubeAPIError"`, "etcd is down")
-	})
-	o.kube.setErr("apply", nil)
-	waitFor(t, 20*time.Second, "left Degraded", func() bool {
-		return c.has(`"msg"="desire left Degraded"`, `"desire"="d1"`, `"reason"="NoErrors"`)
-	})
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range [][]string{
-		{`"msg"="listed"`, `"table"="t-mc-mc01-specs-applydesires"`, `"desires"=1`, `"stream"=`, `"openShards"=1`},
-		{`"msg"="listed"`, `"table"="t-mc-mc01-specs-readdesires"`, `"desires"=0`},
-		{`"msg"="reconciling"`, `"applyDesires"=1`, `"deleteDesires"=0`, `"readDesires"=0`},
-	} {
-		if !c.has(want...) {
-			t.Errorf("no line with %q in:\n%s", want, c.dump())
-		}
 	}
 }

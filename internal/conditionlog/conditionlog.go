@@ -1,4 +1,7 @@
-package kubeapplier
+// Package conditionlog writes the log lines an on-call person acts on about single desires:
+// a desire entering or leaving Degraded, DriftConflict or TargetConflict, rate-limited per
+// desire and across desires.
+package conditionlog
 
 import (
 	"sort"
@@ -7,9 +10,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// conditionLog writes, at the default verbosity, the lines an on-call person acts on about
+// Log writes, at the default verbosity, the lines an on-call person acts on about
 // single desires: a desire entering or leaving Degraded (the applier failed at its job),
 // DriftConflict (another writer fights over the applied fields) or TargetConflict (another
 // ApplyDesire targets the same object).
@@ -20,9 +25,10 @@ import (
 // that left Degraded is never left logged as Degraded. Across desires, at most burst lines at
 // once and limit per second: the others are counted and summed up in one line per flush
 // (kube_applier_desires has every count).
-type conditionLog struct {
-	log   logr.Logger
-	every time.Duration
+type Log struct {
+	log logr.Logger
+	// Every is how long after a desire's line its next change waits (New sets DefaultEvery).
+	Every time.Duration
 	now   func() time.Time
 	lines *rate.Limiter
 
@@ -33,7 +39,7 @@ type conditionLog struct {
 
 // loggedDesire names one desire across kinds.
 type loggedDesire struct {
-	kind DesireKind
+	kind api.DesireKind
 	id   string
 }
 
@@ -41,50 +47,37 @@ type loggedDesire struct {
 type loggedState struct {
 	state   string    // "" (none of the states), "Degraded", "DriftConflict" or "TargetConflict"
 	at      time.Time // when that was logged; zero: never
-	pending *conditionChange
+	pending *Change
 	changes int // changes seen since the last line
 }
 
-// conditionChange is a desire's newest change not logged yet.
-type conditionChange struct {
-	state, reason, message string
+// Change is a desire's condition as a status now says it: State is "" (none of the logged
+// states), "Degraded", "DriftConflict" or "TargetConflict"; Reason and Message are the
+// Successful condition's (the Degraded one's when degraded).
+type Change struct {
+	State, Reason, Message string
 }
 
-// Defaults of conditionLog.
+// Defaults of Log.
 const (
-	conditionLogEvery = time.Minute
-	conditionLogLimit = 5 // lines per second across desires
-	conditionLogBurst = 50
-	// conditionLogMessageMax shortens a condition's message in the log line.
-	conditionLogMessageMax = 300
+	DefaultEvery = time.Minute
+	lineLimit    = 5 // lines per second across desires
+	lineBurst    = 50
+	// messageMax shortens a condition's message in the log line.
+	messageMax = 300
 )
 
-func newConditionLog(log logr.Logger, now func() time.Time) *conditionLog {
-	return &conditionLog{log: log, every: conditionLogEvery, now: now,
-		lines:   rate.NewLimiter(conditionLogLimit, conditionLogBurst),
+// New returns a Log writing to log, with clock now.
+func New(log logr.Logger, now func() time.Time) *Log {
+	return &Log{log: log, Every: DefaultEvery, now: now,
+		lines:   rate.NewLimiter(lineLimit, lineBurst),
 		desires: map[loggedDesire]*loggedState{}, dropped: map[string]int{}}
 }
 
-// stateOf is the logged state of a verdict.
-func stateOf(v Verdict) string {
-	switch {
-	case v.degraded:
-		return "Degraded"
-	case v.reason == ReasonDriftConflict, v.reason == ReasonTargetConflict:
-		return v.reason
-	}
-	return ""
-}
-
-// observe takes the verdict just recorded in a desire's status; Pending means its spec is
-// gone.
-func (l *conditionLog) observe(kind DesireKind, id string, v Verdict) {
-	if !v.decided {
-		l.forget(kind, id)
-		return
-	}
+// Observe takes the condition c just recorded in a desire's status.
+func (l *Log) Observe(kind api.DesireKind, id string, c Change) {
 	ref := loggedDesire{kind: kind, id: id}
-	state := stateOf(v)
+	state := c.State
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.desires[ref]
@@ -99,13 +92,13 @@ func (l *conditionLog) observe(kind DesireKind, id string, v Verdict) {
 		return
 	}
 	s.changes++
-	s.pending = &conditionChange{state: state, reason: v.reason, message: v.message}
+	s.pending = &c
 	l.emit(ref, s)
 }
 
-// flush logs the pending changes whose time has come, and a summary of the lines the global
+// Flush logs the pending changes whose time has come, and a summary of the lines the global
 // limit held back. Call it periodically (the leader's term does, every 10 s).
-func (l *conditionLog) flush() {
+func (l *Log) Flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	refs := make([]loggedDesire, 0, len(l.desires))
@@ -138,50 +131,50 @@ func (l *conditionLog) flush() {
 
 // emit logs s's pending change when its desire's last line is old enough and the global limit
 // allows; l.mu is held.
-func (l *conditionLog) emit(ref loggedDesire, s *loggedState) {
+func (l *Log) emit(ref loggedDesire, s *loggedState) {
 	now := l.now()
-	if !s.at.IsZero() && now.Sub(s.at) < l.every {
+	if !s.at.IsZero() && now.Sub(s.at) < l.Every {
 		return // logged recently: the change waits for flush
 	}
 	c := s.pending
-	if c.state == s.state {
+	if c.State == s.state {
 		// It went back to what was logged: nothing to say, the flaps are in the next line.
 		s.pending = nil
 		return
 	}
 	if !l.lines.AllowN(now, 1) {
-		l.dropped[c.state]++
-		s.state, s.at, s.pending, s.changes = c.state, now, nil, 0
+		l.dropped[c.State]++
+		s.state, s.at, s.pending, s.changes = c.State, now, nil, 0
 		l.forgetIfClear(ref, s)
 		return
 	}
-	kv := []any{"kind", ref.kind, "desire", ref.id, "reason", c.reason, "message", shortenLogMessage(c.message, conditionLogMessageMax)}
+	kv := []any{"kind", ref.kind, "desire", ref.id, "reason", c.Reason, "message", shortenLogMessage(c.Message, messageMax)}
 	if s.changes > 1 {
 		kv = append(kv, "changes", s.changes)
 	}
 	switch {
-	case c.state == "":
+	case c.State == "":
 		l.log.Info("desire left "+s.state, kv...)
 	case s.state == "":
-		l.log.Info("desire entered "+c.state, kv...)
+		l.log.Info("desire entered "+c.State, kv...)
 	default:
-		l.log.Info("desire left "+s.state+" for "+c.state, kv...)
+		l.log.Info("desire left "+s.state+" for "+c.State, kv...)
 	}
-	s.state, s.at, s.pending, s.changes = c.state, now, nil, 0
+	s.state, s.at, s.pending, s.changes = c.State, now, nil, 0
 	l.forgetIfClear(ref, s)
 }
 
 // forgetIfClear drops a desire whose logged state is none of the states, with nothing
 // pending, once its last line is older than every (until then, a new entry waits like any
 // change).
-func (l *conditionLog) forgetIfClear(ref loggedDesire, s *loggedState) {
-	if s.state == "" && s.pending == nil && l.now().Sub(s.at) >= l.every {
+func (l *Log) forgetIfClear(ref loggedDesire, s *loggedState) {
+	if s.state == "" && s.pending == nil && l.now().Sub(s.at) >= l.Every {
 		delete(l.desires, ref)
 	}
 }
 
-// forget drops a desire whose spec is gone.
-func (l *conditionLog) forget(kind DesireKind, id string) {
+// Forget drops a desire whose spec is gone.
+func (l *Log) Forget(kind api.DesireKind, id string) {
 	l.mu.Lock()
 	delete(l.desires, loggedDesire{kind: kind, id: id})
 	l.mu.Unlock()

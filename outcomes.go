@@ -1,0 +1,159 @@
+package kubeapplier
+
+import (
+	"sync"
+	"time"
+)
+
+// outcome is what the last status this term wrote for a desire says, and which spec it answers.
+type outcome struct {
+	created    time.Time
+	version    int64
+	updated    time.Time // the answered version's updateTime
+	successful bool
+	degraded   bool
+	reason     string
+}
+
+// answers reports whether the status recorded answers m's incarnation at its version or newer.
+func (o outcome) answers(m *DynamoDBMetadata) bool {
+	return o.created.Equal(m.CreateTime) && o.version >= m.Version
+}
+
+// outcomes holds, per desire, the outcome of the last status written (or found unchanged) in
+// the current term: the source of the heartbeat's counts and watermark, and of the
+// kube_applier_desires gauges. Cleared at each term: another leader may have written since.
+type outcomes struct {
+	mu   sync.Mutex
+	byID map[string]outcome
+	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
+	// (conditionlog.go logs the changes).
+	observe func(id string, v Verdict)
+}
+
+// record notes that the status of spec m now says v.
+func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
+	o.mu.Lock()
+	if o.byID == nil {
+		o.byID = map[string]outcome{}
+	}
+	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
+	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(m.DocumentID, v)
+	}
+}
+
+func (o *outcomes) forget(id string) {
+	o.mu.Lock()
+	delete(o.byID, id)
+	o.mu.Unlock()
+	if o.observe != nil {
+		o.observe(id, Verdict{})
+	}
+}
+
+// forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
+// status table as a Scan read it): a status deleted behind the writer's back answers nothing.
+func (o *outcomes) forgetAbsent(versions map[string]itemStamp) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var gone []string
+	for id := range o.byID {
+		if _, ok := versions[id]; !ok {
+			gone = append(gone, id)
+			delete(o.byID, id)
+		}
+	}
+	return gone
+}
+
+func (o *outcomes) clear() {
+	o.mu.Lock()
+	o.byID = nil
+	o.mu.Unlock()
+}
+
+func (o *outcomes) get(id string) (outcome, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out, ok := o.byID[id]
+	return out, ok
+}
+
+// tallyKey is one series of kube_applier_desires.
+type tallyKey struct{ successful, degraded, reason string }
+
+// pendingKey counts cached desires without a status written this term.
+var pendingKey = tallyKey{successful: "Unknown", degraded: "Unknown", reason: "Pending"}
+
+// tally is the state of one kind's cached desires: counts by outcome, and the watermark.
+type tally struct {
+	desires    int
+	counts     map[tallyKey]int
+	unanswered int
+	watermark  *time.Time
+}
+
+// tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
+// newest updateTime when every spec is answered, else the earliest bound an unanswered spec
+// sets: just before the earlier of its createTime and updateTime, or its answered version's
+// updateTime when that is earlier still. No clock is trusted to order versions (a backend
+// clock behind gives a version 2 an updateTime before version 1's). heartbeat.content caps it
+// further at the time the stream was last read to its end.
+func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
+	t := tally{counts: map[tallyKey]int{}}
+	var bound, newest time.Time
+	bounded := false
+	for _, d := range specs {
+		m := d.Meta()
+		if IsReservedID(m.DocumentID) {
+			continue
+		}
+		t.desires++
+		if m.UpdateTime.After(newest) {
+			newest = m.UpdateTime
+		}
+		o, ok := recorded(m.DocumentID)
+		if ok {
+			t.counts[tallyKey{successful: conditionValue(o.successful), degraded: conditionValue(o.degraded), reason: o.reason}]++
+		} else {
+			t.counts[pendingKey]++
+		}
+		if ok && o.answers(m) {
+			continue
+		}
+		t.unanswered++
+		// Just before the spec's own times: whatever the backend clocks say, an unanswered
+		// spec is never at or below the watermark (its version 2 may carry an updateTime
+		// earlier than its answered version 1's, or than its createTime).
+		b := m.UpdateTime.Add(-time.Nanosecond)
+		switch {
+		case ok && o.created.Equal(m.CreateTime):
+			if o.updated.Before(b) {
+				b = o.updated // its answered version's time (later versions are later, clocks permitting)
+			}
+		case m.CreateTime.Add(-time.Nanosecond).Before(b):
+			b = m.CreateTime.Add(-time.Nanosecond) // no version of the incarnation answered
+		}
+		if !bounded || b.Before(bound) {
+			bound, bounded = b, true
+		}
+	}
+	switch {
+	case bounded:
+		w := bound.UTC()
+		t.watermark = &w
+	case t.desires > 0:
+		w := newest.UTC()
+		t.watermark = &w
+	}
+	return t
+}
+
+func conditionValue(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
