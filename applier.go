@@ -35,8 +35,9 @@ import (
 // method names (Start, NeedLeaderElection, Warmup; embed.go), and ReadyzCheck is a
 // healthz.Checker (ready.go); the package does not import controller-runtime.
 type Applier struct {
-	opts Options
-	db   *KubeApplierDBClient
+	opts   Options
+	wiring wiring
+	db     *KubeApplierDBClient
 	// informers are the desire informers of the current leadership term, or, between terms,
 	// the fresh set the next term starts (client-go informers cannot be restarted).
 	informers atomic.Pointer[KubeApplierInformers]
@@ -66,20 +67,24 @@ type Applier struct {
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
 // ErrInvalidOptions (a metrics registration error too).
-func New(opts Options) (*Applier, error) {
-	if opts.clock == nil {
-		opts.clock = time.Now
+func New(opts Options) (*Applier, error) { return newApplier(opts, tuning{}) }
+
+// newApplier is New with the timings t (tests shorten them).
+func newApplier(opts Options, t tuning) (*Applier, error) {
+	w := wiring{tuning: t}
+	if w.clock == nil {
+		w.clock = time.Now
 	}
-	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, opts.clock)
-	opts.countAWS, opts.countKube = m.CountDynamoDB, m.CountKube
-	opts.kubeResources = newKubeResourceCounter()
+	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, w.clock)
+	w.countAWS, w.countKube = m.CountDynamoDB, m.CountKube
+	w.kubeResources = newKubeResourceCounter()
 	mon := newMonitoring()
-	m.AddCollectors(opts.kubeResources.vec)
+	m.AddCollectors(w.kubeResources.vec)
 	m.AddCollectors(mon.collectors()...)
-	if err := opts.complete(); err != nil {
+	if err := opts.complete(&w); err != nil {
 		return nil, err
 	}
-	a := &Applier{opts: opts, metrics: m, streamObs: streamObservers{relist: mon.observeRelist}}
+	a := &Applier{opts: opts, wiring: w, metrics: m, streamObs: streamObservers{relist: mon.observeRelist}}
 	a.heartbeat = a.newHeartbeat(mon)
 	observe := opts.Stream.ObserveLag
 	if observe == nil {
@@ -91,15 +96,15 @@ func New(opts Options) (*Applier, error) {
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.watches.FieldManager = opts.FieldManager
-	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(opts.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
+	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(w.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
-	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: opts.mapper, fieldManager: opts.FieldManager, health: target.NewHealthCheck(getTarget(opts.Kube))}
-	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(opts.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
-	if opts.watchTargets {
-		a.applyRec.drift = target.NewDriftWatch(a.watches, opts.FieldManager, opts.clock, m.CountDriftRepair)
+	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: w.mapper, fieldManager: opts.FieldManager, health: target.NewHealthCheck(getTarget(opts.Kube))}
+	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(w.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
+	if w.watchTargets {
+		a.applyRec.drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
 		a.watches.Adopt = a.applyRec.drift.Adopt
 		a.deleteRec.watches = a.watches
 	}
@@ -121,7 +126,7 @@ func New(opts Options) (*Applier, error) {
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
 
-	a.conditions = conditionlog.New(opts.Log, opts.clock)
+	a.conditions = conditionlog.New(opts.Log, w.clock)
 	a.apply.outcomes.observe = logConditions(a.conditions, KindApplyDesire)
 	a.delete.outcomes.observe = logConditions(a.conditions, KindDeleteDesire)
 	a.read.outcomes.observe = logConditions(a.conditions, KindReadDesire)
@@ -164,7 +169,7 @@ type termConflicts struct{ a *Applier }
 func (c termConflicts) current() objectConflicts {
 	inf := c.a.informers.Load()
 	return objectConflicts{indexer: inf.ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster,
-		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.opts.mapper,
+		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.wiring.mapper,
 		applySpecs: c.a.db.ApplyDesireSpecs(), deleteSpecs: c.a.db.DeleteDesireSpecs()}
 }
 
@@ -178,7 +183,7 @@ func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLis
 	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
 		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
 		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers, fifoQueue: a.opts.FIFOQueue,
-		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.opts.clock}
+		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.wiring.clock}
 }
 
 // targetChanged routes a target watch's event to the controller of the desire interested.
@@ -224,10 +229,10 @@ func (a *Applier) Run(ctx context.Context) error {
 		return errors.New("kubeapplier: Run called twice")
 	}
 	defer a.running.Store(false)
-	a.opts.logs.useContext(ctx)
+	a.wiring.logs.useContext(ctx)
 	// client-go's informers, reflectors, leader election and REST clients log through the
 	// context's logger (contextual logging).
-	ctx = logr.NewContext(ctx, a.opts.logs.clientGoLogger())
+	ctx = logr.NewContext(ctx, a.wiring.logs.clientGoLogger())
 	a.failure.Store(nil)
 	a.stopping.Store(false)
 	defer context.AfterFunc(ctx, func() { a.stopping.Store(true) })()
@@ -271,7 +276,7 @@ var defaultStartupBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitte
 // reports true and ctx lives; each failure is logged and stored for ReadyzCheck. It returns
 // nil once a check passed, else the last failure.
 func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() bool) error {
-	b := a.opts.startupBackoff
+	b := a.wiring.startupBackoff
 	for attempt := 1; ; attempt++ {
 		delay := b.Step()
 		a.opts.Log.Error(err, "start-up check failed: not ready; retrying (Options.StartupFailure: StartupRetry)",

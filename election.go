@@ -39,7 +39,7 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 // leaseLock returns the Lease lock of this process, identified by Options.Identity or the
 // hostname plus a random suffix.
 func (a *Applier) leaseLock() (*resourcelock.LeaseLock, error) {
-	client, err := a.opts.leaderClient()
+	client, err := a.leaderClient()
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
@@ -146,7 +146,7 @@ func (a *Applier) termOf(ctx context.Context, lock *resourcelock.LeaseLock, le *
 // takeTerm numbers term t in DynamoDB (internal/fencing.Take): the heartbeat document is put with the
 // next term, saying nothing yet of the desires, and t ends when a write meets a newer term.
 func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
-	now := a.opts.clock().UTC()
+	now := a.wiring.clock().UTC()
 	hb := a.heartbeat.Content(term{Leader: t.Leader}, now)
 	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
@@ -248,7 +248,7 @@ func (a *Applier) takeTermRetrying(ctx context.Context, t term) (term, bool) {
 
 // followLease reads the Lease at LeaseNamespace/LeaseName; it must be held.
 func (a *Applier) followLease(ctx context.Context) (*lease.Followed, error) {
-	client, err := a.opts.leaderClient()
+	client, err := a.leaderClient()
 	if err != nil {
 		return nil, fmt.Errorf("lease client: %w", err)
 	}

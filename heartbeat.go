@@ -62,6 +62,6 @@ func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat.Writer {
 	return heartbeat.New(heartbeat.Config{DB: a.opts.DynamoDB,
 		Table:   TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, KindApplyDesire),
 		Cluster: a.opts.ManagementCluster, Identity: a.opts.Identity, Version: heartbeat.Version(),
-		Interval: a.opts.heartbeatInterval, MaxAge: a.opts.heartbeatMaxAge, Visibility: a.opts.recordVisibility,
-		Now: a.opts.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.heartbeatWritten})
+		Interval: a.wiring.heartbeatInterval, MaxAge: a.wiring.heartbeatMaxAge, Visibility: a.wiring.recordVisibility,
+		Now: a.wiring.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.heartbeatWritten})
 }

@@ -14,9 +14,8 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	o, opts := newOffline(t)
 	reg := prometheus.NewRegistry()
 	opts.MetricsRegisterer = reg
-	opts.heartbeatInterval = 20 * time.Millisecond
 	opts.Identity = "replica-a"
-	a, err := New(opts)
+	a, err := newApplier(opts, tuning{heartbeatInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,9 +267,10 @@ func (w *world) newApplier(in *instance) *Applier {
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
-	opts.heartbeatInterval = 2 * time.Millisecond // a heartbeat (I7) every few steps
-	opts.recordVisibility = time.Nanosecond       // the fake stream shows a record at once
-	a, err := New(opts)
+	a, err := newApplier(opts, tuning{
+		heartbeatInterval: 2 * time.Millisecond, // a heartbeat (I7) every few steps
+		recordVisibility:  time.Nanosecond,      // the fake stream shows a record at once
+	})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestKubeRequestsByResource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_ = a.opts.kubeProbe(context.Background())
+	_ = a.wiring.kubeProbe(context.Background())
 	got := values(t, reg, "kube_applier_kube_resource_requests_total", "resource")
 	if got["mc01/configmaps"] != 2 || got["mc01/"] != 1 || len(got) != 2 {
 		t.Fatalf("by resource = %v, want configmaps 2 and discovery (\"\") 1", got)

@@ -50,7 +50,7 @@ func (c *desireCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *desireCollector) current() map[DesireKind]tally {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now, caches := c.a.opts.clock(), c.a.informers.Load()
+	now, caches := c.a.wiring.clock(), c.a.informers.Load()
 	if c.tallies == nil || caches != c.caches || now.Sub(c.at) >= collectReuse || now.Before(c.at) {
 		c.tallies = map[DesireKind]tally{KindApplyDesire: c.a.apply.tally(), KindDeleteDesire: c.a.delete.tally(), KindReadDesire: c.a.read.tally()}
 		c.at, c.caches = now, caches

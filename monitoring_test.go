@@ -59,9 +59,9 @@ func TestDesireGaugesReuseATally(t *testing.T) {
 	opts.MetricsRegisterer = reg
 	var mu sync.Mutex
 	now := time.Now()
-	opts.clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	a, err := New(opts)
+	a, err := newApplier(opts, tuning{clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,15 +177,24 @@ type Options struct {
 	// (an embedding manager and its other controllers keep running); StartupFailFast: Run,
 	// Start and Warmup return the error at once.
 	StartupFailure StartupFailurePolicy
+}
 
+// tuning shortens the applier's timings in tests; New uses the zero tuning (the defaults).
+type tuning struct {
 	clock func() time.Time
-	// heartbeatInterval and heartbeatMaxAge shorten the heartbeat's cadence in tests.
+	// heartbeatInterval and heartbeatMaxAge shorten the heartbeat's cadence.
 	heartbeatInterval, heartbeatMaxAge time.Duration
-	// recordVisibility replaces heartbeat.RecordVisibility in tests whose fake stream
-	// shows a record the moment it is written.
+	// recordVisibility replaces heartbeat.RecordVisibility where a fake stream shows a
+	// record the moment it is written.
 	recordVisibility time.Duration
 	// startupBackoff spaces the start-up check's retries; default defaultStartupBackoff.
 	startupBackoff wait.Backoff
+}
+
+// wiring is what New builds from Options beyond their defaults; the Applier holds it, and
+// Options carries only what its user set.
+type wiring struct {
+	tuning
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
 	kubeResources       *kubeResourceCounter // kube requests by group/resource (kuberesources.go)
@@ -230,8 +239,8 @@ func (p StartupFailurePolicy) String() string {
 	return fmt.Sprintf("StartupFailurePolicy(%d)", int(p))
 }
 
-// complete validates o and fills every default; errors wrap ErrInvalidOptions.
-func (o *Options) complete() error {
+// complete validates o, fills every default and builds w; errors wrap ErrInvalidOptions.
+func (o *Options) complete(w *wiring) error {
 	if o.ManagementCluster == "" {
 		return fmt.Errorf("%w: ManagementCluster is required", ErrInvalidOptions)
 	}
@@ -241,17 +250,17 @@ func (o *Options) complete() error {
 	if o.StartupFailure != StartupRetry && o.StartupFailure != StartupFailFast {
 		return fmt.Errorf("%w: StartupFailure %v is neither StartupRetry nor StartupFailFast", ErrInvalidOptions, o.StartupFailure)
 	}
-	o.logs = newLogRoute(o.Log)
-	o.Log = o.logs.logger()
-	o.setDefaults()
+	w.logs = newLogRoute(o.Log)
+	o.Log = w.logs.logger()
+	o.setDefaults(w)
 	if err := o.completeDynamoDB(); err != nil {
 		return err
 	}
-	if err := o.completeKube(); err != nil {
+	if err := o.completeKube(w); err != nil {
 		return err
 	}
-	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, o.countAWS)
-	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, o.countAWS)
+	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS)
+	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, w.countAWS)
 	o.Kube = deadlineKube{kube: o.Kube, timeout: o.CallTimeout}
 	return nil
 }
@@ -273,7 +282,7 @@ func (o *Options) completeFieldManager() error {
 	return nil
 }
 
-func (o *Options) setDefaults() {
+func (o *Options) setDefaults(w *wiring) {
 	setDefault(&o.Workers, DefaultWorkers)
 	setDefault(&o.KubeQPS, DefaultKubeQPS)
 	setDefault(&o.KubeBurst, DefaultKubeBurst)
@@ -288,15 +297,15 @@ func (o *Options) setDefaults() {
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)
 	setDefault(&o.LeaseName, DefaultLeaseName)
 	setDefault(&o.LeaseNamespace, DefaultLeaseNamespace)
-	if o.startupBackoff.Duration == 0 {
-		o.startupBackoff = defaultStartupBackoff
+	if w.startupBackoff.Duration == 0 {
+		w.startupBackoff = defaultStartupBackoff
 	}
 	if o.Identity == "" {
 		host, _ := os.Hostname()
 		o.Identity = host + "_" + uuid.NewString()[:8]
 	}
-	if o.clock == nil {
-		o.clock = time.Now
+	if w.clock == nil {
+		w.clock = time.Now
 	}
 	if o.Stream.Log.GetSink() == nil {
 		o.Stream.Log = o.Log
@@ -348,20 +357,20 @@ func defaultAWSConfig() (aws.Config, error) {
 
 // completeKube builds the cluster clients from RESTConfig when not given, and wraps the REST
 // mapper so discovery resets are throttled.
-func (o *Options) completeKube() error {
+func (o *Options) completeKube(w *wiring) error {
 	if o.RESTConfig != nil {
-		if err := o.clientsFromRESTConfig(); err != nil {
+		if err := o.clientsFromRESTConfig(w); err != nil {
 			return err
 		}
 	}
 	if o.RESTMapper != nil {
-		o.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper, o.discoveryReset)}
+		w.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper, w.discoveryReset)}
 	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}
-		o.watchTargets = true
+		w.watchTargets = true
 	}
-	if o.Kube == nil || o.mapper == nil || o.DynamicClient == nil {
+	if o.Kube == nil || w.mapper == nil || o.DynamicClient == nil {
 		return fmt.Errorf("%w: set RESTConfig, or DynamicClient and RESTMapper", ErrInvalidOptions)
 	}
 	if (o.LeaderElection || o.FollowLease) && o.RESTConfig == nil {
@@ -376,7 +385,7 @@ func (o *Options) completeKube() error {
 // clientsFromRESTConfig builds the dynamic, metadata and discovery clients that are not set,
 // and the readiness probe, with KubeQPS/KubeBurst, without response compression, over one
 // HTTP client (HTTPClient or one of its own) whose requests are counted.
-func (o *Options) clientsFromRESTConfig() error {
+func (o *Options) clientsFromRESTConfig(w *wiring) error {
 	cfg := rest.CopyConfig(o.RESTConfig)
 	cfg.QPS, cfg.Burst = o.KubeQPS, o.KubeBurst
 	// No gzip: each target watch would cost a ~45 KB inflater here and a deflater in the
@@ -390,13 +399,13 @@ func (o *Options) clientsFromRESTConfig() error {
 			return fmt.Errorf("%w: HTTP client for RESTConfig: %w", ErrInvalidOptions, err)
 		}
 	}
-	if o.countKube != nil {
-		hc = countedHTTPClient(hc, o.countKube)
+	if w.countKube != nil {
+		hc = countedHTTPClient(hc, w.countKube)
 	}
-	if o.kubeResources != nil {
-		hc = countedByResource(hc, o.kubeResources)
+	if w.kubeResources != nil {
+		hc = countedByResource(hc, w.kubeResources)
 	}
-	o.httpClient = hc
+	w.httpClient = hc
 	if o.DynamicClient == nil {
 		dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 		if err != nil {
@@ -418,21 +427,21 @@ func (o *Options) clientsFromRESTConfig() error {
 	if o.Discovery == nil {
 		// One cache for both: a mapper reset invalidates what proves "not served" too.
 		cached := memory.NewMemCacheClient(dc)
-		o.Discovery, o.discoveryReset = cached, cached.Invalidate
+		o.Discovery, w.discoveryReset = cached, cached.Invalidate
 		if o.RESTMapper == nil {
 			o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 		}
 	} else if o.RESTMapper == nil {
 		o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	}
-	o.kubeProbe = func(ctx context.Context) error {
+	w.kubeProbe = func(ctx context.Context) error {
 		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}
 	return nil
 }
 
-func (o *Options) leaderClient() (kubernetes.Interface, error) {
-	return kubernetes.NewForConfigAndClient(o.RESTConfig, o.httpClient)
+func (a *Applier) leaderClient() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfigAndClient(a.opts.RESTConfig, a.wiring.httpClient)
 }
 
 func setDefault[V comparable](v *V, def V) {

@@ -36,12 +36,12 @@ func TestOptionsValidation(t *testing.T) {
 		})
 	}
 	o := Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, Kube: newFakeKube(), RESTMapper: newMapper(), DynamicClient: nil}
-	if err := o.complete(); err == nil {
+	if err := o.complete(&wiring{}); err == nil {
 		t.Fatal("no dynamic client accepted")
 	}
 	// A RESTConfig builds every client, the metadata client for ReadDesire watches included.
 	o = Options{ManagementCluster: "mc", DynamoDB: newMemDB(), Streams: AWSStreams{}, RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
-	if err := o.complete(); err != nil || o.MetadataClient == nil || o.DynamicClient == nil || o.RESTMapper == nil {
+	if err := o.complete(&wiring{}); err != nil || o.MetadataClient == nil || o.DynamicClient == nil || o.RESTMapper == nil {
 		t.Fatalf("complete() = %v; metadata %v, dynamic %v, mapper %v", err, o.MetadataClient != nil, o.DynamicClient != nil, o.RESTMapper != nil)
 	}
 }

@@ -81,8 +81,8 @@ func (a *Applier) probes() []probe {
 		}
 		return nil
 	}}}
-	if a.opts.kubeProbe != nil {
-		ps = append(ps, probe{"the Kubernetes API server", a.opts.kubeProbe})
+	if a.wiring.kubeProbe != nil {
+		ps = append(ps, probe{"the Kubernetes API server", a.wiring.kubeProbe})
 	}
 	return ps
 }

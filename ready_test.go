@@ -117,8 +117,7 @@ func TestStartupRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, opts := newOffline(t)
 			want, heal := tc.cause(o)
-			opts.startupBackoff = fast
-			a, err := New(opts)
+			a, err := newApplier(opts, tuning{startupBackoff: fast})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,8 +169,7 @@ func TestStartupRetry(t *testing.T) {
 	t.Run("context ends while retrying", func(t *testing.T) {
 		o, opts := newOffline(t)
 		missingReadStatus(o)
-		opts.startupBackoff = fast
-		a, err := New(opts)
+		a, err := newApplier(opts, tuning{startupBackoff: fast})
 		if err != nil {
 			t.Fatal(err)
 		}

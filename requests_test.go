@@ -91,7 +91,7 @@ func TestKubeRequestsOnSharedHTTPClient(t *testing.T) {
 	if _, err := a.opts.DynamicClient.Resource(cmGVR).Namespace("ns").Get(context.Background(), "c", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.opts.kubeProbe(context.Background()); err != nil {
+	if err := a.wiring.kubeProbe(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if shared.Load() != 2 {
