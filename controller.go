@@ -284,7 +284,7 @@ func (c *controller[T]) refreshStatuses(ctx context.Context, w *statusWriter[T],
 // without a spec. Idle cost: that Scan (billed by the items' full size), no write.
 func (c *controller[T]) checkStatuses(ctx context.Context, w *statusWriter[T]) ([]string, error) {
 	lister, ok := c.statusCRUD.(interface {
-		listVersions(context.Context) (map[string]itemStamp, error)
+		listVersions(context.Context) (map[string]itemWrite, error)
 	})
 	if !ok || w.cache == nil {
 		return nil, nil

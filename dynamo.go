@@ -180,28 +180,28 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// itemStamp is what identifies one write of an item: its version and updateTime as stored. A
+// itemWrite is what identifies one write of an item: its version and updateTime as stored. A
 // document deleted and put back by someone else at the same version has another updateTime.
-type itemStamp struct {
+type itemWrite struct {
 	version    int64
 	updateTime string
 }
 
-// listVersions returns the stamp of every item (documentID to version and updateTime; a
+// listVersions returns the last write of every item (documentID to version and updateTime; a
 // paged, eventually consistent Scan projected on them, reserved documents of a status table
 // skipped): half the read units of a consistent one; an item written a moment ago may show
 // its older stamp.
-func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemStamp, error) {
+func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemWrite, error) {
 	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID),
 		expression.Name(attrVersion), expression.Name(attrUpdateTime))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
-	versions := map[string]itemStamp{}
+	versions := map[string]itemWrite{}
 	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
-			st := itemStamp{version: parseVersion(item)}
+			st := itemWrite{version: parseVersion(item)}
 			if u, ok := item[attrUpdateTime].(*types.AttributeValueMemberS); ok {
 				st.updateTime = u.Value
 			}

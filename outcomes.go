@@ -55,7 +55,7 @@ func (o *outcomes) forget(id string) {
 
 // forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
 // status table as a Scan read it): a status deleted behind the writer's back answers nothing.
-func (o *outcomes) forgetAbsent(versions map[string]itemStamp) []string {
+func (o *outcomes) forgetAbsent(versions map[string]itemWrite) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var gone []string

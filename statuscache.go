@@ -157,7 +157,7 @@ func lastStatus[T Desire](ctx context.Context) func() T {
 // deleted, put back (even at the same version), or rewritten by someone else (an operator, a restored table, another applier), which
 // the cache would otherwise hide from every resync for the rest of the term. An entry written
 // while the Scan ran may be dropped too: it is read again when needed, no harm.
-func (c *statusCache[T]) contradicted(versions map[string]itemStamp) []string {
+func (c *statusCache[T]) contradicted(versions map[string]itemWrite) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
@@ -179,7 +179,7 @@ func (c *statusCache[T]) contradicted(versions map[string]itemStamp) []string {
 }
 
 // is reports whether the stamp is m's: the same version and updateTime.
-func (st itemStamp) is(m *DynamoDBMetadata) bool {
+func (st itemWrite) is(m *DynamoDBMetadata) bool {
 	if st.version != m.Version {
 		return false
 	}
