@@ -378,7 +378,7 @@ func (dw *DriftWatch) Applied(id string, m *api.DynamoDBMetadata, t api.TargetIt
 		}
 	}
 	rec.spec = identityOf(m)
-	rec.stamp = StampOf(acc, &w.strings)
+	rec.stamp = stampOf(acc, &w.strings)
 	rec.checkedRV = acc.GetResourceVersion()
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()

@@ -137,7 +137,7 @@ func reviewValue(t *testing.T, f *driftFixture) string {
 func TestDetectDrift(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *Stamp {
-		return StampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &intern.Strings{})
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &intern.Strings{})
 	}
 	ours := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{},"f:b":{}}}`, 100)
 	oursLess := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{}}}`, 100)
@@ -204,7 +204,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 		acc.SetResourceVersion(rv)
 		acc.SetUID("u-1")
 		var in intern.Strings
-		return StampOf(acc, &in)
+		return stampOf(acc, &in)
 	}
 	cases := []struct {
 		name   string
@@ -349,7 +349,7 @@ func reviewStamp(rv string, listed bool, entries ...metav1.ManagedFieldsEntry) *
 	if listed {
 		m.Annotations = map[string]string{listedAnnotation: "true"}
 	}
-	return StampOf(m, &intern.Strings{})
+	return stampOf(m, &intern.Strings{})
 }
 
 // Finding 1a: the watch's stamp never went through the applied version (relist after a 410,
@@ -383,7 +383,7 @@ func TestReviewBaselineAdvancedBeforeSuspicion(t *testing.T) {
 	stale := live.DeepCopy()
 	_ = unstructured.SetNestedField(stale.Object, "2", "data", "v")
 	stale.SetResourceVersion(strconv.Itoa(f.kube.RV() + 1)) // the version rewrite below makes
-	ns := StampOf(stale, &w.strings)
+	ns := stampOf(stale, &w.strings)
 	// 1. the informer's clientState.Update(ns)
 	if err := w.store.Update(ns); err != nil {
 		t.Fatal(err)

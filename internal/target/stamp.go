@@ -157,12 +157,12 @@ func stamper(strings *intern.Strings) cache.TransformFunc {
 		if err != nil {
 			return obj, nil // a tombstone: the informer handles it
 		}
-		return StampOf(m, strings), nil
+		return stampOf(m, strings), nil
 	}
 }
 
-// StampOf is the stamp of an object's metadata.
-func StampOf(m metav1.Object, strings *intern.Strings) *Stamp {
+// stampOf is the stamp of an object's metadata.
+func stampOf(m metav1.Object, strings *intern.Strings) *Stamp {
 	s := &Stamp{namespace: strings.Intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
 		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil,
 		listed: m.GetAnnotations()[listedAnnotation] != ""}

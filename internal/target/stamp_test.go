@@ -80,7 +80,7 @@ func TestFieldsDigestOrderIndependent(t *testing.T) {
 // TestSameMetadata: what tells an ApplyDesire's watch event from a status-only update.
 func TestSameMetadata(t *testing.T) {
 	base := func() *Stamp {
-		return StampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 		}}, &intern.Strings{})
@@ -115,7 +115,7 @@ func TestSameMetadata(t *testing.T) {
 				managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 			}}
 			tc.change(m)
-			if got := base().sameMetadata(StampOf(m, &intern.Strings{})); got != tc.same {
+			if got := base().sameMetadata(stampOf(m, &intern.Strings{})); got != tc.same {
 				t.Fatalf("sameMetadata = %v, want %v", got, tc.same)
 			}
 		})
@@ -126,7 +126,7 @@ func TestSameMetadata(t *testing.T) {
 // entries included) is unexplained; a status update is not.
 func TestUnexplained(t *testing.T) {
 	meta := func(rv string, statusTime int64) *Stamp {
-		return StampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
+		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, statusTime),
 		}}, &intern.Strings{})
@@ -165,7 +165,7 @@ func TestStampFollow(t *testing.T) {
 		if listed {
 			m.Annotations = map[string]string{listedAnnotation: "true"}
 		}
-		return StampOf(m, &intern.Strings{})
+		return stampOf(m, &intern.Strings{})
 	}
 	suspect := func(s *Stamp) string {
 		if p := s.suspect.Load(); p != nil {
@@ -224,7 +224,7 @@ func TestStampBytesPerObject(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i, o := range objs {
-		stamps[i] = StampOf(o, in)
+		stamps[i] = stampOf(o, in)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
