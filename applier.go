@@ -25,6 +25,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/conditionlog"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -77,9 +78,9 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	}
 	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, w.clock)
 	w.countAWS, w.countKube = m.CountDynamoDB, m.CountKube
-	w.kubeResources = newKubeResourceCounter()
+	w.kubeResources = kubecall.NewResourceCounter()
 	mon := newMonitoring()
-	m.AddCollectors(w.kubeResources.vec)
+	m.AddCollectors(w.kubeResources.Vec)
 	m.AddCollectors(mon.collectors()...)
 	if err := opts.complete(&w); err != nil {
 		return nil, err
@@ -441,7 +442,7 @@ func storeMax(v *atomic.Int64, n int64) {
 }
 
 // conditionLogFlush is how often a term logs the desire condition changes held back by the
-// per-desire rate limit (conditionlog.go).
+// per-desire rate limit (internal/conditionlog).
 const conditionLogFlush = 10 * time.Second
 
 func (a *Applier) flushConditionLog(ctx context.Context) {

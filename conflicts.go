@@ -227,6 +227,16 @@ func (c objectConflicts) confirmApply(ctx context.Context, ad, keeper *ApplyDesi
 	return cur, nil
 }
 
+// scrubOnly is the ApplyDesire rules of a controller built without rivals (a test harness):
+// no rival, but every verdict scrubbed of its Secret values.
+type scrubOnly struct{}
+
+func (scrubOnly) check(context.Context, *ApplyDesire) (Verdict, bool, string) {
+	return Verdict{}, false, ""
+}
+func (scrubOnly) others(any) []string                      { return nil }
+func (scrubOnly) scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
+
 // scrub is scrubVerdict: no Secret value of ad's content in v.
 func (objectConflicts) scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
 

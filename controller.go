@@ -39,7 +39,7 @@ type controller[T Desire] struct {
 	waitingKind sync.Map
 	// streaks tells a desire that keeps failing the same way from an applier that fails.
 	streaks failureStreaks
-	// outcomes: what this term's statuses say, for the heartbeat and gauges (heartbeat.go).
+	// outcomes: what this term's statuses say, for the heartbeat and gauges (outcomes.go).
 	outcomes outcomes
 }
 
@@ -88,6 +88,12 @@ func newController[T Desire](cfg controllerConfig[T]) *controller[T] {
 	}
 	if cfg.reconcileTime <= 0 {
 		cfg.reconcileTime = defaultReconcileTimeout
+	}
+	if cfg.objectRules == nil {
+		// An ApplyDesire controller scrubs every verdict of its Secret values, rivals or not.
+		if r, ok := any(scrubOnly{}).(objectRules[T]); ok {
+			cfg.objectRules = r
+		}
 	}
 	c := &controller[T]{controllerConfig: cfg}
 	c.newQueue()
@@ -280,7 +286,7 @@ func (c *controller[T]) refreshStatuses(ctx context.Context, w *statusWriter[T],
 
 // checkStatuses reads every status document's version (one paged Scan projected on
 // documentID and version; no GetItem), drops what the table contradicts from w's cache and
-// the outcomes (heartbeat.go), and returns the desires to reconcile: those, and the statuses
+// the outcomes (outcomes.go), and returns the desires to reconcile: those, and the statuses
 // without a spec. Idle cost: that Scan (billed by the items' full size), no write.
 func (c *controller[T]) checkStatuses(ctx context.Context, w *statusWriter[T]) ([]string, error) {
 	lister, ok := c.statusCRUD.(interface {

@@ -63,5 +63,5 @@ func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat.Writer {
 		Table:   TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, KindApplyDesire),
 		Cluster: a.opts.ManagementCluster, Identity: a.opts.Identity, Version: heartbeat.Version(),
 		Interval: a.wiring.heartbeatInterval, MaxAge: a.wiring.heartbeatMaxAge, Visibility: a.wiring.recordVisibility,
-		Now: a.wiring.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.heartbeatWritten})
+		Now: a.wiring.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.written()})
 }

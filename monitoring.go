@@ -83,6 +83,14 @@ func (m *monitoring) collectors() []prometheus.Collector {
 
 func (m *monitoring) observeRelist(kind DesireKind) { m.relists.WithLabelValues(string(kind)).Inc() }
 
+// written is the heartbeat writer's hook (nil without monitoring).
+func (m *monitoring) written() func(result string, at time.Time) {
+	if m == nil {
+		return nil
+	}
+	return m.heartbeatWritten
+}
+
 // heartbeatWritten counts a heartbeat write's result, and the time of the last one written.
 func (m *monitoring) heartbeatWritten(result string, at time.Time) {
 	m.heartbeatWrites.WithLabelValues(result).Inc()

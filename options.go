@@ -27,6 +27,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
 // Defaults of Options.
@@ -192,12 +193,12 @@ type tuning struct {
 }
 
 // wiring is what New builds from Options beyond their defaults; the Applier holds it, and
-// Options carries only what its user set.
+// Options holds no field its user cannot set (complete fills only the public ones).
 type wiring struct {
 	tuning
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
-	kubeResources       *kubeResourceCounter // kube requests by group/resource (kuberesources.go)
+	kubeResources       *kubecall.ResourceCounter // kube requests by group/resource
 	// Set by complete.
 	logs       *logRoute
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
@@ -261,7 +262,7 @@ func (o *Options) complete(w *wiring) error {
 	}
 	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS)
 	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, w.countAWS)
-	o.Kube = deadlineKube{kube: o.Kube, timeout: o.CallTimeout}
+	o.Kube = kubecall.WithDeadline(o.Kube, o.CallTimeout)
 	return nil
 }
 
@@ -400,10 +401,10 @@ func (o *Options) clientsFromRESTConfig(w *wiring) error {
 		}
 	}
 	if w.countKube != nil {
-		hc = countedHTTPClient(hc, w.countKube)
+		hc = kubecall.CountedHTTPClient(hc, w.countKube)
 	}
 	if w.kubeResources != nil {
-		hc = countedByResource(hc, w.kubeResources)
+		hc = kubecall.CountedByResource(hc, w.kubeResources)
 	}
 	w.httpClient = hc
 	if o.DynamicClient == nil {

@@ -27,7 +27,7 @@ type outcomes struct {
 	mu   sync.Mutex
 	byID map[string]outcome
 	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
-	// (conditionlog.go logs the changes).
+	// (logging.go hands them to internal/conditionlog).
 	observe func(id string, v Verdict)
 }
 
@@ -99,7 +99,7 @@ type tally struct {
 // newest updateTime when every spec is answered, else the earliest bound an unanswered spec
 // sets: just before the earlier of its createTime and updateTime, or its answered version's
 // updateTime when that is earlier still. No clock is trusted to order versions (a backend
-// clock behind gives a version 2 an updateTime before version 1's). heartbeat.content caps it
+// clock behind gives a version 2 an updateTime before version 1's). the heartbeat writer (internal/heartbeat, Content) caps it
 // further at the time the stream was last read to its end.
 func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
 	t := tally{counts: map[tallyKey]int{}}

@@ -106,3 +106,28 @@ func TestKubeRequestsOnSharedHTTPClient(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The applier's clients count their requests by group/resource, with the verb.
+func TestKubeRequestsByResource(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`))
+	}))
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	a, err := New(Options{ManagementCluster: "mc01", DynamoDB: newMemDB(), Streams: AWSStreams{},
+		RESTConfig: &rest.Config{Host: srv.URL}, MetricsRegisterer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := a.opts.DynamicClient.Resource(cmGVR).Namespace("ns").Get(context.Background(), "c", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = a.wiring.kubeProbe(context.Background())
+	got := values(t, reg, "kube_applier_kube_resource_requests_total", "resource")
+	if got["mc01/configmaps"] != 2 || got["mc01/"] != 1 || len(got) != 2 {
+		t.Fatalf("by resource = %v, want configmaps 2 and discovery (\"\") 1", got)
+	}
+}

@@ -187,3 +187,19 @@ func TestSecretRedactionAnyShape(t *testing.T) {
 		t.Fatalf("mirror reveals a value: %s", b)
 	}
 }
+
+// TestApplyControllerScrubsWithoutRivalRules: an ApplyDesire controller built without rival
+// rules still scrubs every verdict of its Secret's values (a wrapper's too).
+func TestApplyControllerScrubsWithoutRivalRules(t *testing.T) {
+	const value = "s3cr3t-value-no-one-may-read"
+	manifest := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"k":"` + value + `"}}`
+	r := ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
+		return Refused(ReasonPreCheckFailed, "the apiserver refused "+value)
+	})
+	cfg := newHarness[*ApplyDesire](KindApplyDesire, r).c.controllerConfig
+	cfg.objectRules = nil
+	v := newController(cfg).verdict(context.Background(), applyDesire("s", manifest))
+	if strings.Contains(v.Message(), value) || !strings.Contains(v.Message(), "[redacted]") {
+		t.Fatalf("verdict message %q: want the Secret's value scrubbed", v.Message())
+	}
+}

@@ -2,7 +2,6 @@ package kubeapplier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
 // managedFields entries keep the apiVersion they were written at. Once a CRD stops serving
@@ -19,14 +20,6 @@ import (
 // under a resourceVersion precondition, and applies again. When that is not possible the
 // desire reports StaleFieldOwners naming the version and the managers, retried with back-off:
 // it is neither the desire's fault nor the applier's.
-
-// managedFieldsEditor is the optional KubeClient method that replaces an object's
-// managedFields (DynamicKube has it).
-type managedFieldsEditor interface {
-	ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error
-}
-
-var errNoManagedFieldsEditor = errors.New("the KubeClient cannot edit managedFields (no ReplaceManagedFields method)")
 
 // staleVersionError matches the apiserver's refusal and captures the group/version.
 var staleVersionError = regexp.MustCompile(`request to convert CR to an invalid group/version: ([A-Za-z0-9.\-]+/[A-Za-z0-9\-]+)`)
@@ -102,9 +95,9 @@ func (r *applyReconciler) removeStaleEntries(ctx context.Context, gvr schema.Gro
 	if len(managers) == 0 {
 		return nil, nil // gone meanwhile: the next apply tells
 	}
-	ed, ok := r.kube.(managedFieldsEditor)
+	ed, ok := r.kube.(kubecall.ManagedFieldsEditor) // DynamicKube has it
 	if !ok {
-		return managers, errNoManagedFieldsEditor
+		return managers, kubecall.ErrNoManagedFieldsEditor
 	}
 	if err := ed.ReplaceManagedFields(ctx, gvr, namespace, name, cur.GetResourceVersion(), keep); err != nil {
 		return managers, err

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
 // managedFieldsRecorder is a KubeClient that can edit managedFields and records the deadline
@@ -30,10 +31,10 @@ func (r *managedFieldsRecorder) ReplaceManagedFields(ctx context.Context, _ sche
 // land up to CallTimeout after the Lease may have passed to another process.
 func TestManagedFieldsEditEndsWithinTheTerm(t *testing.T) {
 	rec := &managedFieldsRecorder{}
-	kube := deadlineKube{kube: rec, timeout: 10 * time.Second}
+	kube := kubecall.WithDeadline(rec, 10*time.Second)
 	expiry := time.Now().Add(200 * time.Millisecond)
 	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
-	if err := kube.ReplaceManagedFields(ctx, cmGVR, "default", "c1", "7", nil); err != nil {
+	if err := kube.(kubecall.ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "default", "c1", "7", nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.edits) != 1 || rec.edits[0].After(expiry) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
 // TestTakeTermOnlyGrows: a term is taken in DynamoDB one above the stored one and the newest
@@ -118,7 +119,7 @@ func (r *deadlineRecorder) Apply(ctx context.Context, _ schema.GroupVersionResou
 // cannot land after the Lease expired: its deadline is the term's expiry, not the call timeout.
 func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
 	rec := &deadlineRecorder{}
-	kube := deadlineKube{kube: rec, timeout: 10 * time.Second}
+	kube := kubecall.WithDeadline(rec, 10*time.Second)
 	expiry := time.Now().Add(200 * time.Millisecond)
 	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
 	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); err != nil {

@@ -132,7 +132,7 @@ func (t Term) Met(err error) {
 }
 
 // termKey carries the term of a reconcile in its context, so every cluster mutation it makes
-// is checked against the term and bounded by its expiry (the root package's deadlineKube).
+// is checked against the term and bounded by its expiry (internal/kubecall's WithDeadline).
 type termKey struct{}
 
 // With returns ctx carrying t: every cluster mutation of the reconcile that gets it is

@@ -1,4 +1,4 @@
-package kubeapplier
+package kubecall
 
 import (
 	"context"
@@ -34,13 +34,15 @@ func (h *hangingCalls) Delete(ctx context.Context, _ schema.GroupVersionResource
 	return h.wait(ctx)
 }
 
+var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
 // TestEveryCallHasADeadline: a kube call that hangs returns at the call timeout, for every
 // method (DynamoDB's and Streams': internal/awscall); and a cluster change of a term that may
 // be over is refused before the call.
 func TestEveryCallHasADeadline(t *testing.T) {
 	h := &hangingCalls{}
 	const timeout = 20 * time.Millisecond
-	kube := deadlineKube{kube: h, timeout: timeout}
+	kube := WithDeadline(h, timeout)
 	ctx := context.Background()
 	calls := []func() error{
 		func() error { _, err := kube.Apply(ctx, cmGVR, nil, "fm"); return err },
@@ -56,7 +58,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	if h.deadlines != len(calls) {
 		t.Fatalf("%d of %d calls had a deadline", h.deadlines, len(calls))
 	}
-	over := fencing.With(ctx, term{Number: 2, Valid: func() bool { return false }})
+	over := fencing.With(ctx, fencing.Term{Number: 2, Valid: func() bool { return false }})
 	if _, err := kube.Apply(over, cmGVR, nil, "fm"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("apply in an ended term: %v, want fencing.ErrFenced", err)
 	}

@@ -1,0 +1,85 @@
+// Package kubecall is the middleware of every call the applier makes to the kube-apiserver,
+// as internal/awscall is for DynamoDB and Streams: a deadline on each call, the term's fence
+// on each cluster change (internal/fencing), and the counters of the requests the clients
+// built from a RESTConfig send.
+package kubecall
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+)
+
+// Client is the applier's cluster client (the root package's KubeClient).
+type Client interface {
+	Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
+	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error
+}
+
+// ManagedFieldsEditor is the optional Client method that replaces an object's managedFields.
+type ManagedFieldsEditor interface {
+	ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error
+}
+
+// ErrNoManagedFieldsEditor: the Client has no ReplaceManagedFields method.
+var ErrNoManagedFieldsEditor = errors.New("the KubeClient cannot edit managedFields (no ReplaceManagedFields method)")
+
+// WithDeadline returns kube whose every call has a deadline of timeout: a hung call cannot
+// hold a reconcile, a term or a shutdown for ever. Its mutations (Apply, Delete,
+// ReplaceManagedFields) are refused in a term that may be over (fencing.ErrFenced) and end
+// within the term's expiry, so none lands after another process may lead.
+func WithDeadline(kube Client, timeout time.Duration) Client {
+	return deadlineClient{kube: kube, timeout: timeout}
+}
+
+type deadlineClient struct {
+	kube    Client
+	timeout time.Duration
+}
+
+func (d deadlineClient) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return d.kube.Apply(ctx, gvr, obj, fieldManager)
+}
+
+func (d deadlineClient) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	return d.kube.Get(ctx, gvr, namespace, name)
+}
+
+func (d deadlineClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return d.kube.Delete(ctx, gvr, namespace, name, uid)
+}
+
+// ReplaceManagedFields passes the call to the wrapped client when it has the method: a
+// mutation like Apply, refused in a term that may be over and ended within its expiry.
+func (d deadlineClient) ReplaceManagedFields(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, resourceVersion string, fields []metav1.ManagedFieldsEntry) error {
+	ed, ok := d.kube.(ManagedFieldsEditor)
+	if !ok {
+		return ErrNoManagedFieldsEditor
+	}
+	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return ed.ReplaceManagedFields(ctx, gvr, namespace, name, resourceVersion, fields)
+}
