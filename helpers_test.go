@@ -31,6 +31,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -284,14 +285,7 @@ func sampleApply(id string) *ApplyDesire {
 }
 
 func unstructuredObj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
-	for k, v := range fields {
-		u.Object[k] = v
-	}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone"}})
-	return u
+	return ssafake.NewObject(apiVersion, kind, ns, name, fields)
 }
 
 func readDesire(id string, t TargetItem) *ReadDesire {

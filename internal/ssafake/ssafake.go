@@ -313,3 +313,16 @@ func (k *Kube) Data(ns, name, key string) (string, error) {
 	v, _, _ := unstructured.NestedString(live.Object, "data", key)
 	return v, nil
 }
+
+// NewObject returns an object of apiVersion and kind named ns/name, with the top-level fields
+// given and one managedFields entry (of manager "someone"), as a test puts it into a cluster.
+func NewObject(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone"}})
+	return u
+}
