@@ -27,6 +27,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -151,7 +152,7 @@ func (a *Applier) newInformers() (*KubeApplierInformers, error) {
 	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.handler())
 	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
-	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(deleteRivalHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.enqueue))
+	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.enqueue))
 	return inf, errors.Join(err1, err2, err3, err4)
 }
 
@@ -169,9 +170,9 @@ type termConflicts struct{ a *Applier }
 
 func (c termConflicts) current() objectConflicts {
 	inf := c.a.informers.Load()
-	return objectConflicts{indexer: inf.ApplyDesires.Informer.GetIndexer(), cluster: c.a.opts.ManagementCluster,
-		deletes: inf.DeleteDesires.Informer.GetIndexer(), mapper: c.a.wiring.mapper,
-		applySpecs: c.a.db.ApplyDesireSpecs(), deleteSpecs: c.a.db.DeleteDesireSpecs()}
+	return objectConflicts{rivals.Rules{Applies: inf.ApplyDesires.Informer.GetIndexer(), Deletes: inf.DeleteDesires.Informer.GetIndexer(),
+		Cluster: c.a.opts.ManagementCluster, Resource: kindResource(c.a.wiring.mapper),
+		ApplySpecs: c.a.db.ApplyDesireSpecs(), DeleteSpecs: c.a.db.DeleteDesireSpecs()}}
 }
 
 func (c termConflicts) check(ctx context.Context, d *ApplyDesire) (Verdict, bool, string) {

@@ -44,7 +44,7 @@ type controller[T Desire] struct {
 }
 
 // objectRules is what the controller of a kind whose desires write objects (ApplyDesires:
-// conflicts.go, secrets.go) does around the reconciler.
+// conflicts.go over internal/rivals, secrets.go) does around the reconciler.
 type objectRules[T Desire] interface {
 	// check refuses d while another desire keeps its object, else returns the note for the
 	// keeper's message ("" without rivals).

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
@@ -209,7 +210,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexersOf(kind))
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(kind))
 	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
 		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
 		log: logr.Discard(), metrics: metrics.New(nil, fixedClock), now: fixedClock}
@@ -217,7 +218,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 		cfg.forget = f.Forget
 	}
 	if kind == KindApplyDesire {
-		cfg.objectRules = any(objectConflicts{indexer: idx, cluster: "mc01"}).(objectRules[T])
+		cfg.objectRules = any(objectConflicts{rivals.Rules{Applies: idx, Cluster: "mc01"}}).(objectRules[T])
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }

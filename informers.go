@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
@@ -53,7 +54,7 @@ func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 }
 
 func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
-	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, indexersOf(kind))
+	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, rivals.Indexers(kind))
 	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
 }
 

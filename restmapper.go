@@ -30,6 +30,17 @@ func mapKind(mapper meta.ResettableRESTMapper, gvk schema.GroupVersionKind) (*me
 	return m, err
 }
 
+// kindResource is the resource name mapKind finds for a kind (the rival rules' Resource).
+func kindResource(mapper meta.ResettableRESTMapper) func(schema.GroupVersionKind) (string, error) {
+	return func(gvk schema.GroupVersionKind) (string, error) {
+		m, err := mapKind(mapper, gvk)
+		if err != nil {
+			return "", err
+		}
+		return m.Resource.Resource, nil
+	}
+}
+
 // mapResource resolves a GVR to its mapping (kind and scope), like mapKind.
 func mapResource(mapper meta.ResettableRESTMapper, gvr schema.GroupVersionResource) (*meta.RESTMapping, error) {
 	gvk, err := mapper.KindFor(gvr)

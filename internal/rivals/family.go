@@ -1,0 +1,105 @@
+package rivals
+
+import (
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+)
+
+// FamilyIndex is the informers' index of Apply and Delete desires by their object's group,
+// namespace and name. A DeleteDesire names group/version/resource, an ApplyDesire
+// group/version/kind: the family is what both spell the same way.
+const FamilyIndex = "family"
+
+func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
+
+// ObjectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
+// any version. "" when the desire is undecodable or its content names no object (it is
+// refused by its reconciler anyway).
+func ObjectKey(d *api.ApplyDesire) string {
+	if d.Invalid != "" || d.Spec.KubeContent == nil {
+		return ""
+	}
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(d.Spec.KubeContent, &obj) != nil || obj.Kind == "" || obj.Metadata.Name == "" {
+		return ""
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return ""
+	}
+	return gv.Group + "/" + obj.Kind + "/" + obj.Metadata.Namespace + "/" + obj.Metadata.Name
+}
+
+// applyFamily is an ApplyDesire's FamilyIndex key: its kubeContent's object ("" when it names
+// none).
+func applyFamily(d *api.ApplyDesire) string {
+	parts := strings.SplitN(ObjectKey(d), "/", 4)
+	if len(parts) == 4 {
+		return familyKey(parts[0], parts[2], parts[3])
+	}
+	return ""
+}
+
+// deleteFamily is a DeleteDesire's FamilyIndex key: its targetItem ("" when it names none).
+func deleteFamily(d *api.DeleteDesire) string {
+	t := d.Spec.TargetItem
+	if d.Invalid == "" && t.Name != "" && t.Resource != "" {
+		return familyKey(t.Group, t.Namespace, t.Name)
+	}
+	return ""
+}
+
+// Indexers are the indexers of kind's informer: FamilyIndex for Apply and Delete desires,
+// none for ReadDesires (they have no rivals).
+func Indexers(kind api.DesireKind) cache.Indexers {
+	switch kind {
+	case api.KindApplyDesire:
+		return familyIndexers(applyFamily)
+	case api.KindDeleteDesire:
+		return familyIndexers(deleteFamily)
+	}
+	return nil
+}
+
+// familyIndexers index one kind's desires by family (none for a desire whose family is "").
+func familyIndexers[T api.Desire](family func(T) string) cache.Indexers {
+	return cache.Indexers{FamilyIndex: func(obj any) ([]string, error) {
+		if d, ok := stream.As[T](obj); ok {
+			if k := family(d); k != "" {
+				return []string{k}, nil
+			}
+		}
+		return nil, nil
+	}}
+}
+
+// ofFamily returns the desires of kind T that indexer holds under family key fam.
+func ofFamily[T api.Desire](indexer cache.Indexer, fam string) []T {
+	if indexer == nil || fam == "" {
+		return nil
+	}
+	objs, err := indexer.ByIndex(FamilyIndex, fam)
+	if err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if d, ok := stream.As[T](o); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}

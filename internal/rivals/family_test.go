@@ -1,0 +1,46 @@
+package rivals
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+)
+
+func TestObjectKey(t *testing.T) {
+	cases := map[string]string{
+		cm("a"): "/ConfigMap/default/a",
+		`{"apiVersion":"apps/v1beta1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`: "apps/Deployment/n/w",
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`:      "apps/Deployment/n/w",
+		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`:                            "/Namespace//n",
+		`{"kind":"ConfigMap"}`: "",
+		`not json`:             "",
+	}
+	for content, want := range cases {
+		if got := ObjectKey(applyDesire("x", content, t0)); got != want {
+			t.Errorf("ObjectKey(%s) = %q, want %q", content, got, want)
+		}
+	}
+	bad := applyDesire("x", cm("a"), t0)
+	bad.Invalid = "undecodable"
+	if got := ObjectKey(bad); got != "" {
+		t.Errorf("ObjectKey(undecodable) = %q, want none", got)
+	}
+}
+
+// TestIndexersShareFamilies: an ApplyDesire and a DeleteDesire of one object are found under
+// the same FamilyIndex key, whatever the version or kind/resource spelling; ReadDesires and
+// desires naming no object are not indexed.
+func TestIndexersShareFamilies(t *testing.T) {
+	ad := applyDesire("a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`, t0)
+	dd := deleteDesire("d", "deployments", "w")
+	dd.Spec.TargetItem.Group, dd.Spec.TargetItem.Namespace = "apps", "n"
+	applies := indexer(t, api.KindApplyDesire, ad, applyDesire("none", `{"kind":"ConfigMap"}`, t0))
+	deletes := indexer(t, api.KindDeleteDesire, dd, &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "unnamed"}})
+	if got, want := applies.ListIndexFuncValues(FamilyIndex), deletes.ListIndexFuncValues(FamilyIndex); !slices.Equal(got, []string{"apps/n/w"}) || !slices.Equal(got, want) {
+		t.Fatalf("families: applies %v, deletes %v; want [apps/n/w] in both", got, want)
+	}
+	if Indexers(api.KindReadDesire) != nil {
+		t.Fatal("ReadDesires are indexed")
+	}
+}

@@ -1,0 +1,240 @@
+package rivals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+)
+
+// ConfirmRetry is how soon a desire whose rival could not be confirmed (the read failed) is
+// looked at again; nothing is written meanwhile.
+const ConfirmRetry = 2 * time.Second
+
+// SpecGetter reads one spec consistently: api.ErrNotFound when it is gone, api.ErrInvalidItem
+// when it does not decode (either way it is no rival).
+type SpecGetter[T api.Desire] interface {
+	Get(ctx context.Context, id string) (T, error)
+}
+
+// Rules are the rival rules for the ApplyDesires of one management cluster.
+type Rules struct {
+	// Applies and Deletes are the Apply and Delete desire informers' indexers, indexed by
+	// Indexers. Deletes nil: no DeleteDesire is a rival.
+	Applies, Deletes cache.Indexer
+	// Cluster is the management cluster: desires of others are no rivals.
+	Cluster string
+	// Resource maps an ApplyDesire's kind to the resource DeleteDesires name. Nil, or an error
+	// (a kind the cluster does not serve): every DeleteDesire of the object's family is taken
+	// for a rival, since the object may be theirs.
+	Resource func(schema.GroupVersionKind) (string, error)
+	// ApplySpecs and DeleteSpecs confirm a rival before a desire is refused for it. Nil: the
+	// cache is taken as it is.
+	ApplySpecs  SpecGetter[*api.ApplyDesire]
+	DeleteSpecs SpecGetter[*api.DeleteDesire]
+}
+
+// Outcome is what the rules decide for one ApplyDesire. At most one of Unconfirmed, Deletes
+// and Keeper is set; with none, the desire is carried out.
+type Outcome struct {
+	// Unconfirmed: a confirming read failed, or the keeper kept changing under the reads.
+	// Nothing is decided: look again after ConfirmRetry.
+	Unconfirmed bool
+	// Deletes are the DeleteDesires, confirmed, that target the desire's object, by
+	// documentID: they win while they exist, and the desire applies nothing.
+	Deletes []*api.DeleteDesire
+	// Keeper is the ApplyDesire, confirmed, that keeps the object: the desire applies nothing.
+	Keeper *api.ApplyDesire
+	// Refused are the documentIDs of the rivals the desire keeps the object against, created
+	// after it (nil without rivals).
+	Refused []string
+}
+
+// Check applies the rules to ad: a DeleteDesire of its object first, then the other
+// ApplyDesires of its object.
+func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
+	if dels := r.deleteRivals(ad); len(dels) > 0 {
+		dels, err := r.confirmDeletes(ctx, ad, dels)
+		if err != nil {
+			return Outcome{Unconfirmed: true}
+		}
+		if len(dels) > 0 {
+			return Outcome{Deletes: dels}
+		}
+	}
+	rivals := r.applyRivals(ad)
+	for range len(rivals) + 2 {
+		if len(rivals) == 0 {
+			return Outcome{}
+		}
+		keeper, others := keeperOf(ad, rivals)
+		if keeper.DocumentID == ad.DocumentID {
+			return Outcome{Refused: others}
+		}
+		// Refused for the keeper: only once its spec is confirmed to keep the object.
+		cur, err := r.confirmApply(ctx, ad, keeper)
+		switch {
+		case err != nil:
+			return Outcome{Unconfirmed: true}
+		case cur == keeper:
+			return Outcome{Keeper: keeper}
+		case cur == nil: // gone, retargeted or undecodable since the cache saw it
+			rivals = slices.DeleteFunc(rivals, func(r *api.ApplyDesire) bool { return r == keeper })
+		default: // another incarnation since: the rule again with it
+			rivals = slices.DeleteFunc(rivals, func(r *api.ApplyDesire) bool { return r == keeper })
+			rivals = append(rivals, cur)
+		}
+	}
+	return Outcome{Unconfirmed: true}
+}
+
+// sameObject returns the other cached ApplyDesires that target ad's object (any cluster, any
+// validity).
+func (r Rules) sameObject(ad *api.ApplyDesire) []*api.ApplyDesire {
+	k := ObjectKey(ad)
+	if k == "" {
+		return nil
+	}
+	var out []*api.ApplyDesire
+	for _, o := range ofFamily[*api.ApplyDesire](r.Applies, applyFamily(ad)) {
+		if o.DocumentID != ad.DocumentID && ObjectKey(o) == k {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// applyRivals returns the other ApplyDesires of this management cluster that target ad's
+// object and would be carried out (decodable).
+func (r Rules) applyRivals(ad *api.ApplyDesire) []*api.ApplyDesire {
+	var out []*api.ApplyDesire
+	for _, o := range r.sameObject(ad) {
+		if o.Invalid == "" && o.Spec.ManagementCluster == r.Cluster {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// keeperOf is the rule over ad and its rivals: the one created first (then the smaller
+// documentID) keeps the object; others are the rest's documentIDs, in that order.
+func keeperOf(ad *api.ApplyDesire, rivals []*api.ApplyDesire) (keeper *api.ApplyDesire, others []string) {
+	all := append([]*api.ApplyDesire{ad}, rivals...)
+	slices.SortFunc(all, func(a, b *api.ApplyDesire) int {
+		if c := a.CreateTime.Compare(b.CreateTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.DocumentID, b.DocumentID)
+	})
+	for _, o := range all[1:] {
+		others = append(others, o.DocumentID)
+	}
+	return all[0], others
+}
+
+// deleteRivals returns the cached DeleteDesires of this management cluster that target ad's
+// object, by documentID.
+func (r Rules) deleteRivals(ad *api.ApplyDesire) []*api.DeleteDesire {
+	var out []*api.DeleteDesire
+	for _, dd := range ofFamily[*api.DeleteDesire](r.Deletes, applyFamily(ad)) {
+		if r.isDeleteRival(ad, dd) {
+			out = append(out, dd)
+		}
+	}
+	slices.SortFunc(out, func(a, b *api.DeleteDesire) int { return strings.Compare(a.DocumentID, b.DocumentID) })
+	return out
+}
+
+// isDeleteRival reports whether dd, a DeleteDesire of this management cluster, targets ad's
+// object: the same family and, when ad's kind maps to a resource, that resource (any version;
+// a non-canonical spelling is refused by its own reconciler and deletes nothing, so it does
+// not win).
+func (r Rules) isDeleteRival(ad *api.ApplyDesire, dd *api.DeleteDesire) bool {
+	if dd.Invalid != "" || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != applyFamily(ad) {
+		return false
+	}
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if r.Resource == nil || ad.Spec.KubeContent == nil || json.Unmarshal(ad.Spec.KubeContent, &obj) != nil {
+		return true
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return true
+	}
+	res, err := r.Resource(gv.WithKind(obj.Kind))
+	return err != nil || dd.Spec.TargetItem.Resource == res
+}
+
+// gone reports whether a confirming read's error says the spec is no rival: deleted, or
+// undecodable.
+func gone(err error) bool {
+	return errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalidItem)
+}
+
+// confirmDeletes returns the DeleteDesires of dels whose spec, read consistently, still
+// exists and still targets ad's object; an error when a read failed.
+func (r Rules) confirmDeletes(ctx context.Context, ad *api.ApplyDesire, dels []*api.DeleteDesire) ([]*api.DeleteDesire, error) {
+	if r.DeleteSpecs == nil {
+		return dels, nil
+	}
+	var out []*api.DeleteDesire
+	for _, dd := range dels {
+		cur, err := r.DeleteSpecs.Get(ctx, dd.DocumentID)
+		switch {
+		case gone(err):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if r.isDeleteRival(ad, cur) {
+			out = append(out, cur)
+		}
+	}
+	return out, nil
+}
+
+// confirmApply reads keeper's spec consistently: keeper itself when it still targets ad's
+// object as the cache says, the spec as stored when it does so as another incarnation (its
+// createTime, which orders keepers, differs), nil when it is gone, retargeted or undecodable.
+func (r Rules) confirmApply(ctx context.Context, ad, keeper *api.ApplyDesire) (*api.ApplyDesire, error) {
+	if r.ApplySpecs == nil {
+		return keeper, nil
+	}
+	cur, err := r.ApplySpecs.Get(ctx, keeper.DocumentID)
+	switch {
+	case gone(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case cur.Invalid != "" || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != ObjectKey(ad):
+		return nil, nil
+	case cur.CreateTime.Equal(keeper.CreateTime):
+		return keeper, nil
+	}
+	return cur, nil
+}
+
+// Others returns the documentIDs of the cached ApplyDesires that share obj's object (obj: an
+// ApplyDesire informer's object or tombstone), to look at again when obj changes or goes.
+func (r Rules) Others(obj any) []string {
+	ad, ok := stream.As[*api.ApplyDesire](obj)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for _, o := range r.sameObject(ad) {
+		ids = append(ids, o.DocumentID)
+	}
+	return ids
+}
