@@ -1,7 +1,9 @@
-// Package lease holds what the applier knows of a Lease: its own, renewed through client-go's
-// leader election (Tracker: when it last renewed, whether the Lease is still its own), the span
-// one campaign leads (Leadership), and a manager's Lease it follows (Followed). Every rule on
-// how long a Lease can be trusted is here; the fencing term built on it is the root package's.
+// Package lease holds what the applier knows of a Lease: the campaigns for its own (Campaign:
+// client-go's leader election, each won election one term handed to Lead, released only once
+// the term's work is done), its renewals (Tracker: when it last renewed, whether the Lease is
+// still its own), the span one campaign leads (Leadership), and a manager's Lease it follows
+// (Followed). Every rule on how long a Lease can be trusted is here; the fencing term built on
+// it is internal/fencing's.
 package lease
 
 import (

@@ -25,7 +25,7 @@ const (
 	rvLD     = 3 * time.Second
 	rvRD     = 2 * time.Second
 	rvRP     = 250 * time.Millisecond
-	rvMargin = time.Second // writeMargin: min(max(LD-RD, 500ms), CallTimeout)
+	rvMargin = time.Second // WriteMargin: min(max(LD-RD, 500ms), CallTimeout)
 )
 
 type rvElector struct {
@@ -34,7 +34,7 @@ type rvElector struct {
 	leading  atomic.Bool
 }
 
-// valid is termOf's Valid plus CallContext's expiry check; deadline is CallContext's deadline.
+// valid is Won.Valid (Campaign.won) plus CallContext's expiry check; deadline is CallContext's deadline.
 func (e *rvElector) valid() bool {
 	return e.le.IsLeader() && e.le.Check(-rvMargin) == nil && e.renewals.Held() && time.Now().Before(e.renewals.Expiry(rvLD))
 }
