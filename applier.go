@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
@@ -98,6 +99,9 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.watches.FieldManager = opts.FieldManager
+	a.watches.Synced = func(gvr schema.GroupVersionResource, objects int, took time.Duration) {
+		opts.Log.V(1).Info("target watch synced", "resource", target.GVRString(gvr), "objects", objects, "took", took.Round(time.Millisecond).String())
+	}
 	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(w.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
 	a.reach = newReachability(a.probes())
 

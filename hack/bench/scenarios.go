@@ -671,7 +671,13 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 	t0 := time.Now()
 	if b.cfg.profile {
 		secs := max(5, min(30, n/400))
-		go b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "restart.cpu.pprof", time.Duration(secs+30)*time.Second)
+		// Waited for before the scenario ends: a pass shorter than the profile must not
+		// cut it off (the next scenario stops the process).
+		var prof sync.WaitGroup
+		prof.Go(func() {
+			b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "restart.cpu.pprof", time.Duration(secs+30)*time.Second)
+		})
+		defer prof.Wait()
 	}
 	var m promSnap
 	for {

@@ -45,8 +45,11 @@ func ObjectKey(d *api.ApplyDesire) string {
 
 // applyFamily is an ApplyDesire's FamilyIndex key: its kubeContent's object ("" when it names
 // none).
-func applyFamily(d *api.ApplyDesire) string {
-	parts := strings.SplitN(ObjectKey(d), "/", 4)
+func applyFamily(d *api.ApplyDesire) string { return familyOf(ObjectKey(d)) }
+
+// familyOf is the FamilyIndex key of an ObjectKey ("" for none).
+func familyOf(objectKey string) string {
+	parts := strings.SplitN(objectKey, "/", 4)
 	if len(parts) == 4 {
 		return familyKey(parts[0], parts[2], parts[3])
 	}

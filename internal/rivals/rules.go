@@ -61,8 +61,9 @@ type Outcome struct {
 // Check applies the rules to ad: a DeleteDesire of its object first, then the other
 // ApplyDesires of its object.
 func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
-	if dels := r.deleteRivals(ad); len(dels) > 0 {
-		dels, err := r.confirmDeletes(ctx, ad, dels)
+	s := subjectOf(ad)
+	if dels := r.deleteRivals(s); len(dels) > 0 {
+		dels, err := r.confirmDeletes(ctx, s, dels)
 		if err != nil {
 			return Outcome{Unconfirmed: true}
 		}
@@ -70,7 +71,7 @@ func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
 			return Outcome{Deletes: dels}
 		}
 	}
-	rivals := r.applyRivals(ad)
+	rivals := r.applyRivals(s)
 	for range len(rivals) + 2 {
 		if len(rivals) == 0 {
 			return Outcome{}
@@ -80,7 +81,7 @@ func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
 			return Outcome{Refused: others}
 		}
 		// Refused for the keeper: only once its spec is confirmed to keep the object.
-		cur, err := r.confirmApply(ctx, ad, keeper)
+		cur, err := r.confirmApply(ctx, s, keeper)
 		switch {
 		case err != nil:
 			return Outcome{Unconfirmed: true}
@@ -96,27 +97,38 @@ func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
 	return Outcome{Unconfirmed: true}
 }
 
-// sameObject returns the other cached ApplyDesires that target ad's object (any cluster, any
-// validity).
-func (r Rules) sameObject(ad *api.ApplyDesire) []*api.ApplyDesire {
+// subject is the ApplyDesire the rules judge, with its content's object key and family parsed
+// once: the parse reads the whole kubeContent, and a check needs them several times.
+type subject struct {
+	ad          *api.ApplyDesire
+	key, family string
+}
+
+func subjectOf(ad *api.ApplyDesire) subject {
 	k := ObjectKey(ad)
-	if k == "" {
+	return subject{ad: ad, key: k, family: familyOf(k)}
+}
+
+// sameObject returns the other cached ApplyDesires that target s's object (any cluster, any
+// validity).
+func (r Rules) sameObject(s subject) []*api.ApplyDesire {
+	if s.key == "" {
 		return nil
 	}
 	var out []*api.ApplyDesire
-	for _, o := range ofFamily[*api.ApplyDesire](r.Applies, applyFamily(ad)) {
-		if o.DocumentID != ad.DocumentID && ObjectKey(o) == k {
+	for _, o := range ofFamily[*api.ApplyDesire](r.Applies, s.family) {
+		if o.DocumentID != s.ad.DocumentID && ObjectKey(o) == s.key {
 			out = append(out, o)
 		}
 	}
 	return out
 }
 
-// applyRivals returns the other ApplyDesires of this management cluster that target ad's
+// applyRivals returns the other ApplyDesires of this management cluster that target s's
 // object and would be carried out (decodable).
-func (r Rules) applyRivals(ad *api.ApplyDesire) []*api.ApplyDesire {
+func (r Rules) applyRivals(s subject) []*api.ApplyDesire {
 	var out []*api.ApplyDesire
-	for _, o := range r.sameObject(ad) {
+	for _, o := range r.sameObject(s) {
 		if o.Invalid == "" && o.Spec.ManagementCluster == r.Cluster {
 			out = append(out, o)
 		}
@@ -140,12 +152,12 @@ func keeperOf(ad *api.ApplyDesire, rivals []*api.ApplyDesire) (keeper *api.Apply
 	return all[0], others
 }
 
-// deleteRivals returns the cached DeleteDesires of this management cluster that target ad's
+// deleteRivals returns the cached DeleteDesires of this management cluster that target s's
 // object, by documentID.
-func (r Rules) deleteRivals(ad *api.ApplyDesire) []*api.DeleteDesire {
+func (r Rules) deleteRivals(s subject) []*api.DeleteDesire {
 	var out []*api.DeleteDesire
-	for _, dd := range ofFamily[*api.DeleteDesire](r.Deletes, applyFamily(ad)) {
-		if r.isDeleteRival(ad, dd) {
+	for _, dd := range ofFamily[*api.DeleteDesire](r.Deletes, s.family) {
+		if r.isDeleteRival(s, dd) {
 			out = append(out, dd)
 		}
 	}
@@ -153,14 +165,15 @@ func (r Rules) deleteRivals(ad *api.ApplyDesire) []*api.DeleteDesire {
 	return out
 }
 
-// isDeleteRival reports whether dd, a DeleteDesire of this management cluster, targets ad's
+// isDeleteRival reports whether dd, a DeleteDesire of this management cluster, targets s's
 // object: the same family and, when ad's kind maps to a resource, that resource (any version;
 // a non-canonical spelling is refused by its own reconciler and deletes nothing, so it does
 // not win).
-func (r Rules) isDeleteRival(ad *api.ApplyDesire, dd *api.DeleteDesire) bool {
-	if dd.Invalid != "" || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != applyFamily(ad) {
+func (r Rules) isDeleteRival(s subject, dd *api.DeleteDesire) bool {
+	if dd.Invalid != "" || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != s.family {
 		return false
 	}
+	ad := s.ad
 	var obj struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -183,8 +196,8 @@ func gone(err error) bool {
 }
 
 // confirmDeletes returns the DeleteDesires of dels whose spec, read consistently, still
-// exists and still targets ad's object; an error when a read failed.
-func (r Rules) confirmDeletes(ctx context.Context, ad *api.ApplyDesire, dels []*api.DeleteDesire) ([]*api.DeleteDesire, error) {
+// exists and still targets s's object; an error when a read failed.
+func (r Rules) confirmDeletes(ctx context.Context, s subject, dels []*api.DeleteDesire) ([]*api.DeleteDesire, error) {
 	if r.DeleteSpecs == nil {
 		return dels, nil
 	}
@@ -197,17 +210,17 @@ func (r Rules) confirmDeletes(ctx context.Context, ad *api.ApplyDesire, dels []*
 		case err != nil:
 			return nil, err
 		}
-		if r.isDeleteRival(ad, cur) {
+		if r.isDeleteRival(s, cur) {
 			out = append(out, cur)
 		}
 	}
 	return out, nil
 }
 
-// confirmApply reads keeper's spec consistently: keeper itself when it still targets ad's
+// confirmApply reads keeper's spec consistently: keeper itself when it still targets s's
 // object as the cache says, the spec as stored when it does so as another incarnation (its
 // createTime, which orders keepers, differs), nil when it is gone, retargeted or undecodable.
-func (r Rules) confirmApply(ctx context.Context, ad, keeper *api.ApplyDesire) (*api.ApplyDesire, error) {
+func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDesire) (*api.ApplyDesire, error) {
 	if r.ApplySpecs == nil {
 		return keeper, nil
 	}
@@ -217,7 +230,7 @@ func (r Rules) confirmApply(ctx context.Context, ad, keeper *api.ApplyDesire) (*
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case cur.Invalid != "" || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != ObjectKey(ad):
+	case cur.Invalid != "" || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
 		return nil, nil
 	case cur.CreateTime.Equal(keeper.CreateTime):
 		return keeper, nil
@@ -233,7 +246,7 @@ func (r Rules) Others(obj any) []string {
 		return nil
 	}
 	var ids []string
-	for _, o := range r.sameObject(ad) {
+	for _, o := range r.sameObject(subjectOf(ad)) {
 		ids = append(ids, o.DocumentID)
 	}
 	return ids

@@ -37,6 +37,9 @@ type Watches struct {
 	// FieldManager is the applier's own field manager: a change that may be a write under it
 	// leaving no trace is marked on the stamp (see Stamp.follow).
 	FieldManager string
+	// Synced, when set, is called once a watch's first list completed, with the objects it
+	// listed and how long that took (a new term's desires wait for it).
+	Synced func(gvr schema.GroupVersionResource, objects int, took time.Duration)
 
 	mu      sync.Mutex
 	term    context.Context // bounds every watch; nil between terms
@@ -377,7 +380,13 @@ func (h *Watches) startLocked(gvr schema.GroupVersionResource) *Watch {
 		// tell them at once when it completes (a new term's 10k desires would otherwise
 		// poll until it does).
 		synced.Go(func() {
-			if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) && h.notify != nil {
+			if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+				return
+			}
+			if h.Synced != nil {
+				h.Synced(w.gvr, len(w.store.ListKeys()), time.Since(w.started))
+			}
+			if h.notify != nil {
 				for _, ref := range w.syncedNow() {
 					h.notify(ref)
 				}

@@ -37,6 +37,12 @@ func TestSharedWatches(t *testing.T) {
 		enqueued[ref.ID]++
 		mu.Unlock()
 	})
+	listed := map[string]int{} // resource -> objects its first list found
+	h.Synced = func(gvr schema.GroupVersionResource, objects int, _ time.Duration) {
+		mu.Lock()
+		listed[gvr.Resource] += objects
+		mu.Unlock()
+	}
 	h.Begin(ctx)
 	defer h.End()
 	reg := func(id string, t api.TargetItem) *Watch {
@@ -76,6 +82,11 @@ func TestSharedWatches(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return enqueued["r1"] == 1 && enqueued["r2"] == 1 && enqueued["r3"] == 1 && enqueued["r4"] == 1
+	})
+	testenv.WaitUntil(t, 5*time.Second, "first lists reported (configmaps 3, secrets 0)", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return listed["configmaps"] == 3 && len(listed) == 2
 	})
 	a := unstructuredObj("v1", "ConfigMap", "default", "a", map[string]any{"data": map[string]any{"k": "v"}})
 	a.SetResourceVersion("2")
