@@ -15,6 +15,8 @@ func TestObjectKey(t *testing.T) {
 		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`:                            "/Namespace//n",
 		`{"kind":"ConfigMap"}`: "",
 		`not json`:             "",
+		`{"apiVersion":"v1","metadata":{"name":"no-kind","namespace":"n"}}`:                           "",
+		`{"apiVersion":"a/b/c","kind":"ConfigMap","metadata":{"name":"bad-version","namespace":"n"}}`: "",
 	}
 	for content, want := range cases {
 		if got := ObjectKey(applyDesire("x", content, t0)); got != want {
@@ -36,7 +38,9 @@ func TestIndexersShareFamilies(t *testing.T) {
 	dd := deleteDesire("d", "deployments", "w")
 	dd.Spec.TargetItem.Group, dd.Spec.TargetItem.Namespace = "apps", "n"
 	applies := indexer(t, api.KindApplyDesire, ad, applyDesire("none", `{"kind":"ConfigMap"}`, t0))
-	deletes := indexer(t, api.KindDeleteDesire, dd, &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "unnamed"}})
+	noResource := deleteDesire("no-resource", "", "w")
+	noResource.Spec.TargetItem.Group, noResource.Spec.TargetItem.Namespace = "apps", "other"
+	deletes := indexer(t, api.KindDeleteDesire, dd, noResource, &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "unnamed"}})
 	if got, want := applies.ListIndexFuncValues(FamilyIndex), deletes.ListIndexFuncValues(FamilyIndex); !slices.Equal(got, []string{"apps/n/w"}) || !slices.Equal(got, want) {
 		t.Fatalf("families: applies %v, deletes %v; want [apps/n/w] in both", got, want)
 	}

@@ -49,11 +49,17 @@ func indexer[T api.Desire](t *testing.T, kind api.DesireKind, ds ...T) cache.Ind
 }
 
 // specs is a specs table as a consistent read sees it: the desires it holds by documentID,
-// or err for every read.
+// err for every read, or, per documentID, scripted answers given in order first.
 type specs[T api.Desire] struct {
-	held  map[string]T
-	err   error
-	reads int
+	held   map[string]T
+	err    error
+	script map[string][]answer[T]
+	reads  int
+}
+
+type answer[T api.Desire] struct {
+	d   T
+	err error
 }
 
 func (s *specs[T]) Get(_ context.Context, id string) (T, error) {
@@ -61,6 +67,10 @@ func (s *specs[T]) Get(_ context.Context, id string) (T, error) {
 	var none T
 	if s.err != nil {
 		return none, s.err
+	}
+	if next := s.script[id]; len(next) > 0 {
+		s.script[id] = next[1:]
+		return next[0].d, next[0].err
 	}
 	d, ok := s.held[id]
 	if !ok {

@@ -15,8 +15,8 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
-// ConfirmRetry is how soon a desire whose rival could not be confirmed (the read failed) is
-// looked at again; nothing is written meanwhile.
+// ConfirmRetry is how soon a desire whose rival could not be confirmed (a read failed, or the
+// keeper kept changing under the reads) is looked at again; nothing is written meanwhile.
 const ConfirmRetry = 2 * time.Second
 
 // SpecGetter reads one spec consistently: api.ErrNotFound when it is gone, api.ErrInvalidItem
@@ -32,9 +32,10 @@ type Rules struct {
 	Applies, Deletes cache.Indexer
 	// Cluster is the management cluster: desires of others are no rivals.
 	Cluster string
-	// Resource maps an ApplyDesire's kind to the resource DeleteDesires name. Nil, or an error
-	// (a kind the cluster does not serve): every DeleteDesire of the object's family is taken
-	// for a rival, since the object may be theirs.
+	// Resource maps an ApplyDesire's kind to the resource DeleteDesires name. Nil, or any
+	// error (a kind the cluster does not serve, or discovery failing for now): every
+	// DeleteDesire of the object's family is taken for a rival, since the object may be
+	// theirs; a deletion wins over an apply it might fight.
 	Resource func(schema.GroupVersionKind) (string, error)
 	// ApplySpecs and DeleteSpecs confirm a rival before a desire is refused for it. Nil: the
 	// cache is taken as it is.
@@ -53,8 +54,9 @@ type Outcome struct {
 	Deletes []*api.DeleteDesire
 	// Keeper is the ApplyDesire, confirmed, that keeps the object: the desire applies nothing.
 	Keeper *api.ApplyDesire
-	// Refused are the documentIDs of the rivals the desire keeps the object against, created
-	// after it (nil without rivals).
+	// Refused are the documentIDs of the rivals the desire keeps the object against, in the
+	// rule's order (created after it, or at the same time with a larger documentID); nil
+	// without rivals.
 	Refused []string
 }
 
@@ -109,8 +111,8 @@ func subjectOf(ad *api.ApplyDesire) subject {
 	return subject{ad: ad, key: k, family: familyOf(k)}
 }
 
-// sameObject returns the other cached ApplyDesires that target s's object (any cluster, any
-// validity).
+// sameObject returns the other cached ApplyDesires that target s's object, of any management
+// cluster (an undecodable desire names no object and is not in the index).
 func (r Rules) sameObject(s subject) []*api.ApplyDesire {
 	if s.key == "" {
 		return nil
