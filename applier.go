@@ -396,7 +396,12 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		}
 		a.informers.Store(next)
 	}()
+	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
+	applyStart, deleteStart, readStart := a.apply.begin(ctx, t), a.delete.begin(ctx, t), a.read.begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
+		applyStart.abandon()
+		deleteStart.abandon()
+		readStart.abandon()
 		return lostTerm(ctx)
 	}
 	synced := time.Since(start)
@@ -419,9 +424,9 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	a.delete.outcomes.clear()
 	a.read.outcomes.clear()
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context, term){a.apply.run, a.delete.run, a.read.run} {
-		wg.Go(func() { run(ctx, t) })
-	}
+	wg.Go(func() { a.apply.runStarted(ctx, applyStart) })
+	wg.Go(func() { a.delete.runStarted(ctx, deleteStart) })
+	wg.Go(func() { a.read.runStarted(ctx, readStart) })
 	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()

@@ -339,21 +339,48 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 	}
 }
 
+// termStart is a term's status writer, prepared before the term's informers have synced.
+type termStart[T Desire] struct {
+	w         *statusWriter[T]
+	preloaded chan struct{}
+	preload   sync.WaitGroup
+}
+
+// begin prepares term t: its status writer, and the preload of the writer's cache, which
+// needs no spec and so runs beside the informers' Scan of the specs (a new term's first pass
+// waits for it: each desire would read its status otherwise). The preload ends with ctx.
+func (c *controller[T]) begin(ctx context.Context, t term) *termStart[T] {
+	s := &termStart[T]{w: c.newWriter(t), preloaded: make(chan struct{})}
+	s.w.preloaded = s.preloaded
+	s.preload.Go(func() { defer close(s.preloaded); c.preloadStatuses(ctx, s.w) })
+	return s
+}
+
+// abandon ends a term that was begun and never ran (its informers did not sync): the
+// preload has ended with the term's context, and its cache is let go.
+func (s *termStart[T]) abandon() {
+	s.preload.Wait()
+	if s.w.cache != nil {
+		s.w.cache.clear()
+	}
+}
+
 // run processes the queue with c.workers goroutines during term t, until ctx ends, then
 // drains in-flight work.
-func (c *controller[T]) run(ctx context.Context, t term) {
+func (c *controller[T]) run(ctx context.Context, t term) { c.runStarted(ctx, c.begin(ctx, t)) }
+
+// runStarted is run for a term begun before (begin).
+func (c *controller[T]) runStarted(ctx context.Context, s *termStart[T]) {
 	q := c.newQueue()
-	w := c.newWriter(t)
+	w := s.w
 	// The preload runs while the first reconciles wait for their targets' watches to sync;
 	// a reconcile that needs its last status before the preload ended waits for it (the
 	// GetItem it would send instead is what the preload spares).
-	preloaded := make(chan struct{})
-	w.preloaded = preloaded
+	preloaded := s.preloaded
 	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it
 	c.outcomes.clear()
-	var preload sync.WaitGroup
-	preload.Go(func() { defer close(preloaded); c.preloadStatuses(ctx, w) })
+	preload := &s.preload
 	defer preload.Wait()
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.

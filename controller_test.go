@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -332,4 +337,57 @@ func takeTwo(q workqueue.TypedInterface[string]) []string {
 		out = append(out, item)
 	}
 	return out
+}
+
+// scanGate holds every Scan of one table until it is opened, and records the tables whose
+// whole items were scanned.
+type scanGate struct {
+	DynamoDBAPI
+	held    string
+	open    chan struct{}
+	mu      sync.Mutex
+	scanned []string
+}
+
+func (g *scanGate) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	if in.ProjectionExpression == nil { // whole items: a List, not a listing of keys or terms
+		g.mu.Lock()
+		g.scanned = append(g.scanned, aws.ToString(in.TableName))
+		g.mu.Unlock()
+	}
+	if aws.ToString(in.TableName) == g.held {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.DynamoDBAPI.Scan(ctx, in, o...)
+}
+
+// TestStatusPreloadBesideSpecScan: a new term preloads its status cache while the specs are
+// still being listed (the two Scans overlap), and its first pass then writes nothing for a
+// desire its preloaded status answers.
+func TestStatusPreloadBesideSpecScan(t *testing.T) {
+	o, opts := newOffline(t)
+	specs := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
+	statuses := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	gate := &scanGate{DynamoDBAPI: opts.DynamoDB, held: specs, open: make(chan struct{})}
+	opts.DynamoDB = gate
+	a, err := newApplier(opts, tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runApplier(t, a)
+	defer stop()
+	waitFor(t, 10*time.Second, "the status table scanned while the specs Scan is held", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return slices.Contains(gate.scanned, statuses)
+	})
+	close(gate.open)
+	o.put(t, applyDesire("after", cmJSON("c1")))
+	waitFor(t, 10*time.Second, "the term reconciling", func() bool {
+		return statusOf[*ApplyDesire](t, o, KindApplyDesire, "after") != nil
+	})
 }
