@@ -124,6 +124,9 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync))
 	a.apply.objectRules = termConflicts{a}
+	if w.watchTargets {
+		a.apply.prewarm = a.applyRec.prewarm
+	}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
 		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.forget, opts.DeleteResync))
@@ -396,6 +399,11 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		}
 		a.informers.Store(next)
 	}()
+	// Target watches belong to a term: a standby holds none, and a desire deleted while
+	// another replica led leaves nothing behind here. They start with the term: the
+	// preload prewarms the watches its statuses name.
+	a.watches.Begin(ctx)
+	defer a.watches.End()
 	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
 	applyStart, deleteStart, readStart := a.apply.begin(ctx, t), a.delete.begin(ctx, t), a.read.begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
@@ -409,10 +417,6 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	a.setPhase(phaseLeading)
 	a.metrics.SetLeader(true)
 	defer func() { a.setPhase(phaseStandby); a.metrics.SetLeader(false) }()
-	// Target watches belong to a term: a standby holds none, and a desire deleted while
-	// another replica led leaves nothing behind here.
-	a.watches.Begin(ctx)
-	defer a.watches.End()
 	defer a.readRec.endTerm()
 	defer a.applyRec.endTerm()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.Number, "synced", synced.Round(time.Millisecond).String(),
@@ -428,10 +432,22 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	wg.Go(func() { a.delete.runStarted(ctx, deleteStart) })
 	wg.Go(func() { a.read.runStarted(ctx, readStart) })
 	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
+	wg.Go(func() {
+		// By then the first pass has registered every desire with its watch.
+		select {
+		case <-ctx.Done():
+		case <-time.After(prewarmGrace):
+			a.watches.EndPrewarm()
+		}
+	})
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
 }
+
+// prewarmGrace is how long after the informers synced a prewarmed target watch is kept
+// without a desire (target.Watches.EndPrewarm).
+const prewarmGrace = time.Minute
 
 // lostTerm returns why a term's context ended when a newer term ended it, else nil.
 func lostTerm(ctx context.Context) error {

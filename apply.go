@@ -2,11 +2,13 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -137,6 +139,30 @@ func (r *applyReconciler) forget(id string) {
 }
 
 // endTerm drops every record: a new term verifies each object again.
+// prewarm starts the watch of the resource last's content names (a status preloaded by a new
+// term, whose spec it carries), so the watch's first list runs while the desires are still
+// being listed. A content that does not parse or a kind not served starts nothing: its
+// desire starts the watch when it is reconciled, as any other.
+func (r *applyReconciler) prewarm(last *ApplyDesire) {
+	if r.drift == nil || last.Spec.KubeContent == nil {
+		return
+	}
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if json.Unmarshal(last.Spec.KubeContent, &obj) != nil || obj.Kind == "" {
+		return
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return
+	}
+	if m, err := mapKind(r.mapper, gv.WithKind(obj.Kind)); err == nil {
+		r.drift.Prewarm(m.Resource)
+	}
+}
+
 func (r *applyReconciler) endTerm() {
 	if r.drift != nil {
 		r.drift.EndTerm()

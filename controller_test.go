@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 )
 
@@ -366,14 +367,22 @@ func (g *scanGate) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*
 }
 
 // TestStatusPreloadBesideSpecScan: a new term preloads its status cache while the specs are
-// still being listed (the two Scans overlap), and its first pass then writes nothing for a
-// desire its preloaded status answers.
+// still being listed (the two Scans overlap), and starts the target watches its statuses
+// name (prewarm) before it has listed a desire.
 func TestStatusPreloadBesideSpecScan(t *testing.T) {
 	o, opts := newOffline(t)
 	specs := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
 	statuses := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	last := applyDesire("before", cmJSON("c0"))
+	last.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors}}
+	item, err := EncodeItem(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.db.Put(statuses, "", item)
 	gate := &scanGate{DynamoDBAPI: opts.DynamoDB, held: specs, open: make(chan struct{})}
 	opts.DynamoDB = gate
+	opts.Kube = nil // the default client over DynamicClient: targets are watched
 	a, err := newApplier(opts, tuning{})
 	if err != nil {
 		t.Fatal(err)
@@ -384,6 +393,9 @@ func TestStatusPreloadBesideSpecScan(t *testing.T) {
 		gate.mu.Lock()
 		defer gate.mu.Unlock()
 		return slices.Contains(gate.scanned, statuses)
+	})
+	waitFor(t, 10*time.Second, "the configmaps watch prewarmed while the specs Scan is held", func() bool {
+		return a.watches.Of(cmGVR) != nil
 	})
 	close(gate.open)
 	o.put(t, applyDesire("after", cmJSON("c1")))

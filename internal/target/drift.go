@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -124,6 +125,9 @@ func NewDriftWatch(w *Watches, fieldManager string, now func() time.Time, repair
 	}
 	return &DriftWatch{watches: w, fieldManager: fieldManager, now: now, repaired: repaired, records: map[string]*appliedRecord{}}
 }
+
+// Prewarm starts the watch of gvr before any desire registers with it (Watches.Prewarm).
+func (dw *DriftWatch) Prewarm(gvr schema.GroupVersionResource) { dw.watches.Prewarm(gvr) }
 
 // Decision is what Check and Verify tell the reconciler to do before applying: at most one
 // of Verified, Held and Wait is set; with none, it applies (repairing Drift, when set).

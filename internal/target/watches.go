@@ -45,6 +45,9 @@ type Watches struct {
 	term    context.Context // bounds every watch; nil between terms
 	watches map[schema.GroupVersionResource]*Watch
 	regs    map[Ref]*registration
+	// prewarmed are the resources whose watch started before any desire registered
+	// (Prewarm): kept without a desire until EndPrewarm.
+	prewarmed map[schema.GroupVersionResource]struct{}
 }
 
 // Ref names one desire across kinds.
@@ -72,7 +75,7 @@ const (
 
 func NewWatches(dyn dynamic.Interface, md metadata.Interface, notify func(Ref)) *Watches {
 	return &Watches{dynamic: dyn, metadata: md, notify: notify,
-		watches: map[schema.GroupVersionResource]*Watch{}, regs: map[Ref]*registration{}}
+		watches: map[schema.GroupVersionResource]*Watch{}, regs: map[Ref]*registration{}, prewarmed: map[schema.GroupVersionResource]struct{}{}}
 }
 
 // Begin starts a term: watches started from now on live until End or until ctx ends.
@@ -87,8 +90,45 @@ func (h *Watches) End() {
 	h.mu.Lock()
 	ws := h.watches
 	h.term, h.watches, h.regs = nil, map[schema.GroupVersionResource]*Watch{}, map[Ref]*registration{}
+	h.prewarmed = map[schema.GroupVersionResource]struct{}{}
 	h.mu.Unlock()
 	for _, w := range ws {
+		w.stop()
+	}
+}
+
+// Prewarm starts the watch of gvr within the term, when none runs, before any desire
+// registers: a new term learns the resources its desires target from their last statuses
+// before it has listed the desires, and the watches' first lists then overlap that listing.
+// A prewarmed watch no desire registered with is stopped at EndPrewarm. Outside a term it
+// does nothing.
+func (h *Watches) Prewarm(gvr schema.GroupVersionResource) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.term == nil {
+		return
+	}
+	if _, running := h.watches[gvr]; running {
+		return
+	}
+	h.watches[gvr] = h.startLocked(gvr)
+	h.prewarmed[gvr] = struct{}{}
+}
+
+// EndPrewarm stops the prewarmed watches no desire registered with; from now on a watch
+// stops with its last desire again.
+func (h *Watches) EndPrewarm() {
+	h.mu.Lock()
+	var stop []*Watch
+	for gvr := range h.prewarmed {
+		if w := h.watches[gvr]; w != nil && len(w.names) == 0 {
+			delete(h.watches, gvr)
+			stop = append(stop, w)
+		}
+	}
+	h.prewarmed = map[schema.GroupVersionResource]struct{}{}
+	h.mu.Unlock()
+	for _, w := range stop {
 		w.stop()
 	}
 }
@@ -140,6 +180,9 @@ func (h *Watches) unregisterLocked(ref Ref, reg *registration) *Watch {
 	w := reg.watch
 	if !w.remove(objectKey(reg.target.Namespace, reg.target.Name), ref) {
 		return nil
+	}
+	if _, kept := h.prewarmed[w.gvr]; kept {
+		return nil // until EndPrewarm
 	}
 	delete(h.watches, w.gvr)
 	return w

@@ -210,3 +210,48 @@ func TestWatchErrorEventMarksFailing(t *testing.T) {
 	last().Add(unstructuredObj("v1", "ConfigMap", "n", "b", nil))
 	testenv.WaitUntil(t, 5*time.Second, "healthy again", func() bool { return w.Err() == nil })
 }
+
+// TestPrewarm: a prewarmed watch runs before any desire registers and is the one a desire
+// then gets; it outlives its desires until EndPrewarm, which stops the prewarmed watches
+// without a desire and keeps the others; outside a term nothing starts.
+func TestPrewarm(t *testing.T) {
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secrets: "SecretList"},
+		unstructuredObj("v1", "ConfigMap", "default", "a", nil))
+	h := NewWatches(dyn, nil, func(Ref) {})
+	h.Prewarm(cmGVR)
+	if n := h.Count(); n != 0 {
+		t.Fatalf("outside a term Prewarm started %d watches", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.Begin(ctx)
+	defer h.End()
+	h.Prewarm(cmGVR)
+	h.Prewarm(secrets)
+	h.Prewarm(cmGVR) // once
+	if n := h.Count(); n != 2 {
+		t.Fatalf("watches = %d after prewarming two resources, want 2", n)
+	}
+	pre := h.Of(cmGVR)
+	testenv.WaitUntil(t, 5*time.Second, "prewarmed watch synced", pre.Synced)
+	cm := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"}
+	if w := h.Watch(Ref{api.KindApplyDesire, "d1"}, cm, MetadataOnly); w != pre {
+		t.Fatal("a desire got another watch than the prewarmed one")
+	}
+	h.Watch(Ref{api.KindApplyDesire, "d2"}, cm, MetadataOnly)
+	h.Forget(Ref{api.KindApplyDesire, "d1"})
+	if h.Of(cmGVR) != pre {
+		t.Fatal("the prewarmed watch stopped with a desire left")
+	}
+	h.EndPrewarm()
+	if n := h.Count(); n != 1 || h.Of(cmGVR) != pre || h.Of(secrets) != nil {
+		t.Fatalf("after EndPrewarm: %d watches (configmaps kept: %v, secrets stopped: %v); want the one with a desire",
+			n, h.Of(cmGVR) == pre, h.Of(secrets) == nil)
+	}
+	h.Forget(Ref{api.KindApplyDesire, "d2"})
+	if n := h.Count(); n != 0 {
+		t.Fatalf("watches = %d after the last desire left, want 0 (stops with its last desire again)", n)
+	}
+}
