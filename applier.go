@@ -57,8 +57,10 @@ type Applier struct {
 	reach     *reachability
 	running   atomic.Bool
 	heartbeat *heartbeat.Writer
-	// streamObs listen to the stream watches (relists, caught-up rounds).
+	// streamObs listen to the stream watches (relists, caught-up rounds, scanned desires).
 	streamObs streamObservers
+	// prewarmLeft counts down the desires of this term's Scan that may still prewarm a watch.
+	prewarmLeft atomic.Int64
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
@@ -125,7 +127,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync))
 	a.apply.objectRules = termConflicts{a}
 	if w.watchTargets {
-		a.apply.prewarm = a.applyRec.prewarm
+		a.streamObs.scanned = a.prewarm
 	}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
@@ -404,6 +406,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	// preload prewarms the watches its statuses name.
 	a.watches.Begin(ctx)
 	defer a.watches.End()
+	a.prewarmLeft.Store(prewarmFrom)
 	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
 	applyStart, deleteStart, readStart := a.apply.begin(ctx, t), a.delete.begin(ctx, t), a.read.begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
@@ -443,6 +446,20 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
+}
+
+// prewarmFrom is how many of the desires a new term's Scan lists start the watches of their
+// targets' resources before the listing ends (prewarm): a first page meets every common kind,
+// and parsing every desire's content twice would cost more than the watches save.
+const prewarmFrom = 1000
+
+// prewarm starts the watch of the resource d names, for the first prewarmFrom ApplyDesires a
+// new term's specs Scan decodes: the watch's first list then runs beside the Scan instead of
+// after it.
+func (a *Applier) prewarm(d Desire) {
+	if ad, ok := d.(*ApplyDesire); ok && a.prewarmLeft.Add(-1) >= 0 {
+		a.applyRec.prewarm(ad)
+	}
 }
 
 // prewarmGrace is how long after the informers synced a prewarmed target watch is kept

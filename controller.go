@@ -66,9 +66,6 @@ type controllerConfig[T Desire] struct {
 	// forget drops what the default reconciler holds for a desire (watch registrations,
 	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
 	forget func(id string)
-	// prewarm, when set, is handed the first statuses a new term preloads (prewarmFrom): the
-	// default ApplyDesire reconciler starts the watches their objects need.
-	prewarm func(last T)
 	// kindsChanged is called after a verdict that applied a CustomResourceDefinition.
 	kindsChanged func()
 	// objectRules are the kind's rules around the reconciler (ApplyDesires'); nil for kinds
@@ -231,44 +228,25 @@ const preloadTimeout = 30 * time.Second
 // are not scanned (their content may be up to 400 KB each): they are read when needed. A
 // failed or partial Scan leaves the rest to be read one by one.
 func (c *controller[T]) preloadStatuses(ctx context.Context, w *statusWriter[T]) {
-	if c.kind == KindReadDesire || w.cache == nil {
+	lister, ok := c.statusCRUD.(interface {
+		List(context.Context) ([]T, error)
+	})
+	if !ok || c.kind == KindReadDesire || w.cache == nil {
 		return
 	}
 	start := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
 	defer cancel()
-	loaded := 0
-	each := func(d T) {
+	docs, err := lister.List(lctx)
+	for _, d := range docs {
 		w.cache.putIfAbsent(d)
-		if loaded < prewarmFrom && c.prewarm != nil {
-			c.prewarm(d)
-		}
-		loaded++
 	}
-	var undecodable, err error
-	switch l := c.statusCRUD.(type) {
-	case interface { // the Table: each page as it arrives
-		listEach(context.Context, func(T)) (error, error)
-	}:
-		undecodable, err = l.listEach(lctx, each)
-	default:
-		var docs []T
-		docs, err = l.List(lctx)
-		for _, d := range docs {
-			each(d)
-		}
-	}
-	if err = errors.Join(err, undecodable); err != nil {
-		c.log.Info("status cache preload incomplete; the rest is read as needed", "loaded", loaded, "err", err.Error())
+	if err != nil {
+		c.log.Info("status cache preload incomplete; the rest is read as needed", "loaded", len(docs), "err", err.Error())
 		return
 	}
-	c.log.V(1).Info("status cache preloaded", "statuses", loaded, "took", time.Since(start).Round(time.Millisecond).String())
+	c.log.V(1).Info("status cache preloaded", "statuses", len(docs), "took", time.Since(start).Round(time.Millisecond).String())
 }
-
-// prewarmFrom is how many of the preloaded statuses name the resources whose watches a new
-// term starts before its desires are listed (prewarm): a first page is enough to meet every
-// common kind, and parsing every status would cost as much as the watches save.
-const prewarmFrom = 1000
 
 // refreshStatuses keeps the term's status cache true to the table: once per resync period
 // (checkStatuses) it re-queues each desire whose status was deleted, put back or rewritten by

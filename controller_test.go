@@ -12,11 +12,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 )
 
@@ -340,14 +340,15 @@ func takeTwo(q workqueue.TypedInterface[string]) []string {
 	return out
 }
 
-// scanGate holds every Scan of one table until it is opened, and records the tables whose
-// whole items were scanned.
+// scanGate records the tables whose whole items were scanned, and holds the Scans of one
+// table: their first page gives one item, the rest comes once the gate opens.
 type scanGate struct {
 	DynamoDBAPI
 	held    string
 	open    chan struct{}
 	mu      sync.Mutex
 	scanned []string
+	rest    []map[string]types.AttributeValue
 }
 
 func (g *scanGate) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
@@ -356,30 +357,39 @@ func (g *scanGate) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*
 		g.scanned = append(g.scanned, aws.ToString(in.TableName))
 		g.mu.Unlock()
 	}
-	if aws.ToString(in.TableName) == g.held {
+	if aws.ToString(in.TableName) != g.held {
+		return g.DynamoDBAPI.Scan(ctx, in, o...)
+	}
+	if in.ExclusiveStartKey != nil { // the second page
 		select {
 		case <-g.open:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return &dynamodb.ScanOutput{Items: g.rest, Count: int32(len(g.rest))}, nil
 	}
-	return g.DynamoDBAPI.Scan(ctx, in, o...)
+	out, err := g.DynamoDBAPI.Scan(ctx, in, o...)
+	if err != nil || len(out.Items) < 2 {
+		return out, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rest = out.Items[1:]
+	return &dynamodb.ScanOutput{Items: out.Items[:1], Count: 1,
+		LastEvaluatedKey: map[string]types.AttributeValue{"documentID": out.Items[0]["documentID"]}}, nil
 }
 
-// TestStatusPreloadBesideSpecScan: a new term preloads its status cache while the specs are
-// still being listed (the two Scans overlap), and starts the target watches its statuses
-// name (prewarm) before it has listed a desire.
-func TestStatusPreloadBesideSpecScan(t *testing.T) {
+// TestTermStartsBesideSpecScan: a new term preloads its status cache while the specs are
+// still being listed (the two Scans overlap), and starts the target watches the first
+// listed desires name (prewarm) before the listing ends and any desire is reconciled.
+func TestTermStartsBesideSpecScan(t *testing.T) {
 	o, opts := newOffline(t)
 	specs := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
 	statuses := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
-	last := applyDesire("before", cmJSON("c0"))
-	last.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors}}
-	item, err := EncodeItem(last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.db.Put(statuses, "", item)
+	o.put(t, applyDesire("a", cmJSON("c1")))
+	o.put(t, applyDesire("b", cmJSON("c2")))
 	gate := &scanGate{DynamoDBAPI: opts.DynamoDB, held: specs, open: make(chan struct{})}
 	opts.DynamoDB = gate
 	opts.Kube = nil // the default client over DynamicClient: targets are watched
@@ -389,17 +399,19 @@ func TestStatusPreloadBesideSpecScan(t *testing.T) {
 	}
 	stop := runApplier(t, a)
 	defer stop()
-	waitFor(t, 10*time.Second, "the status table scanned while the specs Scan is held", func() bool {
+	waitFor(t, 10*time.Second, "the status table scanned while the specs are being listed", func() bool {
 		gate.mu.Lock()
 		defer gate.mu.Unlock()
 		return slices.Contains(gate.scanned, statuses)
 	})
-	waitFor(t, 10*time.Second, "the configmaps watch prewarmed while the specs Scan is held", func() bool {
+	waitFor(t, 10*time.Second, "the configmaps watch prewarmed while the specs are being listed", func() bool {
 		return a.watches.Of(cmGVR) != nil
 	})
+	if a.watches.Registered() != 0 {
+		t.Fatalf("%d desires registered with a watch before the listing ended", a.watches.Registered())
+	}
 	close(gate.open)
-	o.put(t, applyDesire("after", cmJSON("c1")))
-	waitFor(t, 10*time.Second, "the term reconciling", func() bool {
-		return statusOf[*ApplyDesire](t, o, KindApplyDesire, "after") != nil
+	waitFor(t, 10*time.Second, "both desires reconciled", func() bool {
+		return statusOf[*ApplyDesire](t, o, KindApplyDesire, "a") != nil && statusOf[*ApplyDesire](t, o, KindApplyDesire, "b") != nil
 	})
 }

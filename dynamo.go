@@ -142,20 +142,11 @@ func (t *Table[T]) Get(ctx context.Context, id string) (T, error) {
 // List implements SpecReader. Items that do not decode are skipped and returned in the
 // joined error next to the good ones, so one bad document cannot hide the others.
 func (t *Table[T]) List(ctx context.Context) ([]T, error) {
-	var out []T
-	undecodable, err := t.listEach(ctx, func(d T) { out = append(out, d) })
-	if err != nil {
-		return nil, err
-	}
-	return out, undecodable
-}
-
-// listEach is List handing each desire to each as its Scan page arrives: err is the failed
-// Scan's (the pages before it were handed over), undecodable joins the undecodable items'
-// errors (ErrInvalidItem).
-func (t *Table[T]) listEach(ctx context.Context, each func(T)) (undecodable, err error) {
-	var bad []error
-	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
+	var (
+		out []T
+		bad []error
+	)
+	err := awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name}, func(item map[string]types.AttributeValue) {
 		if t.status && IsReservedID(idOf(item)) {
 			return // the heartbeat, not a desire
 		}
@@ -164,9 +155,12 @@ func (t *Table[T]) listEach(ctx context.Context, each func(T)) (undecodable, err
 			bad = append(bad, err)
 			return
 		}
-		each(d)
+		out = append(out, d)
 	})
-	return errors.Join(bad...), err
+	if err != nil {
+		return nil, err
+	}
+	return out, errors.Join(bad...)
 }
 
 // ListIDs implements ResourceCRUD: a Scan projected on documentID, so a table of 400 KB items

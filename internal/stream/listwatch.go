@@ -145,7 +145,7 @@ func (lw *ListWatch[T]) List(ctx context.Context, _ metav1.ListOptions) (runtime
 		}
 		start.shards[st.id] = st
 	}
-	items, err := scanAll[T](ctx, lw.db, lw.table, lw.opts.Log)
+	items, err := scanAll[T](ctx, lw.db, lw.table, lw.opts.Log, lw.opts.ObserveScanned)
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +165,15 @@ func (lw *ListWatch[T]) List(ctx context.Context, _ metav1.ListOptions) (runtime
 }
 
 // scanAll Scans the table. Items that do not decode are kept as desires marked Invalid so
-// the controllers report them instead of dropping them.
-func scanAll[T api.Desire](ctx context.Context, db DB, table string, log logr.Logger) ([]T, error) {
+// the controllers report them instead of dropping them. scanned (nil: none) sees each.
+func scanAll[T api.Desire](ctx context.Context, db DB, table string, log logr.Logger, scanned func(api.Desire)) ([]T, error) {
 	var out []T
 	err := awscall.Scan(ctx, db, dynamodb.ScanInput{TableName: &table}, func(item map[string]ddbtypes.AttributeValue) {
 		if d, ok := Decode[T](item, log); ok {
 			out = append(out, d)
+			if scanned != nil {
+				scanned(d)
+			}
 		}
 	})
 	return out, err

@@ -59,6 +59,9 @@ type Options struct {
 	// with no record, once the informer's cache holds what was delivered: every record
 	// written before it is in the cache.
 	ObserveCaughtUp func(kind api.DesireKind, at time.Time)
+	// ObserveScanned is handed each desire a List's Scan decodes, as its page arrives (before
+	// the List returns): the applier starts the target watches they will need.
+	ObserveScanned func(d api.Desire)
 }
 
 // WithDefaults returns o with its zero durations defaulted.
