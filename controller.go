@@ -178,11 +178,12 @@ func (c *controller[T]) handler() cache.ResourceEventHandler {
 // enqueueRivals queues the desires that share obj's object: a change to one of them may
 // change which keeps it.
 func (c *controller[T]) enqueueRivals(obj any) {
-	if c.objectRules == nil {
-		return
+	q := c.q()
+	if c.objectRules == nil || q.ShuttingDown() {
+		return // (not leading: the adds would be dropped, and finding rivals parses content)
 	}
 	for _, id := range c.objectRules.others(obj) {
-		c.q().Add(id)
+		q.Add(id)
 	}
 }
 

@@ -416,7 +416,12 @@ func largeSpecFields(d Desire) string {
 }
 
 // sameStatus compares what a reader sees: the encoded status and kubeContent attributes.
+// Equal documents encode equally, so they are the same without encoding them (a new term's
+// first pass compares one per desire); others are compared by their encoding.
 func sameStatus[T Desire](a, b T) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
 	ai, err1 := EncodeItem(a)
 	bi, err2 := EncodeItem(b)
 	if err1 != nil || err2 != nil {

@@ -518,3 +518,48 @@ func TestReadyCondition(t *testing.T) {
 		}
 	}
 }
+
+// TestSameStatus: two status documents are the same when a reader sees the same attributes,
+// whether or not their Go values are equal.
+func TestSameStatus(t *testing.T) {
+	base := applyDesire("s", cmJSON("c"))
+	base.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors,
+		Message: "applied ConfigMap default/c", LastTransitionTime: testTime, ObservedGeneration: 3}}
+	base.Status.AppliedFieldsDigest = "abc"
+	with := func(f func(d *ApplyDesire)) *ApplyDesire {
+		d := base.DeepCopy()
+		f(d)
+		return d
+	}
+	cases := []struct {
+		name string
+		b    *ApplyDesire
+		same bool
+	}{
+		{"a copy", base.DeepCopy(), true},
+		{"a field that is not stored differs", with(func(d *ApplyDesire) { d.Invalid = "not stored" }), true},
+		{"the same instant in another location (stored with its offset)", with(func(d *ApplyDesire) {
+			d.Status.Conditions[0].LastTransitionTime = testTime.In(time.FixedZone("X", 3600))
+		}), false},
+		{"another message", with(func(d *ApplyDesire) { d.Status.Conditions[0].Message += "!" }), false},
+		{"another applied digest", with(func(d *ApplyDesire) { d.Status.AppliedFieldsDigest = "abd" }), false},
+		{"another spec", with(func(d *ApplyDesire) { d.Spec.ClusterID = "hc-2" }), false},
+		{"another observed generation", with(func(d *ApplyDesire) { d.Status.Conditions[0].ObservedGeneration = 4 }), false},
+	}
+	for _, tc := range cases {
+		if got := sameStatus(base, tc.b); got != tc.same {
+			t.Errorf("%s: sameStatus = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}
+
+func BenchmarkSameStatus(b *testing.B) {
+	a := applyDesire("s", cmJSON("c"))
+	a.Status.Conditions = []api.Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors,
+		Message: "applied ConfigMap default/c", LastTransitionTime: testTime, ObservedGeneration: 3},
+		{Type: ConditionDegraded, Status: ConditionFalse, Reason: ReasonNoErrors, LastTransitionTime: testTime}}
+	c := a.DeepCopy()
+	for b.Loop() {
+		sameStatus(a, c)
+	}
+}
