@@ -59,8 +59,9 @@ type Applier struct {
 	heartbeat *heartbeat.Writer
 	// streamObs listen to the stream watches (relists, caught-up rounds, scanned desires).
 	streamObs streamObservers
-	// prewarmLeft counts down the desires of this term's Scan that may still prewarm a watch.
-	prewarmLeft atomic.Int64
+	// prewarming hands the desires a new term's specs Scan decodes to the prewarm of their
+	// targets' watches, until the term's informers have synced; nil otherwise.
+	prewarming atomic.Pointer[prewarmer]
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
@@ -77,6 +78,9 @@ func New(opts Options) (*Applier, error) { return newApplier(opts, tuning{}) }
 // newApplier is New with the timings t (tests shorten them).
 func newApplier(opts Options, t tuning) (*Applier, error) {
 	w := wiring{tuning: t}
+	if w.prewarmGrace <= 0 {
+		w.prewarmGrace = prewarmGrace
+	}
 	if w.clock == nil {
 		w.clock = time.Now
 	}
@@ -386,6 +390,13 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	}()
 	a.setPhase(phaseSyncing)
 	defer a.setPhase(phaseStandby)
+	// Target watches belong to a term: a standby holds none, and a desire deleted while
+	// another replica led leaves nothing behind here. They start with the term, before its
+	// informers: the first desires the specs Scan decodes prewarm the watches they need.
+	a.watches.Begin(ctx)
+	defer a.watches.End()
+	pw := a.startPrewarm(ctx)
+	defer pw.stop()
 	inf := a.informers.Load()
 	infCtx, stopInformers := context.WithCancel(ctx)
 	var informers sync.WaitGroup
@@ -401,12 +412,6 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		}
 		a.informers.Store(next)
 	}()
-	// Target watches belong to a term: a standby holds none, and a desire deleted while
-	// another replica led leaves nothing behind here. They start with the term: the
-	// preload prewarms the watches its statuses name.
-	a.watches.Begin(ctx)
-	defer a.watches.End()
-	a.prewarmLeft.Store(prewarmFrom)
 	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
 	applyStart, deleteStart, readStart := a.apply.begin(ctx, t), a.delete.begin(ctx, t), a.read.begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
@@ -415,6 +420,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		readStart.abandon()
 		return lostTerm(ctx)
 	}
+	pw.stop() // relists later in the term start no watch ahead of their desires
 	synced := time.Since(start)
 	a.metrics.SetLeaderSync(synced)
 	a.setPhase(phaseLeading)
@@ -436,10 +442,10 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	wg.Go(func() { a.read.runStarted(ctx, readStart) })
 	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
 	wg.Go(func() {
-		// By then the first pass has registered every desire with its watch.
+		// By then the first pass has registered most desires with their watches.
 		select {
 		case <-ctx.Done():
-		case <-time.After(prewarmGrace):
+		case <-time.After(a.wiring.prewarmGrace):
 			a.watches.EndPrewarm()
 		}
 	})
@@ -448,23 +454,80 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	return lostTerm(ctx)
 }
 
-// prewarmFrom is how many of the desires a new term's Scan lists start the watches of their
-// targets' resources before the listing ends (prewarm): a first page meets every common kind,
-// and parsing every desire's content twice would cost more than the watches save.
-const prewarmFrom = 1000
+// prewarmMax is how many of the ApplyDesires a new term's specs Scan decodes start the
+// watches of their targets' resources before the listing ends (prewarm): a first page meets
+// every common kind, and parsing every desire's content twice would cost more than the
+// watches save.
+const prewarmMax = 1000
 
-// prewarm starts the watch of the resource d names, for the first prewarmFrom ApplyDesires a
-// new term's specs Scan decodes: the watch's first list then runs beside the Scan instead of
-// after it.
+// prewarmer takes the desires of one term's specs Scan to the prewarm of their watches, in a
+// goroutine of its own: the Scan does not wait for the parse or the RESTMapper.
+type prewarmer struct {
+	mu      sync.Mutex
+	stopped bool
+	left    int
+	desires chan *ApplyDesire
+	done    chan struct{}
+}
+
+// startPrewarm starts term's prewarmer; Applier.prewarm feeds it until stop.
+func (a *Applier) startPrewarm(term context.Context) *prewarmer {
+	p := newPrewarmer(term, a.applyRec.prewarm)
+	a.prewarming.Store(p)
+	return p
+}
+
+// newPrewarmer returns a prewarmer handing the first prewarmMax desires offered to start,
+// with term, in a goroutine of its own.
+func newPrewarmer(term context.Context, start func(context.Context, *ApplyDesire)) *prewarmer {
+	p := &prewarmer{left: prewarmMax, desires: make(chan *ApplyDesire, prewarmMax), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for d := range p.desires {
+			if term.Err() == nil {
+				start(term, d)
+			}
+		}
+	}()
+	return p
+}
+
+// offer hands d over unless the prewarmer stopped or took prewarmMax desires already.
+func (p *prewarmer) offer(d *ApplyDesire) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.left <= 0 {
+		return
+	}
+	p.left--
+	p.desires <- d // never blocks: prewarmMax fit
+}
+
+// stop ends the prewarm (idempotent) and waits for the desires handed over.
+func (p *prewarmer) stop() {
+	p.mu.Lock()
+	if !p.stopped {
+		p.stopped = true
+		close(p.desires)
+	}
+	p.mu.Unlock()
+	<-p.done
+}
+
+// prewarm hands d, when an ApplyDesire of this management cluster that the term's specs Scan
+// has just decoded, to the term's prewarmer.
 func (a *Applier) prewarm(d Desire) {
-	if ad, ok := d.(*ApplyDesire); ok && a.prewarmLeft.Add(-1) >= 0 {
-		a.applyRec.prewarm(ad)
+	ad, ok := d.(*ApplyDesire)
+	p := a.prewarming.Load()
+	if ok && p != nil && ad.Invalid == "" && ad.Spec.ManagementCluster == a.opts.ManagementCluster {
+		p.offer(ad)
 	}
 }
 
 // prewarmGrace is how long after the informers synced a prewarmed target watch is kept
-// without a desire (target.Watches.EndPrewarm).
-const prewarmGrace = time.Minute
+// without a desire (target.Watches.EndPrewarm): the first pass has reached most desires by
+// then; a watch stopped before its desires were reached is listed again when they are.
+const prewarmGrace = 5 * time.Minute
 
 // lostTerm returns why a term's context ended when a newer term ended it, else nil.
 func lostTerm(ctx context.Context) error {

@@ -138,31 +138,31 @@ func (r *applyReconciler) forget(id string) {
 	}
 }
 
-// endTerm drops every record: a new term verifies each object again.
-// prewarm starts the watch of the resource last's content names (a status preloaded by a new
-// term, whose spec it carries), so the watch's first list runs while the desires are still
-// being listed. A content that does not parse or a kind not served starts nothing: its
-// desire starts the watch when it is reconciled, as any other.
-func (r *applyReconciler) prewarm(last *ApplyDesire) {
-	if r.drift == nil || last.Spec.KubeContent == nil {
+// prewarm starts, in term, the watch of the resource d's content names (d: an ApplyDesire a
+// new term's specs Scan has just decoded), so the watch's first list runs while the desires
+// are still being listed. It never resets discovery (a kind not served waits for its desire's
+// own reconcile) and starts nothing for a content that does not parse.
+func (r *applyReconciler) prewarm(term context.Context, d *ApplyDesire) {
+	if r.drift == nil || d.Spec.KubeContent == nil {
 		return
 	}
 	var obj struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
-	if json.Unmarshal(last.Spec.KubeContent, &obj) != nil || obj.Kind == "" {
+	if json.Unmarshal(d.Spec.KubeContent, &obj) != nil || obj.Kind == "" {
 		return
 	}
 	gv, err := schema.ParseGroupVersion(obj.APIVersion)
 	if err != nil {
 		return
 	}
-	if m, err := mapKind(r.mapper, gv.WithKind(obj.Kind)); err == nil {
-		r.drift.Prewarm(m.Resource)
+	if m, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: obj.Kind}, gv.Version); err == nil {
+		r.drift.Prewarm(term, m.Resource)
 	}
 }
 
+// endTerm drops every record: a new term verifies each object again.
 func (r *applyReconciler) endTerm() {
 	if r.drift != nil {
 		r.drift.EndTerm()

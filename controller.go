@@ -344,7 +344,8 @@ func (c *controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateL
 type termStart[T Desire] struct {
 	w         *statusWriter[T]
 	preloaded chan struct{}
-	preload   sync.WaitGroup
+	// preload is the preload's goroutine, and once the term runs refreshStatuses'.
+	preload sync.WaitGroup
 }
 
 // begin prepares term t: its status writer, and the preload of the writer's cache, which
@@ -374,9 +375,9 @@ func (c *controller[T]) run(ctx context.Context, t term) { c.runStarted(ctx, c.b
 func (c *controller[T]) runStarted(ctx context.Context, s *termStart[T]) {
 	q := c.newQueue()
 	w := s.w
-	// The preload runs while the first reconciles wait for their targets' watches to sync;
-	// a reconcile that needs its last status before the preload ended waits for it (the
-	// GetItem it would send instead is what the preload spares).
+	// The preload began with the specs' Scan (begin); a reconcile that needs its last status
+	// before the preload ended waits for it (the GetItem it would send instead is what the
+	// preload spares).
 	preloaded := s.preloaded
 	c.writer.Store(w)
 	c.fresh.Clear() // a new term reads every status before writing it

@@ -190,6 +190,8 @@ type tuning struct {
 	recordVisibility time.Duration
 	// startupBackoff spaces the start-up check's retries; default defaultStartupBackoff.
 	startupBackoff wait.Backoff
+	// prewarmGrace replaces the default prewarmGrace.
+	prewarmGrace time.Duration
 }
 
 // wiring is what New builds from Options beyond their defaults; the Applier holds it, and

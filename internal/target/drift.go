@@ -1,6 +1,7 @@
 package target
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -126,8 +127,11 @@ func NewDriftWatch(w *Watches, fieldManager string, now func() time.Time, repair
 	return &DriftWatch{watches: w, fieldManager: fieldManager, now: now, repaired: repaired, records: map[string]*appliedRecord{}}
 }
 
-// Prewarm starts the watch of gvr before any desire registers with it (Watches.Prewarm).
-func (dw *DriftWatch) Prewarm(gvr schema.GroupVersionResource) { dw.watches.Prewarm(gvr) }
+// Prewarm starts the watch of gvr in term before any desire registers with it
+// (Watches.Prewarm).
+func (dw *DriftWatch) Prewarm(term context.Context, gvr schema.GroupVersionResource) {
+	dw.watches.Prewarm(term, gvr)
+}
 
 // Decision is what Check and Verify tell the reconciler to do before applying: at most one
 // of Verified, Held and Wait is set; with none, it applies (repairing Drift, when set).

@@ -23,8 +23,9 @@ import (
 
 // Watches holds the shared, metadata-only watches of desire targets for one leadership
 // term: one cluster-wide watch per resource (GVR), whatever the number of namespaces, started
-// with the first desire that needs it and stopped with the last (or when the term ends). A
-// standby holds none.
+// with the first desire that needs it, or prewarmed as the term lists its desires, and
+// stopped with the last desire (a prewarmed one not before EndPrewarm), or when the term
+// ends. A standby holds none.
 type Watches struct {
 	// dynamic lists and watches when metadata is nil (full objects reduced on arrival).
 	dynamic  dynamic.Interface
@@ -97,15 +98,15 @@ func (h *Watches) End() {
 	}
 }
 
-// Prewarm starts the watch of gvr within the term, when none runs, before any desire
-// registers: a new term learns the resources its desires target from their last statuses
-// before it has listed the desires, and the watches' first lists then overlap that listing.
-// A prewarmed watch no desire registered with is stopped at EndPrewarm. Outside a term it
-// does nothing.
-func (h *Watches) Prewarm(gvr schema.GroupVersionResource) {
+// Prewarm starts the watch of gvr within the term that term is the context of, when none
+// runs, before any desire registers: a new term learns the resources its desires target
+// while it lists them, and the watches' first lists then overlap that listing. A prewarmed
+// watch is kept without a desire until EndPrewarm, which stops those no desire registered
+// with. Outside that term (another term, or none) it does nothing.
+func (h *Watches) Prewarm(term context.Context, gvr schema.GroupVersionResource) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.term == nil {
+	if h.term == nil || h.term != term {
 		return
 	}
 	if _, running := h.watches[gvr]; running {
@@ -162,7 +163,8 @@ func (h *Watches) Watch(ref Ref, t api.TargetItem, what Interest) *Watch {
 	return w
 }
 
-// Forget drops ref's registration and stops its watch when ref was the last desire using it.
+// Forget drops ref's registration and stops its watch when ref was the last desire using it
+// (a prewarmed watch: at EndPrewarm).
 func (h *Watches) Forget(ref Ref) {
 	h.mu.Lock()
 	var stop *Watch
@@ -175,7 +177,7 @@ func (h *Watches) Forget(ref Ref) {
 }
 
 // unregisterLocked removes reg from its watch and returns the watch when it has no desire
-// left: the caller stops it after releasing h.mu (its handlers take h.mu).
+// left and is not prewarmed: the caller stops it after releasing h.mu (its handlers take h.mu).
 func (h *Watches) unregisterLocked(ref Ref, reg *registration) *Watch {
 	w := reg.watch
 	if !w.remove(objectKey(reg.target.Namespace, reg.target.Name), ref) {

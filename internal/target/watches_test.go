@@ -212,39 +212,45 @@ func TestWatchErrorEventMarksFailing(t *testing.T) {
 }
 
 // TestPrewarm: a prewarmed watch runs before any desire registers and is the one a desire
-// then gets; it outlives its desires until EndPrewarm, which stops the prewarmed watches
-// without a desire and keeps the others; outside a term nothing starts.
+// then gets; it outlives its last desire until EndPrewarm, which stops the prewarmed watches
+// without a desire and keeps the others; outside its term nothing starts, and the next term
+// starts with no watch kept.
 func TestPrewarm(t *testing.T) {
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secrets: "SecretList"},
 		unstructuredObj("v1", "ConfigMap", "default", "a", nil))
 	h := NewWatches(dyn, nil, func(Ref) {})
-	h.Prewarm(cmGVR)
+	h.Prewarm(context.Background(), cmGVR)
 	if n := h.Count(); n != 0 {
 		t.Fatalf("outside a term Prewarm started %d watches", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.Begin(ctx)
-	defer h.End()
-	h.Prewarm(cmGVR)
-	h.Prewarm(secrets)
-	h.Prewarm(cmGVR) // once
+	h.Prewarm(context.Background(), cmGVR) // another term's
+	if n := h.Count(); n != 0 {
+		t.Fatalf("a prewarm of another term started %d watches", n)
+	}
+	h.Prewarm(ctx, cmGVR)
+	h.Prewarm(ctx, secrets)
+	h.Prewarm(ctx, cmGVR) // once
 	if n := h.Count(); n != 2 {
 		t.Fatalf("watches = %d after prewarming two resources, want 2", n)
 	}
 	pre := h.Of(cmGVR)
 	testenv.WaitUntil(t, 5*time.Second, "prewarmed watch synced", pre.Synced)
-	cm := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"}
-	if w := h.Watch(Ref{api.KindApplyDesire, "d1"}, cm, MetadataOnly); w != pre {
+	target := func(name string) api.TargetItem {
+		return api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}
+	}
+	if w := h.Watch(Ref{api.KindApplyDesire, "d1"}, target("a"), MetadataOnly); w != pre {
 		t.Fatal("a desire got another watch than the prewarmed one")
 	}
-	h.Watch(Ref{api.KindApplyDesire, "d2"}, cm, MetadataOnly)
 	h.Forget(Ref{api.KindApplyDesire, "d1"})
 	if h.Of(cmGVR) != pre {
-		t.Fatal("the prewarmed watch stopped with a desire left")
+		t.Fatal("the prewarmed watch stopped with its last desire before EndPrewarm")
 	}
+	h.Watch(Ref{api.KindApplyDesire, "d2"}, target("b"), MetadataOnly)
 	h.EndPrewarm()
 	if n := h.Count(); n != 1 || h.Of(cmGVR) != pre || h.Of(secrets) != nil {
 		t.Fatalf("after EndPrewarm: %d watches (configmaps kept: %v, secrets stopped: %v); want the one with a desire",
@@ -253,5 +259,17 @@ func TestPrewarm(t *testing.T) {
 	h.Forget(Ref{api.KindApplyDesire, "d2"})
 	if n := h.Count(); n != 0 {
 		t.Fatalf("watches = %d after the last desire left, want 0 (stops with its last desire again)", n)
+	}
+	// A term that ends while watches are prewarmed: the next term keeps none of them.
+	h.Prewarm(ctx, secrets)
+	h.End()
+	next, cancelNext := context.WithCancel(context.Background())
+	defer cancelNext()
+	h.Begin(next)
+	defer h.End()
+	h.Watch(Ref{api.KindApplyDesire, "d3"}, api.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s"}, MetadataOnly)
+	h.Forget(Ref{api.KindApplyDesire, "d3"})
+	if n := h.Count(); n != 0 {
+		t.Fatalf("watches = %d in the next term after its last desire left, want 0 (nothing kept from the last term's prewarm)", n)
 	}
 }
