@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
@@ -27,6 +28,10 @@ type statusKind interface {
 	// dropSpecContent removes the object content d's spec carries (a status document does
 	// not repeat the manifest).
 	dropSpecContent(d Desire)
+	// equal reports whether a and b hold equal specs and statuses (their Go values: equal
+	// values encode to equal attributes; the status fields outside them, the writer's term
+	// and shard, are not compared).
+	equal(a, b Desire) bool
 }
 
 var statusKinds = map[DesireKind]statusKind{
@@ -55,6 +60,12 @@ func (applyStatus) clear(d Desire) {
 	}
 }
 
+func (applyStatus) equal(a, b Desire) bool {
+	x, ok1 := a.(*ApplyDesire)
+	y, ok2 := b.(*ApplyDesire)
+	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
+}
+
 func (applyStatus) dropSpecContent(d Desire) {
 	if a, ok := d.(*ApplyDesire); ok {
 		a.Spec.KubeContent = nil
@@ -81,6 +92,12 @@ func (deleteStatus) clear(d Desire) {
 }
 func (deleteStatus) carry(v Verdict, _ Desire) Verdict { return v }
 
+func (deleteStatus) equal(a, b Desire) bool {
+	x, ok1 := a.(*DeleteDesire)
+	y, ok2 := b.(*DeleteDesire)
+	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
+}
+
 // readStatus: a ReadDesire's status carries the live object, kept through Transient verdicts
 // only (saying so); any other verdict that saw no object clears it.
 type readStatus struct{}
@@ -96,6 +113,12 @@ func (readStatus) clear(d Desire) {
 	if r, ok := d.(*ReadDesire); ok {
 		r.Status, r.StatusFields = ReadDesireStatus{}, api.StatusFields{}
 	}
+}
+
+func (readStatus) equal(a, b Desire) bool {
+	x, ok1 := a.(*ReadDesire)
+	y, ok2 := b.(*ReadDesire)
+	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
 }
 
 func (readStatus) carry(v Verdict, cur Desire) Verdict {

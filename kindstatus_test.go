@@ -71,3 +71,36 @@ func TestStatusKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusKindEqual: each kind's documents are equal when their specs and statuses are,
+// whatever the writer's term and shard; a status or spec field that differs makes them
+// unequal.
+func TestStatusKindEqual(t *testing.T) {
+	apply, del, read := applyDesire("a", cmJSON("c")), deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c"}), &ReadDesire{}
+	read.DocumentID = "r"
+	for _, d := range []Desire{apply, del, read} {
+		k := statusKinds[d.Kind()]
+		other := d.DeepCopyDesire().(Desire)
+		switch o := other.(type) {
+		case *ApplyDesire:
+			o.ApplierTerm, o.Shard = 3, "1"
+		case *DeleteDesire:
+			o.ApplierTerm, o.Shard = 3, "1"
+		case *ReadDesire:
+			o.ApplierTerm, o.Shard = 3, "1"
+		}
+		if !k.equal(d, other) {
+			t.Errorf("%s: unequal for another term and shard", d.Kind())
+		}
+		changed := other.DeepCopyDesire().(Desire)
+		changed.StatusCommon().ObservedDesireUpdateTime = "2026-12-02T00:00:00Z"
+		if k.equal(d, changed) {
+			t.Errorf("%s: equal with another status", d.Kind())
+		}
+		respec := other.DeepCopyDesire().(Desire)
+		respec.Common().ClusterID = "hc-9"
+		if k.equal(d, respec) {
+			t.Errorf("%s: equal with another spec", d.Kind())
+		}
+	}
+}

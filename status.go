@@ -416,10 +416,11 @@ func largeSpecFields(d Desire) string {
 }
 
 // sameStatus compares what a reader sees: the encoded status and kubeContent attributes.
-// Equal documents encode equally, so they are the same without encoding them (a new term's
-// first pass compares one per desire); others are compared by their encoding.
+// Documents with equal specs and statuses encode equally, so they are the same without
+// encoding them (a new term's first pass compares one per desire); others are compared by
+// their encoding.
 func sameStatus[T Desire](a, b T) bool {
-	if reflect.DeepEqual(a, b) {
+	if statusKinds[a.Kind()].equal(a, b) {
 		return true
 	}
 	ai, err1 := EncodeItem(a)

@@ -538,6 +538,7 @@ func TestSameStatus(t *testing.T) {
 	}{
 		{"a copy", base.DeepCopy(), true},
 		{"a field that is not stored differs", with(func(d *ApplyDesire) { d.Invalid = "not stored" }), true},
+		{"another writer's term and shard (not compared)", with(func(d *ApplyDesire) { d.ApplierTerm, d.Shard = 7, "2" }), true},
 		{"the same instant in another location (stored with its offset)", with(func(d *ApplyDesire) {
 			d.Status.Conditions[0].LastTransitionTime = testTime.In(time.FixedZone("X", 3600))
 		}), false},
@@ -559,6 +560,7 @@ func BenchmarkSameStatus(b *testing.B) {
 		Message: "applied ConfigMap default/c", LastTransitionTime: testTime, ObservedGeneration: 3},
 		{Type: ConditionDegraded, Status: ConditionFalse, Reason: ReasonNoErrors, LastTransitionTime: testTime}}
 	c := a.DeepCopy()
+	c.ApplierTerm = 2 // as stored by the last term: the new document has none yet
 	for b.Loop() {
 		sameStatus(a, c)
 	}
