@@ -420,7 +420,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		readStart.abandon()
 		return lostTerm(ctx)
 	}
-	pw.stop() // relists later in the term start no watch ahead of their desires
+	pw.end() // relists later in the term start no watch ahead of their desires
 	synced := time.Since(start)
 	a.metrics.SetLeaderSync(synced)
 	a.setPhase(phaseLeading)
@@ -503,14 +503,20 @@ func (p *prewarmer) offer(d *ApplyDesire) {
 	p.desires <- d // never blocks: prewarmMax fit
 }
 
-// stop ends the prewarm (idempotent) and waits for the desires handed over.
-func (p *prewarmer) stop() {
+// end takes no more desires (idempotent); those handed over are still prewarmed, within the
+// term, without the caller waiting for them.
+func (p *prewarmer) end() {
 	p.mu.Lock()
 	if !p.stopped {
 		p.stopped = true
 		close(p.desires)
 	}
 	p.mu.Unlock()
+}
+
+// stop is end, then waits for the desires handed over.
+func (p *prewarmer) stop() {
+	p.end()
 	<-p.done
 }
 
