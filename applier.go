@@ -24,6 +24,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/conditionlog"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
@@ -45,9 +46,9 @@ type Applier struct {
 	// the fresh set the next term starts (client-go informers cannot be restarted).
 	informers atomic.Pointer[KubeApplierInformers]
 	metrics   *metrics.Metrics
-	apply     *controller[*ApplyDesire]
-	delete    *controller[*DeleteDesire]
-	read      *controller[*ReadDesire]
+	apply     *controller.Controller[*ApplyDesire]
+	delete    *controller.Controller[*DeleteDesire]
+	read      *controller.Controller[*ReadDesire]
 	readRec   *readReconciler
 	applyRec  *applyReconciler
 	deleteRec *deleteReconciler
@@ -126,10 +127,12 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
-	a.apply = newController(controllerConfigFor(a, KindApplyDesire,
+	a.conditions = conditionlog.New(opts.Log, w.clock)
+	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
-		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync))
-	a.apply.objectRules = termConflicts{a}
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync)
+	applyCfg.ObjectRules = termConflicts{a}
+	a.apply = newController(applyCfg)
 	if w.watchTargets {
 		a.streamObs.scanned = a.prewarm
 	}
@@ -140,11 +143,6 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
-
-	a.conditions = conditionlog.New(opts.Log, w.clock)
-	a.apply.outcomes.observe = logConditions(a.conditions, KindApplyDesire)
-	a.delete.outcomes.observe = logConditions(a.conditions, KindDeleteDesire)
-	a.read.outcomes.observe = logConditions(a.conditions, KindReadDesire)
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -161,11 +159,11 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 // newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
 func (a *Applier) newInformers() (*KubeApplierInformers, error) {
 	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
-	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.handler())
-	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.handler())
-	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.handler())
+	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.Handler())
+	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.Handler())
+	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())
 	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
-	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.enqueue))
+	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.Enqueue))
 	return inf, errors.Join(err1, err2, err3, err4)
 }
 
@@ -188,36 +186,36 @@ func (c termConflicts) current() objectConflicts {
 		ApplySpecs: c.a.db.ApplyDesireSpecs(), DeleteSpecs: c.a.db.DeleteDesireSpecs()}}
 }
 
-func (c termConflicts) check(ctx context.Context, d *ApplyDesire) (Verdict, bool, string) {
-	return c.current().check(ctx, d)
+func (c termConflicts) Check(ctx context.Context, d *ApplyDesire) (Verdict, bool, string) {
+	return c.current().Check(ctx, d)
 }
-func (c termConflicts) others(obj any) []string               { return c.current().others(obj) }
-func (termConflicts) scrub(d *ApplyDesire, v Verdict) Verdict { return scrubVerdict(d, v) }
+func (c termConflicts) Others(obj any) []string               { return c.current().Others(obj) }
+func (termConflicts) Scrub(d *ApplyDesire, v Verdict) Verdict { return scrubVerdict(d, v) }
 
-func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controllerConfig[T] {
-	return controllerConfig[T]{kind: kind, cluster: a.opts.ManagementCluster, lister: lister, specs: specs, statusCRUD: status,
-		reconciler: r, forget: forget, kindsChanged: a.kindsChanged, resync: resync,
-		maxRetryDelay: a.opts.MaxRetryDelay, reconcileTime: a.opts.ReconcileTimeout, workers: a.opts.Workers, fifoQueue: a.opts.FIFOQueue,
-		log: a.opts.Log.WithValues("kind", kind), metrics: a.metrics, now: a.wiring.clock}
+func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
+	return controller.Config[T]{Kind: kind, Cluster: a.opts.ManagementCluster, Lister: lister, Specs: specs, Statuses: status,
+		Reconciler: r, Forget: forget, KindsChanged: a.kindsChanged, Resync: resync,
+		MaxRetryDelay: a.opts.MaxRetryDelay, ReconcileTime: a.opts.ReconcileTimeout, Workers: a.opts.Workers, FIFOQueue: a.opts.FIFOQueue,
+		Log: a.opts.Log.WithValues("kind", kind), Metrics: a.metrics, Now: a.wiring.clock, Observe: logConditions(a.conditions, kind)}
 }
 
 // targetChanged routes a target watch's event to the controller of the desire interested.
 func (a *Applier) targetChanged(ref target.Ref) {
 	switch ref.Kind {
 	case KindApplyDesire:
-		a.apply.enqueue(ref.ID)
+		a.apply.Enqueue(ref.ID)
 	case KindDeleteDesire:
-		a.delete.enqueue(ref.ID)
+		a.delete.Enqueue(ref.ID)
 	case KindReadDesire:
-		a.read.enqueue(ref.ID)
+		a.read.Enqueue(ref.ID)
 	}
 }
 
 // kindsChanged wakes the desires of every kind that waited for a kind to be served.
 func (a *Applier) kindsChanged() {
-	a.apply.wakeWaitingForKind()
-	a.delete.wakeWaitingForKind()
-	a.read.wakeWaitingForKind()
+	a.apply.WakeWaitingForKind()
+	a.delete.WakeWaitingForKind()
+	a.read.WakeWaitingForKind()
 }
 
 // Informers returns the desire informers of the current leadership term or, between terms
@@ -413,11 +411,11 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		a.informers.Store(next)
 	}()
 	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
-	applyStart, deleteStart, readStart := a.apply.begin(ctx, t), a.delete.begin(ctx, t), a.read.begin(ctx, t)
+	applyStart, deleteStart, readStart := a.apply.Begin(ctx, t), a.delete.Begin(ctx, t), a.read.Begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
-		applyStart.abandon()
-		deleteStart.abandon()
-		readStart.abandon()
+		applyStart.Abandon()
+		deleteStart.Abandon()
+		readStart.Abandon()
 		return lostTerm(ctx)
 	}
 	pw.end() // relists later in the term start no watch ahead of their desires
@@ -433,13 +431,13 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
 	// The outcomes of another term answer nothing now: cleared before the heartbeat's first
 	// look (each controller's run clears them too, but starts beside the heartbeat).
-	a.apply.outcomes.clear()
-	a.delete.outcomes.clear()
-	a.read.outcomes.clear()
+	a.apply.ClearOutcomes()
+	a.delete.ClearOutcomes()
+	a.read.ClearOutcomes()
 	var wg sync.WaitGroup
-	wg.Go(func() { a.apply.runStarted(ctx, applyStart) })
-	wg.Go(func() { a.delete.runStarted(ctx, deleteStart) })
-	wg.Go(func() { a.read.runStarted(ctx, readStart) })
+	wg.Go(func() { a.apply.RunStarted(ctx, applyStart) })
+	wg.Go(func() { a.delete.RunStarted(ctx, deleteStart) })
+	wg.Go(func() { a.read.RunStarted(ctx, readStart) })
 	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
 	wg.Go(func() {
 		// By then the first pass has registered most desires with their watches.

@@ -73,6 +73,6 @@ func TestLeadershipTermsRunFreshInformers(t *testing.T) {
 		t.Fatalf("a handler of term 1's informer saw %v, want only term 1's [add d1 v3 (initial list)]", got)
 	}
 	// The controllers' delaying workqueues keep a goroutine after ShutDownWithDrain
-	// (controller.go's concern, not the informers'): ignored here.
+	// (internal/controller's concern, not the informers'): ignored here.
 	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"))
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -73,7 +74,7 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
-		if load := lastStatus[*ApplyDesire](ctx); dec.Unknown && load != nil {
+		if load := controller.LastStatus[*ApplyDesire](ctx); dec.Unknown && load != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply.
 			dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
@@ -86,7 +87,7 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 				if err != nil {
 					return Transient(ReasonKubeAPIError, err)
 				}
-				v.ready = ready
+				v = controller.WithReadiness(v, ready)
 			}
 			return v
 		case dec.Held != "":
@@ -111,19 +112,19 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
-	v := Applied(live.GetGeneration(), "applied "+ref+note)
-	v.applied.uid, v.applied.resourceVersion = string(live.GetUID()), live.GetResourceVersion()
+	message, digest := "applied "+ref+note, ""
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.
-		v.message, v.applied.fieldsDigest = r.drift.Applied(d.DocumentID, d.Meta(), t, live, v.message, repair, what)
+		message, digest = r.drift.Applied(d.DocumentID, d.Meta(), t, live, message, repair, what)
 	}
+	v := controller.AppliedObject(live.GetGeneration(), message, string(live.GetUID()), live.GetResourceVersion(), digest)
 	if r.health != nil {
-		v.ready = r.health.OfObject(d.DocumentID, t, live)
+		v = controller.WithReadiness(v, r.health.OfObject(d.DocumentID, t, live))
 	}
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
 		r.mapper.Reset()
-		v.kindsChanged = true
+		v = controller.WithKindsChanged(v)
 	}
 	return v
 }
@@ -190,7 +191,5 @@ func objectRef(ns, name string) string {
 
 // appliedVerdict repeats an apply the drift watch verified: the object is as that apply left it.
 func appliedVerdict(s target.AppliedState) Verdict {
-	v := Applied(s.Generation, s.Message)
-	v.applied.uid, v.applied.resourceVersion, v.applied.fieldsDigest = s.UID, s.ResourceVersion, s.FieldsDigest
-	return v
+	return controller.AppliedObject(s.Generation, s.Message, s.UID, s.ResourceVersion, s.FieldsDigest)
 }

@@ -2,11 +2,14 @@ package kubeapplier
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestApplyController(t *testing.T) {
@@ -18,7 +21,7 @@ func TestApplyController(t *testing.T) {
 		wantReason  string
 		wantMsg     string
 		wantDegr    string
-		wantRequeue lookAgain
+		wantRequeue controller.Look
 		wantApplied bool
 	}{
 		{name: "configmap applied", desire: applyDesire("a", cmJSON("c1")), wantStatus: "True", wantReason: ReasonNoErrors,
@@ -35,16 +38,16 @@ func TestApplyController(t *testing.T) {
 		}(), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "cannot be decoded: spec_kubeContent is not valid JSON", wantDegr: "False"},
 		{name: "invalid JSON", desire: applyDesire("a", "{x"), wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "not a JSON object", wantDegr: "False"},
 		{name: "unknown kind", desire: applyDesire("a", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`),
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "kind example.com/v1, Kind=Widget is not known to the cluster", wantDegr: "False", wantRequeue: lookBackoff},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "kind example.com/v1, Kind=Widget is not known to the cluster", wantDegr: "False", wantRequeue: controller.LookBackoff},
 		{name: "namespaced kind without namespace", desire: applyDesire("a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "Deployment is namespaced (deployments) but kubeContent has no namespace", wantDegr: "False"},
 		{name: "cluster-scoped kind with namespace", desire: applyDesire("a", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"r","namespace":"x"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `ClusterRole is cluster-scoped (clusterroles) but kubeContent sets namespace "x"`, wantDegr: "False"},
 		{name: "apiserver 500 is transient", desire: applyDesire("a", cmJSON("c1")), applyErr: apierrors.NewInternalError(errors.New("etcd down")),
-			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "etcd down", wantDegr: "True", wantRequeue: lookBackoff},
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "etcd down", wantDegr: "True", wantRequeue: controller.LookBackoff},
 		{name: "apiserver 422 is permanent", desire: applyDesire("a", cmJSON("c1")),
 			applyErr:   apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "c1", nil),
-			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "is invalid", wantDegr: "False", wantRequeue: lookPeriodic},
+			wantStatus: "False", wantReason: ReasonKubeAPIError, wantMsg: "is invalid", wantDegr: "False", wantRequeue: controller.LookPeriodic},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,8 +62,8 @@ func TestApplyController(t *testing.T) {
 			if degr.Status != tc.wantDegr || succ.ObservedGeneration != 3 || degr.ObservedGeneration != 3 {
 				t.Fatalf("Degraded = %s (gen %d/%d), want %s at gen 3", degr.Status, succ.ObservedGeneration, degr.ObservedGeneration, tc.wantDegr)
 			}
-			if res.again != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
+			if againOf(res) != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", againOf(res), tc.wantRequeue)
 			}
 			applied := len(kube.objects) == 1
 			if applied != tc.wantApplied {
@@ -84,7 +87,7 @@ func TestApplyCRDBeforeCR(t *testing.T) {
 	mapper := newMapper()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 	woken := 0
-	h.c.kindsChanged = func() { h.c.waitingKind.Range(func(any, any) bool { woken++; return true }) }
+	h.c.KindsChanged = func() { woken += len(h.c.WaitingForKind()) }
 	widget := applyDesire("w", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"}}`)
 	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Reason != ReasonKindNotServed {
 		t.Fatalf("widget before CRD: %+v", st.Status.Conditions)
@@ -100,7 +103,33 @@ func TestApplyCRDBeforeCR(t *testing.T) {
 	if _, st := h.sync(t, widget); condition(st, ConditionSuccessful).Status != ConditionTrue {
 		t.Fatalf("widget after CRD: %+v", st.Status.Conditions)
 	}
-	if _, waiting := h.c.waitingKind.Load("w"); waiting {
+	if slices.Contains(h.c.WaitingForKind(), "w") {
 		t.Fatal("widget still waiting for its kind after it was applied")
+	}
+}
+
+// TestLongNameMessageKeepsTheReason: an ApplyDesire whose object has a 300,000-character name
+// is refused by the apiserver, which quotes the name three times; the condition leads with
+// what failed, stays within 1 KiB and keeps the apiserver's reason.
+func TestLongNameMessageKeepsTheReason(t *testing.T) {
+	name := strings.Repeat("a", 300000)
+	kube := newFakeKube()
+	kube.errs["apply"] = apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, name, field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "name"), name, "must be no more than 253 characters")})
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
+	_, st := h.sync(t, applyDesire("long", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"ns"}}`))
+	for _, c := range st.Status.Conditions {
+		if len(c.Message) > controller.MaxMessageBytes {
+			t.Fatalf("%s message has %d bytes", c.Type, len(c.Message))
+		}
+	}
+	msg := condition(st, ConditionSuccessful).Message
+	for _, want := range []string{"server-side apply of ConfigMap ns/aaaa", "(300000 bytes)", "must be no more than 253 characters"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("message lacks %q: %s", want, msg)
+		}
+	}
+	if !strings.HasPrefix(msg, "server-side apply of ConfigMap") {
+		t.Fatalf("message does not lead with what failed: %s", msg)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -174,7 +175,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 				}
 			}
 
-			status := statusDocument(spec.DeepCopy(), Applied(1, "ok"), false, (*ApplyDesire)(nil), false, testTime)
+			status := controller.StatusDocument(spec.DeepCopy(), Applied(1, "ok"), false, (*ApplyDesire)(nil), false, testTime)
 			checkObserved := func(what string, d *ApplyDesire) {
 				t.Helper()
 				item, err := EncodeItem(d)
@@ -199,7 +200,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkObserved("status read back", read.DeepCopy())
-			checkObserved("status written again", statusDocument(spec, Applied(1, "ok"), false, read, true, testTime))
+			checkObserved("status written again", controller.StatusDocument(spec, Applied(1, "ok"), false, read, true, testTime))
 
 			// A time set to another instant is not written with the old string.
 			moved := spec.DeepCopy()

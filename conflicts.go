@@ -13,13 +13,13 @@ import (
 // a refused desire applies nothing and says which desire keeps its object, the keeper's
 // message names the desires it was kept against.
 
-// objectConflicts is the ApplyDesire controller's objectRules: the rival rules over the
-// informers' indexes, and the Secret scrub.
+// objectConflicts is the ApplyDesire controller's ObjectRules (internal/controller): the
+// rival rules over the informers' indexes, and the Secret scrub.
 type objectConflicts struct{ rules rivals.Rules }
 
-// check returns ad's refusal (or Pending when a rival could not be confirmed), else the note
+// Check returns ad's refusal (or Pending when a rival could not be confirmed), else the note
 // for the keeper's message ("" without rivals).
-func (c objectConflicts) check(ctx context.Context, ad *ApplyDesire) (Verdict, bool, string) {
+func (c objectConflicts) Check(ctx context.Context, ad *ApplyDesire) (Verdict, bool, string) {
 	o := c.rules.Check(ctx, ad)
 	switch {
 	case o.Unconfirmed:
@@ -34,12 +34,12 @@ func (c objectConflicts) check(ctx context.Context, ad *ApplyDesire) (Verdict, b
 	return Verdict{}, false, ""
 }
 
-// others returns the IDs of the desires that share obj's object, to look at again when obj
+// Others returns the IDs of the desires that share obj's object, to look at again when obj
 // changes or goes.
-func (c objectConflicts) others(obj any) []string { return c.rules.Others(obj) }
+func (c objectConflicts) Others(obj any) []string { return c.rules.Others(obj) }
 
 // scrub is scrubVerdict: no Secret value of ad's content in v.
-func (objectConflicts) scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
+func (objectConflicts) Scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
 
 // applyConflictVerdict is ad's refusal while the older ApplyDesire keeper keeps its object.
 func applyConflictVerdict(ad, keeper *ApplyDesire) Verdict {
@@ -67,13 +67,3 @@ func objectName(ad *ApplyDesire) string {
 	}
 	return parts[1] + " " + objectRef(parts[2], parts[3])
 }
-
-// scrubOnly is the ApplyDesire rules of a controller built without rivals (a test harness):
-// no rival, but every verdict scrubbed of its Secret values.
-type scrubOnly struct{}
-
-func (scrubOnly) check(context.Context, *ApplyDesire) (Verdict, bool, string) {
-	return Verdict{}, false, ""
-}
-func (scrubOnly) others(any) []string                      { return nil }
-func (scrubOnly) scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }

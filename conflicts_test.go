@@ -47,12 +47,12 @@ func TestTwoDesiresOneObject(t *testing.T) {
 		t.Fatalf("a desire without rivals: %+v", st.Status.Conditions)
 	}
 	// The keeper's spec is deleted: the handler queues its rival, which now applies.
-	q := h.c.newQueue()
+	q := h.c.NewQueue()
 	defer q.ShutDown()
 	if err := h.cache.Delete(older); err != nil {
 		t.Fatal(err)
 	}
-	objectHandler{h.c.handler()}.OnDelete(older)
+	objectHandler{h.c.Handler()}.OnDelete(older)
 	queued := map[string]bool{}
 	for q.Len() > 0 {
 		id, _ := q.Get()
@@ -62,7 +62,7 @@ func TestTwoDesiresOneObject(t *testing.T) {
 	if !queued["a-newer"] || !queued["b-older"] {
 		t.Fatalf("queued %v after the keeper's delete, want both", queued)
 	}
-	if _, err := h.c.sync(context.Background(), "a-newer"); err != nil {
+	if _, err := h.c.Sync(context.Background(), "a-newer"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := h.status.Get(context.Background(), "a-newer")
@@ -107,7 +107,7 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 			mapper := newMapper()
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(KindDeleteDesire))}
-			h.c.objectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper)}}
+			h.c.ObjectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper)}}
 			if err := deletes.Add(tc.del); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 			specs := newMemDB()
 			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(KindDeleteDesire))}
-			h.c.objectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper),
+			h.c.ObjectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper),
 				ApplySpecs: NewTable[*ApplyDesire](specs, "specs-apply"), DeleteSpecs: NewTable[*DeleteDesire](specs, "specs-delete")}}
 			var rival Desire = deleteDesire("zz-del", cm)
 			if tc.rival == "apply" {

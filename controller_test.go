@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fairqueue"
 )
 
@@ -36,8 +36,8 @@ func TestNoVerdictNoStatusWrite(t *testing.T) {
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	v, err := h.c.sync(context.Background(), "r")
-	if err != nil || v.Reason() != "Pending" || v.again != lookSoon {
+	v, err := h.c.Sync(context.Background(), "r")
+	if err != nil || v.Reason() != "Pending" || againOf(v) != controller.LookSoon {
 		t.Fatalf("sync = %v %v", v, err)
 	}
 	if h.db.Calls("PutItem") != 0 || h.db.Calls("GetItem") != 0 {
@@ -45,45 +45,10 @@ func TestNoVerdictNoStatusWrite(t *testing.T) {
 	}
 }
 
-// TestSameFailureRepeatedIsTheDesires: a 500 that repeats for one spec version with the same
-// message while other desires succeed is refused (not Degraded, no back-off retries) after
-// sameFailureLimit tries; the same failure with no success anywhere (the cluster is down)
-// stays the applier's; a new spec version or another message starts over.
-func TestSameFailureRepeatedIsTheDesires(t *testing.T) {
-	t0 := testTime
-	m := &DynamoDBMetadata{DocumentID: "a", Version: 3, CreateTime: t0}
-	fail := Transient(ReasonKubeAPIError, errors.New("500: decoding failed"))
-	var f failureStreaks
-	for i := 1; i <= sameFailureLimit+2; i++ {
-		if v := f.judge(m, fail, t0.Add(time.Duration(i)*time.Second)); !v.Degraded() {
-			t.Fatalf("try %d with no success anywhere: %v, want still Degraded", i, v)
-		}
-	}
-	f.judge(&DynamoDBMetadata{DocumentID: "other"}, Applied(1, "ok"), t0.Add(10*time.Second))
-	var v Verdict
-	for i := 0; i < sameFailureLimit; i++ {
-		v = f.judge(m, fail, t0.Add(time.Duration(11+i)*time.Second))
-	}
-	if v.Degraded() || v.Reason() != ReasonKubeAPIError || v.again != lookPeriodic || !strings.Contains(v.Message(), "taken for a problem of the desire") {
-		t.Fatalf("after %d identical failures while others succeed: %v (again %v)", sameFailureLimit, v, v.again)
-	}
-	m2 := *m
-	m2.Version = 4
-	if v := f.judge(&m2, fail, t0.Add(20*time.Second)); !v.Degraded() {
-		t.Fatalf("a new spec version starts over: %v", v)
-	}
-	if v := f.judge(&m2, Transient(ReasonKubeAPIError, errors.New("another")), t0.Add(21*time.Second)); !v.Degraded() {
-		t.Fatalf("another message starts over: %v", v)
-	}
-	if v := f.judge(m, NotYet(ReasonKindNotServed, "x"), t0); v.Reason() != ReasonKindNotServed {
-		t.Fatalf("other verdicts pass through: %v", v)
-	}
-}
-
 // TestRequeueFollowsTheVerdict: each verdict's intent becomes the matching workqueue call.
 func TestRequeueFollowsTheVerdict(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
-	h.c.resync, h.c.recheck = time.Hour, 3*time.Second
+	h.c.Resync, h.c.Recheck = time.Hour, 3*time.Second
 	cases := []struct {
 		name      string
 		v         Verdict
@@ -94,12 +59,12 @@ func TestRequeueFollowsTheVerdict(t *testing.T) {
 		{"back-off", Transient(ReasonKubeAPIError, errors.New("x")), true, 0},
 		{"soon, default recheck", WaitingForDeletion("held"), false, 3 * time.Second},
 		{"soon, own delay", Pending(time.Second), false, time.Second},
-		{"never", Verdict{again: lookNever}, false, 0},
+		{"never", controller.Never("SpecDeleted"), false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &recordingQueue{}
-			h.c.requeue(q, "a", tc.v)
+			h.c.Requeue(q, "a", tc.v)
 			if (q.limited > 0) != tc.wantLimit {
 				t.Fatalf("rate-limited adds = %d, want %v", q.limited, tc.wantLimit)
 			}
@@ -134,7 +99,7 @@ func (q *recordingQueue) AddAfter(_ string, d time.Duration) { q.after = d }
 // adds that arrive from the stream while leading are fresh (their status is created first).
 func TestHandlerQueuesChangesOnly(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
-	q := h.c.newQueue()
+	q := h.c.NewQueue()
 	defer q.ShutDown()
 	d := applyDesire("a", cmJSON("c1"))
 	same := d.DeepCopy()
@@ -146,7 +111,7 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 	broken.Invalid = "bad"
 	reborn := d.DeepCopy() // replaced in place by another incarnation at the same version and updateTime
 	reborn.CreateTime = reborn.CreateTime.Add(-time.Hour)
-	handler := objectHandler{h.c.handler()}
+	handler := objectHandler{h.c.Handler()}
 	cases := []struct {
 		name  string
 		event func()
@@ -174,11 +139,11 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 			}
 		})
 	}
-	if _, fresh := h.c.fresh.Load("a"); fresh {
+	if h.c.Fresh("a") {
 		t.Fatal("an add from the initial list was taken for a new desire")
 	}
 	handler.OnAdd(applyDesire("b", cmJSON("c2")), false)
-	if _, fresh := h.c.fresh.Load("b"); !fresh {
+	if !h.c.Fresh("b") {
 		t.Fatal("an add from the stream while leading is not fresh")
 	}
 }
@@ -190,21 +155,21 @@ func TestSpecDeletedOnlyWhenConfirmed(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	specs := NewTable[*ApplyDesire](h.db, "specs")
-	h.c.specs = specs
+	h.c.Specs = specs
 	h.sync(t, applyDesire("a", cmJSON("c1")))
 	if _, err := specs.Create(ctx, applyDesire("a", cmJSON("c1"))); err != nil {
 		t.Fatal(err)
 	}
 	h.cache.Delete(applyDesire("a", ""))
-	v, err := h.c.sync(ctx, "a")
-	if err != nil || v.again != lookSoon {
+	v, err := h.c.Sync(ctx, "a")
+	if err != nil || againOf(v) != controller.LookSoon {
 		t.Fatalf("spec still in the table: %v %v, want a look soon", v, err)
 	}
 	if _, err := h.status.Get(ctx, "a"); err != nil {
 		t.Fatalf("status deleted while its spec exists: %v", err)
 	}
 	h.db.FailNext("GetItem", errors.New("throttled"))
-	if _, err := h.c.sync(ctx, "a"); err == nil {
+	if _, err := h.c.Sync(ctx, "a"); err == nil {
 		t.Fatal("a failed consistent read did not fail the sync")
 	}
 	if _, err := h.status.Get(ctx, "a"); err != nil {
@@ -213,7 +178,7 @@ func TestSpecDeletedOnlyWhenConfirmed(t *testing.T) {
 	if err := specs.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := h.c.sync(ctx, "a"); err != nil || v.again != lookNever {
+	if v, err := h.c.Sync(ctx, "a"); err != nil || againOf(v) != controller.LookNever {
 		t.Fatalf("confirmed gone: %v %v", v, err)
 	}
 	if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
@@ -226,7 +191,7 @@ func TestSpecDeletedOnlyWhenConfirmed(t *testing.T) {
 func TestOrphanSweepRetries(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
-	h.c.maxRetryDelay = 10 * time.Millisecond
+	h.c.MaxRetryDelay = 10 * time.Millisecond
 	for _, id := range []string{"kept", "orphan"} {
 		if _, err := h.status.Create(ctx, applyDesire(id, "")); err != nil {
 			t.Fatal(err)
@@ -238,7 +203,7 @@ func TestOrphanSweepRetries(t *testing.T) {
 	defer q.ShutDown()
 	sweepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	h.c.sweepOrphans(sweepCtx, q)
+	h.c.SweepOrphans(sweepCtx, q)
 	if q.Len() != 1 {
 		t.Fatalf("queued %d, want the one orphan", q.Len())
 	}
@@ -259,7 +224,7 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 			h := newHarness[*ApplyDesire](KindApplyDesire, ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
 				return Applied(1, "")
 			}))
-			h.c.fifoQueue = fifo
+			h.c.FIFOQueue = fifo
 			desire := func(cluster string, i int) *ApplyDesire {
 				id := fmt.Sprintf("%s-%d", cluster, i)
 				d := applyDesire(id, cmJSON(id)) // an object each: desires sharing one are rivals, queued together
@@ -274,10 +239,10 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 				burst = append(burst, desire("hc-a", i))
 			}
 			other := desire("hc-b", 0)
-			if got := h.c.clusterOf(other.DocumentID); got != "hc-b" {
+			if got := h.c.ClusterOf(other.DocumentID); got != "hc-b" {
 				t.Fatalf("clusterOf = %q, want hc-b", got)
 			}
-			if got := h.c.clusterOf("missing"); got != "" {
+			if got := h.c.ClusterOf("missing"); got != "" {
 				t.Fatalf("clusterOf(missing) = %q, want \"\"", got)
 			}
 			position := func(q workqueue.TypedInterface[string], id string) int {
@@ -291,12 +256,12 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 			}
 
 			// A burst of new desires of hc-a from the stream, then one change of hc-b.
-			q := h.c.newQueue()
+			q := h.c.NewQueue()
 			_, isFair := q.(*fairqueue.Queue)
 			if isFair == fifo {
 				t.Fatalf("queue %T with fifoQueue %v", q, fifo)
 			}
-			handler := objectHandler{h.c.handler()}
+			handler := objectHandler{h.c.Handler()}
 			for _, d := range burst {
 				handler.OnAdd(d, false)
 			}
@@ -313,8 +278,8 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 			q.ShutDown()
 
 			// A new term queues every desire; a change that arrives meanwhile goes first.
-			q = h.c.newQueue()
-			h.c.enqueueAll(context.Background(), q)
+			q = h.c.NewQueue()
+			h.c.EnqueueAll(context.Background(), q)
 			handler.OnUpdate(burst[200], burst[200].DeepCopy()) // no change: not queued again
 			handler.OnUpdate(other, changed)
 			handler.OnUpdate(burst[100], func() *ApplyDesire { d := burst[100].DeepCopy(); d.Version++; return d }())

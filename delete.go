@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -117,7 +118,7 @@ func (r *deleteReconciler) stillWanted(ctx context.Context, d *DeleteDesire) (Ve
 	}
 	// Nothing is written or deleted; backed off as any failing call (reason SpecReadFailed in
 	// the reconcile metrics), not retried every 2 s for ever.
-	return Verdict{reason: "SpecReadFailed", again: lookBackoff}, false
+	return controller.Backoff("SpecReadFailed"), false
 }
 
 // forget drops DeleteDesire id's watch registration.

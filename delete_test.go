@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 
@@ -34,7 +35,7 @@ func TestDeleteController(t *testing.T) {
 		wantStatus  string
 		wantReason  string
 		wantMsg     string
-		wantRequeue lookAgain
+		wantRequeue controller.Look
 		wantGone    bool
 		// failingDiscovery: an API group fails discovery; noDiscovery: no discovery client.
 		failingDiscovery, noDiscovery bool
@@ -42,14 +43,14 @@ func TestDeleteController(t *testing.T) {
 		{name: "not found", target: cm, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "deleted", target: cm, exists: true, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "held by finalizer", target: cm, exists: true, finalizers: []string{"example.com/hold"}, wantStatus: "False",
-			wantReason: ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: lookSoon},
+			wantReason: ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: controller.LookSoon},
 		{name: "kind not served", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
 			wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "things.gone.example.com/v1 is not served", wantGone: true},
 		{name: "missing name", target: TargetItem{Version: "v1", Resource: "configmaps"}, wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "missing name"},
 		{name: "namespaced without namespace", target: TargetItem{Version: "v1", Resource: "configmaps", Name: "c1"},
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "namespaced"},
 		{name: "apiserver down", target: cm, getErr: apierrors.NewServiceUnavailable("down"), wantStatus: "False",
-			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: lookBackoff},
+			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: controller.LookBackoff},
 		// Target identity: every spelling the mapper accepts but the apiserver does not serve
 		// is refused naming the canonical one, never called gone.
 		{name: "singular resource", target: TargetItem{Version: "v1", Resource: "configmap", Namespace: "default", Name: "c1"}, exists: true,
@@ -72,17 +73,17 @@ func TestDeleteController(t *testing.T) {
 		{name: "built-in subresource", target: TargetItem{Group: "apps", Version: "v1", Resource: "deployments/scale", Namespace: "default", Name: "web"},
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "names a subresource"},
 		{name: "typo in a served CRD group", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgetz", Namespace: "default", Name: "g1"},
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantRequeue: lookBackoff,
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantRequeue: controller.LookBackoff,
 			wantMsg: `serves API group "crd.example.net" but no resource "gadgetz" in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves gadgets`},
 		{name: "typo in a served built-in group names what it serves", target: TargetItem{Group: "apps", Version: "v1", Resource: "deploymentz", Namespace: "default", Name: "web"},
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `no resource "deploymentz" in it (a typo?); it serves deployments`},
 		{name: "unknown resource while discovery is incomplete", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
-			failingDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: lookBackoff},
+			failingDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: controller.LookBackoff},
 		{name: "unknown resource without discovery", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
-			noDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "no discovery client to prove it", wantRequeue: lookBackoff},
+			noDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "no discovery client to prove it", wantRequeue: controller.LookBackoff},
 		{name: "resource type gone since discovery (404 without a name)", target: cm,
 			getErr:     apierrors.NewGenericServerResponse(404, "get", cmGVR.GroupResource(), "", "the server could not find the requested resource", 0, false),
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "the apiserver no longer serves configmaps/v1", wantRequeue: lookBackoff},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "the apiserver no longer serves configmaps/v1", wantRequeue: controller.LookBackoff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,8 +102,8 @@ func TestDeleteController(t *testing.T) {
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
 				t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
 			}
-			if res.again != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
+			if againOf(res) != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", againOf(res), tc.wantRequeue)
 			}
 			if tc.wantStatus == ConditionFalse && tc.exists && len(kube.objects) == 0 {
 				t.Fatal("the object was deleted although the desire was refused")
@@ -159,10 +160,10 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	var v Verdict
 	waitFor(t, 5*time.Second, "waiting with the watch synced", func() bool {
 		v = rec.Reconcile(ctx, d)
-		return v.after == watchedRecheck
+		return afterOf(v) == watchedRecheck
 	})
-	if v.Reason() != ReasonWaitingForDeletion || v.again != lookSoon {
-		t.Fatalf("verdict %v (again %d after %s), want WaitingForDeletion with the long recheck", v, v.again, v.after)
+	if v.Reason() != ReasonWaitingForDeletion || againOf(v) != controller.LookSoon {
+		t.Fatalf("verdict %v (again %d after %s), want WaitingForDeletion with the long recheck", v, againOf(v), afterOf(v))
 	}
 	mu.Lock()
 	before := woken

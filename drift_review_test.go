@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -90,7 +91,7 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	if !v.Successful() {
 		t.Fatalf("first apply: %v", v)
 	}
-	last := statusDocument(d, v, false, nil, false, time.Now())
+	last := controller.StatusDocument(d, v, false, nil, false, time.Now())
 	last.UpdateTime = time.Now() // as the status table stores it
 	f.settle(t, "cm", false)
 	live, _ := f.kube.Object("default", "cm")
@@ -101,7 +102,7 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	f.useReal, f.clock = false, time.Now().Add(target.RecentOwnWrite+5*time.Second) // the new term starts a minute later
 	f.mu.Unlock()
 	f.rec.endTerm()
-	rctx := withLastStatus(ctx, func() Desire { return last })
+	rctx := controller.WithLastStatus(ctx, func() Desire { return last })
 	var v2 Verdict
 	waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
 	if got := reviewValue(t, f); v2.Successful() && got != "4" {

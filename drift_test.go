@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
@@ -188,11 +189,11 @@ func TestDriftFightBacksOff(t *testing.T) {
 		switch {
 		case v.Reason() == ReasonDriftConflict:
 			conflicts++
-			if v.Successful() || v.Degraded() || v.after <= 0 || v.after > target.FightBackoffCap {
-				t.Fatalf("conflict verdict %v after %s", v, v.after)
+			if v.Successful() || v.Degraded() || afterOf(v) <= 0 || afterOf(v) > target.FightBackoffCap {
+				t.Fatalf("conflict verdict %v after %s", v, afterOf(v))
 			}
 			f.mu.Lock()
-			f.clock = f.clock.Add(v.after)
+			f.clock = f.clock.Add(afterOf(v))
 			f.mu.Unlock()
 		case v.Successful():
 			f.mu.Lock()
@@ -258,7 +259,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			ctx := context.Background()
 			d := applyDesire("a1", content)
 			v := f.rec.Reconcile(ctx, d)
-			last := statusDocument(d, v, false, nil, false, time.Now())
+			last := controller.StatusDocument(d, v, false, nil, false, time.Now())
 			if last.Status.AppliedUID == "" || last.Status.AppliedResourceVersion == "" {
 				t.Fatalf("status lacks the applied uid/resourceVersion: %+v", last.Status)
 			}
@@ -278,7 +279,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			}
 			rctx := ctx
 			if !tc.noStatus {
-				rctx = withLastStatus(ctx, func() Desire { return last })
+				rctx = controller.WithLastStatus(ctx, func() Desire { return last })
 			}
 			var v2 Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
@@ -286,8 +287,8 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 				t.Fatalf("applies in the new term = %d (%v), want %d", got, v2, tc.applies)
 			}
 			if tc.applies == 0 {
-				next := statusDocument(d, v2, false, last, true, time.Now())
-				if !sameStatus(last, next) {
+				next := controller.StatusDocument(d, v2, false, last, true, time.Now())
+				if !controller.SameStatus(last, next) {
 					t.Fatalf("verified, yet the status would change:\n%+v\n%+v", last.Status, next.Status)
 				}
 			}
@@ -401,7 +402,7 @@ func TestDriftFightSpeeds(t *testing.T) {
 				v := f.rec.Reconcile(ctx, d)
 				for v.Reason() == ReasonDriftConflict {
 					conflict = true
-					advance(v.after)
+					advance(afterOf(v))
 					v = f.rec.Reconcile(ctx, d)
 				}
 				if !v.Successful() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -180,30 +181,23 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// itemWrite is what identifies one write of an item: its version and updateTime as stored. A
-// document deleted and put back by someone else at the same version has another updateTime.
-type itemWrite struct {
-	version    int64
-	updateTime string
-}
-
-// listVersions returns the last write of every item (documentID to version and updateTime; a
+// listVersions returns the stamp of every item (documentID to version and updateTime; a
 // paged, eventually consistent Scan projected on them, reserved documents of a status table
 // skipped): half the read units of a consistent one; an item written a moment ago may show
 // its older stamp.
-func (t *Table[T]) listVersions(ctx context.Context) (map[string]itemWrite, error) {
+func (t *Table[T]) listVersions(ctx context.Context) (map[string]controller.Stamp, error) {
 	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID),
 		expression.Name(attrVersion), expression.Name(attrUpdateTime))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
-	versions := map[string]itemWrite{}
+	versions := map[string]controller.Stamp{}
 	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
 		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
-			st := itemWrite{version: parseVersion(item)}
+			st := controller.Stamp{Version: parseVersion(item)}
 			if u, ok := item[attrUpdateTime].(*types.AttributeValueMemberS); ok {
-				st.updateTime = u.Value
+				st.UpdateTime = u.Value
 			}
 			versions[id.Value] = st
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 )
 
@@ -26,23 +27,20 @@ func ReadHeartbeat(ctx context.Context, db DynamoDBAPI, prefix, managementCluste
 	return api.ReadHeartbeat(ctx, db, prefix, managementCluster)
 }
 
-// tally counts the desires of the current term's cache.
-func (c *controller[T]) tally() tally { return tallyDesires(c.lister.List(), c.outcomes.get) }
-
 // heartbeatKind is c's part of the heartbeat (stream observations are added by heartbeat).
-func (c *controller[T]) heartbeatKind() HeartbeatKind {
-	t := c.tally()
-	hk := HeartbeatKind{Desires: t.desires, Unanswered: t.unanswered, Watermark: t.watermark, QueueDepth: c.q().Len()}
-	for k, n := range t.counts {
+func heartbeatKind[T Desire](c *controller.Controller[T]) HeartbeatKind {
+	t := c.Tally()
+	hk := HeartbeatKind{Desires: t.Desires, Unanswered: t.Unanswered, Watermark: t.Watermark, QueueDepth: c.Queue().Len()}
+	for k, n := range t.Counts {
 		if hk.Successful == nil {
 			hk.Successful = map[string]int{}
 		}
-		hk.Successful[k.successful+"/"+k.reason] += n
-		if k.degraded == "True" {
+		hk.Successful[k.Successful+"/"+k.Reason] += n
+		if k.Degraded == "True" {
 			if hk.Degraded == nil {
 				hk.Degraded = map[string]int{}
 			}
-			hk.Degraded[k.reason] += n
+			hk.Degraded[k.Reason] += n
 		}
 	}
 	return hk
@@ -51,9 +49,9 @@ func (c *controller[T]) heartbeatKind() HeartbeatKind {
 // heartbeatKinds is the per-kind content of the Applier's heartbeat.
 func (a *Applier) heartbeatKinds() map[string]HeartbeatKind {
 	return map[string]HeartbeatKind{
-		string(KindApplyDesire):  a.apply.heartbeatKind(),
-		string(KindDeleteDesire): a.delete.heartbeatKind(),
-		string(KindReadDesire):   a.read.heartbeatKind(),
+		string(KindApplyDesire):  heartbeatKind(a.apply),
+		string(KindDeleteDesire): heartbeatKind(a.delete),
+		string(KindReadDesire):   heartbeatKind(a.read),
 	}
 }
 

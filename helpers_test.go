@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
@@ -200,7 +201,7 @@ var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 // harness runs one controller's sync against fakes: the desire is put in the informer cache,
 // the status goes to an in-memory table.
 type harness[T Desire] struct {
-	c      *controller[T]
+	c      *controller.Controller[T]
 	db     *memDB
 	status *Table[T]
 	cache  desireIndexer
@@ -211,14 +212,14 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	st := NewTable[T](db, "status")
 	st.clock = fixedClock
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(kind))
-	cfg := controllerConfig[T]{kind: kind, cluster: "mc01", lister: indexerLister[T]{idx}, statusCRUD: st,
-		reconciler: r, resync: time.Minute, maxRetryDelay: time.Second, workers: 1,
-		log: logr.Discard(), metrics: metrics.New(nil, fixedClock), now: fixedClock}
+	cfg := controller.Config[T]{Kind: kind, Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
+		Reconciler: r, Resync: time.Minute, MaxRetryDelay: time.Second, Workers: 1,
+		Log: logr.Discard(), Metrics: metrics.New(nil, fixedClock), Now: fixedClock}
 	if f, ok := r.(interface{ Forget(string) }); ok {
-		cfg.forget = f.Forget
+		cfg.Forget = f.Forget
 	}
 	if kind == KindApplyDesire {
-		cfg.objectRules = any(objectConflicts{rivals.Rules{Applies: idx, Cluster: "mc01"}}).(objectRules[T])
+		cfg.ObjectRules = any(objectConflicts{rivals.Rules{Applies: idx, Cluster: "mc01"}}).(controller.ObjectRules[T])
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }
@@ -228,7 +229,7 @@ func (h *harness[T]) sync(t *testing.T, d T) (Verdict, T) {
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.c.sync(context.Background(), d.Meta().DocumentID)
+	res, err := h.c.Sync(context.Background(), d.Meta().DocumentID)
 	if err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -513,3 +514,9 @@ func seriesSum(tb testing.TB, m *metrics.Metrics, name string, match map[string]
 	}
 	return sum
 }
+
+// againOf is when v asks to be looked at again.
+func againOf(v Verdict) controller.Look { l, _ := controller.Again(v); return l }
+
+// afterOf is after how long v asks to be looked at again.
+func afterOf(v Verdict) time.Duration { _, d := controller.Again(v); return d }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
@@ -32,7 +33,7 @@ type hostileCase struct {
 	wantReason  string
 	wantMsg     string
 	wantDegr    string
-	wantRequeue lookAgain
+	wantRequeue controller.Look
 	wantApplied bool
 	check       func(t *testing.T, live *unstructured.Unstructured)
 }
@@ -88,7 +89,7 @@ func hostileCases() []hostileCase {
 		{name: "invalid apiVersion", mutate: setContent(`{"apiVersion":"a/b/c","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `apiVersion "a/b/c" is invalid`},
 		{name: "unknown kind", mutate: setContent(`{"apiVersion":"nope.example.com/v1","kind":"Gizmo","metadata":{"name":"g","namespace":"default"}}`),
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "Kind=Gizmo is not known to the cluster", wantRequeue: lookBackoff},
+			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "Kind=Gizmo is not known to the cluster", wantRequeue: controller.LookBackoff},
 		{name: "kind List", mutate: setContent(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}]}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is a List: one ApplyDesire holds one object"},
 		{name: "kind ConfigMapList", mutate: setContent(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"name":"x"},"items":[]}`),
@@ -220,8 +221,8 @@ func TestHostileApplyDesires(t *testing.T) {
 			if degr.Status != wantDegr || succ.ObservedGeneration != d.Version {
 				t.Fatalf("Degraded = %s, observedGeneration %d; want %s at %d", degr.Status, succ.ObservedGeneration, wantDegr, d.Version)
 			}
-			if res.again != tc.wantRequeue {
-				t.Fatalf("requeue = %v, want %v", res.again, tc.wantRequeue)
+			if againOf(res) != tc.wantRequeue {
+				t.Fatalf("requeue = %v, want %v", againOf(res), tc.wantRequeue)
 			}
 			if applied := len(kube.objects) == 1; applied != tc.wantApplied {
 				t.Fatalf("applied = %v, want %v (calls %v)", applied, tc.wantApplied, kube.calls)
@@ -270,8 +271,8 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 		}
 	}
 	rec := &countingReconciler[*ApplyDesire]{inner: NewApplyReconciler(kubeErrByName{kube, errs}, hostileMapper(), "fm"), n: map[string]int{}}
-	cfg := h.c.controllerConfig
-	cfg.statusCRUD, cfg.reconciler, cfg.workers, cfg.resync = st, rec, 4, time.Hour
+	cfg := h.c.Config
+	cfg.Statuses, cfg.Reconciler, cfg.Workers, cfg.Resync = st, rec, 4, time.Hour
 	c := newController(cfg)
 	want := map[string]hostileCase{}
 	for i, tc := range hostileCases() {
@@ -294,7 +295,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	const window = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	c.run(ctx, unelected)
+	c.Run(ctx, unelected)
 	for id, tc := range want {
 		got, err := st.Get(context.Background(), id)
 		if err != nil {
@@ -311,7 +312,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 			n = cdb.gets[id] - 1 // the final Get above
 		}
 		switch {
-		case tc.wantRequeue == lookBackoff:
+		case tc.wantRequeue == controller.LookBackoff:
 			// 200 ms doubling, capped at 1 s: about 5 tries in 3 s; a hot loop would be hundreds.
 			if n < 2 || n > 8 {
 				t.Errorf("%s (%s): %d reconciles in %s, want 2..8 (exponential back-off)", id, tc.name, n, window)
@@ -322,7 +323,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	}
 	// No hot loop anywhere, the controller's own refusals included: every reconcile is counted
 	// by kube_applier_reconcile_total.
-	total := seriesSum(t, cfg.metrics, "kube_applier_reconcile_total", nil)
+	total := seriesSum(t, cfg.Metrics, "kube_applier_reconcile_total", nil)
 	if total < float64(len(want)+1) || total > float64(len(want)+8) {
 		t.Errorf("%v reconciles of %d desires in %s, want each once and the retried one 2..8 times", total, len(want), window)
 	}
@@ -346,8 +347,8 @@ func TestHostileDeleteAndReadTargets(t *testing.T) {
 			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
 			succ := condition(st, ConditionSuccessful)
-			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || res.again != lookPeriodic || len(kube.calls) != 0 {
-				t.Fatalf("Successful = %s %q, requeue %v, calls %v; want PreCheckFailed %q, no call", succ.Reason, succ.Message, res.again, kube.calls, tc.wantMsg)
+			if succ.Reason != ReasonPreCheckFailed || !strings.Contains(succ.Message, tc.wantMsg) || againOf(res) != controller.LookPeriodic || len(kube.calls) != 0 {
+				t.Fatalf("Successful = %s %q, requeue %v, calls %v; want PreCheckFailed %q, no call", succ.Reason, succ.Message, againOf(res), kube.calls, tc.wantMsg)
 			}
 		})
 	}
@@ -377,11 +378,13 @@ func TestSpecTablesAreReadOnly(t *testing.T) {
 	var _ SpecReader[*DeleteDesire] = db.DeleteDesireSpecs()
 	var _ SpecReader[*ReadDesire] = db.ReadDesireSpecs()
 	// The controller's only writable table is its status table.
-	c := reflect.TypeFor[controller[*ApplyDesire]]()
-	for i := 0; i < c.NumField(); i++ {
-		f := c.Field(i)
-		if f.Type.Implements(reflect.TypeFor[ResourceCRUD[*ApplyDesire]]()) && f.Name != "statusCRUD" {
-			t.Errorf("controller field %s can write a table", f.Name)
+	writable := reflect.TypeFor[controller.StatusTable[*ApplyDesire]]()
+	for _, c := range []reflect.Type{reflect.TypeFor[controller.Controller[*ApplyDesire]](), reflect.TypeFor[controller.Config[*ApplyDesire]]()} {
+		for i := 0; i < c.NumField(); i++ {
+			f := c.Field(i)
+			if f.Type.Kind() == reflect.Interface && f.Type.Implements(writable) && f.Name != "Statuses" {
+				t.Errorf("%s field %s can write a table", c.Name(), f.Name)
+			}
 		}
 	}
 }

@@ -137,10 +137,10 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		o.Log = logger
 		o.MaxRetryDelay = 5 * time.Second
 	}, func(a *Applier) {
-		applyRec = &countingReconciler[*ApplyDesire]{inner: a.apply.reconciler, n: map[string]int{}}
-		a.apply.reconciler = applyRec
-		deleteRec = &countingReconciler[*DeleteDesire]{inner: a.delete.reconciler, n: map[string]int{}}
-		a.delete.reconciler = deleteRec
+		applyRec = &countingReconciler[*ApplyDesire]{inner: a.apply.Reconciler, n: map[string]int{}}
+		a.apply.Reconciler = applyRec
+		deleteRec = &countingReconciler[*DeleteDesire]{inner: a.delete.Reconciler, n: map[string]int{}}
+		a.delete.Reconciler = deleteRec
 	})
 	ctx := context.Background()
 	cfg := testenv.Kube(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -108,7 +109,7 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 	ctx := t.Context()
 	infs := startIncarnationInformers(t, env)
 	status := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
-	w := &statusWriter[*ApplyDesire]{crud: status, now: time.Now, term: unelected, specs: specs, cache: newStatusCache[*ApplyDesire]()}
+	w := controller.NewStatusWriter[*ApplyDesire](status, time.Now, unelected, specs).WithCache()
 	cases := []struct{ id, created, updated string }{
 		{"fractional-zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:01.500000000Z"},
 		{"offset", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:01.25+00:00"},
@@ -129,8 +130,8 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 			spec = d
 			return err == nil
 		})
-		for i, want := range []statusWriteResult{statusCreated, statusUnchanged} {
-			if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), i == 0); err != nil || res != want {
+		for i, want := range []controller.WriteResult{controller.StatusCreated, controller.StatusUnchanged} {
+			if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), i == 0); err != nil || res != want {
 				t.Fatalf("%s: write %d = %v, %v; want %v", tc.id, i, res, err, want)
 			}
 		}

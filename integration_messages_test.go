@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
 
 // TestIntegrationLongNameMessage: an ApplyDesire whose ConfigMap has a 300,000-character name
@@ -16,7 +18,7 @@ func TestIntegrationLongNameMessage(t *testing.T) {
 	st := waitCondition(e, e.specs.ApplyDesireStatus(), "long", 1, ConditionFalse, ReasonKubeAPIError, 30*time.Second)
 	msg := condition(st, ConditionSuccessful).Message
 	t.Logf("%d bytes: %s", len(msg), msg)
-	if len(msg) > maxMessageBytes || !strings.HasPrefix(msg, "server-side apply of ConfigMap "+e.ns+"/aaaa") ||
+	if len(msg) > controller.MaxMessageBytes || !strings.HasPrefix(msg, "server-side apply of ConfigMap "+e.ns+"/aaaa") ||
 		!strings.Contains(msg, "(300000 bytes)") || !strings.Contains(msg, "must be no more than 253 characters") {
 		t.Fatalf("message of %d bytes: %s", len(msg), msg)
 	}

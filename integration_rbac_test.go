@@ -102,8 +102,8 @@ func TestIntegrationRBAC(t *testing.T) {
 
 	var applyRec *countingReconciler[*ApplyDesire]
 	e := startE2EWith(t, func(o *Options) { o.RESTConfig = asSA }, func(a *Applier) {
-		applyRec = &countingReconciler[*ApplyDesire]{inner: a.apply.reconciler, n: map[string]int{}}
-		a.apply.reconciler = applyRec
+		applyRec = &countingReconciler[*ApplyDesire]{inner: a.apply.Reconciler, n: map[string]int{}}
+		a.apply.Reconciler = applyRec
 	})
 	crb := fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":%q},
 	"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},

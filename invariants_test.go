@@ -274,7 +274,7 @@ func (w *world) newApplier(in *instance) *Applier {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	a.delete.recheck = 5 * time.Millisecond
+	a.delete.Recheck = 5 * time.Millisecond
 	return a
 }
 

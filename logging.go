@@ -128,21 +128,21 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 // in a status (a forgotten desire, Pending: its spec is gone).
 func logConditions(l *conditionlog.Log, kind DesireKind) func(id string, v Verdict) {
 	return func(id string, v Verdict) {
-		if !v.decided {
+		if v.IsPending() {
 			l.Forget(kind, id)
 			return
 		}
-		l.Observe(kind, id, conditionlog.Change{State: loggedState(v), Reason: v.reason, Message: v.message})
+		l.Observe(kind, id, conditionlog.Change{State: loggedState(v), Reason: v.Reason(), Message: v.Message()})
 	}
 }
 
 // loggedState is the condition log's state of a verdict.
 func loggedState(v Verdict) string {
 	switch {
-	case v.degraded:
+	case v.Degraded():
 		return "Degraded"
-	case v.reason == ReasonDriftConflict, v.reason == ReasonTargetConflict:
-		return v.reason
+	case v.Reason() == ReasonDriftConflict, v.Reason() == ReasonTargetConflict:
+		return v.Reason()
 	}
 	return ""
 }

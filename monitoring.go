@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,7 +20,7 @@ type desireCollector struct {
 	mu      sync.Mutex
 	at      time.Time             // when tallies were taken (zero: never)
 	caches  *KubeApplierInformers // the term's caches they were taken from
-	tallies map[DesireKind]tally
+	tallies map[DesireKind]controller.Tally
 }
 
 // collectReuse is how long a tally of kube_applier_desires is reused.
@@ -40,19 +41,19 @@ func (c *desireCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for kind, t := range c.current() {
-		for k, n := range t.counts {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(kind), k.successful, k.degraded, k.reason)
+		for k, n := range t.Counts {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(kind), k.Successful, k.Degraded, k.Reason)
 		}
 	}
 }
 
 // current returns the tallies, taken again when older than collectReuse or of another term.
-func (c *desireCollector) current() map[DesireKind]tally {
+func (c *desireCollector) current() map[DesireKind]controller.Tally {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, caches := c.a.wiring.clock(), c.a.informers.Load()
 	if c.tallies == nil || caches != c.caches || now.Sub(c.at) >= collectReuse || now.Before(c.at) {
-		c.tallies = map[DesireKind]tally{KindApplyDesire: c.a.apply.tally(), KindDeleteDesire: c.a.delete.tally(), KindReadDesire: c.a.read.tally()}
+		c.tallies = map[DesireKind]controller.Tally{KindApplyDesire: c.a.apply.Tally(), KindDeleteDesire: c.a.delete.Tally(), KindReadDesire: c.a.read.Tally()}
 		c.at, c.caches = now, caches
 	}
 	return c.tallies

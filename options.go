@@ -27,6 +27,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
@@ -48,7 +49,7 @@ const (
 	// defaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
 	defaultCallTimeout = 10 * time.Second
 	// defaultReconcileTimeout bounds one reconcile with its status write.
-	defaultReconcileTimeout = 30 * time.Second
+	defaultReconcileTimeout = controller.DefaultReconcileTime
 )
 
 // Options configures an Applier. Only ManagementCluster and a way to reach the cluster

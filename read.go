@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -135,7 +136,7 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 // objects that changed since. Secrets are always fetched again (the redaction options may
 // have changed with the process).
 func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watchedRV string) {
-	load := lastStatus[*ReadDesire](ctx)
+	load := controller.LastStatus[*ReadDesire](ctx)
 	if load == nil || (t.Group == "" && t.Resource == "secrets") {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -232,7 +233,7 @@ func scrubValueRenderings(msg string) string {
 // controller applies it to every ApplyDesire verdict, the default reconciler's and a
 // wrapper's alike.
 func scrubVerdict(ad *ApplyDesire, v Verdict) Verdict {
-	if ad.Spec.KubeContent == nil || v.message == "" {
+	if ad.Spec.KubeContent == nil || v.Message() == "" {
 		return v
 	}
 	if raw := ad.Spec.KubeContent; !bytes.Contains(raw, []byte("Secret")) && !bytes.Contains(raw, []byte(`\u`)) {
@@ -242,6 +243,5 @@ func scrubVerdict(ad *ApplyDesire, v Verdict) Verdict {
 	if err != nil || !isSecret(obj) {
 		return v
 	}
-	v.message = newSecretScrubber(obj).scrub(v.message)
-	return v
+	return controller.WithMessage(v, newSecretScrubber(obj).scrub(v.Message()))
 }

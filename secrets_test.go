@@ -196,9 +196,9 @@ func TestApplyControllerScrubsWithoutRivalRules(t *testing.T) {
 	r := ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
 		return Refused(ReasonPreCheckFailed, "the apiserver refused "+value)
 	})
-	cfg := newHarness[*ApplyDesire](KindApplyDesire, r).c.controllerConfig
-	cfg.objectRules = nil
-	v := newController(cfg).verdict(context.Background(), applyDesire("s", manifest))
+	cfg := newHarness[*ApplyDesire](KindApplyDesire, r).c.Config
+	cfg.ObjectRules = nil
+	v := newController(cfg).Judge(context.Background(), applyDesire("s", manifest))
 	if strings.Contains(v.Message(), value) || !strings.Contains(v.Message(), "[redacted]") {
 		t.Fatalf("verdict message %q: want the Secret's value scrubbed", v.Message())
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,7 +102,7 @@ func TestStaleFieldOwners(t *testing.T) {
 			}
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, withGadgets(newMapper()), "fm"))
 			var st *ApplyDesire
-			for i := 0; i < sameFailureLimit+2; i++ { // repeated failures stay the cluster's
+			for i := 0; i < controller.SameFailureLimit+2; i++ { // repeated failures stay the cluster's
 				if i > 0 {
 					// Another desire succeeds meanwhile (what turns a streak into the desire's fault).
 					h.sync(t, applyDesire("other", cmJSON("fine")))

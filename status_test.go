@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -35,7 +36,7 @@ func TestStatusWriter(t *testing.T) {
 		old := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`) // would fail scope
 		old.Version = 4
 		h.cache.Update(old)
-		if _, err := h.c.sync(ctx, "a"); err != nil {
+		if _, err := h.c.Sync(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := h.status.Get(ctx, "a")
@@ -66,7 +67,7 @@ func TestStatusWriter(t *testing.T) {
 		older := again.DeepCopy()
 		older.Version = 0
 		h.cache.Update(older)
-		if _, err := h.c.sync(ctx, "a"); err != nil {
+		if _, err := h.c.Sync(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := h.status.Get(ctx, "a"); condition(got, ConditionSuccessful).ObservedGeneration != 1 {
@@ -75,7 +76,7 @@ func TestStatusWriter(t *testing.T) {
 	})
 	t.Run("deleted spec deletes status", func(t *testing.T) {
 		h.cache.Delete(d)
-		if _, err := h.c.sync(ctx, "a"); err != nil {
+		if _, err := h.c.Sync(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
@@ -89,13 +90,13 @@ func TestStatusWriter(t *testing.T) {
 // leftover status of the same ID makes that create fail and the usual read-then-write path run.
 func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
-	h.c.newQueue() // leading: adds are recorded
+	h.c.NewQueue() // leading: adds are recorded
 	d := applyDesire("a", cmJSON("c1"))
 	if err := h.cache.Add(d); err != nil {
 		t.Fatal(err)
 	}
-	objectHandler{h.c.handler()}.OnAdd(d, false)
-	if v, err := h.c.sync(context.Background(), "a"); err != nil || v.Reason() != ReasonNoErrors {
+	objectHandler{h.c.Handler()}.OnAdd(d, false)
+	if v, err := h.c.Sync(context.Background(), "a"); err != nil || v.Reason() != ReasonNoErrors {
 		t.Fatalf("sync: %v %v", v, err)
 	}
 	if h.db.Calls("GetItem") != 0 || h.db.Calls("PutItem") != 1 {
@@ -104,7 +105,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 
 	// The same desire again, not fresh: the status this term wrote is cached, nothing
 	// changed, no read and no write.
-	if _, err := h.c.sync(context.Background(), "a"); err != nil {
+	if _, err := h.c.Sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	if h.db.Calls("GetItem") != 0 || h.db.Calls("PutItem") != 1 {
@@ -118,8 +119,8 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	if err := h.cache.Update(d2); err != nil {
 		t.Fatal(err)
 	}
-	objectHandler{h.c.handler()}.OnAdd(d2, false)
-	if _, err := h.c.sync(context.Background(), "a"); err != nil {
+	objectHandler{h.c.Handler()}.OnAdd(d2, false)
+	if _, err := h.c.Sync(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	st, err := h.status.Get(context.Background(), "a")
@@ -131,11 +132,11 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	}
 
 	// Adds from the initial List and adds while not leading are not fresh.
-	objectHandler{h.c.handler()}.OnAdd(applyDesire("b", cmJSON("c2")), true)
-	h.c.q().ShutDown()
-	objectHandler{h.c.handler()}.OnAdd(applyDesire("c", cmJSON("c3")), false)
+	objectHandler{h.c.Handler()}.OnAdd(applyDesire("b", cmJSON("c2")), true)
+	h.c.Queue().ShutDown()
+	objectHandler{h.c.Handler()}.OnAdd(applyDesire("c", cmJSON("c3")), false)
 	for _, id := range []string{"b", "c"} {
-		if _, ok := h.c.fresh.Load(id); ok {
+		if h.c.Fresh(id) {
 			t.Fatalf("%s recorded as fresh", id)
 		}
 	}
@@ -158,25 +159,25 @@ func TestStatusCarriesOverWhatIsStillTrue(t *testing.T) {
 		wantMsg     string
 	}{
 		{"apply refused keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), false, appliedBefore, true, now)
+			return controller.StatusDocument(applyDesire("a", cmJSON("c1")), Refused(ReasonKubeAPIError, "field is immutable"), false, appliedBefore, true, now)
 		}, 5, false, "field is immutable"},
 		{"apply transient keeps the applied generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), false, appliedBefore, true, now)
+			return controller.StatusDocument(applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("timeout")), false, appliedBefore, true, now)
 		}, 5, false, "timeout"},
 		{"apply applied records the new generation", func() Desire {
-			return statusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), false, appliedBefore, true, now)
+			return controller.StatusDocument(applyDesire("a", cmJSON("c1")), Applied(6, "applied"), false, appliedBefore, true, now)
 		}, 6, false, "applied"},
 		{"read transient keeps the content and says so", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), false, readBefore, true, now)
+			return controller.StatusDocument(readDesire("r", readBefore.Spec.TargetItem), Transient(ReasonKubeAPIError, errors.New("GET failed")), false, readBefore, true, now)
 		}, 0, true, "GET failed; status.kubeContent is the object as last read"},
 		{"read refused clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), false, readBefore, true, now)
+			return controller.StatusDocument(readDesire("r", readBefore.Spec.TargetItem), Refused(ReasonPreCheckFailed, "bad target"), false, readBefore, true, now)
 		}, 0, false, "bad target"},
 		{"read not served clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), false, readBefore, true, now)
+			return controller.StatusDocument(readDesire("r", readBefore.Spec.TargetItem), NotYet(ReasonKindNotServed, "gone"), false, readBefore, true, now)
 		}, 0, false, "gone"},
 		{"read absent clears the content", func() Desire {
-			return statusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), false, readBefore, true, now)
+			return controller.StatusDocument(readDesire("r", readBefore.Spec.TargetItem), Absent("does not exist"), false, readBefore, true, now)
 		}, 0, false, "does not exist"},
 	}
 	for _, tc := range cases {
@@ -208,7 +209,7 @@ func TestSpecStatusDoesNotLeak(t *testing.T) {
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.Status.AppliedResourceGeneration = 99
 	spec.Status.Conditions = []api.Condition{{Type: "Ready", Status: "True", Reason: "Backend"}}
-	doc := statusDocument(spec, Refused(ReasonPreCheckFailed, "no"), false, nil, false, testTime)
+	doc := controller.StatusDocument(spec, Refused(ReasonPreCheckFailed, "no"), false, nil, false, testTime)
 	if doc.Status.AppliedResourceGeneration != 0 || condition(doc, "Ready").Type != "" || len(doc.Status.Conditions) != 2 {
 		t.Fatalf("spec status leaked: %+v", doc.Status)
 	}
@@ -242,25 +243,25 @@ func TestOversizeSpecFieldsGiveAShortStatus(t *testing.T) {
 func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	db := newMemDB()
 	valid := true
-	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status").fencedBy(3), now: fixedClock,
-		term: term{Number: 3, Valid: func() bool { return valid }, CallTimeout: time.Second}}
+	w := controller.NewStatusWriter[*ApplyDesire](NewTable[*ApplyDesire](db, "status").fencedBy(3), fixedClock,
+		term{Number: 3, Valid: func() bool { return valid }, CallTimeout: time.Second}, nil)
 	ctx := context.Background()
-	if _, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
+	if _, _, err := w.Write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
 		t.Fatal(err)
 	}
 	valid = false
 	calls := db.CallCounts()
-	_, _, err := w.write(ctx, applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("cut off")), false)
+	_, _, err := w.Write(ctx, applyDesire("a", cmJSON("c1")), Transient(ReasonKubeAPIError, errors.New("cut off")), false)
 	if !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("write after the term ended: %v, want fencing.ErrFenced", err)
 	}
-	if err := w.delete(ctx, "a"); !errors.Is(err, fencing.ErrFenced) {
+	if err := w.Delete(ctx, "a"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete after the term ended: %v, want fencing.ErrFenced", err)
 	}
 	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
 		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
 	}
-	if err := fencing.Check(fencing.With(ctx, w.term)); !errors.Is(err, fencing.ErrFenced) {
+	if err := fencing.Check(fencing.With(ctx, w.Term())); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("termValid = %v, want fencing.ErrFenced for cluster changes too", err)
 	}
 }
@@ -272,7 +273,8 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	ctx := context.Background()
 	db := newMemDB()
 	specs := NewTable[*ApplyDesire](db, "specs")
-	w := &statusWriter[*ApplyDesire]{crud: NewTable[*ApplyDesire](db, "status"), now: fixedClock, term: unelected, specs: specs}
+	status := NewTable[*ApplyDesire](db, "status")
+	w := controller.NewStatusWriter[*ApplyDesire](status, fixedClock, unelected, specs)
 	older := applyDesire("a", cmJSON("c1"))
 	older.Version, older.CreateTime = 1, testTime
 	newer := applyDesire("a", cmJSON("c1"))
@@ -281,13 +283,13 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	if _, err := specs.Create(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := w.write(ctx, newer, Applied(2, "newer"), false); err != nil || res != statusCreated {
+	if res, _, err := w.Write(ctx, newer, Applied(2, "newer"), false); err != nil || res != controller.StatusCreated {
 		t.Fatalf("newer incarnation: %v %v", res, err)
 	}
-	if res, _, err := w.write(ctx, older, Applied(1, "older"), false); err != nil || res != statusStale {
+	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != controller.StatusStale {
 		t.Fatalf("older incarnation over the newer one's status: %v %v, want stale", res, err)
 	}
-	st, _ := w.crud.Get(ctx, "a")
+	st, _ := status.Get(ctx, "a")
 	if !parsedTime(st.Status.ObservedDesireCreateTime).Equal(newer.CreateTime) {
 		t.Fatalf("status answers %v, want the current incarnation %v", st.Status.ObservedDesireCreateTime, newer.CreateTime)
 	}
@@ -300,7 +302,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	if _, err := specs.Create(ctx, older); err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := w.write(ctx, older, Applied(1, "older"), false); err != nil || res != statusReplaced {
+	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != controller.StatusReplaced {
 		t.Fatalf("current incarnation: %v %v, want replaced", res, err)
 	}
 }
@@ -313,8 +315,8 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	spec := applyDesire("d1", cmJSON("c1"))
 	spec.CreateTime = testTime
 	ok := Applied(1, "applied")
-	ok.ready = &target.Readiness{Status: "Current", Message: "Deployment is available"}
-	cur := statusDocument(spec, ok, false, (*ApplyDesire)(nil), false, testTime)
+	ok = controller.WithReadiness(ok, &target.Readiness{Status: "Current", Message: "Deployment is available"})
+	cur := controller.StatusDocument(spec, ok, false, (*ApplyDesire)(nil), false, testTime)
 	cur.Version = 1
 	cases := []struct {
 		name string
@@ -327,7 +329,7 @@ func TestReadyNotCarriedOverByFailure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			next := statusDocument(spec, tc.v, false, cur, true, testTime.Add(time.Minute))
+			next := controller.StatusDocument(spec, tc.v, false, cur, true, testTime.Add(time.Minute))
 			c := next.Status.Condition(ConditionReady)
 			if c == nil || c.Status != tc.want {
 				t.Fatalf("Ready = %+v, want %s", c, tc.want)
@@ -360,13 +362,13 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 			if err := DecodeItem(item, spec); err != nil {
 				t.Fatal(err)
 			}
-			newWriter := func() *statusWriter[*ApplyDesire] {
+			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
 				st := NewTable[*ApplyDesire](db, "status")
 				st.clock = fixedClock
-				return &statusWriter[*ApplyDesire]{crud: st, now: fixedClock, term: unelected, cache: newStatusCache[*ApplyDesire]()}
+				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
 			}
 			w := newWriter()
-			if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != statusCreated {
+			if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != controller.StatusCreated {
 				t.Fatalf("first write: %v %v", res, err)
 			}
 			check := func() {
@@ -380,8 +382,8 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 			}
 			check()
 			puts := db.Calls("PutItem")
-			for i, w := range []*statusWriter[*ApplyDesire]{w, newWriter()} {
-				if res, _, err := w.write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != statusUnchanged {
+			for i, w := range []*controller.StatusWriter[*ApplyDesire]{w, newWriter()} {
+				if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != controller.StatusUnchanged {
 					t.Fatalf("re-write %d: %v %v, want unchanged", i, res, err)
 				}
 			}
@@ -411,25 +413,25 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 		status        *ApplyDesire // the spec the stored status answers
 		keepCreated   bool         // the stored status has observedDesireCreateTime
 		table, cached *ApplyDesire // nil table: the spec is gone
-		want          statusWriteResult
+		want          controller.WriteResult
 	}{
 		{"re-created, updateTime earlier", spec(3, old, old.Add(time.Minute)), false,
-			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+			spec(1, recreated, recreated), spec(1, recreated, recreated), controller.StatusReplaced},
 		{"re-created, updateTime later", spec(3, old, old), false,
-			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), statusReplaced},
+			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), controller.StatusReplaced},
 		{"same incarnation, the cache lags", spec(3, old, old.Add(3*time.Second)), false,
-			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), statusStale},
-		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), statusStale},
+			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), controller.StatusStale},
+		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), controller.StatusStale},
 		{"another incarnation's status, the table moved past the cache", spec(3, old, old), true,
-			spec(2, recreated, recreated), spec(1, recreated, recreated), statusStale},
+			spec(2, recreated, recreated), spec(1, recreated, recreated), controller.StatusStale},
 		{"another incarnation's status, the cache is current", spec(3, old, old), true,
-			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
+			spec(1, recreated, recreated), spec(1, recreated, recreated), controller.StatusReplaced},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			db := newMemDB()
 			status := NewTable[*ApplyDesire](db, "status")
-			prior := statusDocument(tc.status, Applied(1, "applied earlier"), false, (*ApplyDesire)(nil), false, testTime)
+			prior := controller.StatusDocument(tc.status, Applied(1, "applied earlier"), false, (*ApplyDesire)(nil), false, testTime)
 			if !tc.keepCreated {
 				prior.Status.ObservedDesireCreateTime = ""
 			}
@@ -443,8 +445,8 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 				}
 				db.PutRaw("specs", item)
 			}
-			w := &statusWriter[*ApplyDesire]{crud: status, now: fixedClock, term: unelected, specs: NewTable[*ApplyDesire](db, "specs")}
-			res, _, err := w.write(ctx, tc.cached, Applied(2, "applied now"), false)
+			w := controller.NewStatusWriter[*ApplyDesire](status, fixedClock, unelected, NewTable[*ApplyDesire](db, "specs"))
+			res, _, err := w.Write(ctx, tc.cached, Applied(2, "applied now"), false)
 			if err != nil || res != tc.want {
 				t.Fatalf("write = %v, %v; want %v", res, err, tc.want)
 			}
@@ -453,7 +455,7 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			answered := condition(got, ConditionSuccessful).ObservedGeneration
-			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == statusReplaced]; answered != wantGen {
+			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == controller.StatusReplaced]; answered != wantGen {
 				t.Fatalf("status answers version %d, want %d", answered, wantGen)
 			}
 		})
@@ -470,15 +472,15 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	db := newMemDB()
 	st := NewTable[*ApplyDesire](db, "status")
 	st.clock = fixedClock
-	w := &statusWriter[*ApplyDesire]{crud: st, now: clock, term: unelected}
+	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.CreateTime = testTime
 	ok := Applied(1, "applied")
-	ok.ready = &target.Readiness{Status: "Current", Message: "ok"}
-	if _, _, err := w.write(ctx, spec, ok, true); err != nil {
+	ok = controller.WithReadiness(ok, &target.Readiness{Status: "Current", Message: "ok"})
+	if _, _, err := w.Write(ctx, spec, ok, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.write(ctx, spec, Transient(ReasonKubeAPIError, errors.New("boom")), false); err != nil {
+	if _, _, err := w.Write(ctx, spec, Transient(ReasonKubeAPIError, errors.New("boom")), false); err != nil {
 		t.Fatal(err)
 	}
 	conds := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value
@@ -489,32 +491,6 @@ func TestConditionTimesAreUTC(t *testing.T) {
 		m := c.(*types.AttributeValueMemberM).Value
 		if ltt := m["lastTransitionTime"].(*types.AttributeValueMemberS).Value; !strings.HasSuffix(ltt, "Z") {
 			t.Errorf("%s: lastTransitionTime %q is not UTC", m["type"].(*types.AttributeValueMemberS).Value, ltt)
-		}
-	}
-}
-
-// TestReadyCondition: the Ready condition says what kstatus said: True only when Current, the
-// kstatus status as its reason, the message compacted.
-func TestReadyCondition(t *testing.T) {
-	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	long := strings.Repeat("waiting for rollout ", 200)
-	for _, tc := range []struct {
-		status, message string
-		want            string
-	}{
-		{"Current", "Deployment is available", ConditionTrue},
-		{"InProgress", "Deployment not yet observed", ConditionFalse},
-		{"Failed", "Job failed", ConditionFalse},
-		{"Terminating", "Resource scheduled for deletion", ConditionFalse},
-		{"NotFound", "Resource not found", ConditionFalse},
-		{"Unknown", long, ConditionFalse},
-	} {
-		c := readyCondition(&target.Readiness{Status: tc.status, Message: tc.message}, 7, at)
-		if c.Type != ConditionReady || c.Status != tc.want || c.Reason != tc.status || c.ObservedGeneration != 7 || !c.LastTransitionTime.Equal(at) {
-			t.Errorf("%s: condition %+v, want Ready=%s with reason %s", tc.status, c, tc.want, tc.status)
-		}
-		if c.Message != compactMessage(tc.message) || len(c.Message) > maxMessageBytes || c.Message == "" {
-			t.Errorf("%s: message %q (%d bytes), want the compacted %q", tc.status, c.Message, len(c.Message), tc.message)
 		}
 	}
 }
@@ -548,7 +524,7 @@ func TestSameStatus(t *testing.T) {
 		{"another observed generation", with(func(d *ApplyDesire) { d.Status.Conditions[0].ObservedGeneration = 4 }), false},
 	}
 	for _, tc := range cases {
-		if got := sameStatus(base, tc.b); got != tc.same {
+		if got := controller.SameStatus(base, tc.b); got != tc.same {
 			t.Errorf("%s: sameStatus = %v, want %v", tc.name, got, tc.same)
 		}
 	}
@@ -562,6 +538,6 @@ func BenchmarkSameStatus(b *testing.B) {
 	c := a.DeepCopy()
 	c.ApplierTerm = 2 // as stored by the last term: the new document has none yet
 	for b.Loop() {
-		sameStatus(a, c)
+		controller.SameStatus(a, c)
 	}
 }

@@ -2,13 +2,12 @@ package kubeapplier
 
 import (
 	"context"
-	"strings"
 	"testing"
 )
 
 // TestStatusCacheSparesReads: within a term each status is read at most once (resyncs compare
 // with the cached document); a status changed behind the writer's back costs a failed write
-// and one read; a ReadDesire whose content is large is not held; a new term reads again.
+// and one read; a new term reads again.
 func TestStatusCacheSparesReads(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
@@ -39,31 +38,9 @@ func TestStatusCacheSparesReads(t *testing.T) {
 	}
 
 	// A new term's writer starts empty.
-	w := h.c.newWriter(unelected)
-	if _, _, known := w.cache.get("a"); known {
+	w := h.c.NewWriter(unelected)
+	if _, _, known := w.Cached("a"); known {
 		t.Fatal("a new term's cache knows a status")
-	}
-
-	c := newStatusCache[*ReadDesire]()
-	small, big := readDesire("s", TargetItem{}), readDesire("b", TargetItem{})
-	small.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
-	big.Status.KubeContent = rawJSON(`{"data":"` + strings.Repeat("x", maxCachedContent) + `"}`)
-	c.put(small)
-	c.put(big)
-	if _, found, _ := c.get("s"); !found {
-		t.Fatal("a small ReadDesire status is not cached")
-	}
-	if _, _, known := c.get("b"); known {
-		t.Fatal("a ReadDesire status with large content is cached")
-	}
-	c.none("s")
-	if _, found, known := c.get("s"); found || !known {
-		t.Fatal("none: want known absent")
-	}
-	c.put(small)
-	c.clear() // the term ended
-	if _, _, known := c.get("s"); known || c.len() != 0 {
-		t.Fatalf("after clear: %d documents held", c.len())
 	}
 }
 
@@ -76,13 +53,13 @@ func TestStatusPreload(t *testing.T) {
 		h.sync(t, applyDesire(id, cmJSON(id)))
 	}
 	scans, gets := h.db.Calls("Scan"), h.db.Calls("GetItem")
-	w := h.c.newWriter(unelected) // the next term
-	h.c.preloadStatuses(ctx, w)
-	if w.cache.len() != 3 || h.db.Calls("Scan") != scans+1 {
-		t.Fatalf("preloaded %d statuses with %d Scans, want 3 with one", w.cache.len(), h.db.Calls("Scan")-scans)
+	w := h.c.NewWriter(unelected) // the next term
+	h.c.PreloadStatuses(ctx, w)
+	if w.CachedLen() != 3 || h.db.Calls("Scan") != scans+1 {
+		t.Fatalf("preloaded %d statuses with %d Scans, want 3 with one", w.CachedLen(), h.db.Calls("Scan")-scans)
 	}
-	h.c.writer.Store(w)
-	if _, err := h.c.sync(ctx, "b"); err != nil {
+	h.c.SetWriter(w)
+	if _, err := h.c.Sync(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.db.Calls("GetItem") - gets; n != 0 {
@@ -91,26 +68,10 @@ func TestStatusPreload(t *testing.T) {
 
 	r := newHarness[*ReadDesire](KindReadDesire, ReconcilerFunc[*ReadDesire](func(context.Context, *ReadDesire) Verdict { return Absent("none") }))
 	r.sync(t, readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}))
-	rw := r.c.newWriter(unelected)
-	r.c.preloadStatuses(ctx, rw)
-	if rw.cache.len() != 0 {
+	rw := r.c.NewWriter(unelected)
+	r.c.PreloadStatuses(ctx, rw)
+	if rw.CachedLen() != 0 {
 		t.Fatal("ReadDesire statuses were scanned into the cache")
-	}
-}
-
-// TestPreloadDoesNotResurrect: a status the term deleted (or lost track of after a failed
-// write) is not put back by the term's preload, whose Scan page may have been read before.
-func TestPreloadDoesNotResurrect(t *testing.T) {
-	c := newStatusCache[*ApplyDesire]()
-	scanned := applyDesire("gone", cmJSON("c1"))
-	c.drop("gone")
-	c.putIfAbsent(scanned)
-	if _, found, known := c.get("gone"); found || known {
-		t.Fatalf("after drop then preload: found %v known %v, want unknown (read again)", found, known)
-	}
-	c.putIfAbsent(applyDesire("other", cmJSON("c2")))
-	if _, found, known := c.get("other"); !found || !known {
-		t.Fatalf("an untouched status is not preloaded: found %v known %v", found, known)
 	}
 }
 
@@ -124,9 +85,9 @@ func TestStatusVanishedIsWrittenBack(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		h.sync(t, applyDesire(id, cmJSON(id)))
 	}
-	w := h.c.writer.Load()
+	w := h.c.Writer()
 	gets := h.db.Calls("GetItem")
-	if ids, err := h.c.checkStatuses(ctx, w); err != nil || len(ids) != 0 {
+	if ids, err := h.c.CheckStatuses(ctx, w); err != nil || len(ids) != 0 {
 		t.Fatalf("nothing changed: check re-queues %v, %v; want none", ids, err)
 	}
 	if n := h.db.Calls("GetItem") - gets; n != 0 {
@@ -146,21 +107,21 @@ func TestStatusVanishedIsWrittenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without the check a resync compares with the cache and writes nothing back.
-	if _, err := h.c.sync(ctx, "a"); err != nil {
+	if _, err := h.c.Sync(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.status.Get(ctx, "a"); !IsNotFoundError(err) {
 		t.Fatalf("precondition: the cache hides the deleted status (err %v)", err)
 	}
-	ids, err := h.c.checkStatuses(ctx, w)
+	ids, err := h.c.CheckStatuses(ctx, w)
 	if err != nil || !sameSet(ids, []string{"a", "b"}) {
 		t.Fatalf("check re-queues %v, %v; want [a b]", ids, err)
 	}
-	if tl := h.c.tally(); tl.unanswered != 2 {
-		t.Fatalf("heartbeat counts %d unanswered, want 2 (the statuses it wrote are gone or changed)", tl.unanswered)
+	if tl := h.c.Tally(); tl.Unanswered != 2 {
+		t.Fatalf("heartbeat counts %d unanswered, want 2 (the statuses it wrote are gone or changed)", tl.Unanswered)
 	}
 	for _, id := range ids {
-		if _, err := h.c.sync(ctx, id); err != nil {
+		if _, err := h.c.Sync(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,8 +131,8 @@ func TestStatusVanishedIsWrittenBack(t *testing.T) {
 			t.Fatalf("status %s after the next reconcile: %v, %v; want written back Successful", id, st, err)
 		}
 	}
-	if tl := h.c.tally(); tl.unanswered != 0 {
-		t.Fatalf("heartbeat counts %d unanswered after the rewrite, want 0", tl.unanswered)
+	if tl := h.c.Tally(); tl.Unanswered != 0 {
+		t.Fatalf("heartbeat counts %d unanswered after the rewrite, want 0", tl.Unanswered)
 	}
 }
 

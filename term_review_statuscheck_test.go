@@ -18,7 +18,7 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	h.sync(t, applyDesire("a", cmJSON("a")))
-	w := h.c.writer.Load()
+	w := h.c.Writer()
 
 	// Someone deletes the status and puts back another one (an older copy: spec version 2,
 	// failed), which DynamoDB stores at version 1 again.
@@ -43,13 +43,13 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ids, err := h.c.checkStatuses(ctx, w)
+	ids, err := h.c.CheckStatuses(ctx, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A resync (as the check would queue) writes it back only if the cache was dropped.
 	for _, id := range append(ids, "a") {
-		if _, err := h.c.sync(ctx, id); err != nil {
+		if _, err := h.c.Sync(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,9 +57,9 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := h.c.tally()
+	tl := h.c.Tally()
 	if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue || c.ObservedGeneration != 3 {
 		t.Fatalf("status rewritten behind the applier at the same version: check re-queued %v; after a resync the table says Successful=%s/%s for spec version %d "+
-			"(the spec is version 3, applied), yet the heartbeat counts %d unanswered", ids, c.Status, c.Reason, c.ObservedGeneration, tl.unanswered)
+			"(the spec is version 3, applied), yet the heartbeat counts %d unanswered", ids, c.Status, c.Reason, c.ObservedGeneration, tl.Unanswered)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
@@ -144,8 +145,8 @@ func TestNewerTermEndsTheTerm(t *testing.T) {
 	}
 	var lost []error
 	old := term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = append(lost, err) }}
-	w := &statusWriter[*ApplyDesire]{crud: table.fencedBy(3), now: fixedClock, term: old}
-	_, _, err := w.write(ctx, d, Applied(1, "ok"), false)
+	w := controller.NewStatusWriter[*ApplyDesire](table.fencedBy(3), fixedClock, old, nil)
+	_, _, err := w.Write(ctx, d, Applied(1, "ok"), false)
 	if !errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 5 {
 		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want fencing.ErrNewerTerm, the term ended having met term 5", err, lost)
 	}

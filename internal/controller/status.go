@@ -1,4 +1,4 @@
-package kubeapplier
+package controller
 
 import (
 	"context"
@@ -12,20 +12,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // statusWriteAttempts bounds the optimistic-concurrency retries of one status write.
 const statusWriteAttempts = 5
 
-// statusWriteResult says what a status write did, for metrics and tests.
-type statusWriteResult string
+// WriteResult says what a status write did, for metrics and tests.
+type WriteResult string
 
 const (
-	statusCreated   statusWriteResult = "created"
-	statusReplaced  statusWriteResult = "replaced"
-	statusUnchanged statusWriteResult = "unchanged"
-	statusStale     statusWriteResult = "stale" // a newer spec version is already recorded
+	StatusCreated   WriteResult = "created"
+	StatusReplaced  WriteResult = "replaced"
+	StatusUnchanged WriteResult = "unchanged"
+	StatusStale     WriteResult = "stale" // a newer spec version is already recorded
 )
 
 // Conditions returns the Successful and Degraded conditions the controller writes for v (and
@@ -40,18 +41,18 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []api.Condi
 	// Whole seconds: the stored item's size (which ContentTooLarge reports) must not vary
 	// with the clock's nanoseconds.
 	t := now.UTC().Truncate(time.Second)
-	succ := ConditionFalse
+	succ := api.ConditionFalse
 	if v.successful {
-		succ = ConditionTrue
+		succ = api.ConditionTrue
 	}
-	deg, degReason, degMsg := ConditionFalse, ReasonNoErrors, "the applier is working normally"
+	deg, degReason, degMsg := api.ConditionFalse, api.ReasonNoErrors, "the applier is working normally"
 	if v.degraded {
-		deg, degReason, degMsg = ConditionTrue, v.reason, compactMessage(v.message)
+		deg, degReason, degMsg = api.ConditionTrue, v.reason, compactMessage(v.message)
 	}
 	conds := []api.Condition{
-		{Type: ConditionSuccessful, Status: succ, Reason: v.reason, Message: compactMessage(v.message),
+		{Type: api.ConditionSuccessful, Status: succ, Reason: v.reason, Message: compactMessage(v.message),
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
-		{Type: ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
+		{Type: api.ConditionDegraded, Status: deg, Reason: degReason, Message: degMsg,
 			ObservedGeneration: observedGeneration, LastTransitionTime: t},
 	}
 	if v.ready != nil {
@@ -62,19 +63,19 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []api.Condi
 
 // readyCondition is the Ready condition for r: True only when kstatus says Current.
 func readyCondition(r *target.Readiness, observedGeneration int64, t time.Time) api.Condition {
-	s := ConditionFalse
+	s := api.ConditionFalse
 	if r.Ready() {
-		s = ConditionTrue
+		s = api.ConditionTrue
 	}
-	return api.Condition{Type: ConditionReady, Status: s, Reason: r.Status, Message: compactMessage(r.Message),
+	return api.Condition{Type: api.ConditionReady, Status: s, Reason: r.Status, Message: compactMessage(r.Message),
 		ObservedGeneration: observedGeneration, LastTransitionTime: t}
 }
 
-// statusWriter keeps a status table in step with verdicts, with optimistic concurrency:
+// StatusWriter keeps a status table in step with verdicts, with optimistic concurrency:
 // re-read and retry on conflict, never overwrite a status that records a newer spec version,
 // and skip the write when nothing changed.
-type statusWriter[T Desire] struct {
-	crud ResourceCRUD[T]
+type StatusWriter[T api.Desire] struct {
+	crud StatusTable[T]
 	now  func() time.Time
 	term term
 	// specs, when set, settles which incarnation is current before a status of another
@@ -86,16 +87,47 @@ type statusWriter[T Desire] struct {
 	preloaded <-chan struct{}
 }
 
-// delete removes the status id within the term.
-func (w *statusWriter[T]) delete(ctx context.Context, id string) error {
+// NewStatusWriter returns the status writer of term t over crud, without a status cache
+// (Controller.NewWriter adds the term's cache); specs, when set, settles which incarnation
+// of a spec is current.
+func NewStatusWriter[T api.Desire](crud StatusTable[T], now func() time.Time, t fencing.Term, specs SpecReader[T]) *StatusWriter[T] {
+	return &StatusWriter[T]{crud: crud, now: now, term: t, specs: specs}
+}
+
+// WithCache returns w keeping the statuses it reads and writes in a cache of its own (as
+// the writer of a controller's term does).
+func (w *StatusWriter[T]) WithCache() *StatusWriter[T] { w.cache = newStatusCache[T](); return w }
+
+// Term returns the term the writer writes in.
+func (w *StatusWriter[T]) Term() fencing.Term { return w.term }
+
+// Cached returns what the term's cache knows of id's status: the document and whether it
+// exists; known is false when the cache cannot tell (or there is no cache).
+func (w *StatusWriter[T]) Cached(id string) (d T, found, known bool) {
+	if w.cache == nil {
+		return d, false, false
+	}
+	return w.cache.get(id)
+}
+
+// CachedLen is how many status documents the term's cache holds.
+func (w *StatusWriter[T]) CachedLen() int {
+	if w.cache == nil {
+		return 0
+	}
+	return w.cache.len()
+}
+
+// Delete removes the status id within the term.
+func (w *StatusWriter[T]) Delete(ctx context.Context, id string) error {
 	if w.cache != nil {
 		w.cache.drop(id)
 	}
 	return w.term.Do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
 }
 
-// last returns the status of id from the term's cache, or read from the table (and cached).
-func (w *statusWriter[T]) last(ctx context.Context, id string) (T, bool, error) {
+// Last returns the status of id from the term's cache, or read from the table (and cached).
+func (w *StatusWriter[T]) Last(ctx context.Context, id string) (T, bool, error) {
 	if w.preloaded != nil {
 		select {
 		case <-w.preloaded:
@@ -110,15 +142,15 @@ func (w *statusWriter[T]) last(ctx context.Context, id string) (T, bool, error) 
 	return w.current(ctx, id)
 }
 
-// write stores the status of spec under verdict v. createFirst (a desire just created in the
+// Write stores the status of spec under verdict v. createFirst (a desire just created in the
 // specs table) tries a conditional create before reading the current status: one request
 // instead of two when, as almost always, there is none yet. A status that would not fit in a
 // DynamoDB item is written smaller (see shrink); the verdict actually written is returned.
-func (w *statusWriter[T]) write(ctx context.Context, spec T, v Verdict, createFirst bool) (statusWriteResult, Verdict, error) {
+func (w *StatusWriter[T]) Write(ctx context.Context, spec T, v Verdict, createFirst bool) (WriteResult, Verdict, error) {
 	stripSpec := false
 	for {
 		res, err := w.put(ctx, spec, v, stripSpec, createFirst)
-		var big *ItemTooLargeError
+		var big *api.ItemTooLargeError
 		if !errors.As(err, &big) {
 			return res, v, err
 		}
@@ -131,22 +163,22 @@ func (w *statusWriter[T]) write(ctx context.Context, spec T, v Verdict, createFi
 }
 
 // put writes the status document of spec under v; stripSpec leaves the spec's fields out.
-func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec, createFirst bool) (statusWriteResult, error) {
+func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec, createFirst bool) (WriteResult, error) {
 	id := spec.Meta().DocumentID
 	if createFirst {
 		var none T
-		err := w.create(ctx, statusDocument(spec, v, stripSpec, none, false, w.now()))
+		err := w.create(ctx, StatusDocument(spec, v, stripSpec, none, false, w.now()))
 		if err == nil {
-			return statusCreated, nil
+			return StatusCreated, nil
 		}
-		if !IsAlreadyExistsError(err) {
+		if !isAlreadyExists(err) {
 			return "", err
 		}
 	}
 	for attempt := 0; attempt < statusWriteAttempts; attempt++ {
 		read := w.current
 		if attempt == 0 {
-			read = w.last // a retry after a precondition failure reads the table
+			read = w.Last // a retry after a precondition failure reads the table
 		}
 		cur, found, err := read(ctx, id)
 		if err != nil {
@@ -155,14 +187,14 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 		if found {
 			switch newerSpec(cur.StatusCommon(), spec.Meta()) {
 			case specNewer:
-				return statusStale, nil
+				return StatusStale, nil
 			case specMaybeNewer:
 				current, err := w.isCurrent(ctx, spec.Meta())
 				if err != nil {
 					return "", err
 				}
 				if !current {
-					return statusStale, nil
+					return StatusStale, nil
 				}
 			}
 		}
@@ -172,35 +204,35 @@ func (w *statusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 				return "", err
 			}
 			if !current {
-				return statusStale, nil
+				return StatusStale, nil
 			}
 		}
-		next := statusDocument(spec, v, stripSpec, cur, found, w.now())
-		if found && sameStatus(cur, next) {
-			return statusUnchanged, nil
+		next := StatusDocument(spec, v, stripSpec, cur, found, w.now())
+		if found && SameStatus(cur, next) {
+			return StatusUnchanged, nil
 		}
 		if !found {
 			if err = w.create(ctx, next); err == nil {
-				return statusCreated, nil
+				return StatusCreated, nil
 			}
-			if IsAlreadyExistsError(err) {
+			if isAlreadyExists(err) {
 				continue
 			}
 			return "", err
 		}
 		if err = w.replace(ctx, next); err == nil {
-			return statusReplaced, nil
+			return StatusReplaced, nil
 		}
-		if !IsPreconditionFailedError(err) {
+		if !isPreconditionFailed(err) {
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("status of %s: %w after %d attempts", id, ErrPreconditionFailed, statusWriteAttempts)
+	return "", fmt.Errorf("status of %s: %w after %d attempts", id, api.ErrPreconditionFailed, statusWriteAttempts)
 }
 
 // current reads the stored status of id. A status item that does not decode (written by
 // something else, or damaged) is deleted so the write replaces it: it answers nothing.
-func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, error) {
+func (w *StatusWriter[T]) current(ctx context.Context, id string) (T, bool, error) {
 	var (
 		cur   T
 		found bool
@@ -211,10 +243,10 @@ func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, erro
 		switch {
 		case err == nil:
 			found = true
-		case IsNotFoundError(err):
+		case isNotFound(err):
 			err = nil
-		case errors.Is(err, ErrInvalidItem):
-			if err = w.crud.Delete(ctx, id); IsNotFoundError(err) {
+		case errors.Is(err, api.ErrInvalidItem):
+			if err = w.crud.Delete(ctx, id); isNotFound(err) {
 				err = nil
 			} else if err != nil {
 				err = fmt.Errorf("deleting the undecodable status %s: %w", id, err)
@@ -236,7 +268,7 @@ func (w *statusWriter[T]) current(ctx context.Context, id string) (T, bool, erro
 	return cur, found, err
 }
 
-func (w *statusWriter[T]) create(ctx context.Context, d T) error {
+func (w *StatusWriter[T]) create(ctx context.Context, d T) error {
 	return w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.crud.Create(ctx, d)
 		w.remember(d.Meta().DocumentID, stored, err)
@@ -244,7 +276,7 @@ func (w *statusWriter[T]) create(ctx context.Context, d T) error {
 	})
 }
 
-func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
+func (w *StatusWriter[T]) replace(ctx context.Context, d T) error {
 	return w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.crud.Replace(ctx, d)
 		w.remember(d.Meta().DocumentID, stored, err)
@@ -254,7 +286,7 @@ func (w *statusWriter[T]) replace(ctx context.Context, d T) error {
 
 // remember caches a document as the table now stores it; after a failed write (a conflict,
 // a timeout that may have written) what the table holds is unknown.
-func (w *statusWriter[T]) remember(id string, stored T, err error) {
+func (w *StatusWriter[T]) remember(id string, stored T, err error) {
 	switch {
 	case w.cache == nil:
 	case err != nil:
@@ -265,12 +297,12 @@ func (w *statusWriter[T]) remember(id string, stored T, err error) {
 }
 
 // otherIncarnation reports whether a stored status answers another incarnation than spec's.
-func otherIncarnation(s *CommonStatus, spec *DynamoDBMetadata) bool {
+func otherIncarnation(s *api.CommonStatus, spec *api.DynamoDBMetadata) bool {
 	return s.ObservedDesireCreateTime != "" && !observedCreateTime(s).Equal(spec.CreateTime)
 }
 
 // observedCreateTime is the spec createTime s answers (zero when none or unparsable).
-func observedCreateTime(s *CommonStatus) time.Time {
+func observedCreateTime(s *api.CommonStatus) time.Time {
 	_, created := s.ObservedTimes()
 	return created
 }
@@ -281,7 +313,7 @@ func observedCreateTime(s *CommonStatus) time.Time {
 // ours (an older term that has not yet noticed it lost its lease), and must not be replaced
 // by an older spec; a spec the table has moved past is stale (its newer version comes next).
 // Without a specs reader the cache is taken as current.
-func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata) (bool, error) {
+func (w *StatusWriter[T]) isCurrent(ctx context.Context, spec *api.DynamoDBMetadata) (bool, error) {
 	if w.specs == nil {
 		return true, nil
 	}
@@ -289,9 +321,9 @@ func (w *statusWriter[T]) isCurrent(ctx context.Context, spec *DynamoDBMetadata)
 	err := w.term.Do(ctx, func(ctx context.Context) error {
 		stored, err := w.specs.Get(ctx, spec.DocumentID)
 		switch {
-		case IsNotFoundError(err):
+		case isNotFound(err):
 			return nil
-		case errors.Is(err, ErrInvalidItem):
+		case errors.Is(err, api.ErrInvalidItem):
 			current = true // undecodable: reported as such, from the cache's copy
 			return nil
 		case err != nil:
@@ -319,7 +351,7 @@ const (
 // observedDesireCreateTime) with a higher version may answer either; its updateTime cannot
 // tell (backend clocks skew: a re-created spec's may be earlier), so the caller settles it
 // with a consistent read of the specs table (isCurrent).
-func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
+func newerSpec(s *api.CommonStatus, spec *api.DynamoDBMetadata) specOrder {
 	switch {
 	case s.ObservedSpecVersion() <= spec.Version:
 		return specNotNewer
@@ -331,33 +363,33 @@ func newerSpec(s *CommonStatus, spec *DynamoDBMetadata) specOrder {
 	return specNotNewer
 }
 
-// statusDocument is what the status table stores for spec under verdict v: the status
+// StatusDocument is what the status table stores for spec under verdict v: the status
 // document's own metadata (for optimistic concurrency), the spec's small fields (not
 // kubeContent, nothing of the spec document's own status), and the status: conditions that
 // keep their lastTransitionTime when unchanged, the spec updateTime answered, and the kind's
 // fields (statusKind's carry and record). stripSpec leaves the spec's fields out (they do not fit in an item).
-func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
-	next := newDesire[T]()
+func StatusDocument[T api.Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
+	next := api.NewDesire[T]()
 	if !stripSpec {
 		next = spec.DeepCopyDesire().(T)
 		statusKinds[spec.Kind()].clear(next)
 		statusKinds[spec.Kind()].dropSpecContent(next)
 	}
-	*next.Meta() = DynamoDBMetadata{DocumentID: spec.Meta().DocumentID}
-	var conds CommonStatus
+	*next.Meta() = api.DynamoDBMetadata{DocumentID: spec.Meta().DocumentID}
+	var conds api.CommonStatus
 	if found {
 		*next.Meta() = *cur.Meta()
 		conds.Conditions = cur.StatusCommon().DeepCopy().Conditions
 		v = statusKinds[spec.Kind()].carry(v, cur)
 	}
-	if c := conds.Condition(ConditionReady); c != nil && v.ready == nil &&
+	if c := conds.Condition(api.ConditionReady); c != nil && v.ready == nil &&
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
 		// A readiness observed for another incarnation of the spec answers nothing here.
-		conds.RemoveCondition(ConditionReady)
+		conds.RemoveCondition(api.ConditionReady)
 	} else if c != nil && v.ready == nil && v.decided && !v.successful {
 		// A failed or held reconcile did not look at the object (it may be gone or drifted):
 		// the last readiness is not carried over as if observed.
-		conds.SetCondition(api.Condition{Type: ConditionReady, Status: ConditionUnknown,
+		conds.SetCondition(api.Condition{Type: api.ConditionReady, Status: api.ConditionUnknown,
 			Reason: target.ReadyUnknown, ObservedGeneration: spec.Meta().Version,
 			Message: "not observed: the last reconcile did not succeed (see Successful)"}, now)
 	}
@@ -375,22 +407,22 @@ func statusDocument[T Desire](spec T, v Verdict, stripSpec bool, cur T, found bo
 // otherwise the spec's fields are not repeated and the desire is refused (PreCheckFailed,
 // naming the oversize fields), and strip says to leave the spec's fields out of the status
 // document. ok is false when nothing more can be dropped.
-func shrink[T Desire](spec T, v Verdict, stripSpec bool) (smaller Verdict, strip, ok bool) {
+func shrink[T api.Desire](spec T, v Verdict, stripSpec bool) (smaller Verdict, strip, ok bool) {
 	if out, ok := statusKinds[spec.Kind()].withoutContent(spec, v); ok {
 		return out, stripSpec, true
 	}
 	if stripSpec {
 		return v, true, false
 	}
-	out := Refused(ReasonPreCheckFailed, fmt.Sprintf(
+	out := Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 		"the status document would be over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
-		MaxItemSize, largeSpecFields(spec)))
+		api.MaxItemSize, largeSpecFields(spec)))
 	return out, true, true
 }
 
 // largeSpecFields lists the spec's attributes by encoded size, largest first, for messages.
-func largeSpecFields(d Desire) string {
-	item, err := EncodeItem(d)
+func largeSpecFields(d api.Desire) string {
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		return err.Error()
 	}
@@ -399,9 +431,9 @@ func largeSpecFields(d Desire) string {
 		size int
 	}
 	var fields []field
-	if spec, ok := item[attrSpec].(*types.AttributeValueMemberM); ok {
+	if spec, ok := item[api.AttrSpec].(*types.AttributeValueMemberM); ok {
 		for k, v := range spec.Value {
-			fields = append(fields, field{"spec." + k, valueSize(v)})
+			fields = append(fields, field{"spec." + k, api.ItemSize(api.Item{"": v})})
 		}
 	}
 	sort.Slice(fields, func(i, j int) bool { return fields[i].size > fields[j].size })
@@ -415,20 +447,20 @@ func largeSpecFields(d Desire) string {
 	return strings.Join(parts, ", ")
 }
 
-// sameStatus compares what a reader sees: the encoded status and kubeContent attributes.
+// SameStatus compares what a reader sees: the encoded status and kubeContent attributes.
 // Documents with equal specs and statuses encode equally, so they are the same without
 // encoding them (a new term's first pass compares one per desire); others are compared by
 // their encoding.
-func sameStatus[T Desire](a, b T) bool {
+func SameStatus[T api.Desire](a, b T) bool {
 	if statusKinds[a.Kind()].equal(a, b) {
 		return true
 	}
-	ai, err1 := EncodeItem(a)
-	bi, err2 := EncodeItem(b)
+	ai, err1 := api.EncodeItem(a)
+	bi, err2 := api.EncodeItem(b)
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	for _, k := range []string{attrStatus, attrStatusKubeContent, attrSpec} {
+	for _, k := range []string{api.AttrStatus, api.AttrStatusKubeContent, api.AttrSpec} {
 		if !reflect.DeepEqual(ai[k], bi[k]) {
 			return false
 		}

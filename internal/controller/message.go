@@ -1,4 +1,4 @@
-package kubeapplier
+package controller
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 // and they stay small. compactMessage enforces the size for every message that reaches a
 // status, whoever built it: a long token (an object's name, a digest, a blob without spaces)
 // is shortened in its middle, where it says least, and a message still longer than
-// maxMessageBytes loses its middle, never its head (what failed) nor its tail (the
+// MaxMessageBytes loses its middle, never its head (what failed) nor its tail (the
 // apiserver's reason, a streak's note).
 
-// maxMessageBytes bounds a condition message (1 KiB).
-const maxMessageBytes = 1024
+// MaxMessageBytes bounds a condition message (1 KiB).
+const MaxMessageBytes = 1024
 
 // longToken is a run of characters without a delimiter, long enough to shorten.
 var longToken = regexp.MustCompile(`[^\s"'/:,;=(){}\[\]<>` + "`" + `]{` + fmt.Sprint(longTokenRunes+1) + `,}`)
@@ -26,7 +26,7 @@ const (
 	tokenKeepRunes = 40  // runes kept at each end of a shortened token
 )
 
-// compactMessage returns s within maxMessageBytes, valid UTF-8, with long tokens shortened in
+// compactMessage returns s within MaxMessageBytes, valid UTF-8, with long tokens shortened in
 // their middle ("head…tail (N bytes)") and, when still too long, its middle cut. It is
 // idempotent: a compacted message is returned as it is.
 func compactMessage(s string) string {
@@ -38,12 +38,12 @@ func compactMessage(s string) string {
 		r := []rune(tok)
 		return fmt.Sprintf("%s…%s (%d bytes)", string(r[:tokenKeepRunes]), string(r[len(r)-tokenKeepRunes:]), len(tok))
 	})
-	if len(s) <= maxMessageBytes {
+	if len(s) <= MaxMessageBytes {
 		return s
 	}
 	// Keep 40% at the head and the rest at the tail (the reason comes last).
 	cut := fmt.Sprintf(" …[%d bytes cut]… ", len(s)) // an upper bound of the count, fixed width
-	room := maxMessageBytes - len(cut)
+	room := MaxMessageBytes - len(cut)
 	head, tail := runePrefix(s, room*2/5), runeSuffix(s, room-room*2/5)
 	return head + fmt.Sprintf(" …[%d bytes cut]… ", len(s)-len(head)-len(tail)) + tail
 }

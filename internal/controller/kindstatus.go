@@ -1,4 +1,4 @@
-package kubeapplier
+package controller
 
 import (
 	"fmt"
@@ -13,39 +13,39 @@ import (
 type statusKind interface {
 	// record sets next's kind fields (next: the status document being built) from what v
 	// observed; a field v did not observe is left as carry left it.
-	record(next Desire, v Verdict)
+	record(next api.Desire, v Verdict)
 	// carry returns v with what the current status cur still truly says and v did not
 	// observe (a status never shows what was not observed).
-	carry(v Verdict, cur Desire) Verdict
+	carry(v Verdict, cur api.Desire) Verdict
 	// withoutContent returns v without the object content its status would carry, refused
 	// with ContentTooLarge, for a status over DynamoDB's item limit; false when v carries none.
-	withoutContent(spec Desire, v Verdict) (Verdict, bool)
+	withoutContent(spec api.Desire, v Verdict) (Verdict, bool)
 	// contentSize is the size of the object content d's status carries (bytes; 0: none).
-	contentSize(d Desire) int
+	contentSize(d api.Desire) int
 	// clear empties d's status and status fields: a spec document's own status is no
 	// verdict of ours.
-	clear(d Desire)
+	clear(d api.Desire)
 	// dropSpecContent removes the object content d's spec carries (a status document does
 	// not repeat the manifest).
-	dropSpecContent(d Desire)
+	dropSpecContent(d api.Desire)
 	// equal reports whether a and b hold equal specs and statuses (their Go values: equal
 	// values encode to equal attributes; the status fields outside them, the writer's term
 	// and shard, are not compared).
-	equal(a, b Desire) bool
+	equal(a, b api.Desire) bool
 }
 
-var statusKinds = map[DesireKind]statusKind{
-	KindApplyDesire:  applyStatus{},
-	KindDeleteDesire: deleteStatus{},
-	KindReadDesire:   readStatus{},
+var statusKinds = map[api.DesireKind]statusKind{
+	api.KindApplyDesire:  applyStatus{},
+	api.KindDeleteDesire: deleteStatus{},
+	api.KindReadDesire:   readStatus{},
 }
 
 // applyStatus: an ApplyDesire's status records what its last apply left on the cluster, and
 // keeps it through failed reconciles (the object is still what was applied).
 type applyStatus struct{ noContent }
 
-func (applyStatus) record(next Desire, v Verdict) {
-	n, ok := next.(*ApplyDesire)
+func (applyStatus) record(next api.Desire, v Verdict) {
+	n, ok := next.(*api.ApplyDesire)
 	if !ok || v.applied == nil {
 		return
 	}
@@ -54,26 +54,26 @@ func (applyStatus) record(next Desire, v Verdict) {
 	n.Status.AppliedFieldsDigest = v.applied.fieldsDigest
 }
 
-func (applyStatus) clear(d Desire) {
-	if a, ok := d.(*ApplyDesire); ok {
-		a.Status, a.StatusFields = ApplyDesireStatus{}, api.StatusFields{}
+func (applyStatus) clear(d api.Desire) {
+	if a, ok := d.(*api.ApplyDesire); ok {
+		a.Status, a.StatusFields = api.ApplyDesireStatus{}, api.StatusFields{}
 	}
 }
 
-func (applyStatus) equal(a, b Desire) bool {
-	x, ok1 := a.(*ApplyDesire)
-	y, ok2 := b.(*ApplyDesire)
+func (applyStatus) equal(a, b api.Desire) bool {
+	x, ok1 := a.(*api.ApplyDesire)
+	y, ok2 := b.(*api.ApplyDesire)
 	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
 }
 
-func (applyStatus) dropSpecContent(d Desire) {
-	if a, ok := d.(*ApplyDesire); ok {
+func (applyStatus) dropSpecContent(d api.Desire) {
+	if a, ok := d.(*api.ApplyDesire); ok {
 		a.Spec.KubeContent = nil
 	}
 }
 
-func (applyStatus) carry(v Verdict, cur Desire) Verdict {
-	if c, ok := cur.(*ApplyDesire); ok && v.applied == nil {
+func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
+	if c, ok := cur.(*api.ApplyDesire); ok && v.applied == nil {
 		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
 			uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}
 	}
@@ -83,18 +83,18 @@ func (applyStatus) carry(v Verdict, cur Desire) Verdict {
 // deleteStatus: a DeleteDesire's status is its conditions.
 type deleteStatus struct{ noContent }
 
-func (deleteStatus) record(Desire, Verdict) {}
-func (deleteStatus) dropSpecContent(Desire) {}
-func (deleteStatus) clear(d Desire) {
-	if x, ok := d.(*DeleteDesire); ok {
-		x.Status, x.StatusFields = DeleteDesireStatus{}, api.StatusFields{}
+func (deleteStatus) record(api.Desire, Verdict) {}
+func (deleteStatus) dropSpecContent(api.Desire) {}
+func (deleteStatus) clear(d api.Desire) {
+	if x, ok := d.(*api.DeleteDesire); ok {
+		x.Status, x.StatusFields = api.DeleteDesireStatus{}, api.StatusFields{}
 	}
 }
-func (deleteStatus) carry(v Verdict, _ Desire) Verdict { return v }
+func (deleteStatus) carry(v Verdict, _ api.Desire) Verdict { return v }
 
-func (deleteStatus) equal(a, b Desire) bool {
-	x, ok1 := a.(*DeleteDesire)
-	y, ok2 := b.(*DeleteDesire)
+func (deleteStatus) equal(a, b api.Desire) bool {
+	x, ok1 := a.(*api.DeleteDesire)
+	y, ok2 := b.(*api.DeleteDesire)
 	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
 }
 
@@ -102,49 +102,49 @@ func (deleteStatus) equal(a, b Desire) bool {
 // only (saying so); any other verdict that saw no object clears it.
 type readStatus struct{}
 
-func (readStatus) record(next Desire, v Verdict) {
-	if n, ok := next.(*ReadDesire); ok && v.mirrored && v.content != nil {
+func (readStatus) record(next api.Desire, v Verdict) {
+	if n, ok := next.(*api.ReadDesire); ok && v.mirrored && v.content != nil {
 		n.Status.KubeContent = v.content
 	}
 }
 
-func (readStatus) dropSpecContent(Desire) {}
-func (readStatus) clear(d Desire) {
-	if r, ok := d.(*ReadDesire); ok {
-		r.Status, r.StatusFields = ReadDesireStatus{}, api.StatusFields{}
+func (readStatus) dropSpecContent(api.Desire) {}
+func (readStatus) clear(d api.Desire) {
+	if r, ok := d.(*api.ReadDesire); ok {
+		r.Status, r.StatusFields = api.ReadDesireStatus{}, api.StatusFields{}
 	}
 }
 
-func (readStatus) equal(a, b Desire) bool {
-	x, ok1 := a.(*ReadDesire)
-	y, ok2 := b.(*ReadDesire)
+func (readStatus) equal(a, b api.Desire) bool {
+	x, ok1 := a.(*api.ReadDesire)
+	y, ok2 := b.(*api.ReadDesire)
 	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
 }
 
-func (readStatus) carry(v Verdict, cur Desire) Verdict {
-	if c, ok := cur.(*ReadDesire); ok && !v.mirrored && v.degraded && c.Status.KubeContent != nil {
+func (readStatus) carry(v Verdict, cur api.Desire) Verdict {
+	if c, ok := cur.(*api.ReadDesire); ok && !v.mirrored && v.degraded && c.Status.KubeContent != nil {
 		v.mirrored, v.content = true, c.Status.KubeContent
 		v.message += "; status.kubeContent is the object as last read"
 	}
 	return v
 }
 
-func (readStatus) withoutContent(spec Desire, v Verdict) (Verdict, bool) {
-	r, ok := spec.(*ReadDesire)
+func (readStatus) withoutContent(spec api.Desire, v Verdict) (Verdict, bool) {
+	r, ok := spec.(*api.ReadDesire)
 	if !ok || !v.mirrored || v.content == nil {
 		return v, false
 	}
 	// No item size in the message: the document's own timestamps vary its size by a few
 	// bytes between writes, which would rewrite an unchanged status on every resync.
-	out := Refused(ReasonContentTooLarge, fmt.Sprintf(
+	out := Refused(api.ReasonContentTooLarge, fmt.Sprintf(
 		"%s is %d bytes as JSON; with the status the item would be over DynamoDB's item limit of %d bytes",
-		r.Spec.TargetItem, len(v.content), MaxItemSize))
+		r.Spec.TargetItem, len(v.content), api.MaxItemSize))
 	out.mirrored = true
 	return out, true
 }
 
-func (readStatus) contentSize(d Desire) int {
-	if r, ok := d.(*ReadDesire); ok && r.Status.KubeContent != nil {
+func (readStatus) contentSize(d api.Desire) int {
+	if r, ok := d.(*api.ReadDesire); ok && r.Status.KubeContent != nil {
 		return len(r.Status.KubeContent)
 	}
 	return 0
@@ -153,5 +153,5 @@ func (readStatus) contentSize(d Desire) int {
 // noContent is the content half of statusKind for kinds whose status carries no object.
 type noContent struct{}
 
-func (noContent) withoutContent(_ Desire, v Verdict) (Verdict, bool) { return v, false }
-func (noContent) contentSize(Desire) int                             { return 0 }
+func (noContent) withoutContent(_ api.Desire, v Verdict) (Verdict, bool) { return v, false }
+func (noContent) contentSize(api.Desire) int                             { return 0 }

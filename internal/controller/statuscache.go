@@ -1,10 +1,9 @@
-package kubeapplier
+package controller
 
 import (
-	"context"
 	"sync"
-	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
@@ -17,7 +16,7 @@ const maxCachedContent = 16 * 1024
 // a resync compares its verdict with the cached document instead of reading it again. A write
 // that finds the document changed anyway (a precondition failure) reads it again. Dropped with
 // the term's writer: a new term reads each status once more.
-type statusCache[T Desire] struct {
+type statusCache[T api.Desire] struct {
 	mu   sync.Mutex
 	docs map[string]T
 	// absent are the desires known to have no status document (read as NotFound).
@@ -30,7 +29,7 @@ type statusCache[T Desire] struct {
 	strings intern.Strings
 }
 
-func newStatusCache[T Desire]() *statusCache[T] {
+func newStatusCache[T api.Desire]() *statusCache[T] {
 	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}, dropped: map[string]struct{}{}}
 }
 
@@ -95,8 +94,8 @@ func (c *statusCache[T]) compact(d T) {
 		conds[i].Type = c.strings.Intern(conds[i].Type)
 		conds[i].Status = c.strings.Intern(string(conds[i].Status))
 		conds[i].Reason = c.strings.Intern(conds[i].Reason)
-		degradedFalse := conds[i].Type == ConditionDegraded && conds[i].Status == ConditionFalse
-		readyTrue := conds[i].Type == ConditionReady && conds[i].Status == ConditionTrue
+		degradedFalse := conds[i].Type == api.ConditionDegraded && conds[i].Status == api.ConditionFalse
+		readyTrue := conds[i].Type == api.ConditionReady && conds[i].Status == api.ConditionTrue
 		if degradedFalse || readyTrue {
 			// Their messages repeat; others (errors, per-object text) are not interned.
 			conds[i].Message = c.strings.Intern(conds[i].Message)
@@ -128,36 +127,12 @@ func (c *statusCache[T]) len() int {
 	return len(c.docs)
 }
 
-// lastStatusKey carries, into a reconcile, how to get the desire's last status document.
-type lastStatusKey struct{}
-
-// withLastStatus returns ctx carrying load, which returns the desire's status document as
-// last stored (nil when there is none or it cannot be read). It is called only when needed:
-// a reconcile still waiting for its target's watch reads nothing.
-func withLastStatus(ctx context.Context, load func() Desire) context.Context {
-	return context.WithValue(ctx, lastStatusKey{}, load)
-}
-
-// lastStatus returns the loader of the status document ctx carries, nil without one (a
-// desire just created: it has none): the default reconcilers use it to verify instead of
-// redo (a reconciler's desire argument has an empty status).
-func lastStatus[T Desire](ctx context.Context) func() T {
-	load, _ := ctx.Value(lastStatusKey{}).(func() Desire)
-	if load == nil {
-		return nil
-	}
-	return func() T {
-		d, _ := load().(T)
-		return d
-	}
-}
-
 // contradicted drops and returns the cached entries that versions (the status table as a Scan
 // read it: documentID to the status document's version and updateTime) contradicts: a status
 // deleted, put back (even at the same version), or rewritten by someone else (an operator, a restored table, another applier), which
 // the cache would otherwise hide from every resync for the rest of the term. An entry written
 // while the Scan ran may be dropped too: it is read again when needed, no harm.
-func (c *statusCache[T]) contradicted(versions map[string]itemWrite) []string {
+func (c *statusCache[T]) contradicted(versions map[string]Stamp) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
@@ -176,13 +151,4 @@ func (c *statusCache[T]) contradicted(versions map[string]itemWrite) []string {
 		delete(c.absent, id)
 	}
 	return out
-}
-
-// is reports whether the stamp is m's: the same version and updateTime.
-func (st itemWrite) is(m *DynamoDBMetadata) bool {
-	if st.version != m.Version {
-		return false
-	}
-	u, err := time.Parse(time.RFC3339Nano, st.updateTime)
-	return err == nil && u.Equal(m.UpdateTime)
 }

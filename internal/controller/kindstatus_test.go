@@ -1,9 +1,11 @@
-package kubeapplier
+package controller
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // TestStatusKinds: each kind's status fields, as the writer records and carries them: every
@@ -11,17 +13,17 @@ import (
 // ReadDesire keeps its object only through a Transient verdict (saying so), drops it when the
 // item would be too large, and reports its size to the cache; no other kind carries content.
 func TestStatusKinds(t *testing.T) {
-	for _, k := range DesireKinds {
+	for _, k := range api.DesireKinds {
 		if statusKinds[k] == nil {
 			t.Fatalf("no statusKind for %s", k)
 		}
 	}
-	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "ns", Name: "o"}
+	target := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "ns", Name: "o"}
 	applied := applyDesire("a", cmJSON("o"))
 	applied.Status.AppliedResourceGeneration, applied.Status.AppliedUID = 4, "uid-1"
 	read := readDesire("r", target)
 	read.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
-	failed := Transient(ReasonKubeAPIError, errors.New("timeout"))
+	failed := Transient(api.ReasonKubeAPIError, errors.New("timeout"))
 
 	for _, tc := range []struct {
 		name string
@@ -30,40 +32,40 @@ func TestStatusKinds(t *testing.T) {
 	}{
 		{"apply: a failure keeps the last apply's generation and uid", func() any {
 			next := applyDesire("a", cmJSON("o"))
-			statusKinds[KindApplyDesire].record(next, statusKinds[KindApplyDesire].carry(failed, applied))
+			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(failed, applied))
 			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
 		}, [2]any{int64(4), "uid-1"}},
 		{"apply: a new apply replaces them", func() any {
 			next := applyDesire("a", cmJSON("o"))
-			statusKinds[KindApplyDesire].record(next, statusKinds[KindApplyDesire].carry(Applied(5, "ok"), applied))
+			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(Applied(5, "ok"), applied))
 			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
 		}, [2]any{int64(5), ""}},
 		{"read: a Transient verdict keeps the object, saying so", func() any {
 			next := readDesire("r", target)
-			v := statusKinds[KindReadDesire].carry(failed, read)
-			statusKinds[KindReadDesire].record(next, v)
+			v := statusKinds[api.KindReadDesire].carry(failed, read)
+			statusKinds[api.KindReadDesire].record(next, v)
 			return [2]any{next.Status.KubeContent != nil, strings.HasSuffix(v.Message(), "status.kubeContent is the object as last read")}
 		}, [2]any{true, true}},
 		{"read: a refusal clears it", func() any {
 			next := readDesire("r", target)
-			statusKinds[KindReadDesire].record(next, statusKinds[KindReadDesire].carry(Refused(ReasonPreCheckFailed, "bad"), read))
+			statusKinds[api.KindReadDesire].record(next, statusKinds[api.KindReadDesire].carry(Refused(api.ReasonPreCheckFailed, "bad"), read))
 			return next.Status.KubeContent == nil
 		}, true},
 		{"read: too large, the content goes", func() any {
-			v, ok := statusKinds[KindReadDesire].withoutContent(read, Mirrored([]byte(`{"big":1}`), "read"))
+			v, ok := statusKinds[api.KindReadDesire].withoutContent(read, Mirrored([]byte(`{"big":1}`), "read"))
 			return [3]any{ok, v.Reason(), v.content == nil}
-		}, [3]any{true, ReasonContentTooLarge, true}},
+		}, [3]any{true, api.ReasonContentTooLarge, true}},
 		{"read: nothing to drop without content", func() any {
-			_, ok := statusKinds[KindReadDesire].withoutContent(read, Absent("gone"))
+			_, ok := statusKinds[api.KindReadDesire].withoutContent(read, Absent("gone"))
 			return ok
 		}, false},
 		{"content sizes", func() any {
-			return [3]int{statusKinds[KindReadDesire].contentSize(read), statusKinds[KindApplyDesire].contentSize(applied),
-				statusKinds[KindDeleteDesire].contentSize(deleteDesire("d", target))}
+			return [3]int{statusKinds[api.KindReadDesire].contentSize(read), statusKinds[api.KindApplyDesire].contentSize(applied),
+				statusKinds[api.KindDeleteDesire].contentSize(deleteDesire("d", target))}
 		}, [3]int{len(`{"kind":"ConfigMap"}`), 0, 0}},
 		{"delete: no fields, nothing carried", func() any {
-			_, ok := statusKinds[KindDeleteDesire].withoutContent(deleteDesire("d", target), Mirrored([]byte("{}"), "x"))
-			return [2]any{statusKinds[KindDeleteDesire].carry(failed, deleteDesire("d", target)).Message() == failed.Message(), ok}
+			_, ok := statusKinds[api.KindDeleteDesire].withoutContent(deleteDesire("d", target), Mirrored([]byte("{}"), "x"))
+			return [2]any{statusKinds[api.KindDeleteDesire].carry(failed, deleteDesire("d", target)).Message() == failed.Message(), ok}
 		}, [2]any{true, false}},
 	} {
 		if got := tc.got(); got != tc.want {
@@ -76,28 +78,28 @@ func TestStatusKinds(t *testing.T) {
 // whatever the writer's term and shard; a status or spec field that differs makes them
 // unequal.
 func TestStatusKindEqual(t *testing.T) {
-	apply, del, read := applyDesire("a", cmJSON("c")), deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c"}), &ReadDesire{}
+	apply, del, read := applyDesire("a", cmJSON("c")), deleteDesire("d", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c"}), &api.ReadDesire{}
 	read.DocumentID = "r"
-	for _, d := range []Desire{apply, del, read} {
+	for _, d := range []api.Desire{apply, del, read} {
 		k := statusKinds[d.Kind()]
-		other := d.DeepCopyDesire().(Desire)
+		other := d.DeepCopyDesire().(api.Desire)
 		switch o := other.(type) {
-		case *ApplyDesire:
+		case *api.ApplyDesire:
 			o.ApplierTerm, o.Shard = 3, "1"
-		case *DeleteDesire:
+		case *api.DeleteDesire:
 			o.ApplierTerm, o.Shard = 3, "1"
-		case *ReadDesire:
+		case *api.ReadDesire:
 			o.ApplierTerm, o.Shard = 3, "1"
 		}
 		if !k.equal(d, other) {
 			t.Errorf("%s: unequal for another term and shard", d.Kind())
 		}
-		changed := other.DeepCopyDesire().(Desire)
+		changed := other.DeepCopyDesire().(api.Desire)
 		changed.StatusCommon().ObservedDesireUpdateTime = "2026-12-02T00:00:00Z"
 		if k.equal(d, changed) {
 			t.Errorf("%s: equal with another status", d.Kind())
 		}
-		respec := other.DeepCopyDesire().(Desire)
+		respec := other.DeepCopyDesire().(api.Desire)
 		respec.Common().ClusterID = "hc-9"
 		if k.equal(d, respec) {
 			t.Errorf("%s: equal with another spec", d.Kind())

@@ -1,8 +1,10 @@
-package kubeapplier
+package controller
 
 import (
 	"sync"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // outcome is what the last status this term wrote for a desire says, and which spec it answers.
@@ -16,7 +18,7 @@ type outcome struct {
 }
 
 // answers reports whether the status recorded answers m's incarnation at its version or newer.
-func (o outcome) answers(m *DynamoDBMetadata) bool {
+func (o outcome) answers(m *api.DynamoDBMetadata) bool {
 	return o.created.Equal(m.CreateTime) && o.version >= m.Version
 }
 
@@ -32,7 +34,7 @@ type outcomes struct {
 }
 
 // record notes that the status of spec m now says v.
-func (o *outcomes) record(m *DynamoDBMetadata, v Verdict) {
+func (o *outcomes) record(m *api.DynamoDBMetadata, v Verdict) {
 	o.mu.Lock()
 	if o.byID == nil {
 		o.byID = map[string]outcome{}
@@ -55,7 +57,7 @@ func (o *outcomes) forget(id string) {
 
 // forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
 // status table as a Scan read it): a status deleted behind the writer's back answers nothing.
-func (o *outcomes) forgetAbsent(versions map[string]itemWrite) []string {
+func (o *outcomes) forgetAbsent(versions map[string]Stamp) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var gone []string
@@ -81,18 +83,18 @@ func (o *outcomes) get(id string) (outcome, bool) {
 	return out, ok
 }
 
-// tallyKey is one series of kube_applier_desires.
-type tallyKey struct{ successful, degraded, reason string }
+// TallyKey is one series of kube_applier_desires.
+type TallyKey struct{ Successful, Degraded, Reason string }
 
-// pendingKey counts cached desires without a status written this term.
-var pendingKey = tallyKey{successful: "Unknown", degraded: "Unknown", reason: "Pending"}
+// PendingKey counts cached desires without a status written this term.
+var PendingKey = TallyKey{Successful: "Unknown", Degraded: "Unknown", Reason: "Pending"}
 
-// tally is the state of one kind's cached desires: counts by outcome, and the watermark.
-type tally struct {
-	desires    int
-	counts     map[tallyKey]int
-	unanswered int
-	watermark  *time.Time
+// Tally is the state of one kind's cached desires: counts by outcome, and the watermark.
+type Tally struct {
+	Desires    int
+	Counts     map[TallyKey]int
+	Unanswered int
+	Watermark  *time.Time
 }
 
 // tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
@@ -101,29 +103,29 @@ type tally struct {
 // updateTime when that is earlier still. No clock is trusted to order versions (a backend
 // clock behind gives a version 2 an updateTime before version 1's). the heartbeat writer (internal/heartbeat, Content) caps it
 // further at the time the stream was last read to its end.
-func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool)) tally {
-	t := tally{counts: map[tallyKey]int{}}
+func tallyDesires[T api.Desire](specs []T, recorded func(id string) (outcome, bool)) Tally {
+	t := Tally{Counts: map[TallyKey]int{}}
 	var bound, newest time.Time
 	bounded := false
 	for _, d := range specs {
 		m := d.Meta()
-		if IsReservedID(m.DocumentID) {
+		if api.IsReservedID(m.DocumentID) {
 			continue
 		}
-		t.desires++
+		t.Desires++
 		if m.UpdateTime.After(newest) {
 			newest = m.UpdateTime
 		}
 		o, ok := recorded(m.DocumentID)
 		if ok {
-			t.counts[tallyKey{successful: conditionValue(o.successful), degraded: conditionValue(o.degraded), reason: o.reason}]++
+			t.Counts[TallyKey{Successful: conditionValue(o.successful), Degraded: conditionValue(o.degraded), Reason: o.reason}]++
 		} else {
-			t.counts[pendingKey]++
+			t.Counts[PendingKey]++
 		}
 		if ok && o.answers(m) {
 			continue
 		}
-		t.unanswered++
+		t.Unanswered++
 		// Just before the spec's own times: whatever the backend clocks say, an unanswered
 		// spec is never at or below the watermark (its version 2 may carry an updateTime
 		// earlier than its answered version 1's, or than its createTime).
@@ -143,10 +145,10 @@ func tallyDesires[T Desire](specs []T, recorded func(id string) (outcome, bool))
 	switch {
 	case bounded:
 		w := bound.UTC()
-		t.watermark = &w
-	case t.desires > 0:
+		t.Watermark = &w
+	case t.Desires > 0:
 		w := newest.UTC()
-		t.watermark = &w
+		t.Watermark = &w
 	}
 	return t
 }
@@ -157,3 +159,10 @@ func conditionValue(b bool) string {
 	}
 	return "False"
 }
+
+// Tally counts the desires of the current term's cache by what their status says.
+func (c *Controller[T]) Tally() Tally { return tallyDesires(c.Lister.List(), c.outcomes.get) }
+
+// ClearOutcomes forgets what this controller's statuses said: another term's outcomes answer
+// nothing now (cleared before the heartbeat's first write of a term).
+func (c *Controller[T]) ClearOutcomes() { c.outcomes.clear() }

@@ -1,13 +1,9 @@
-package kubeapplier
+package controller
 
 import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestCompactMessage: every message is at most 1 KiB of valid UTF-8, long tokens are
@@ -35,7 +31,7 @@ func TestCompactMessage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := compactMessage(tc.in)
-			if len(got) > maxMessageBytes || !utf8.ValidString(got) {
+			if len(got) > MaxMessageBytes || !utf8.ValidString(got) {
 				t.Fatalf("%d bytes (valid UTF-8: %t): %.200q", len(got), utf8.ValidString(got), got)
 			}
 			for _, k := range tc.keep {
@@ -52,31 +48,5 @@ func TestCompactMessage(t *testing.T) {
 				t.Errorf("not idempotent:\n%q\n%q", got, again)
 			}
 		})
-	}
-}
-
-// TestLongNameMessageKeepsTheReason: an ApplyDesire whose object has a 300,000-character name
-// is refused by the apiserver, which quotes the name three times; the condition leads with
-// what failed, stays within 1 KiB and keeps the apiserver's reason.
-func TestLongNameMessageKeepsTheReason(t *testing.T) {
-	name := strings.Repeat("a", 300000)
-	kube := newFakeKube()
-	kube.errs["apply"] = apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, name, field.ErrorList{
-		field.Invalid(field.NewPath("metadata", "name"), name, "must be no more than 253 characters")})
-	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, newMapper(), "fm"))
-	_, st := h.sync(t, applyDesire("long", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"ns"}}`))
-	for _, c := range st.Status.Conditions {
-		if len(c.Message) > maxMessageBytes {
-			t.Fatalf("%s message has %d bytes", c.Type, len(c.Message))
-		}
-	}
-	msg := condition(st, ConditionSuccessful).Message
-	for _, want := range []string{"server-side apply of ConfigMap ns/aaaa", "(300000 bytes)", "must be no more than 253 characters"} {
-		if !strings.Contains(msg, want) {
-			t.Fatalf("message lacks %q: %s", want, msg)
-		}
-	}
-	if !strings.HasPrefix(msg, "server-side apply of ConfigMap") {
-		t.Fatalf("message does not lead with what failed: %s", msg)
 	}
 }

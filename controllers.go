@@ -1,0 +1,41 @@
+package kubeapplier
+
+import (
+	"context"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+)
+
+// newController builds the controller of cfg (internal/controller) with the root's parts:
+// an ApplyDesire controller scrubs every verdict of its Secret values, rivals or not; a
+// DynamoDB status Table stamps and fences each write with the term's number and lists its
+// stamps for the periodic check of the status cache.
+func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T] {
+	if cfg.ObjectRules == nil {
+		if r, ok := any(scrubOnly{}).(controller.ObjectRules[T]); ok {
+			cfg.ObjectRules = r
+		}
+	}
+	if t, ok := cfg.Statuses.(*Table[T]); ok {
+		if cfg.Fence == nil {
+			cfg.Fence = func(n int64) controller.StatusTable[T] { return t.fencedBy(n) }
+		}
+		if cfg.ListStamps == nil {
+			cfg.ListStamps = t.listVersions
+		}
+	}
+	if cfg.Unelected.CallTimeout == 0 {
+		cfg.Unelected = unelected
+	}
+	return controller.New(cfg)
+}
+
+// scrubOnly is the ApplyDesire rules of a controller built without rivals (a test harness):
+// no rival, but every verdict scrubbed of its Secret values.
+type scrubOnly struct{}
+
+func (scrubOnly) Check(context.Context, *ApplyDesire) (Verdict, bool, string) {
+	return Verdict{}, false, ""
+}
+func (scrubOnly) Others(any) []string                      { return nil }
+func (scrubOnly) Scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }

@@ -1,0 +1,10 @@
+// Package controller runs one desire kind's controller: informer events -> workqueue ->
+// reconcile -> Verdict -> status write. It alone turns a verdict into conditions, status
+// fields and a requeue (controller.go), and it alone writes the status tables
+// (status.go), from a per-term cache of what they hold (statuscache.go) and with one small
+// interface per desire kind for its status fields (kindstatus.go). The root package builds
+// it from Config, re-exports Verdict and its constructors, and holds the reconcilers.
+//
+// Dependencies point down: api (the desire contract), internal/fencing (the term),
+// internal/fairqueue, internal/metrics, internal/target (an object's readiness).
+package controller
