@@ -257,7 +257,7 @@ const preloadTimeout = 30 * time.Second
 // are not scanned (their content may be up to 400 KB each): they are read when needed. A
 // failed or partial Scan leaves the rest to be read one by one.
 func (c *Controller[T]) PreloadStatuses(ctx context.Context, w *StatusWriter[T]) {
-	if c.Kind == api.KindReadDesire || w.cache == nil {
+	if !statusKinds[c.Kind].preloaded() || w.cache == nil {
 		return
 	}
 	start := time.Now()
@@ -494,7 +494,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyDesire().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	statusKinds[c.Kind].clear(d)
-	if c.Kind != api.KindDeleteDesire && !fresh {
+	if statusKinds[c.Kind].lastStatusUsed() && !fresh {
 		// The last status lets the default reconcilers verify instead of apply (a new term),
 		// and reuse a mirrored object that did not change instead of GETting it:
 		// from the term's cache (preloaded), else read once, then cached by the writer, which

@@ -28,6 +28,12 @@ type statusKind interface {
 	// dropSpecContent removes the object content d's spec carries (a status document does
 	// not repeat the manifest).
 	dropSpecContent(d api.Desire)
+	// preloaded reports whether a new term loads the kind's statuses with one Scan (not for
+	// statuses that carry an object of up to 400 KB: those are read when needed).
+	preloaded() bool
+	// lastStatusUsed reports whether the kind's reconciler uses the last status (to verify
+	// instead of redo, or to reuse a mirrored object): the controller then hands it over.
+	lastStatusUsed() bool
 	// equal reports whether a and b hold equal specs and statuses (their Go values: equal
 	// values encode to equal attributes; the status fields outside them, the writer's term
 	// and shard, are not compared).
@@ -43,6 +49,9 @@ var statusKinds = map[api.DesireKind]statusKind{
 // applyStatus: an ApplyDesire's status records what its last apply left on the cluster, and
 // keeps it through failed reconciles (the object is still what was applied).
 type applyStatus struct{ noContent }
+
+func (applyStatus) preloaded() bool      { return true }
+func (applyStatus) lastStatusUsed() bool { return true }
 
 func (applyStatus) record(next api.Desire, v Verdict) {
 	n, ok := next.(*api.ApplyDesire)
@@ -83,6 +92,8 @@ func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
 // deleteStatus: a DeleteDesire's status is its conditions.
 type deleteStatus struct{ noContent }
 
+func (deleteStatus) preloaded() bool            { return true }
+func (deleteStatus) lastStatusUsed() bool       { return false }
 func (deleteStatus) record(api.Desire, Verdict) {}
 func (deleteStatus) dropSpecContent(api.Desire) {}
 func (deleteStatus) clear(d api.Desire) {
@@ -101,6 +112,9 @@ func (deleteStatus) equal(a, b api.Desire) bool {
 // readStatus: a ReadDesire's status carries the live object, kept through Transient verdicts
 // only (saying so); any other verdict that saw no object clears it.
 type readStatus struct{}
+
+func (readStatus) preloaded() bool      { return false }
+func (readStatus) lastStatusUsed() bool { return true }
 
 func (readStatus) record(next api.Desire, v Verdict) {
 	if n, ok := next.(*api.ReadDesire); ok && v.mirrored && v.content != nil {

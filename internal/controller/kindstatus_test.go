@@ -106,3 +106,19 @@ func TestStatusKindEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusKindsPreloadAndLastStatus: a new term preloads every kind's statuses but the
+// ReadDesires' (each may carry 400 KB), and hands the last status to the reconcilers that
+// use it (ApplyDesire's verification, ReadDesire's reuse of an unchanged object).
+func TestStatusKindsPreloadAndLastStatus(t *testing.T) {
+	for kind, want := range map[api.DesireKind][2]bool{
+		api.KindApplyDesire:  {true, true},
+		api.KindDeleteDesire: {true, false},
+		api.KindReadDesire:   {false, true},
+	} {
+		k := statusKinds[kind]
+		if got := [2]bool{k.preloaded(), k.lastStatusUsed()}; got != want {
+			t.Errorf("%s: preloaded, lastStatusUsed = %v, want %v", kind, got, want)
+		}
+	}
+}
