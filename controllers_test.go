@@ -1,0 +1,57 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+)
+
+// TestControllerOverATableFencesAndChecks: a controller whose status client is a DynamoDB
+// Table stamps each status write with its term's number and is refused over a newer term's
+// write (the fence), and its periodic check reads the table's stamps; the term a controller
+// has before it leads bounds its calls.
+func TestControllerOverATableFencesAndChecks(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	if h.c.Fence == nil || h.c.ListStamps == nil {
+		t.Fatalf("a controller over a Table: Fence set %v, ListStamps set %v; want both", h.c.Fence != nil, h.c.ListStamps != nil)
+	}
+	if h.c.Unelected.CallTimeout != defaultCallTimeout {
+		t.Fatalf("the term before leading bounds calls by %v, want %v", h.c.Unelected.CallTimeout, defaultCallTimeout)
+	}
+	d := applyDesire("a", cmJSON("c1"))
+	if err := h.cache.Add(d); err != nil {
+		t.Fatal(err)
+	}
+	h.c.SetWriter(h.c.NewWriter(term{Number: 5, CallTimeout: time.Second}))
+	if _, err := h.c.Sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	item, err := h.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("status"),
+		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := item.Item[attrApplierTerm].(*types.AttributeValueMemberN); !ok || n.Value != "5" {
+		t.Fatalf("applierTerm = %v, want 5", item.Item[attrApplierTerm])
+	}
+	var lost error
+	older := controller.NewStatusWriter[*ApplyDesire](h.c.Fence(3), fixedClock, term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = err }}, nil)
+	changed := applyDesire("a", cmJSON("c1"))
+	changed.Version = 4
+	if _, _, err := older.Write(ctx, changed, Applied(1, "by an older term"), false); !errors.Is(err, fencing.ErrNewerTerm) || lost == nil {
+		t.Fatalf("term 3 over term 5's status: %v (term ended: %v), want fencing.ErrNewerTerm", err, lost != nil)
+	}
+	stamps, err := h.c.ListStamps(ctx)
+	if err != nil || stamps["a"].Version != 1 || stamps["a"].UpdateTime == "" {
+		t.Fatalf("stamps %v, %v; want a's version 1 and its updateTime", stamps, err)
+	}
+}
