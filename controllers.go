@@ -9,22 +9,22 @@ import (
 // newController builds the controller of cfg (internal/controller) with the root's parts:
 // an ApplyDesire controller scrubs every verdict of its Secret values, rivals or not; a
 // DynamoDB status Table stamps and fences each write with the term's number and lists its
-// stamps for the periodic check of the status cache.
+// stamps for the periodic check of the status cache (another status client, a test's fake,
+// writes unfenced and is not checked).
 func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T] {
 	if cfg.ObjectRules == nil {
 		if r, ok := any(scrubOnly{}).(controller.ObjectRules[T]); ok {
 			cfg.ObjectRules = r
 		}
 	}
+	// Derived from Statuses each time, so that a Config copied with another status client
+	// never keeps the first one's fence.
+	cfg.Fence, cfg.ListStamps = nil, nil
 	if t, ok := cfg.Statuses.(*Table[T]); ok {
-		if cfg.Fence == nil {
-			cfg.Fence = func(n int64) controller.StatusTable[T] { return t.fencedBy(n) }
-		}
-		if cfg.ListStamps == nil {
-			cfg.ListStamps = t.listVersions
-		}
+		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.fencedBy(n) }
+		cfg.ListStamps = t.listVersions
 	}
-	if cfg.Unelected.CallTimeout == 0 {
+	if cfg.Unelected.CallTimeout == 0 { // (a term without a call timeout is no term)
 		cfg.Unelected = unelected
 	}
 	return controller.New(cfg)

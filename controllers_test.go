@@ -55,3 +55,27 @@ func TestControllerOverATableFencesAndChecks(t *testing.T) {
 		t.Fatalf("stamps %v, %v; want a's version 1 and its updateTime", stamps, err)
 	}
 }
+
+// TestControllerConfigCopiedWithAnotherTable: a Config copied from a built controller with
+// another status table writes, fenced, into that table, never into the first one's.
+func TestControllerConfigCopiedWithAnotherTable(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
+	other := NewTable[*ApplyDesire](newMemDB(), "status")
+	other.clock = fixedClock
+	cfg := h.c.Config
+	cfg.Statuses = other
+	c := newController(cfg)
+	if err := h.cache.Add(applyDesire("a", cmJSON("c1"))); err != nil {
+		t.Fatal(err)
+	}
+	c.SetWriter(c.NewWriter(term{Number: 3, CallTimeout: time.Second}))
+	if _, err := c.Sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, errOther := other.Get(ctx, "a")
+	_, errFirst := h.status.Get(ctx, "a")
+	if errOther != nil || !IsNotFoundError(errFirst) {
+		t.Fatalf("status in the copied Config's table: %v; in the first table: %v (want it only in the copied one's)", errOther, errFirst)
+	}
+}

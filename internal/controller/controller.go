@@ -22,9 +22,9 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
-// DefaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
+// defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
 // delay of its own (a DeleteDesire waiting for finalizers) is reconciled again.
-const DefaultRecheck = 5 * time.Second
+const defaultRecheck = 5 * time.Second
 
 // Controller runs one desire type: informer events -> workqueue -> reconcile -> verdict ->
 // status write. It alone turns a verdict into conditions, status fields and a requeue.
@@ -80,7 +80,7 @@ type Config[T api.Desire] struct {
 	// without.
 	ObjectRules   ObjectRules[T]
 	Resync        time.Duration // LookPeriodic
-	Recheck       time.Duration // LookSoon without a delay of its own; 0: DefaultRecheck
+	Recheck       time.Duration // LookSoon without a delay of its own; 0: defaultRecheck
 	MaxRetryDelay time.Duration
 	ReconcileTime time.Duration // bounds one reconcile with its status write; 0: DefaultReconcileTime
 	Workers       int
@@ -100,7 +100,7 @@ type Config[T api.Desire] struct {
 // Begin and RunStarted).
 func New[T api.Desire](cfg Config[T]) *Controller[T] {
 	if cfg.Recheck <= 0 {
-		cfg.Recheck = DefaultRecheck
+		cfg.Recheck = defaultRecheck
 	}
 	if cfg.ReconcileTime <= 0 {
 		cfg.ReconcileTime = DefaultReconcileTime
@@ -501,7 +501,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		// needs it anyway.
 		w, lctx := c.writer.Load(), ctx
 		ctx = WithLastStatus(ctx, func() api.Desire {
-			last, found, err := w.Last(lctx, id)
+			last, found, err := w.last(lctx, id)
 			if err != nil || !found {
 				return nil
 			}

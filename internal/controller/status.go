@@ -126,8 +126,8 @@ func (w *StatusWriter[T]) Delete(ctx context.Context, id string) error {
 	return w.term.Do(ctx, func(ctx context.Context) error { return w.crud.Delete(ctx, id) })
 }
 
-// Last returns the status of id from the term's cache, or read from the table (and cached).
-func (w *StatusWriter[T]) Last(ctx context.Context, id string) (T, bool, error) {
+// last returns the status of id from the term's cache, or read from the table (and cached).
+func (w *StatusWriter[T]) last(ctx context.Context, id string) (T, bool, error) {
 	if w.preloaded != nil {
 		select {
 		case <-w.preloaded:
@@ -178,7 +178,7 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 	for attempt := 0; attempt < statusWriteAttempts; attempt++ {
 		read := w.current
 		if attempt == 0 {
-			read = w.Last // a retry after a precondition failure reads the table
+			read = w.last // a retry after a precondition failure reads the table
 		}
 		cur, found, err := read(ctx, id)
 		if err != nil {

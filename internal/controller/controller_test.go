@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+)
+
+// memTable is this package's status table: documents by ID, versions counted on write; name
+// tells the tables of a test apart.
+type memTable struct {
+	name string
+	mu   sync.Mutex
+	docs map[string]*api.ApplyDesire
+}
+
+func newMemTable(name string) *memTable {
+	return &memTable{name: name, docs: map[string]*api.ApplyDesire{}}
+}
+
+func (m *memTable) Get(_ context.Context, id string) (*api.ApplyDesire, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d, ok := m.docs[id]; ok {
+		return d.DeepCopy(), nil
+	}
+	return nil, api.ErrNotFound
+}
+
+func (m *memTable) List(context.Context) ([]*api.ApplyDesire, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*api.ApplyDesire
+	for _, d := range m.docs {
+		out = append(out, d.DeepCopy())
+	}
+	return out, nil
+}
+
+func (m *memTable) Create(_ context.Context, d *api.ApplyDesire) (*api.ApplyDesire, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.docs[d.DocumentID]; ok {
+		return nil, api.ErrAlreadyExists
+	}
+	d = d.DeepCopy()
+	d.Version, d.UpdateTime = 1, testTime
+	m.docs[d.DocumentID] = d
+	return d.DeepCopy(), nil
+}
+
+func (m *memTable) Replace(_ context.Context, d *api.ApplyDesire) (*api.ApplyDesire, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.docs[d.DocumentID]
+	if !ok || cur.Version != d.Version {
+		return nil, api.ErrPreconditionFailed
+	}
+	d = d.DeepCopy()
+	d.Version++
+	m.docs[d.DocumentID] = d
+	return d.DeepCopy(), nil
+}
+
+func (m *memTable) Delete(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.docs[id]; !ok {
+		return api.ErrNotFound
+	}
+	delete(m.docs, id)
+	return nil
+}
+
+func (m *memTable) ListIDs(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id := range m.docs {
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// specLister is an informer cache of fixed desires.
+type specLister map[string]*api.ApplyDesire
+
+func (l specLister) Get(id string) (*api.ApplyDesire, error) {
+	if d, ok := l[id]; ok {
+		return d, nil
+	}
+	return nil, api.ErrNotFound
+}
+
+func (l specLister) List() []*api.ApplyDesire {
+	var out []*api.ApplyDesire
+	for _, d := range l {
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestControllerUsesWhatItWasHanded: a numbered term writes through the table Fence returns
+// for its number (a term without one through Statuses), the periodic check reads ListStamps,
+// and Observe sees every verdict a status records and every desire forgotten.
+func TestControllerUsesWhatItWasHanded(t *testing.T) {
+	ctx := context.Background()
+	plain, fenced := newMemTable("plain"), newMemTable("fenced")
+	var fencedFor []int64
+	var observed []string
+	stampsRead := 0
+	specs := specLister{"a": applyDesire("a", cmJSON("c1"))}
+	c := New(Config[*api.ApplyDesire]{Kind: api.KindApplyDesire, Cluster: "mc01", Lister: specs, Statuses: plain,
+		Fence: func(n int64) StatusTable[*api.ApplyDesire] { fencedFor = append(fencedFor, n); return fenced },
+		ListStamps: func(context.Context) (map[string]Stamp, error) {
+			stampsRead++
+			stamp := Stamp{Version: 1, UpdateTime: testTime.Format(time.RFC3339Nano)}
+			return map[string]Stamp{"a": stamp, "b": stamp}, nil
+		},
+		Reconciler: ReconcilerFunc(func(context.Context, *api.ApplyDesire) Verdict { return Applied(1, "applied") }),
+		Observe:    func(id string, v Verdict) { observed = append(observed, id+" "+v.String()) },
+		Resync:     time.Minute, Workers: 1, Log: logr.Discard(), Metrics: metrics.New(nil, time.Now), Now: time.Now,
+		Unelected: fencing.Term{CallTimeout: time.Second}})
+
+	if _, err := c.Sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Get(ctx, "a"); err != nil || len(fencedFor) != 0 {
+		t.Fatalf("unnumbered term: status in Statuses %v, fenced for %v; want written through Statuses, no fence", err, fencedFor)
+	}
+	c.SetWriter(c.NewWriter(fencing.Term{Number: 7, CallTimeout: time.Second}))
+	specs["b"] = applyDesire("b", cmJSON("c2"))
+	if _, err := c.Sync(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fenced.Get(ctx, "b"); err != nil || !slices.Equal(fencedFor, []int64{7}) {
+		t.Fatalf("term 7: status in the fenced table %v, fenced for %v; want written through Fence(7)", err, fencedFor)
+	}
+	if ids, err := c.CheckStatuses(ctx, c.Writer()); err != nil || stampsRead != 1 || len(ids) != 0 {
+		t.Fatalf("status check: %v %v, stamps read %d times; want once, nothing to look at again", ids, err, stampsRead)
+	}
+	delete(specs, "a")
+	if _, err := c.Sync(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a Successful=True/NoErrors: applied", "b Successful=True/NoErrors: applied", "a Pending"}
+	if !slices.Equal(observed, want) {
+		t.Fatalf("observed %q, want %q", observed, want)
+	}
+}
+
+// ReconcilerFunc adapts a function to Reconciler in this package's tests.
+type ReconcilerFunc func(context.Context, *api.ApplyDesire) Verdict
+
+func (f ReconcilerFunc) Reconcile(ctx context.Context, d *api.ApplyDesire) Verdict { return f(ctx, d) }
