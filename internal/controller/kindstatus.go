@@ -70,9 +70,7 @@ func (applyStatus) clear(d api.Desire) {
 }
 
 func (applyStatus) equal(a, b api.Desire) bool {
-	x, ok1 := a.(*api.ApplyDesire)
-	y, ok2 := b.(*api.ApplyDesire)
-	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
+	return sameParts(a, b, func(d *api.ApplyDesire) (spec, status any) { return &d.Spec, &d.Status })
 }
 
 func (applyStatus) dropSpecContent(d api.Desire) {
@@ -104,9 +102,7 @@ func (deleteStatus) clear(d api.Desire) {
 func (deleteStatus) carry(v Verdict, _ api.Desire) Verdict { return v }
 
 func (deleteStatus) equal(a, b api.Desire) bool {
-	x, ok1 := a.(*api.DeleteDesire)
-	y, ok2 := b.(*api.DeleteDesire)
-	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
+	return sameParts(a, b, func(d *api.DeleteDesire) (spec, status any) { return &d.Spec, &d.Status })
 }
 
 // readStatus: a ReadDesire's status carries the live object, kept through Transient verdicts
@@ -130,9 +126,7 @@ func (readStatus) clear(d api.Desire) {
 }
 
 func (readStatus) equal(a, b api.Desire) bool {
-	x, ok1 := a.(*api.ReadDesire)
-	y, ok2 := b.(*api.ReadDesire)
-	return ok1 && ok2 && reflect.DeepEqual(x.Spec, y.Spec) && reflect.DeepEqual(x.Status, y.Status)
+	return sameParts(a, b, func(d *api.ReadDesire) (spec, status any) { return &d.Spec, &d.Status })
 }
 
 func (readStatus) carry(v Verdict, cur api.Desire) Verdict {
@@ -169,3 +163,16 @@ type noContent struct{}
 
 func (noContent) withoutContent(_ api.Desire, v Verdict) (Verdict, bool) { return v, false }
 func (noContent) contentSize(api.Desire) int                             { return 0 }
+
+// sameParts reports whether a and b are both D and hold equal specs and statuses (parts
+// returns pointers to them: compared deeply, without copies).
+func sameParts[D api.Desire](a, b api.Desire, parts func(D) (spec, status any)) bool {
+	x, ok1 := a.(D)
+	y, ok2 := b.(D)
+	if !ok1 || !ok2 {
+		return false
+	}
+	xs, xt := parts(x)
+	ys, yt := parts(y)
+	return reflect.DeepEqual(xs, ys) && reflect.DeepEqual(xt, yt)
+}
