@@ -25,7 +25,14 @@ type applyReconciler struct {
 	drift *target.DriftWatch
 	// health computes the Ready condition (kstatus); nil: none.
 	health *target.HealthCheck
+	// last returns a desire's last status (the controller's LastStatus); nil: none is known
+	// (every first look in a term applies).
+	last lastStatus[*ApplyDesire]
 }
+
+// lastStatus returns desire id's status document as last stored; found is false when there
+// is none (internal/controller's Controller.LastStatus).
+type lastStatus[T Desire] func(ctx context.Context, id string) (last T, found bool)
 
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
 // kubeContent, map its kind through mapper (reset once when unknown), server-side apply with
@@ -74,10 +81,13 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
-		if load := controller.LastStatus[*ApplyDesire](ctx); dec.Unknown && load != nil {
+		if dec.Unknown && r.last != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply.
-			dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
+			dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, func() *ApplyDesire {
+				last, _ := r.last(ctx, d.DocumentID)
+				return last
+			})
 		}
 		switch {
 		case dec.Verified != nil:

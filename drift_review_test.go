@@ -102,9 +102,9 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	f.useReal, f.clock = false, time.Now().Add(target.RecentOwnWrite+5*time.Second) // the new term starts a minute later
 	f.mu.Unlock()
 	f.rec.endTerm()
-	rctx := controller.WithLastStatus(ctx, func() Desire { return last })
+	f.rec.last = func(context.Context, string) (*ApplyDesire, bool) { return last, true }
 	var v2 Verdict
-	waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
+	waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })
 	if got := reviewValue(t, f); v2.Successful() && got != "4" {
 		t.Fatalf("new term: status Successful (%q) for v=4, cluster shows v=%s", v2.Message(), got)
 	}

@@ -277,12 +277,12 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			if tc.newerSpec {
 				d.Version++
 			}
-			rctx := ctx
+			f.rec.last = nil
 			if !tc.noStatus {
-				rctx = controller.WithLastStatus(ctx, func() Desire { return last })
+				f.rec.last = func(context.Context, string) (*ApplyDesire, bool) { return last, true }
 			}
 			var v2 Verdict
-			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(rctx, d); return !v2.IsPending() })
+			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })
 			if got := f.kube.Applies() - before; got != tc.applies || !v2.Successful() {
 				t.Fatalf("applies in the new term = %d (%v), want %d", got, v2, tc.applies)
 			}

@@ -219,8 +219,24 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	if _, err := specs.Create(ctx, deploy); err != nil {
 		t.Fatal(err)
 	}
+	// ReadDesires of ten of those ConfigMaps: a new term takes their content from their last
+	// status (the watch shows the same resourceVersion) and GETs none of them again.
+	reads := NewTable[*ReadDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindReadDesire))
+	readStatus := NewTable[*ReadDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindReadDesire))
+	const mirrored = 10
+	for i := 1; i <= mirrored; i++ {
+		if _, err := reads.Create(ctx, readDesire(fmt.Sprintf("read-%d", i), TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: fmt.Sprintf("cm-%d", i)})); err != nil {
+			t.Fatal(err)
+		}
+	}
 	first, stopFirst := run()
 	allApplied := func() bool {
+		for i := 1; i <= mirrored; i++ {
+			st, err := readStatus.Get(ctx, fmt.Sprintf("read-%d", i))
+			if err != nil || condition(st, ConditionSuccessful).Status != ConditionTrue || st.Status.KubeContent == nil {
+				return false
+			}
+		}
 		for _, id := range append([]string{"web"}, func() []string {
 			var ids []string
 			for i := range n {
@@ -280,6 +296,11 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	// target.RecentOwnWrite of its apply, when a late apply of the previous term would leave no trace.
 	if got := applies; got != 2 {
 		t.Errorf("server-side applies in the new term = %v, want 2 (cm-0, and web changed since its recent apply)", got)
+	}
+	gets := seriesSum(t, second.metrics, "kube_applier_kube_requests_total", map[string]string{"verb": "get"})
+	t.Logf("second term: %v GETs for %d ReadDesires of unchanged objects", gets, mirrored)
+	if gets != 0 {
+		t.Errorf("GETs in the new term = %v, want 0: the content of the %d ReadDesires comes from their last status", gets, mirrored)
 	}
 	for id, v := range versions {
 		st, err := status.Get(ctx, id)

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -27,6 +26,8 @@ type readReconciler struct {
 	redaction   SecretRedaction
 	watches     *target.Watches
 	syncTimeout time.Duration
+	// last returns a desire's last status (the controller's LastStatus); nil: none is known.
+	last lastStatus[*ReadDesire]
 
 	mu      sync.Mutex
 	fetched map[string]*fetchedObject // by ReadDesire ID
@@ -136,8 +137,7 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 // objects that changed since. Secrets are always fetched again (the redaction options may
 // have changed with the process).
 func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watchedRV string) {
-	load := controller.LastStatus[*ReadDesire](ctx)
-	if load == nil || (t.Group == "" && t.Resource == "secrets") {
+	if r.last == nil || (t.Group == "" && t.Resource == "secrets") {
 		return
 	}
 	r.mu.Lock()
@@ -146,8 +146,8 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 	if have {
 		return
 	}
-	last := load()
-	if last == nil || last.Status.KubeContent == nil || last.Spec.TargetItem != t {
+	last, found := r.last(ctx, id)
+	if !found || last.Status.KubeContent == nil || last.Spec.TargetItem != t {
 		return
 	}
 	var meta struct {

@@ -21,7 +21,6 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -310,7 +309,8 @@ func TestReadSeededFromLastStatus(t *testing.T) {
 			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 			last := d.DeepCopyDesire().(*ReadDesire)
 			last.Status.KubeContent = rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","resourceVersion":"` + tc.statusRV + `"},"data":{"k":"1"}}`)
-			ctx := controller.WithLastStatus(context.Background(), func() Desire { return last })
+			rec.last = func(context.Context, string) (*ReadDesire, bool) { return last, true }
+			ctx := context.Background()
 			var v Verdict
 			waitFor(t, 5*time.Second, "mirrored", func() bool { v = rec.Reconcile(ctx, d); return v.Successful() })
 			if got := countVerb(dyn.Actions(), "get"); got != tc.wantGets {

@@ -36,6 +36,9 @@ type Controller[T api.Desire] struct {
 	// while leading: their status almost surely does not exist yet, so it is created without
 	// reading it first. Cleared at each leadership term.
 	fresh sync.Map
+	// syncingFresh holds the fresh desires being reconciled: LastStatus reads no status
+	// for them.
+	syncingFresh sync.Map
 	// waitingKind holds the desires whose last verdict was KindNotServed: a CRD being applied
 	// wakes them at once.
 	waitingKind sync.Map
@@ -494,19 +497,10 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyDesire().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	statusKinds[c.Kind].clear(d)
-	if statusKinds[c.Kind].lastStatusUsed() && !fresh {
-		// The last status lets the default reconcilers verify instead of apply (a new term),
-		// and reuse a mirrored object that did not change instead of GETting it:
-		// from the term's cache (preloaded), else read once, then cached by the writer, which
-		// needs it anyway.
-		w, lctx := c.writer.Load(), ctx
-		ctx = WithLastStatus(ctx, func() api.Desire {
-			last, found, err := w.last(lctx, id)
-			if err != nil || !found {
-				return nil
-			}
-			return last
-		})
+	if fresh {
+		// Just created: it has no status yet, which LastStatus does not read.
+		c.syncingFresh.Store(id, struct{}{})
+		defer c.syncingFresh.Delete(id)
 	}
 	v := c.streaks.judge(d.Meta(), c.Judge(ctx, d), c.Now())
 	if v.reason == api.ReasonKindNotServed {

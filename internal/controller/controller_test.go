@@ -12,6 +12,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // memTable is this package's status table: documents by ID, versions counted on write; name
@@ -161,3 +162,65 @@ func TestControllerUsesWhatItWasHanded(t *testing.T) {
 type ReconcilerFunc func(context.Context, *api.ApplyDesire) Verdict
 
 func (f ReconcilerFunc) Reconcile(ctx context.Context, d *api.ApplyDesire) Verdict { return f(ctx, d) }
+
+// TestLastStatus: a reconciler asking for a desire's last status gets it from the term's
+// writer; a desire just created (fresh from the stream) has none and nothing is read for it;
+// a kind whose reconciler does not use it gets none.
+func TestLastStatus(t *testing.T) {
+	ctx := context.Background()
+	statuses := newMemTable("status")
+	stored := applyDesire("old", cmJSON("c1"))
+	stored.Status.AppliedResourceGeneration = 4
+	if _, err := statuses.Create(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	specs := specLister{"old": applyDesire("old", cmJSON("c1")), "new": applyDesire("new", cmJSON("c2"))}
+	var c *Controller[*api.ApplyDesire]
+	type seen struct {
+		found bool
+		gen   int64
+	}
+	got := map[string]seen{}
+	reads := 0
+	counting := &countingTable{memTable: statuses, gets: &reads}
+	c = New(Config[*api.ApplyDesire]{Kind: api.KindApplyDesire, Cluster: "mc01", Lister: specs, Statuses: counting,
+		Reconciler: ReconcilerFunc(func(ctx context.Context, d *api.ApplyDesire) Verdict {
+			last, found := c.LastStatus(ctx, d.DocumentID)
+			s := seen{found: found}
+			if found {
+				s.gen = last.Status.AppliedResourceGeneration
+			}
+			got[d.DocumentID] = s
+			return Applied(1, "applied")
+		}),
+		Resync: time.Minute, Workers: 1, Log: logr.Discard(), Metrics: metrics.New(nil, time.Now), Now: time.Now,
+		Unelected: fencing.Term{CallTimeout: time.Second}})
+	q := c.NewQueue()
+	defer q.ShutDown()
+	c.Handler().OnAdd(stream.Wrap(specs["new"]), false) // from the stream while leading: fresh
+	if _, err := c.Sync(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	readsBefore := reads
+	if _, err := c.Sync(ctx, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if got["old"] != (seen{true, 4}) || got["new"] != (seen{}) || reads != readsBefore {
+		t.Fatalf("last statuses %v, %d reads for the new desire; want old's (generation 4), none for the new one and no read", got, reads-readsBefore)
+	}
+	d := New(Config[*api.DeleteDesire]{Kind: api.KindDeleteDesire, Metrics: metrics.New(nil, time.Now), Unelected: fencing.Term{CallTimeout: time.Second}})
+	if _, found := d.LastStatus(ctx, "x"); found {
+		t.Fatal("a DeleteDesire's reconciler got a last status")
+	}
+}
+
+// countingTable counts the status reads (Get) of a memTable.
+type countingTable struct {
+	*memTable
+	gets *int
+}
+
+func (c *countingTable) Get(ctx context.Context, id string) (*api.ApplyDesire, error) {
+	*c.gets++
+	return c.memTable.Get(ctx, id)
+}

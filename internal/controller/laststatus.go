@@ -2,30 +2,25 @@ package controller
 
 import (
 	"context"
-
-	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// lastStatusKey carries, into a reconcile, how to get the desire's last status document.
-type lastStatusKey struct{}
-
-// WithLastStatus returns ctx carrying load, which returns the desire's status document as
-// last stored (nil when there is none or it cannot be read). It is called only when needed:
-// a reconcile still waiting for its target's watch reads nothing.
-func WithLastStatus(ctx context.Context, load func() api.Desire) context.Context {
-	return context.WithValue(ctx, lastStatusKey{}, load)
-}
-
-// LastStatus returns the loader of the status document ctx carries, nil without one (a
-// desire just created: it has none): the default reconcilers use it to verify instead of
-// redo (a reconciler's desire argument has an empty status).
-func LastStatus[T api.Desire](ctx context.Context) func() T {
-	load, _ := ctx.Value(lastStatusKey{}).(func() api.Desire)
-	if load == nil {
-		return nil
+// LastStatus returns desire id's status document as last stored (found false when there is
+// none, it cannot be read, or the kind's reconciler does not use it): the default
+// reconcilers, which are handed it at construction, verify with it instead of redoing (a
+// reconciler's desire argument has an empty status). It is read from the term's cache
+// (preloaded), else once from the table (then cached by the writer, which needs it anyway);
+// a desire just created, being reconciled, has none and nothing is read. Call it only when
+// needed: a reconcile still waiting for its target's watch reads nothing.
+func (c *Controller[T]) LastStatus(ctx context.Context, id string) (last T, found bool) {
+	if !statusKinds[c.Kind].lastStatusUsed() {
+		return last, false
 	}
-	return func() T {
-		d, _ := load().(T)
-		return d
+	if _, fresh := c.syncingFresh.Load(id); fresh {
+		return last, false
 	}
+	last, found, err := c.writer.Load().last(ctx, id)
+	if err != nil {
+		return last, false
+	}
+	return last, found
 }
