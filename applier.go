@@ -63,6 +63,9 @@ type Applier struct {
 	// prewarming hands the desires a new term's specs Scan decodes to the prewarm of their
 	// targets' watches, until the term's informers have synced; nil otherwise.
 	prewarming atomic.Pointer[prewarmer]
+	// led is the term being led, or the last one led once it is over (its Valid then says
+	// no): the fence of every cluster change (kubecall.WithDeadline).
+	led *atomic.Pointer[term]
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).
 	newestTerm atomic.Int64
@@ -88,13 +91,20 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, w.clock)
 	w.countAWS, w.countKube = m.CountDynamoDB, m.CountKube
 	w.kubeResources = kubecall.NewResourceCounter()
+	led := new(atomic.Pointer[term])
+	w.term = func() term {
+		if t := led.Load(); t != nil {
+			return *t
+		}
+		return term{}
+	}
 	mon := newMonitoring()
 	m.AddCollectors(w.kubeResources.Vec)
 	m.AddCollectors(mon.collectors()...)
 	if err := opts.complete(&w); err != nil {
 		return nil, err
 	}
-	a := &Applier{opts: opts, wiring: w, metrics: m, streamObs: streamObservers{relist: mon.observeRelist}}
+	a := &Applier{opts: opts, wiring: w, led: led, metrics: m, streamObs: streamObservers{relist: mon.observeRelist}}
 	a.heartbeat = a.newHeartbeat(mon)
 	observe := opts.Stream.ObserveLag
 	if observe == nil {
@@ -364,6 +374,9 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	if t.Start.IsZero() {
 		t.Start = start
 	}
+	// From now on every cluster change is checked against this term (a term is led only once
+	// the last one's reconciles have drained).
+	a.led.Store(&t)
 	if a.opts.LeaderElection {
 		a.opts.Log.Info("leadership won: syncing", "managementCluster", a.opts.ManagementCluster, "term", t.Number,
 			"identity", a.opts.Identity, "lease", a.opts.LeaseNamespace+"/"+a.opts.LeaseName)

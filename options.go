@@ -28,6 +28,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
@@ -202,6 +203,9 @@ type wiring struct {
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
 	kubeResources       *kubecall.ResourceCounter // kube requests by group/resource
+	// term is the leadership term the Applier leads (the last one it led, once over): every
+	// cluster change, a Reconciler of one's own's through Options.Kube too, is fenced by it.
+	term func() fencing.Term
 	// Set by complete.
 	logs       *logRoute
 	mapper     meta.ResettableRESTMapper   // RESTMapper, resettable and throttled
@@ -265,7 +269,7 @@ func (o *Options) complete(w *wiring) error {
 	}
 	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS)
 	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, w.countAWS)
-	o.Kube = kubecall.WithDeadline(o.Kube, o.CallTimeout)
+	o.Kube = kubecall.WithDeadline(o.Kube, o.CallTimeout, w.term)
 	return nil
 }
 

@@ -261,7 +261,7 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
 		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
 	}
-	if err := fencing.Check(fencing.With(ctx, w.Term())); !errors.Is(err, fencing.ErrFenced) {
+	if _, _, err := w.Term().CallContext(ctx, time.Second); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("termValid = %v, want fencing.ErrFenced for cluster changes too", err)
 	}
 }

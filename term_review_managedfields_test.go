@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
 
@@ -31,9 +30,11 @@ func (r *managedFieldsRecorder) ReplaceManagedFields(ctx context.Context, _ sche
 // land up to CallTimeout after the Lease may have passed to another process.
 func TestManagedFieldsEditEndsWithinTheTerm(t *testing.T) {
 	rec := &managedFieldsRecorder{}
-	kube := kubecall.WithDeadline(rec, 10*time.Second)
 	expiry := time.Now().Add(200 * time.Millisecond)
-	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
+	kube := kubecall.WithDeadline(rec, 10*time.Second, func() term {
+		return term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }}
+	})
+	ctx := context.Background()
 	if err := kube.(kubecall.ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "default", "c1", "7", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -120,9 +120,11 @@ func (r *deadlineRecorder) Apply(ctx context.Context, _ schema.GroupVersionResou
 // cannot land after the Lease expired: its deadline is the term's expiry, not the call timeout.
 func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
 	rec := &deadlineRecorder{}
-	kube := kubecall.WithDeadline(rec, 10*time.Second)
 	expiry := time.Now().Add(200 * time.Millisecond)
-	ctx := fencing.With(context.Background(), term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }})
+	kube := kubecall.WithDeadline(rec, 10*time.Second, func() term {
+		return term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }}
+	})
+	ctx := context.Background()
 	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); err != nil {
 		t.Fatal(err)
 	}

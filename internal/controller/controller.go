@@ -441,7 +441,7 @@ func (c *Controller[T]) ProcessNext(ctx context.Context, q workqueue.TypedRateLi
 	}
 	// Writes in flight finish even while shutting down (a status is never half-done work),
 	// within the reconcile's deadline: a hung call cannot hold the term or a shutdown.
-	wctx, cancel := context.WithTimeout(fencing.With(context.WithoutCancel(ctx), c.writer.Load().term), c.ReconcileTime)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ReconcileTime)
 	defer cancel()
 	start := time.Now()
 	v, err := c.Sync(wctx, id)

@@ -131,32 +131,6 @@ func (t Term) Met(err error) {
 	}
 }
 
-// termKey carries the term of a reconcile in its context, so every cluster mutation it makes
-// is checked against the term and bounded by its expiry (internal/kubecall's WithDeadline).
-type termKey struct{}
-
-// With returns ctx carrying t: every cluster mutation of the reconcile that gets it is
-// checked against the term and bounded by its expiry.
-func With(ctx context.Context, t Term) context.Context {
-	return context.WithValue(ctx, termKey{}, t)
-}
-
-// Of returns the term ctx carries; without one, a term without a Lease.
-func Of(ctx context.Context) Term {
-	t, _ := ctx.Value(termKey{}).(Term)
-	return t
-}
-
-// Check returns ErrFenced when ctx carries a term that may be over: a leader that may have
-// lost its lease does not change the cluster any more than it writes a status.
-func Check(ctx context.Context) error {
-	_, cancel, err := Of(ctx).CallContext(ctx, time.Second)
-	if cancel != nil {
-		cancel()
-	}
-	return err
-}
-
 // takeTermAttempts bounds the conditional puts of one takeTerm (each conflict means another
 // replica took a term at the same moment).
 const takeTermAttempts = 5

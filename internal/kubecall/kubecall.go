@@ -35,18 +35,23 @@ var ErrNoManagedFieldsEditor = errors.New("the KubeClient cannot edit managedFie
 // WithDeadline returns kube whose every call has a deadline of timeout: a hung call cannot
 // hold a reconcile, a term or a shutdown for ever. Its mutations (Apply, Delete,
 // ReplaceManagedFields) are refused in a term that may be over (fencing.ErrFenced) and end
-// within the term's expiry, so none lands after another process may lead.
-func WithDeadline(kube Client, timeout time.Duration) Client {
-	return deadlineClient{kube: kube, timeout: timeout}
+// within the term's expiry, so none lands after another process may lead. term returns the
+// term the applier leads (the last one it led, once over); nil, or a zero Term: no fence.
+func WithDeadline(kube Client, timeout time.Duration, term func() fencing.Term) Client {
+	if term == nil {
+		term = func() fencing.Term { return fencing.Term{} }
+	}
+	return deadlineClient{kube: kube, timeout: timeout, term: term}
 }
 
 type deadlineClient struct {
 	kube    Client
 	timeout time.Duration
+	term    func() fencing.Term
 }
 
 func (d deadlineClient) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
-	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +66,7 @@ func (d deadlineClient) Get(ctx context.Context, gvr schema.GroupVersionResource
 }
 
 func (d deadlineClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
-	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
 	if err != nil {
 		return err
 	}
@@ -76,7 +81,7 @@ func (d deadlineClient) ReplaceManagedFields(ctx context.Context, gvr schema.Gro
 	if !ok {
 		return ErrNoManagedFieldsEditor
 	}
-	ctx, cancel, err := fencing.Of(ctx).CallContext(ctx, d.timeout)
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,8 @@ var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 func TestEveryCallHasADeadline(t *testing.T) {
 	h := &hangingCalls{}
 	const timeout = 20 * time.Millisecond
-	kube := WithDeadline(h, timeout)
+	var current fencing.Term
+	kube := WithDeadline(h, timeout, func() fencing.Term { return current })
 	ctx := context.Background()
 	calls := []func() error{
 		func() error { _, err := kube.Apply(ctx, cmGVR, nil, "fm"); return err },
@@ -58,11 +59,11 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	if h.deadlines != len(calls) {
 		t.Fatalf("%d of %d calls had a deadline", h.deadlines, len(calls))
 	}
-	over := fencing.With(ctx, fencing.Term{Number: 2, Valid: func() bool { return false }})
-	if _, err := kube.Apply(over, cmGVR, nil, "fm"); !errors.Is(err, fencing.ErrFenced) {
+	current = fencing.Term{Number: 2, Valid: func() bool { return false }}
+	if _, err := kube.Apply(ctx, cmGVR, nil, "fm"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("apply in an ended term: %v, want fencing.ErrFenced", err)
 	}
-	if err := kube.Delete(over, cmGVR, "", "", ""); !errors.Is(err, fencing.ErrFenced) {
+	if err := kube.Delete(ctx, cmGVR, "", "", ""); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete in an ended term: %v, want fencing.ErrFenced", err)
 	}
 	if h.deadlines != len(calls) {
