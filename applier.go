@@ -139,8 +139,8 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	}
 	a.conditions = conditionlog.New(opts.Log, w.clock)
 	// The default reconcilers verify against the last status the controller's writer holds.
-	a.applyRec.last = func(ctx context.Context, id string) (*ApplyDesire, bool) { return a.apply.LastStatus(ctx, id) }
-	a.readRec.last = func(ctx context.Context, id string) (*ReadDesire, bool) { return a.read.LastStatus(ctx, id) }
+	a.applyRec.last = func(ctx context.Context, id string) func() *ApplyDesire { return a.apply.LastStatus(ctx, id) }
+	a.readRec.last = func(ctx context.Context, id string) func() *ReadDesire { return a.read.LastStatus(ctx, id) }
 	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync)

@@ -30,9 +30,10 @@ type applyReconciler struct {
 	last lastStatus[*ApplyDesire]
 }
 
-// lastStatus returns desire id's status document as last stored; found is false when there
-// is none (internal/controller's Controller.LastStatus).
-type lastStatus[T Desire] func(ctx context.Context, id string) (last T, found bool)
+// lastStatus returns the loader of desire id's status document as last stored (which
+// returns nil when there is none), or nil when there is nothing to load: a desire just
+// created (internal/controller's Controller.LastStatus).
+type lastStatus[T Desire] func(ctx context.Context, id string) (load func() T)
 
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
 // kubeContent, map its kind through mapper (reset once when unknown), server-side apply with
@@ -83,11 +84,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
 		if dec.Unknown && r.last != nil {
 			// First look in this term (a new leader): the last status may prove the object
-			// still as applied, without an apply.
-			dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, func() *ApplyDesire {
-				last, _ := r.last(ctx, d.DocumentID)
-				return last
-			})
+			// still as applied, without an apply (a desire just created has none).
+			if load := r.last(ctx, d.DocumentID); load != nil {
+				dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
+			}
 		}
 		switch {
 		case dec.Verified != nil:

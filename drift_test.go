@@ -279,7 +279,7 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			}
 			f.rec.last = nil
 			if !tc.noStatus {
-				f.rec.last = func(context.Context, string) (*ApplyDesire, bool) { return last, true }
+				f.rec.last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
 			}
 			var v2 Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })

@@ -146,8 +146,12 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 	if have {
 		return
 	}
-	last, found := r.last(ctx, id)
-	if !found || last.Status.KubeContent == nil || last.Spec.TargetItem != t {
+	load := r.last(ctx, id)
+	if load == nil {
+		return
+	}
+	last := load()
+	if last == nil || last.Status.KubeContent == nil || last.Spec.TargetItem != t {
 		return
 	}
 	var meta struct {

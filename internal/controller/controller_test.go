@@ -164,8 +164,9 @@ type ReconcilerFunc func(context.Context, *api.ApplyDesire) Verdict
 func (f ReconcilerFunc) Reconcile(ctx context.Context, d *api.ApplyDesire) Verdict { return f(ctx, d) }
 
 // TestLastStatus: a reconciler asking for a desire's last status gets it from the term's
-// writer; a desire just created (fresh from the stream) has none and nothing is read for it;
-// a kind whose reconciler does not use it gets none.
+// writer; a desire just created (fresh from the stream) has none and nothing is read for it
+// at its first look (there is nothing to load: no verification waits for it), at the next
+// it has; a kind whose reconciler does not use it gets none.
 func TestLastStatus(t *testing.T) {
 	ctx := context.Background()
 	statuses := newMemTable("status")
@@ -177,18 +178,21 @@ func TestLastStatus(t *testing.T) {
 	specs := specLister{"old": applyDesire("old", cmJSON("c1")), "new": applyDesire("new", cmJSON("c2"))}
 	var c *Controller[*api.ApplyDesire]
 	type seen struct {
-		found bool
-		gen   int64
+		loader bool // a loader was returned
+		found  bool
+		gen    int64
 	}
 	got := map[string]seen{}
 	reads := 0
 	counting := &countingTable{memTable: statuses, gets: &reads}
 	c = New(Config[*api.ApplyDesire]{Kind: api.KindApplyDesire, Cluster: "mc01", Lister: specs, Statuses: counting,
 		Reconciler: ReconcilerFunc(func(ctx context.Context, d *api.ApplyDesire) Verdict {
-			last, found := c.LastStatus(ctx, d.DocumentID)
-			s := seen{found: found}
-			if found {
-				s.gen = last.Status.AppliedResourceGeneration
+			s := seen{}
+			if load := c.LastStatus(ctx, d.DocumentID); load != nil {
+				s.loader = true
+				if last := load(); last != nil {
+					s.found, s.gen = true, last.Status.AppliedResourceGeneration
+				}
 			}
 			got[d.DocumentID] = s
 			return Applied(1, "applied")
@@ -205,11 +209,18 @@ func TestLastStatus(t *testing.T) {
 	if _, err := c.Sync(ctx, "new"); err != nil {
 		t.Fatal(err)
 	}
-	if got["old"] != (seen{true, 4}) || got["new"] != (seen{}) || reads != readsBefore {
+	if got["old"] != (seen{true, true, 4}) || got["new"] != (seen{}) || reads != readsBefore {
 		t.Fatalf("last statuses %v, %d reads for the new desire; want old's (generation 4), none for the new one and no read", got, reads-readsBefore)
 	}
+	// Fresh only for its first look: the next one sees what the first wrote.
+	if _, err := c.Sync(ctx, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if got["new"] != (seen{true, true, 1}) {
+		t.Fatalf("the new desire's second look: %v, want the status its first wrote", got["new"])
+	}
 	d := New(Config[*api.DeleteDesire]{Kind: api.KindDeleteDesire, Metrics: metrics.New(nil, time.Now), Unelected: fencing.Term{CallTimeout: time.Second}})
-	if _, found := d.LastStatus(ctx, "x"); found {
+	if d.LastStatus(ctx, "x") != nil {
 		t.Fatal("a DeleteDesire's reconciler got a last status")
 	}
 }
