@@ -63,8 +63,9 @@ type Applier struct {
 	// prewarming hands the desires a new term's specs Scan decodes to the prewarm of their
 	// targets' watches, until the term's informers have synced; nil otherwise.
 	prewarming atomic.Pointer[prewarmer]
-	// led is the term being led, or the last one led once it is over (its Valid then says
-	// no): the fence of every cluster change (kubecall.WithDeadline).
+	// led is the term being led, or once it is over the last one led (which refuses changes
+	// once its lease may have passed or a newer term was met; after a shutdown nothing calls):
+	// the fence of every cluster change of the default reconcilers (kubecall.WithDeadline).
 	led *atomic.Pointer[term]
 	// newestTerm is the newest leadership term this process met in DynamoDB: the next term
 	// it takes is above it (internal/fencing).

@@ -79,3 +79,29 @@ func TestControllerConfigCopiedWithAnotherTable(t *testing.T) {
 		t.Fatalf("status in the copied Config's table: %v; in the first table: %v (want it only in the copied one's)", errOther, errFirst)
 	}
 }
+
+// TestDefaultReconcilersGetTheLastStatus: the Applier hands its default ApplyDesire and
+// ReadDesire reconcilers the controllers' last statuses (a restart verifies instead of
+// applying again).
+func TestDefaultReconcilersGetTheLastStatus(t *testing.T) {
+	_, opts := newOffline(t)
+	a, err := newApplier(opts, tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.applyRec.last == nil || a.readRec.last == nil {
+		t.Fatal("the default ApplyDesire/ReadDesire reconcilers were handed no last status")
+	}
+	st := applyDesire("x", cmJSON("c9"))
+	st.Status.AppliedUID = "u1"
+	if _, err := a.db.ApplyDesireStatus().Create(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	load := a.applyRec.last(context.Background(), "x")
+	if load == nil {
+		t.Fatal("no last status to load for a desire that is not new")
+	}
+	if last := load(); last == nil || last.Status.AppliedUID != "u1" {
+		t.Fatalf("last status %+v, want the stored one (appliedUID u1)", last)
+	}
+}

@@ -204,7 +204,7 @@ type wiring struct {
 	countAWS, countKube func(string)
 	kubeResources       *kubecall.ResourceCounter // kube requests by group/resource
 	// term is the leadership term the Applier leads (the last one it led, once over): every
-	// cluster change, a Reconciler of one's own's through Options.Kube too, is fenced by it.
+	// cluster change through the Applier's wrapped Options.Kube is fenced by it.
 	term func() fencing.Term
 	// Set by complete.
 	logs       *logRoute

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -261,8 +263,9 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	if after := db.CallCounts(); after["PutItem"] != calls["PutItem"] || after["GetItem"] != calls["GetItem"] || after["DeleteItem"] != calls["DeleteItem"] {
 		t.Fatalf("calls %v -> %v: the ended term still called DynamoDB", calls, after)
 	}
-	if _, _, err := w.Term().CallContext(ctx, time.Second); !errors.Is(err, fencing.ErrFenced) {
-		t.Fatalf("termValid = %v, want fencing.ErrFenced for cluster changes too", err)
+	kube := kubecall.WithDeadline(newFakeKube(), time.Second, w.Term)
+	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("apply through a cluster client fenced by the writer's term: %v, want fencing.ErrFenced for cluster changes too", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,9 @@ func (h *hangingCalls) Get(ctx context.Context, _ schema.GroupVersionResource, _
 func (h *hangingCalls) Delete(ctx context.Context, _ schema.GroupVersionResource, _, _ string, _ types.UID) error {
 	return h.wait(ctx)
 }
+func (h *hangingCalls) ReplaceManagedFields(ctx context.Context, _ schema.GroupVersionResource, _, _, _ string, _ []metav1.ManagedFieldsEntry) error {
+	return h.wait(ctx)
+}
 
 var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -49,6 +53,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 		func() error { _, err := kube.Apply(ctx, cmGVR, nil, "fm"); return err },
 		func() error { _, err := kube.Get(ctx, cmGVR, "", ""); return err },
 		func() error { return kube.Delete(ctx, cmGVR, "", "", "") },
+		func() error { return kube.(ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "", "", "", nil) },
 	}
 	for i, call := range calls {
 		start := time.Now()
@@ -62,6 +67,9 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	current = fencing.Term{Number: 2, Valid: func() bool { return false }}
 	if _, err := kube.Apply(ctx, cmGVR, nil, "fm"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("apply in an ended term: %v, want fencing.ErrFenced", err)
+	}
+	if err := kube.(ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "", "", "", nil); !errors.Is(err, fencing.ErrFenced) {
+		t.Fatalf("managedFields edit in an ended term: %v, want fencing.ErrFenced", err)
 	}
 	if err := kube.Delete(ctx, cmGVR, "", "", ""); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete in an ended term: %v, want fencing.ErrFenced", err)
