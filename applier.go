@@ -139,14 +139,13 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		return nil, err
 	}
 	a.conditions = conditionlog.New(opts.Log, w.clock)
-	// The default reconcilers verify against the last status the controller's writer holds.
-	a.applyRec.last = func(ctx context.Context, id string) func() *ApplyDesire { return a.apply.LastStatus(ctx, id) }
-	a.readRec.last = func(ctx context.Context, id string) func() *ReadDesire { return a.read.LastStatus(ctx, id) }
 	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync)
 	applyCfg.ObjectRules = termConflicts{a}
 	a.apply = newController(applyCfg)
+	// The default reconcilers verify against the last status the controller's writer holds.
+	a.applyRec.last = a.apply.LastStatus
 	if w.watchTargets {
 		a.streamObs.scanned = a.prewarm
 	}
@@ -157,6 +156,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
+	a.readRec.last = a.read.LastStatus
 
 	inf, err := a.newInformers()
 	if err != nil {

@@ -38,7 +38,7 @@ func (c objectConflicts) Check(ctx context.Context, ad *ApplyDesire) (Verdict, b
 // changes or goes.
 func (c objectConflicts) Others(obj any) []string { return c.rules.Others(obj) }
 
-// scrub is scrubVerdict: no Secret value of ad's content in v.
+// Scrub is scrubVerdict: no Secret value of ad's content in v.
 func (objectConflicts) Scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }
 
 // applyConflictVerdict is ad's refusal while the older ApplyDesire keeper keeps its object.

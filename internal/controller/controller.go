@@ -36,9 +36,6 @@ type Controller[T api.Desire] struct {
 	// while leading: their status almost surely does not exist yet, so it is created without
 	// reading it first. Cleared at each leadership term.
 	fresh sync.Map
-	// syncingFresh holds the fresh desires being reconciled: LastStatus reads no status
-	// for them.
-	syncingFresh sync.Map
 	// waitingKind holds the desires whose last verdict was KindNotServed: a CRD being applied
 	// wakes them at once.
 	waitingKind sync.Map
@@ -487,7 +484,9 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		return Never("ReservedID"), nil
 	}
 	d, err := c.Lister.Get(id)
-	_, fresh := c.fresh.LoadAndDelete(id)
+	// Fresh for this look only; while it lasts, LastStatus reads no status for it.
+	_, fresh := c.fresh.Load(id)
+	defer c.fresh.Delete(id)
 	if isNotFound(err) {
 		return c.specDeleted(ctx, id)
 	}
@@ -497,11 +496,6 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 	d = d.DeepCopyDesire().(T)
 	// A spec document's own status (if a backend stored one) is no verdict of ours.
 	statusKinds[c.Kind].clear(d)
-	if fresh {
-		// Just created: it has no status yet, which LastStatus does not read.
-		c.syncingFresh.Store(id, struct{}{})
-		defer c.syncingFresh.Delete(id)
-	}
 	v := c.streaks.judge(d.Meta(), c.Judge(ctx, d), c.Now())
 	if v.reason == api.ReasonKindNotServed {
 		c.waitingKind.Store(id, struct{}{})

@@ -6,5 +6,6 @@
 // it from Config, re-exports Verdict and its constructors, and holds the reconcilers.
 //
 // Dependencies point down: api (the desire contract), internal/fencing (the term),
+// internal/stream (the informer's desire envelope),
 // internal/fairqueue, internal/metrics, internal/target (an object's readiness).
 package controller

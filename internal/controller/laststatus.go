@@ -16,7 +16,7 @@ func (c *Controller[T]) LastStatus(ctx context.Context, id string) (load func() 
 	if !statusKinds[c.Kind].lastStatusUsed() {
 		return nil
 	}
-	if _, fresh := c.syncingFresh.Load(id); fresh {
+	if _, fresh := c.fresh.Load(id); fresh {
 		return nil
 	}
 	w := c.writer.Load()

@@ -194,10 +194,3 @@ func Never(reason string) Verdict { return Verdict{reason: reason, again: LookNe
 // Again returns when v asks to be looked at again, and after how long (LookSoon; 0: the
 // controller's recheck).
 func Again(v Verdict) (Look, time.Duration) { return v.again, v.after }
-
-// Content returns what a ReadDesire's verdict observed: mirrored is true when it looked
-// (content nil: the object does not exist).
-func Content(v Verdict) (content []byte, mirrored bool) { return v.content, v.mirrored }
-
-// KindsChanged reports whether v applied a CustomResourceDefinition.
-func KindsChanged(v Verdict) bool { return v.kindsChanged }
