@@ -71,11 +71,21 @@ func DecodeItem(item Item, d Desire) error {
 	}
 	d.Meta().KeepTimeSpellings(item)
 	if attr, raw := d.content(); raw != nil {
-		content, err := ContentOf(item, attr)
+		valid := json.Valid
+		ad, isApply := d.(*ApplyDesire)
+		var key string
+		if isApply {
+			// One pass both checks the content and reads its ObjectKey.
+			valid = func(b []byte) (ok bool) { key, ok = objectKeyOf(b); return ok }
+		}
+		content, err := contentOf(item, attr, valid)
 		if err != nil {
 			return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), IDOf(item), err)
 		}
 		*raw = content
+		if isApply {
+			ad.object = contentKey{of: content, key: key}
+		}
 	}
 	return nil
 }
@@ -85,6 +95,10 @@ func DecodeItem(item Item, d Desire) error {
 // attr when it is not a string (S) or not valid JSON. The one rule both codecs of the layout
 // (this package's and the applier's) read kubeContent by.
 func ContentOf(item Item, attr string) (json.RawMessage, error) {
+	return contentOf(item, attr, json.Valid)
+}
+
+func contentOf(item Item, attr string, valid func([]byte) bool) (json.RawMessage, error) {
 	switch v := item[attr].(type) {
 	case nil:
 		return nil, nil
@@ -92,10 +106,11 @@ func ContentOf(item Item, attr string) (json.RawMessage, error) {
 		if v.Value == "" || v.Value == "null" {
 			return nil, nil
 		}
-		if !json.Valid([]byte(v.Value)) {
+		content := json.RawMessage(v.Value)
+		if !valid(content) {
 			return nil, fmt.Errorf("%s is not valid JSON", attr)
 		}
-		return json.RawMessage(v.Value), nil
+		return content, nil
 	default:
 		return nil, fmt.Errorf("%s is not a string", attr)
 	}

@@ -223,6 +223,7 @@ type ApplyDesire struct {
 	StatusFields
 	Spec   ApplyDesireSpec   `json:"spec" dynamodbav:"spec"`
 	Status ApplyDesireStatus `json:"status" dynamodbav:"status"`
+	object contentKey        // Spec.KubeContent's ObjectKey, as DecodeItem read it
 }
 
 // DeleteDesireSpec asks for the deletion of TargetItem.

@@ -209,14 +209,59 @@ func (b *bench) steadyRSS(ctx context.Context) int64 {
 
 // saveProfile stores one pprof endpoint of the applier into the output directory.
 func (b *bench) saveProfile(ctx context.Context, path, file string, timeout time.Duration) {
+	if b.fetchProfile(ctx, path, file, timeout) {
+		out := filepath.Join(b.outDir, file)
+		b.logf("saved %s (go tool pprof %s)", out, out)
+	}
+}
+
+func (b *bench) fetchProfile(ctx context.Context, path, file string, timeout time.Duration) bool {
 	body, code, err := httpGet(ctx, "http://"+b.metricsAddr+path, timeout)
 	if err != nil || code != 200 {
 		b.logf("profile %s: %v (HTTP %d)", path, err, code)
+		return false
+	}
+	return os.WriteFile(filepath.Join(b.outDir, file), body, 0o644) == nil
+}
+
+// profileUntil saves the applier's CPU profile from now until stop is closed, as slices of
+// profileSlice merged into file by go tool pprof: a phase whose length is not known in advance
+// (a bulk: 30 s at 10k, minutes at 40k) is profiled whole, so its CPU per desire can be split
+// by function. The profile runs up to one slice past stop.
+func (b *bench) profileUntil(ctx context.Context, stop <-chan struct{}, file string) {
+	const profileSlice = 5 * time.Second
+	var parts []string
+	defer func() {
+		for _, p := range parts {
+			_ = os.Remove(p)
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			return
+		default:
+			part := fmt.Sprintf("%s.part%03d", file, i)
+			if b.fetchProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(profileSlice.Seconds())), part, profileSlice+30*time.Second) {
+				parts = append(parts, filepath.Join(b.outDir, part))
+			}
+			continue
+		}
+		break
+	}
+	if len(parts) == 0 {
 		return
 	}
 	out := filepath.Join(b.outDir, file)
-	if err := os.WriteFile(out, body, 0o644); err == nil {
-		b.logf("saved %s (go tool pprof %s)", out, out)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof", "-proto"}, parts...)...)
+	merged, err := cmd.Output()
+	if err != nil {
+		b.logf("merge %d profiles into %s: %v", len(parts), out, err)
+		return
+	}
+	if err := os.WriteFile(out, merged, 0o644); err == nil {
+		b.logf("saved %s, %d slices of %s (go tool pprof %s)", out, len(parts), profileSlice, out)
 	}
 }
 

@@ -117,9 +117,13 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 	m0 := b.mustScrape(ctx)
 	created0 := m0.sum("kube_applier_status_writes_total", map[string]string{"kind": "ApplyDesire", "result": "created"})
 	cpu0 := b.appStats().CPUSeconds
+	// The whole bulk is profiled, its spec writes and the drain after them; the profile ends
+	// before the plain loop's second run.
+	profiled, stopProfile := make(chan struct{}), make(chan struct{})
 	if b.cfg.profile {
-		secs := max(5, min(30, n/400))
-		go b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "bulk.cpu.pprof", time.Duration(secs+30)*time.Second)
+		go func() { defer close(profiled); b.profileUntil(ctx, stopProfile, "bulk.cpu.pprof") }()
+	} else {
+		close(profiled)
 	}
 	b.logf("writing %d ApplyDesires (BatchWriteItem x25, 8 in parallel)", n)
 	t0 := time.Now()
@@ -175,6 +179,8 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 		}
 	}
 	<-writeDone
+	close(stopProfile)
+	<-profiled
 	if createdAtWritten < 0 { // converged before the last write returned (cannot happen) or never scraped
 		createdAtWritten = 0
 	}

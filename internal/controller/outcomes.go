@@ -9,12 +9,10 @@ import (
 
 // outcome is what the last status this term wrote for a desire says, and which spec it answers.
 type outcome struct {
-	created    time.Time
-	version    int64
-	updated    time.Time // the answered version's updateTime
-	successful bool
-	degraded   bool
-	reason     string
+	created time.Time
+	version int64
+	updated time.Time // the answered version's updateTime
+	key     int32     // what the status says: outcomes.keys[key]
 }
 
 // answers reports whether the status recorded answers m's incarnation at its version or newer.
@@ -28,6 +26,10 @@ func (o outcome) answers(m *api.DynamoDBMetadata) bool {
 type outcomes struct {
 	mu   sync.Mutex
 	byID map[string]outcome
+	// keys are the TallyKeys outcomes say, each once: a tally counts by index, without
+	// hashing three strings per desire (kept across terms: they are few, one per reason).
+	keys  []TallyKey
+	keyAt map[TallyKey]int32
 	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
 	// (logging.go hands them to internal/conditionlog).
 	observe func(id string, v Verdict)
@@ -35,15 +37,34 @@ type outcomes struct {
 
 // record notes that the status of spec m now says v.
 func (o *outcomes) record(m *api.DynamoDBMetadata, v Verdict) {
+	k := TallyKey{Successful: conditionValue(v.successful), Degraded: conditionValue(v.degraded), Reason: v.reason}
 	o.mu.Lock()
-	if o.byID == nil {
-		o.byID = map[string]outcome{}
-	}
-	o.byID[m.DocumentID] = outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, successful: v.successful, degraded: v.degraded, reason: v.reason}
+	o.putLocked(m.DocumentID, outcome{created: m.CreateTime, version: m.Version, updated: m.UpdateTime, key: o.keyLocked(k)})
 	o.mu.Unlock()
 	if o.observe != nil {
 		o.observe(m.DocumentID, v)
 	}
+}
+
+func (o *outcomes) putLocked(id string, out outcome) {
+	if o.byID == nil {
+		o.byID = map[string]outcome{}
+	}
+	o.byID[id] = out
+}
+
+// keyLocked returns k's index in o.keys, adding it when new.
+func (o *outcomes) keyLocked(k TallyKey) int32 {
+	if i, ok := o.keyAt[k]; ok {
+		return i
+	}
+	if o.keyAt == nil {
+		o.keyAt = map[TallyKey]int32{}
+	}
+	i := int32(len(o.keys))
+	o.keys = append(o.keys, k)
+	o.keyAt[k] = i
+	return i
 }
 
 func (o *outcomes) forget(id string) {
@@ -76,13 +97,6 @@ func (o *outcomes) clear() {
 	o.mu.Unlock()
 }
 
-func (o *outcomes) get(id string) (outcome, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out, ok := o.byID[id]
-	return out, ok
-}
-
 // TallyKey is one series of kube_applier_desires.
 type TallyKey struct{ Successful, Degraded, Reason string }
 
@@ -103,8 +117,14 @@ type Tally struct {
 // updateTime when that is earlier still. No clock is trusted to order versions (a backend
 // clock behind gives a version 2 an updateTime before version 1's). the heartbeat writer (internal/heartbeat, Content) caps it
 // further at the time the stream was last read to its end.
-func tallyDesires[T api.Desire](specs []T, recorded func(id string) (outcome, bool)) Tally {
+//
+// The walk holds o's lock: one lock for 40k desires, not one each.
+func tallyDesires[T api.Desire](specs []T, o *outcomes) Tally {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	t := Tally{Counts: map[TallyKey]int{}}
+	byKey := make([]int, len(o.keys))
+	pending := 0
 	var bound, newest time.Time
 	bounded := false
 	for _, d := range specs {
@@ -116,13 +136,13 @@ func tallyDesires[T api.Desire](specs []T, recorded func(id string) (outcome, bo
 		if m.UpdateTime.After(newest) {
 			newest = m.UpdateTime
 		}
-		o, ok := recorded(m.DocumentID)
+		out, ok := o.byID[m.DocumentID]
 		if ok {
-			t.Counts[TallyKey{Successful: conditionValue(o.successful), Degraded: conditionValue(o.degraded), Reason: o.reason}]++
+			byKey[out.key]++
 		} else {
-			t.Counts[PendingKey]++
+			pending++
 		}
-		if ok && o.answers(m) {
+		if ok && out.answers(m) {
 			continue
 		}
 		t.Unanswered++
@@ -131,9 +151,9 @@ func tallyDesires[T api.Desire](specs []T, recorded func(id string) (outcome, bo
 		// earlier than its answered version 1's, or than its createTime).
 		b := m.UpdateTime.Add(-time.Nanosecond)
 		switch {
-		case ok && o.created.Equal(m.CreateTime):
-			if o.updated.Before(b) {
-				b = o.updated // its answered version's time (later versions are later, clocks permitting)
+		case ok && out.created.Equal(m.CreateTime):
+			if out.updated.Before(b) {
+				b = out.updated // its answered version's time (later versions are later, clocks permitting)
 			}
 		case m.CreateTime.Add(-time.Nanosecond).Before(b):
 			b = m.CreateTime.Add(-time.Nanosecond) // no version of the incarnation answered
@@ -141,6 +161,14 @@ func tallyDesires[T api.Desire](specs []T, recorded func(id string) (outcome, bo
 		if !bounded || b.Before(bound) {
 			bound, bounded = b, true
 		}
+	}
+	for i, n := range byKey {
+		if n > 0 {
+			t.Counts[o.keys[i]] += n
+		}
+	}
+	if pending > 0 {
+		t.Counts[PendingKey] += pending
 	}
 	switch {
 	case bounded:
@@ -161,7 +189,7 @@ func conditionValue(b bool) string {
 }
 
 // Tally counts the desires of the current term's cache by what their status says.
-func (c *Controller[T]) Tally() Tally { return tallyDesires(c.Lister.List(), c.outcomes.get) }
+func (c *Controller[T]) Tally() Tally { return tallyDesires(c.Lister.List(), &c.outcomes) }
 
 // ClearOutcomes forgets what this controller's statuses said: another term's outcomes answer
 // nothing now (cleared before the heartbeat's first write of a term).

@@ -1,10 +1,8 @@
 package rivals
 
 import (
-	"encoding/json"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -18,29 +16,15 @@ const FamilyIndex = "family"
 
 func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
 
-// ObjectKey names the object an ApplyDesire's kubeContent applies: "group/Kind/namespace/name",
-// any version. "" when the desire is undecodable or its content names no object (it is
-// refused by its reconciler anyway).
+// ObjectKey names the object an ApplyDesire's kubeContent applies (api.ApplyDesire.ObjectKey:
+// "group/Kind/namespace/name", any version, read once when the desire was decoded). "" when
+// the desire is undecodable or its content names no object (it is refused by its reconciler
+// anyway).
 func ObjectKey(d *api.ApplyDesire) string {
-	if d.Invalid != "" || d.Spec.KubeContent == nil {
+	if d.Invalid != "" {
 		return ""
 	}
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(d.Spec.KubeContent, &obj) != nil || obj.Kind == "" || obj.Metadata.Name == "" {
-		return ""
-	}
-	gv, err := schema.ParseGroupVersion(obj.APIVersion)
-	if err != nil {
-		return ""
-	}
-	return gv.Group + "/" + obj.Kind + "/" + obj.Metadata.Namespace + "/" + obj.Metadata.Name
+	return d.ObjectKey()
 }
 
 // applyFamily is an ApplyDesire's FamilyIndex key: its kubeContent's object ("" when it names

@@ -2,8 +2,10 @@ package rivals
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
@@ -46,5 +48,24 @@ func TestIndexersShareFamilies(t *testing.T) {
 	}
 	if Indexers(api.KindReadDesire) != nil {
 		t.Fatal("ReadDesires are indexed")
+	}
+}
+
+// BenchmarkDecodeAndObjectKey: one ApplyDesire of 1 KiB decoded, and its key read three
+// times, as its informer's index and the rules read it for one event.
+func BenchmarkDecodeAndObjectKey(b *testing.B) {
+	pad := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 40)[:1000]
+	item := api.Item{api.AttrDocumentID: &types.AttributeValueMemberS{Value: "d"},
+		api.AttrSpecKubeContent: &types.AttributeValueMemberS{Value: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n"},"data":{"k":"` + pad + `"}}`}}
+	for b.Loop() {
+		var d api.ApplyDesire
+		if err := api.DecodeItem(item, &d); err != nil {
+			b.Fatal(err)
+		}
+		for range 3 {
+			if ObjectKey(&d) != "/ConfigMap/n/a" {
+				b.Fatal("no key")
+			}
+		}
 	}
 }
