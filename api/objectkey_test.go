@@ -84,4 +84,3 @@ func TestDecodeItemRefusesContentThatIsNotJSON(t *testing.T) {
 		}
 	}
 }
-
