@@ -84,7 +84,7 @@ func DecodeItem(item Item, d Desire) error {
 		}
 		*raw = content
 		if isApply {
-			ad.object = contentKey{of: content, key: key}
+			ad.object = keyOf(content, key)
 		}
 	}
 	return nil

@@ -13,7 +13,6 @@ func (d *ApplyDesire) DeepCopy() *ApplyDesire {
 	out := *d
 	out.Status.CommonStatus = d.Status.CommonStatus.DeepCopy()
 	out.Spec.KubeContent = bytes.Clone(d.Spec.KubeContent)
-	out.object = d.object.copyFor(d.Spec.KubeContent, out.Spec.KubeContent)
 	return &out
 }
 

@@ -3,16 +3,32 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"strings"
 )
 
-// contentKey is the ObjectKey of the kubeContent DecodeItem decoded, kept with that content's
-// slice: the key reads the whole content, and an applier asks for it several times per event
-// (its informer's index, the rival rules). It is set only by DecodeItem, before the desire is
-// shared, so reading it needs no lock.
+// contentKey is the ObjectKey of the kubeContent DecodeItem decoded, with a hash of that
+// content: the key reads the whole content, and an applier asks for it several times per event
+// (its informer's index, the rival rules); the hash tells, at a fraction of the cost, whether
+// the content is still the one the key was read from, replaced or edited in place. It is set
+// only by DecodeItem, before the desire is shared, so reading it needs no lock.
 type contentKey struct {
-	of  json.RawMessage
+	sum uint64 // maphash of the content (set: len > 0)
+	len int
 	key string
+}
+
+// contentSeed seeds the hashes of contentKey (one per process: they are never stored).
+var contentSeed = maphash.MakeSeed()
+
+func keyOf(content []byte, key string) contentKey {
+	return contentKey{sum: maphash.Bytes(contentSeed, content), len: len(content), key: key}
+}
+
+// keys reports whether k was read from content c: the same bytes (but for the 2^-64 chance of
+// a collision of a 64-bit hash with a seed no input can know).
+func (k contentKey) keys(c json.RawMessage) bool {
+	return len(c) > 0 && k.len == len(c) && k.sum == maphash.Bytes(contentSeed, c)
 }
 
 // ObjectKey names the object the desire's kubeContent applies: "group/Kind/namespace/name",
@@ -21,8 +37,8 @@ type contentKey struct {
 // apiVersion with more than one "/" (the rule of apimachinery's schema.ParseGroupVersion). Two
 // ApplyDesires with the same key are rivals for one object (docs/contract.md).
 //
-// Computed once when DecodeItem decoded the desire; parsed again when Spec.KubeContent has been
-// replaced since.
+// Read once when DecodeItem decoded the desire, in the pass that checked the content; parsed
+// again when Spec.KubeContent has changed since (replaced or edited in place).
 func (d *ApplyDesire) ObjectKey() string {
 	c := d.Spec.KubeContent
 	if len(c) == 0 {
@@ -33,19 +49,6 @@ func (d *ApplyDesire) ObjectKey() string {
 	}
 	key, _ := objectKeyOf(c)
 	return key
-}
-
-// keys reports whether k was read from content c itself (the same bytes, not a copy).
-func (k contentKey) keys(c json.RawMessage) bool {
-	return len(c) > 0 && len(k.of) == len(c) && &k.of[0] == &c[0]
-}
-
-// copyFor is k for clone, a copy of c: none when k was not read from c.
-func (k contentKey) copyFor(c, clone json.RawMessage) contentKey {
-	if !k.keys(c) {
-		return contentKey{}
-	}
-	return contentKey{of: clone, key: k.key}
 }
 
 // objectKeyOf parses raw's apiVersion, kind and metadata once: its ObjectKey, and whether raw

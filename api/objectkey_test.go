@@ -63,10 +63,21 @@ func TestObjectKeyFollowsTheContent(t *testing.T) {
 	if got := d.ObjectKey(); got != "/Secret//b" {
 		t.Errorf("replaced content: ObjectKey = %q, want /Secret//b", got)
 	}
-	// Same length, other bytes: the key follows the bytes.
-	d.Spec.KubeContent = json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"}}`)
-	if got := d.ObjectKey(); got != "/ConfigMap//z" {
-		t.Errorf("replaced content of the same length: ObjectKey = %q, want /ConfigMap//z", got)
+	// Edited in place, at the same length (json.RawMessage.UnmarshalJSON reuses the slice):
+	// the key follows the bytes.
+	var e ApplyDesire
+	if err := DecodeItem(item, &e); err != nil {
+		t.Fatal(err)
+	}
+	before := &e.Spec.KubeContent[0]
+	if err := json.Unmarshal([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"}}`), &e.Spec.KubeContent); err != nil {
+		t.Fatal(err)
+	}
+	if &e.Spec.KubeContent[0] != before {
+		t.Fatal("the test meant an edit in place: the content moved")
+	}
+	if got := e.ObjectKey(); got != "/ConfigMap//z" {
+		t.Errorf("content edited in place: ObjectKey = %q, want /ConfigMap//z", got)
 	}
 }
 

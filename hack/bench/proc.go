@@ -225,43 +225,35 @@ func (b *bench) fetchProfile(ctx context.Context, path, file string, timeout tim
 }
 
 // profileUntil saves the applier's CPU profile from now until stop is closed, as slices of
-// profileSlice merged into file by go tool pprof: a phase whose length is not known in advance
-// (a bulk: 30 s at 10k, minutes at 40k) is profiled whole, so its CPU per desire can be split
-// by function. The profile runs up to one slice past stop.
-func (b *bench) profileUntil(ctx context.Context, stop <-chan struct{}, file string) {
+// profileSlice into dir (go tool pprof reads them as one: go tool pprof -top dir/*.pprof): a
+// phase whose length is not known in advance (a bulk: 30 s at 10k, minutes at 40k) is
+// profiled whole, so its CPU per desire can be split by function. The last slice runs up to
+// profileSlice past stop.
+func (b *bench) profileUntil(ctx context.Context, stop <-chan struct{}, dir string) {
 	const profileSlice = 5 * time.Second
-	var parts []string
-	defer func() {
-		for _, p := range parts {
-			_ = os.Remove(p)
-		}
-	}()
+	if err := os.MkdirAll(filepath.Join(b.outDir, dir), 0o755); err != nil {
+		b.logf("profile: %v", err)
+		return
+	}
+	saved := 0
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
+			b.logf("saved %d CPU profiles of %s in %s (go tool pprof -top %[3]s/*.pprof)", saved, profileSlice, filepath.Join(b.outDir, dir))
+			return
 		case <-ctx.Done():
 			return
 		default:
-			part := fmt.Sprintf("%s.part%03d", file, i)
-			if b.fetchProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(profileSlice.Seconds())), part, profileSlice+30*time.Second) {
-				parts = append(parts, filepath.Join(b.outDir, part))
-			}
+		}
+		if b.fetchProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(profileSlice.Seconds())), filepath.Join(dir, fmt.Sprintf("%03d.pprof", i)), profileSlice+30*time.Second) {
+			saved++
 			continue
 		}
-		break
-	}
-	if len(parts) == 0 {
-		return
-	}
-	out := filepath.Join(b.outDir, file)
-	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof", "-proto"}, parts...)...)
-	merged, err := cmd.Output()
-	if err != nil {
-		b.logf("merge %d profiles into %s: %v", len(parts), out, err)
-		return
-	}
-	if err := os.WriteFile(out, merged, 0o644); err == nil {
-		b.logf("saved %s, %d slices of %s (go tool pprof %s)", out, len(parts), profileSlice, out)
+		select { // the applier is gone, or busy with another profile: no busy loop
+		case <-stop:
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 }
 

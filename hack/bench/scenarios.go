@@ -119,12 +119,15 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 	cpu0 := b.appStats().CPUSeconds
 	// The whole bulk is profiled, its spec writes and the drain after them; the profile ends
 	// before the plain loop's second run.
-	profiled, stopProfile := make(chan struct{}), make(chan struct{})
+	profiled, stop := make(chan struct{}), make(chan struct{})
+	stopProfile := sync.OnceFunc(func() { close(stop) })
 	if b.cfg.profile {
-		go func() { defer close(profiled); b.profileUntil(ctx, stopProfile, "bulk.cpu.pprof") }()
+		go func() { defer close(profiled); b.profileUntil(ctx, stop, "bulk.cpu") }()
 	} else {
 		close(profiled)
 	}
+	// On every way out: the next scenario takes its own profiles.
+	defer func() { stopProfile(); <-profiled }()
 	b.logf("writing %d ApplyDesires (BatchWriteItem x25, 8 in parallel)", n)
 	t0 := time.Now()
 	var writeErr error
@@ -178,9 +181,8 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	stopProfile()
 	<-writeDone
-	close(stopProfile)
-	<-profiled
 	if createdAtWritten < 0 { // converged before the last write returned (cannot happen) or never scraped
 		createdAtWritten = 0
 	}

@@ -27,7 +27,9 @@ type outcomes struct {
 	mu   sync.Mutex
 	byID map[string]outcome
 	// keys are the TallyKeys outcomes say, each once: a tally counts by index, without
-	// hashing three strings per desire (kept across terms: they are few, one per reason).
+	// hashing three strings per desire. They are few (one per reason), but a reconciler of
+	// one's own may coin reasons without end: past maxTallyKeys, those no outcome says are
+	// dropped.
 	keys  []TallyKey
 	keyAt map[TallyKey]int32
 	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
@@ -53,10 +55,16 @@ func (o *outcomes) putLocked(id string, out outcome) {
 	o.byID[id] = out
 }
 
+// maxTallyKeys is the size past which outcomes.keys is compacted.
+const maxTallyKeys = 1024
+
 // keyLocked returns k's index in o.keys, adding it when new.
 func (o *outcomes) keyLocked(k TallyKey) int32 {
 	if i, ok := o.keyAt[k]; ok {
 		return i
+	}
+	if len(o.keys) >= maxTallyKeys {
+		o.compactKeysLocked()
 	}
 	if o.keyAt == nil {
 		o.keyAt = map[TallyKey]int32{}
@@ -65,6 +73,22 @@ func (o *outcomes) keyLocked(k TallyKey) int32 {
 	o.keys = append(o.keys, k)
 	o.keyAt[k] = i
 	return i
+}
+
+// compactKeysLocked keeps only the keys some outcome says, and renumbers the outcomes.
+func (o *outcomes) compactKeysLocked() {
+	keys, keyAt, to := []TallyKey(nil), map[TallyKey]int32{}, map[int32]int32{}
+	for id, out := range o.byID {
+		n, ok := to[out.key]
+		if !ok {
+			n = int32(len(keys))
+			keys = append(keys, o.keys[out.key])
+			keyAt[o.keys[out.key]], to[out.key] = n, n
+		}
+		out.key = n
+		o.byID[id] = out
+	}
+	o.keys, o.keyAt = keys, keyAt
 }
 
 func (o *outcomes) forget(id string) {

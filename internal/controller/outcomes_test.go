@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -117,5 +118,34 @@ func BenchmarkTally40k(b *testing.B) {
 		if got := tallyDesires(specs, &o); got.Desires != len(specs) {
 			b.Fatalf("tally of %d desires", got.Desires)
 		}
+	}
+}
+
+// TestTallyCountsWhatTheVerdictsSaid: each recorded verdict is counted under its own
+// Successful, Degraded and reason, a forgotten desire as Pending; reasons coined without end
+// keep the interned keys bounded and the counts right.
+func TestTallyCountsWhatTheVerdictsSaid(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var o outcomes
+	a, b, c := specAt("a", 1, t0, t0), specAt("b", 1, t0, t0), specAt("c", 1, t0, t0)
+	o.record(a.Meta(), Verdict{successful: true, reason: api.ReasonNoErrors})
+	o.record(b.Meta(), Verdict{degraded: true, reason: api.ReasonKubeAPIError})
+	o.record(c.Meta(), Verdict{reason: api.ReasonPreCheckFailed})
+	o.forget("c")
+	want := map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, {"False", "True", api.ReasonKubeAPIError}: 1, PendingKey: 1}
+	if got := tallyDesires([]*api.ApplyDesire{a, b, c}, &o).Counts; !maps.Equal(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+	// A reconciler that names a new reason for every verdict.
+	for i := range 3 * maxTallyKeys {
+		o.record(c.Meta(), Verdict{reason: fmt.Sprintf("Coined%d", i)})
+	}
+	if len(o.keys) > maxTallyKeys || len(o.keyAt) != len(o.keys) {
+		t.Fatalf("%d interned keys (%d indexed), want at most %d", len(o.keys), len(o.keyAt), maxTallyKeys)
+	}
+	want = map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, {"False", "True", api.ReasonKubeAPIError}: 1,
+		{"False", "False", fmt.Sprintf("Coined%d", 3*maxTallyKeys-1)}: 1}
+	if got := tallyDesires([]*api.ApplyDesire{a, b, c}, &o).Counts; !maps.Equal(got, want) {
+		t.Fatalf("after the coined reasons: counts %v, want %v", got, want)
 	}
 }
