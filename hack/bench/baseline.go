@@ -75,7 +75,7 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 	errc := make(chan error, b.cfg.workers)
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	cpu0 := selfCPU()
+	cpu0, stack0 := selfCPU(), b.stackCPU()
 	var applyNanos, putNanos atomic.Int64 // summed latencies: which side slows down
 	for range b.cfg.workers {
 		wg.Add(1)
@@ -142,7 +142,7 @@ feed:
 	rate := float64(n) / dur.Seconds()
 	applyMS, putMS := ms(time.Duration(applyNanos.Load()))/float64(n), ms(time.Duration(putNanos.Load()))/float64(n)
 	b.details["plain_loop_"+tag] = map[string]any{"seconds": dur.Seconds(), "per_s": rate, "harness_cpu_seconds": selfCPU() - cpu0,
-		"mean_apply_ms": applyMS, "mean_putitem_ms": putMS,
+		"mean_apply_ms": applyMS, "mean_putitem_ms": putMS, "cpu_ms_per_item": cpuPerItem(stack0, b.stackCPU(), n),
 		"kube_requests": kc.Snapshot(), "dynamodb_requests": dc.Snapshot()}
 	b.logf("plain loop %s: %d in %s (%.0f/s; mean apply %.1f ms, PutItem %.1f ms)", tag, n, dur.Round(time.Millisecond), rate, applyMS, putMS)
 	return rate, nil

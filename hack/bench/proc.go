@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +184,42 @@ func readProc(pid int) (procStats, error) {
 	st, _ := strconv.ParseFloat(f[12], 64)
 	s.CPUSeconds = (ut + st) / clkTck
 	return s, nil
+}
+
+// stackCPU reads the CPU time (seconds) of each process on the machine's 2 cores that a bulk
+// shares them with: the local stack's (its .stack/*.pid files), this harness, and the applier
+// when one runs. Differences of two readings tell what each process spent per desire, and so
+// what bounds a rate when the cores are saturated.
+func (b *bench) stackCPU() map[string]float64 {
+	out := map[string]float64{"harness": selfCPU()}
+	for _, name := range []string{"dynamodb", "etcd", "kube-apiserver"} {
+		raw, err := os.ReadFile(filepath.Join(b.repo, ".stack", name+".pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil {
+			continue
+		}
+		if s, err := readProc(pid); err == nil {
+			out[name] = s.CPUSeconds
+		}
+	}
+	if b.app != nil && !b.app.gone() {
+		out["applier"] = b.appStats().CPUSeconds
+	}
+	return out
+}
+
+// cpuPerItem is the CPU each process spent between two stackCPU readings, in ms per item.
+func cpuPerItem(before, after map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if v0, ok := before[k]; ok && n > 0 {
+			out[k] = math.Round(1e5*(v-v0)/float64(n)) / 100
+		}
+	}
+	return out
 }
 
 func (b *bench) appStats() procStats {
