@@ -27,10 +27,11 @@ type desireCollector struct {
 }
 
 // collectReuse is how long a tally of kube_applier_desires is reused at least; walkShare, how
-// many times as long as the walk took.
+// many times as long as the walk took; maxCollectReuse, at most.
 const (
-	collectReuse = time.Second
-	walkShare    = 100
+	collectReuse    = time.Second
+	walkShare       = 100
+	maxCollectReuse = 10 * time.Second
 )
 
 func newDesireCollector(a *Applier) *desireCollector {
@@ -60,15 +61,18 @@ func (c *desireCollector) current() map[DesireKind]controller.Tally {
 	defer c.mu.Unlock()
 	now, caches := c.a.wiring.clock(), c.a.informers.Load()
 	if c.tallies == nil || caches != c.caches || now.Sub(c.at) >= c.reuse || now.Before(c.at) {
-		start := time.Now()
 		c.tallies = map[DesireKind]controller.Tally{KindApplyDesire: c.a.apply.Tally(), KindDeleteDesire: c.a.delete.Tally(), KindReadDesire: c.a.read.Tally()}
-		c.at, c.caches, c.reuse = now, caches, reuseAfter(time.Since(start))
+		c.at, c.caches, c.reuse = now, caches, reuseAfter(c.a.wiring.clock().Sub(now))
 	}
 	return c.tallies
 }
 
-// reuseAfter is how long a tally that took took to walk is reused.
-func reuseAfter(took time.Duration) time.Duration { return max(collectReuse, walkShare*took) }
+// reuseAfter is how long a tally that took took to walk is reused: never more than
+// maxCollectReuse (a walk slowed by a stall, a relist holding the store, says nothing of the
+// next one).
+func reuseAfter(took time.Duration) time.Duration {
+	return min(maxCollectReuse, max(collectReuse, walkShare*took))
+}
 
 // monitoring holds the series added for alerting (examples/deploy/prometheusrule.yaml) that
 // have no place in metrics.go: relists, and the heartbeat's writes.

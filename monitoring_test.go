@@ -84,14 +84,15 @@ func TestDesireGaugesReuseATally(t *testing.T) {
 }
 
 // TestDesireGaugesReuseLongWalksLonger: a walk is reused for collectReuse, or 100 times as
-// long as it took, so the walks never take more than 1% of a core.
+// long as it took (the walks never take more than 1% of a core), at most maxCollectReuse.
 func TestDesireGaugesReuseLongWalksLonger(t *testing.T) {
 	for _, tc := range []struct{ took, want time.Duration }{
 		{0, collectReuse},
 		{3 * time.Millisecond, collectReuse},
 		{10 * time.Millisecond, collectReuse},
 		{20 * time.Millisecond, 2 * time.Second},
-		{150 * time.Millisecond, 15 * time.Second},
+		{80 * time.Millisecond, 8 * time.Second},
+		{300 * time.Millisecond, maxCollectReuse}, // a stall, not the walk's cost
 	} {
 		if got := reuseAfter(tc.took); got != tc.want {
 			t.Errorf("a walk of %s is reused for %s, want %s", tc.took, got, tc.want)

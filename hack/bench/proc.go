@@ -190,10 +190,16 @@ func readProc(pid int) (procStats, error) {
 // shares them with: the local stack's (its .stack/*.pid files), this harness, and the applier
 // when one runs. Differences of two readings tell what each process spent per desire, and so
 // what bounds a rate when the cores are saturated.
+// Readings are keyed "name pid": a process restarted between two readings is not compared
+// with its predecessor.
 func (b *bench) stackCPU() map[string]float64 {
-	out := map[string]float64{"harness": selfCPU()}
+	out := map[string]float64{fmt.Sprintf("harness %d", os.Getpid()): selfCPU()}
+	dir := os.Getenv("KAA_STACK_DIR") // local-stack.sh's, default <repo>/.stack
+	if dir == "" {
+		dir = filepath.Join(b.repo, ".stack")
+	}
 	for _, name := range []string{"dynamodb", "etcd", "kube-apiserver"} {
-		raw, err := os.ReadFile(filepath.Join(b.repo, ".stack", name+".pid"))
+		raw, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 		if err != nil {
 			continue
 		}
@@ -202,21 +208,25 @@ func (b *bench) stackCPU() map[string]float64 {
 			continue
 		}
 		if s, err := readProc(pid); err == nil {
-			out[name] = s.CPUSeconds
+			out[fmt.Sprintf("%s %d", name, pid)] = s.CPUSeconds
 		}
 	}
 	if b.app != nil && !b.app.gone() {
-		out["applier"] = b.appStats().CPUSeconds
+		if s, err := readProc(b.app.pid); err == nil {
+			out[fmt.Sprintf("applier %d", b.app.pid)] = s.CPUSeconds
+		}
 	}
 	return out
 }
 
-// cpuPerItem is the CPU each process spent between two stackCPU readings, in ms per item.
+// cpuPerItem is the CPU each process spent between two stackCPU readings, in ms per item,
+// by name: only processes read both times (the same pid).
 func cpuPerItem(before, after map[string]float64, n int) map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range after {
-		if v0, ok := before[k]; ok && n > 0 {
-			out[k] = math.Round(1e5*(v-v0)/float64(n)) / 100
+		if v0, ok := before[k]; ok && n > 0 && v >= v0 {
+			name, _, _ := strings.Cut(k, " ")
+			out[name] = math.Round(1e5*(v-v0)/float64(n)) / 100
 		}
 	}
 	return out

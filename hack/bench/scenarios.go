@@ -247,19 +247,19 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 
 // plainStackCPU is the mean of the plain loop runs' CPU per item, by process.
 func plainStackCPU(b *bench) map[string]float64 {
-	out, runs := map[string]float64{}, 0
+	out, runs := map[string]float64{}, map[string]int{}
 	for _, tag := range []string{"a", "b"} {
 		if d, ok := b.details["plain_loop_"+tag].(map[string]any); ok {
 			if m, ok := d["cpu_ms_per_item"].(map[string]float64); ok {
 				for k, v := range m {
 					out[k] += v
+					runs[k]++
 				}
-				runs++
 			}
 		}
 	}
 	for k := range out {
-		out[k] = math.Round(100*out[k]/float64(runs)) / 100
+		out[k] = math.Round(100*out[k]/float64(runs[k])) / 100
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"reflect"
 	"strings"
@@ -102,5 +103,17 @@ func TestSweepPointsJSONHasNoNaN(t *testing.T) {
 	}
 	if _, ok := m["error"]; ok {
 		t.Fatalf("empty error written: %v", m)
+	}
+}
+
+// TestCPUPerItemComparesOneProcess: a process restarted between two readings (another pid)
+// is left out, not counted negative; the rest are ms per item by name.
+func TestCPUPerItemComparesOneProcess(t *testing.T) {
+	before := map[string]float64{"etcd 10": 100, "applier 7": 5, "dynamodb 3": 1}
+	after := map[string]float64{"etcd 11": 2, "applier 7": 7.5, "dynamodb 3": 2}
+	got := cpuPerItem(before, after, 1000)
+	want := map[string]float64{"applier": 2.5, "dynamodb": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("cpuPerItem = %v, want %v", got, want)
 	}
 }

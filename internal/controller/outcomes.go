@@ -32,6 +32,11 @@ type outcomes struct {
 	// dropped.
 	keys  []TallyKey
 	keyAt map[TallyKey]int32
+	// compactAt is the size of keys that makes the next new key compact them: maxTallyKeys,
+	// or twice the keys a compaction kept (so that many live keys are not walked again for
+	// every new one).
+	compactAt   int
+	compactions int // how many (for tests)
 	// observe, when set, sees each verdict recorded, and a forgotten desire as Pending
 	// (logging.go hands them to internal/conditionlog).
 	observe func(id string, v Verdict)
@@ -55,7 +60,7 @@ func (o *outcomes) putLocked(id string, out outcome) {
 	o.byID[id] = out
 }
 
-// maxTallyKeys is the size past which outcomes.keys is compacted.
+// maxTallyKeys is the size past which outcomes.keys is first compacted.
 const maxTallyKeys = 1024
 
 // keyLocked returns k's index in o.keys, adding it when new.
@@ -63,8 +68,9 @@ func (o *outcomes) keyLocked(k TallyKey) int32 {
 	if i, ok := o.keyAt[k]; ok {
 		return i
 	}
-	if len(o.keys) >= maxTallyKeys {
+	if len(o.keys) >= max(maxTallyKeys, o.compactAt) {
 		o.compactKeysLocked()
+		o.compactAt = 2 * len(o.keys)
 	}
 	if o.keyAt == nil {
 		o.keyAt = map[TallyKey]int32{}
@@ -77,6 +83,7 @@ func (o *outcomes) keyLocked(k TallyKey) int32 {
 
 // compactKeysLocked keeps only the keys some outcome says, and renumbers the outcomes.
 func (o *outcomes) compactKeysLocked() {
+	o.compactions++
 	keys, keyAt, to := []TallyKey(nil), map[TallyKey]int32{}, map[int32]int32{}
 	for id, out := range o.byID {
 		n, ok := to[out.key]

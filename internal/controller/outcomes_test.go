@@ -149,3 +149,24 @@ func TestTallyCountsWhatTheVerdictsSaid(t *testing.T) {
 		t.Fatalf("after the coined reasons: counts %v, want %v", got, want)
 	}
 }
+
+// TestTallyKeysLiveBeyondTheLimit: with more distinct keys in use than maxTallyKeys, a new key
+// does not walk every outcome again (each compaction doubles the next one's threshold), and
+// every key still counts its desire.
+func TestTallyKeysLiveBeyondTheLimit(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var o outcomes
+	n := 4 * maxTallyKeys
+	specs := make([]*api.ApplyDesire, n)
+	for i := range n {
+		specs[i] = specAt(fmt.Sprintf("d%05d", i), 1, t0, t0)
+		o.record(specs[i].Meta(), Verdict{reason: fmt.Sprintf("Reason%d", i)})
+	}
+	if o.compactions > 3 {
+		t.Fatalf("%d compactions for %d live keys, want at most 3", o.compactions, n)
+	}
+	counts := tallyDesires(specs, &o).Counts
+	if len(counts) != n || counts[TallyKey{"False", "False", "Reason17"}] != 1 {
+		t.Fatalf("%d keys counted (Reason17: %d), want %d with one desire each", len(counts), counts[TallyKey{"False", "False", "Reason17"}], n)
+	}
+}
