@@ -98,7 +98,10 @@ type Options struct {
 	// RESTMapper maps kinds and resources. A meta.ResettableRESTMapper is reset (at most once a
 	// second) when a kind is not found, so CRDs installed later work; any other mapper, e.g. a
 	// controller-runtime manager's GetRESTMapper() (which reloads discovery on a miss itself),
-	// is used as it is, and a reset then refreshes only the default Discovery's cache.
+	// is used as it is, and a reset then refreshes only the default Discovery's cache. The
+	// applier keeps each kind's mapping until it resets the mapper (a CRD applied through it, a
+	// kind not found, a resource no longer served): a kind's scope changed by other hands (a
+	// CRD deleted and created again) is seen after the next of those.
 	// Default: a deferred discovery mapper over RESTConfig.
 	RESTMapper meta.RESTMapper
 	// Discovery proves that a resource type is not served (discovery complete, no API group

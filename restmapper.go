@@ -60,12 +60,24 @@ func mapResource(mapper meta.ResettableRESTMapper, gvr schema.GroupVersionResour
 func gvrString(gvr schema.GroupVersionResource) string { return target.GVRString(gvr) }
 
 // throttledMapper lets at most one discovery reset through per second: a few desires retrying
-// an unknown kind would otherwise refetch the cluster's whole discovery on every try.
+// an unknown kind would otherwise refetch the cluster's whole discovery on every try. It
+// keeps the mappings it found until a reset runs: a discovery-backed mapper builds its
+// priority mapper again on every call (~12 µs; 6 % of the applier's CPU in a restart at 40k,
+// where each ApplyDesire is mapped once to be verified).
 type throttledMapper struct {
 	meta.ResettableRESTMapper
 	mu      sync.Mutex
 	last    time.Time
 	skipped bool // a reset was asked for and not done since the last one
+
+	known  sync.Mutex
+	mapped map[mappingKey]meta.RESTMapping
+	resets uint64 // resets run: a mapping found before one is not kept after it
+}
+
+type mappingKey struct {
+	gk      schema.GroupKind
+	version string
 }
 
 // Reset implements meta.ResettableRESTMapper.
@@ -78,6 +90,41 @@ func (m *throttledMapper) Reset() {
 	}
 	m.last, m.skipped = time.Now(), false
 	m.ResettableRESTMapper.Reset()
+	// After the mapper's own reset: a lookup racing it cannot keep what it found before.
+	m.known.Lock()
+	m.mapped = nil
+	m.resets++
+	m.known.Unlock()
+}
+
+// RESTMapping implements meta.RESTMapper, from what was found since the last reset when it can.
+// A kind not found is asked again each time (it may be served any moment). Each caller gets its
+// own copy.
+func (m *throttledMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) != 1 {
+		return m.ResettableRESTMapper.RESTMapping(gk, versions...)
+	}
+	key := mappingKey{gk, versions[0]}
+	m.known.Lock()
+	found, ok := m.mapped[key]
+	resets := m.resets
+	m.known.Unlock()
+	if ok {
+		return &found, nil
+	}
+	mapping, err := m.ResettableRESTMapper.RESTMapping(gk, versions...)
+	if err != nil || mapping == nil {
+		return mapping, err
+	}
+	m.known.Lock()
+	if m.resets == resets {
+		if m.mapped == nil {
+			m.mapped = map[mappingKey]meta.RESTMapping{}
+		}
+		m.mapped[key] = *mapping
+	}
+	m.known.Unlock()
+	return mapping, nil
 }
 
 // resettable returns m as a meta.ResettableRESTMapper. A mapper without Reset finds new kinds
