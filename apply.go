@@ -2,13 +2,10 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
@@ -49,17 +46,18 @@ func NewApplyReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, field
 
 // Reconcile implements Reconciler.
 func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict {
-	obj, err := ParseKubeContent(d.Spec.KubeContent)
+	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
 	// The apiserver quotes offending values in its errors.
-	return scrubVerdict(d, r.apply(ctx, d, obj))
+	return scrubVerdict(d, r.apply(ctx, d, head))
 }
 
-// apply maps and applies one parsed object, unless its watch shows it still as applied.
-func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstructured.Unstructured) Verdict {
-	gvk := obj.GroupVersionKind()
+// apply maps the object head names and verifies it from its watch as still applied; only when
+// it is not does it decode the whole content and apply it.
+func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head contentHead) Verdict {
+	gvk := head.gvk
 	mapping, err := mapKind(r.mapper, gvk)
 	switch {
 	case errors.Is(err, ErrKindNotServed):
@@ -68,12 +66,12 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 	case err != nil:
 		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
 	}
-	if err := checkScope(mapping, obj.GetNamespace(), "kubeContent"); err != nil {
+	if err := checkScope(mapping, head.namespace, "kubeContent"); err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	ref := gvk.Kind + " " + objectRef(obj.GetNamespace(), obj.GetName())
+	ref := gvk.Kind + " " + objectRef(head.namespace, head.name)
 	t := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
-		Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		Namespace: head.namespace, Name: head.name}
 	var repair *target.Drift
 	// Kinds with a status are told of every new resourceVersion: their readiness may change.
 	what := target.MetadataOnly
@@ -106,6 +104,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, obj *unstru
 			return Pending(dec.Wait)
 		}
 		repair = dec.Drift
+	}
+	obj, err := decodeObject(d.Spec.KubeContent, head)
+	if err != nil {
+		return Refused(ReasonPreCheckFailed, err.Error())
 	}
 	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
 	if stale != nil {
@@ -152,23 +154,16 @@ func (r *applyReconciler) forget(id string) {
 // prewarm starts, in term, the watch of the resource d's content names (d: an ApplyDesire a
 // new term's specs Scan has just decoded), so the watch's first list runs while the desires
 // are still being listed. It never resets discovery (a kind not served waits for its desire's
-// own reconcile) and starts nothing for a content that does not parse.
+// own reconcile) and starts nothing for a content its pre-checks refuse.
 func (r *applyReconciler) prewarm(term context.Context, d *ApplyDesire) {
 	if r.drift == nil || d.Spec.KubeContent == nil {
 		return
 	}
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if json.Unmarshal(d.Spec.KubeContent, &obj) != nil || obj.Kind == "" {
-		return
-	}
-	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
 		return
 	}
-	if m, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: obj.Kind}, gv.Version); err == nil {
+	if m, err := r.mapper.RESTMapping(head.gvk.GroupKind(), head.gvk.Version); err == nil {
 		r.drift.Prewarm(term, m.Resource)
 	}
 }

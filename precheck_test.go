@@ -3,8 +3,13 @@ package kubeapplier
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 func TestParseKubeContent(t *testing.T) {
@@ -66,4 +71,105 @@ func TestParseKubeContentStripsServerFields(t *testing.T) {
 	if obj.GetLabels()["a"] != "b" || obj.Object["data"].(map[string]any)["k"] != "v" {
 		t.Errorf("user fields lost: %v", obj.Object)
 	}
+}
+
+// objectNames is the reference parseHead must agree with: the pre-checks read from the whole
+// decoded object through its accessors, as ParseKubeContent read them before parseHead.
+func objectNames(raw []byte) (h contentHead, refused bool) {
+	var m map[string]any
+	if err := utiljson.Unmarshal(raw, &m); err != nil || m == nil {
+		return contentHead{}, true
+	}
+	obj := &unstructured.Unstructured{Object: m}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	_, hasItems := m["items"]
+	kind := obj.GetKind()
+	if obj.GetAPIVersion() == "" || kind == "" || err != nil || obj.GetName() == "" ||
+		obj.IsList() || kind == "List" || (strings.HasSuffix(kind, "List") && hasItems) {
+		return contentHead{}, true
+	}
+	return contentHead{gvk: gv.WithKind(kind), namespace: obj.GetNamespace(), name: obj.GetName()}, false
+}
+
+// TestParseHeadAgreesWithTheObject: over every combination of the fields the pre-checks read
+// (each absent, null, of another JSON type, or a value that passes or fails), of the key's
+// case, and of repeated keys, ParseKubeContent refuses exactly what the whole object's
+// accessors refuse, and parseHead names the same object otherwise.
+func TestParseHeadAgreesWithTheObject(t *testing.T) {
+	apiVersions := []string{``, `"apiVersion":"v1",`, `"apiVersion":"apps/v1",`, `"apiVersion":"a/b/c",`, `"apiVersion":"",`,
+		`"apiVersion":5,`, `"apiVersion":null,`, `"APIVersion":"v1",`}
+	kinds := []string{``, `"kind":"ConfigMap",`, `"kind":"List",`, `"kind":"AllowList",`, `"kind":"",`, `"kind":7,`,
+		`"kind":{"a":1},`, `"Kind":"ConfigMap",`, `"kin\u0064":"Namespace",`}
+	metadatas := []string{``, `"metadata":{"name":"a"},`, `"metadata":{"name":"a","namespace":"ns"},`,
+		`"metadata":{"generateName":"g-"},`, `"metadata":{"name":5,"namespace":["x"]},`, `"metadata":"a",`,
+		`"metadata":null,`, `"metadata":{"Name":"a"},`, `"metadata":{"name":"","generateName":7},`,
+		`"metadata":{"name":"a","name":"b","namespace":null},`}
+	items := []string{``, `"items":[],`, `"items":null,`, `"items":{},`, `"items":"x",`}
+	check := func(raw []byte) {
+		t.Helper()
+		want, wantRefused := objectNames(raw)
+		_, err := ParseKubeContent(raw)
+		var pc *PreCheckError
+		if (err != nil) != wantRefused || (err != nil && !errors.As(err, &pc)) {
+			t.Errorf("%s: ParseKubeContent err = %v; the object says refused %v", raw, err, wantRefused)
+			return
+		}
+		if got, err := parseHead(raw); !wantRefused && (err != nil || got != want) {
+			t.Errorf("%s: parseHead = %+v, %v; the object says %+v", raw, got, err, want)
+		}
+	}
+	n := 0
+	for _, a := range apiVersions {
+		for _, k := range kinds {
+			for _, m := range metadatas {
+				for _, i := range items {
+					check([]byte(" {" + a + k + m + i + `"data":{"x":"y"}}`))
+					n++
+				}
+			}
+		}
+	}
+	// Repeated keys: the last counts, whole (a later metadata is not merged into an earlier one).
+	for _, k := range []string{`"kind":"ConfigMap",`, `"kind":"Namespace",`} {
+		for _, m1 := range metadatas {
+			for _, m2 := range metadatas {
+				check([]byte(`{"apiVersion":"v1",` + k + m1 + `"data":{},` + m2 + `"kind":"ConfigMap"}`))
+				check([]byte(`{"apiVersion":"v1",` + k + m1 + m2 + `"apiVersion":"apps/v1"}`))
+				n += 2
+			}
+		}
+	}
+	// What the head does not read still counts: a number beyond float64.
+	check([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"n":1e400}}`))
+	for _, raw := range []string{`[1]`, `"x"`, `5`, `true`, `null`, ` `, `{"kind":`, `{}`} {
+		if _, err := parseHead([]byte(raw)); err == nil {
+			t.Errorf("%q: parseHead accepted it", raw)
+		}
+	}
+	t.Logf("%d contents compared", n)
+}
+
+// BenchmarkParseHead compares what a verifying reconcile reads of a 1 KiB ConfigMap (its head)
+// with what an apply decodes (the whole object).
+func BenchmarkParseHead(b *testing.B) {
+	data := map[string]string{}
+	for i := range 24 {
+		data[fmt.Sprintf("key-%02d", i)] = strings.Repeat("v", 24)
+	}
+	raw, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cm", "namespace": "bench", "labels": map[string]string{"app": "bench"}}, "data": data})
+	b.Run(fmt.Sprintf("head/%dB", len(raw)), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseHead(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("object/%dB", len(raw)), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseKubeContent(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
