@@ -25,9 +25,10 @@ type statusKind interface {
 	// clear empties d's status and status fields: a spec document's own status is no
 	// verdict of ours.
 	clear(d api.Desire)
-	// dropSpecContent removes the object content d's spec carries (a status document does
-	// not repeat the manifest).
-	dropSpecContent(d api.Desire)
+	// specCopy returns a deep copy of d's metadata and spec for a status document: without
+	// its status (cleared) and without the object content its spec carries (a status document
+	// does not repeat the manifest, so it is not copied either).
+	specCopy(d api.Desire) api.Desire
 	// preloaded reports whether a new term loads the kind's statuses with one Scan (not for
 	// statuses that carry an object of up to 400 KB: those are read when needed).
 	preloaded() bool
@@ -73,10 +74,22 @@ func (applyStatus) equal(a, b api.Desire) bool {
 	return sameParts(a, b, func(d *api.ApplyDesire) (spec, status any) { return &d.Spec, &d.Status })
 }
 
-func (applyStatus) dropSpecContent(d api.Desire) {
-	if a, ok := d.(*api.ApplyDesire); ok {
-		a.Spec.KubeContent = nil
+func (k applyStatus) specCopy(d api.Desire) api.Desire {
+	a, ok := d.(*api.ApplyDesire)
+	if !ok {
+		return clearedCopy(k, d)
 	}
+	shallow := *a
+	shallow.Spec.KubeContent = nil
+	shallow.Status, shallow.StatusFields = api.ApplyDesireStatus{}, api.StatusFields{}
+	return shallow.DeepCopyDesire()
+}
+
+// clearedCopy is a specCopy for kinds whose spec carries no object content.
+func clearedCopy(k statusKind, d api.Desire) api.Desire {
+	c := d.DeepCopyDesire()
+	k.clear(c)
+	return c
 }
 
 func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
@@ -90,10 +103,10 @@ func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
 // deleteStatus: a DeleteDesire's status is its conditions.
 type deleteStatus struct{ noContent }
 
-func (deleteStatus) preloaded() bool            { return true }
-func (deleteStatus) lastStatusUsed() bool       { return false }
-func (deleteStatus) record(api.Desire, Verdict) {}
-func (deleteStatus) dropSpecContent(api.Desire) {}
+func (deleteStatus) preloaded() bool                    { return true }
+func (deleteStatus) lastStatusUsed() bool               { return false }
+func (deleteStatus) record(api.Desire, Verdict)         {}
+func (k deleteStatus) specCopy(d api.Desire) api.Desire { return clearedCopy(k, d) }
 func (deleteStatus) clear(d api.Desire) {
 	if x, ok := d.(*api.DeleteDesire); ok {
 		x.Status, x.StatusFields = api.DeleteDesireStatus{}, api.StatusFields{}
@@ -118,7 +131,7 @@ func (readStatus) record(next api.Desire, v Verdict) {
 	}
 }
 
-func (readStatus) dropSpecContent(api.Desire) {}
+func (k readStatus) specCopy(d api.Desire) api.Desire { return clearedCopy(k, d) }
 func (readStatus) clear(d api.Desire) {
 	if r, ok := d.(*api.ReadDesire); ok {
 		r.Status, r.StatusFields = api.ReadDesireStatus{}, api.StatusFields{}

@@ -122,3 +122,40 @@ func TestStatusKindsPreloadAndLastStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecCopy: a status document starts as a copy of the spec with no status and, for an
+// ApplyDesire, no kubeContent; the spec it was copied from keeps both, and shares nothing
+// with the copy.
+func TestSpecCopy(t *testing.T) {
+	apply := applyDesire("a", cmJSON("o"))
+	apply.Status.AppliedUID = "uid-1"
+	apply.StatusFields = api.StatusFields{ApplierTerm: 7, Shard: "2"}
+	apply.Spec.ClusterID = "hc-1"
+	apply.Status.Conditions = []api.Condition{{Type: api.ConditionSuccessful, Status: api.ConditionTrue}}
+	read := readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "ns", Name: "o"})
+	read.Status.KubeContent = rawJSON(`{"kind":"ConfigMap"}`)
+	for _, d := range []api.Desire{apply, read} {
+		t.Run(string(d.Kind()), func(t *testing.T) {
+			before := d.DeepCopyDesire()
+			c := statusKinds[d.Kind()].specCopy(d)
+			if c.Meta().DocumentID != d.Meta().DocumentID || len(c.StatusCommon().Conditions) != 0 {
+				t.Fatalf("copy %+v: want the spec's metadata and no status", c)
+			}
+			switch c := c.(type) {
+			case *api.ApplyDesire:
+				if c.Spec.KubeContent != nil || c.Status.AppliedUID != "" || c.StatusFields != (api.StatusFields{}) || c.Spec.ClusterID != "hc-1" {
+					t.Fatalf("ApplyDesire copy: content %q, status %+v, spec %+v", c.Spec.KubeContent, c.Status, c.Spec)
+				}
+				c.Spec.ClusterID = "scribbled"
+			case *api.ReadDesire:
+				if c.Status.KubeContent != nil || c.Spec.TargetItem != read.Spec.TargetItem {
+					t.Fatalf("ReadDesire copy: %+v", c)
+				}
+			}
+			c.Meta().DocumentID = "scribbled"
+			if !statusKinds[d.Kind()].equal(before, d) || d.Meta().DocumentID != before.Meta().DocumentID {
+				t.Fatalf("the spec changed: %+v, was %+v", d, before)
+			}
+		})
+	}
+}

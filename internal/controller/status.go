@@ -371,9 +371,7 @@ func newerSpec(s *api.CommonStatus, spec *api.DynamoDBMetadata) specOrder {
 func StatusDocument[T api.Desire](spec T, v Verdict, stripSpec bool, cur T, found bool, now time.Time) T {
 	next := api.NewDesire[T]()
 	if !stripSpec {
-		next = spec.DeepCopyDesire().(T)
-		statusKinds[spec.Kind()].clear(next)
-		statusKinds[spec.Kind()].dropSpecContent(next)
+		next = statusKinds[spec.Kind()].specCopy(spec).(T)
 	}
 	*next.Meta() = api.DynamoDBMetadata{DocumentID: spec.Meta().DocumentID}
 	var conds api.CommonStatus
