@@ -511,3 +511,47 @@ func logSize(path string) int64 {
 	}
 	return st.Size()
 }
+
+// coreTicks reads /proc/stat's first line: the ticks all cores spent busy and in all (idle
+// and iowait count as not busy). The share busy between two readings says whether the
+// machine's cores were saturated.
+func coreTicks() (busy, all float64) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0
+	}
+	// user nice system idle iowait irq softirq steal guest guest_nice: guest time is counted in
+	// user and nice already, and idle and iowait are not busy.
+	for i, s := range f[1:min(len(f), 9)] {
+		v, _ := strconv.ParseFloat(s, 64)
+		all += v
+		if i != 3 && i != 4 {
+			busy += v
+		}
+	}
+	return busy, all
+}
+
+// busyShare is the share of the cores' time spent busy between two coreTicks readings.
+func busyShare(busy0, all0, busy1, all1 float64) float64 {
+	if all1 <= all0 {
+		return math.NaN()
+	}
+	return (busy1 - busy0) / (all1 - all0)
+}
+
+// cpuSeconds is the CPU each process spent between two stackCPU readings (seconds), by name;
+// a process first read in after (started in between) counts all its CPU.
+func cpuSeconds(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		name, _, _ := strings.Cut(k, " ")
+		out[name] = math.Round(100*(v-before[k])) / 100
+	}
+	return out
+}

@@ -241,7 +241,7 @@ func (b *bench) scenarioBulk(ctx context.Context) error {
 	// The 2 cores are shared: what every process spent per desire says what bounds the rate.
 	plainCPU := plainStackCPU(b)
 	b.add("bulk", "CPU per desire, all processes", sumCPU(bulkCPU), "ms", nil, ptr(sumCPU(plainCPU)),
-		"bulk "+cpuBreakdown(bulkCPU)+"; plain loop "+cpuBreakdown(plainCPU))
+		"bulk "+cpuBreakdown(bulkCPU, "ms")+"; plain loop "+cpuBreakdown(plainCPU, "ms"))
 	return nil
 }
 
@@ -272,15 +272,16 @@ func sumCPU(m map[string]float64) float64 {
 	return t
 }
 
-// cpuBreakdown spells a cpuPerItem reading: "applier 1.52, kube-apiserver 2.10, ... ms".
-func cpuBreakdown(m map[string]float64) string {
+// cpuBreakdown spells a cpuPerItem or cpuSeconds reading: "applier 1.52, kube-apiserver 2.10,
+// ... ms".
+func cpuBreakdown(m map[string]float64, unit string) string {
 	var parts []string
 	for _, k := range []string{"applier", "harness", "kube-apiserver", "etcd", "dynamodb"} {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, v))
 		}
 	}
-	return strings.Join(parts, ", ") + " ms"
+	return strings.Join(parts, ", ") + " " + unit
 }
 
 // countSuccessfulApply Scans the ApplyDesire status table and counts statuses of the first N
@@ -708,6 +709,9 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 	b.details["hwm_before_restart_kib"] = b.appStats().HWMKiB
 	killAt := time.Now()
 	old.kill()
+	// Every process's CPU in the pass, and how busy the cores were: what bounds the pass.
+	stack0 := b.stackCPU()
+	busy0, all0 := coreTicks()
 	b.logf("restart: %s killed (SIGKILL)", old.name)
 	var err error
 	if b.app, err = b.startApplier(ctx); err != nil {
@@ -752,6 +756,9 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 		}
 	}
 	pass := time.Since(t0) + ready
+	passCPU := cpuSeconds(stack0, b.stackCPU())
+	busy1, all1 := coreTicks()
+	busy := busyShare(busy0, all0, busy1, all1)
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err
 	}
@@ -767,7 +774,7 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 		"mean_reconcile_ms": 1000 * m.sum("kube_applier_reconcile_duration_seconds_sum", kindApply) / max(1, m.sum("kube_applier_reconcile_duration_seconds_count", kindApply)),
 		"mean_queue_wait_ms": 1000 * m.sum("kube_applier_workqueue_queue_duration_seconds_sum", map[string]string{"name": "ApplyDesire"}) /
 			max(1, m.sum("kube_applier_workqueue_queue_duration_seconds_count", map[string]string{"name": "ApplyDesire"})),
-		"first_pass_seconds": pass.Seconds(), "status_writes": perKind, "hwm_kib": st.HWMKiB, "cpu_seconds": st.CPUSeconds,
+		"first_pass_seconds": pass.Seconds(), "pass_cpu_seconds": passCPU, "pass_cores_busy": busy, "status_writes": perKind, "hwm_kib": st.HWMKiB, "cpu_seconds": st.CPUSeconds,
 		"dynamodb_requests": m.by("kube_applier_dynamodb_requests_total", "operation", nil),
 		"kube_requests":     m.by("kube_applier_kube_requests_total", "verb", nil)}
 	b.add("restart", "time to /readyz after start", ready.Seconds(), "s", le(30), nil, fmt.Sprintf("%.2f s after the kill", sinceKill.Seconds()))
@@ -779,6 +786,8 @@ func (b *bench) scenarioRestart(ctx context.Context) error {
 	// /readyz does not wait for the Scan (readiness is reachability, for a leader and a standby):
 	// the term's sync is the library's own measure.
 	b.add("restart", "sync: stream positions + Scan (kube_applier_leader_sync_seconds)", m.sum("kube_applier_leader_sync_seconds", nil), "s", le(5), nil, "")
+	b.add("restart", "CPU in the pass, all processes", sumCPU(passCPU), "s", nil, nil,
+		fmt.Sprintf("%s; the cores %.0f %% busy from the kill to the pass's end", cpuBreakdown(passCPU, "s"), 100*busy))
 	b.add("restart", "peak RSS (VmHWM) of the new process", float64(st.HWMKiB)/mib, "MiB", le(200), nil, "")
 	return nil
 }

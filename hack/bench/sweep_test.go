@@ -117,3 +117,15 @@ func TestCPUPerItemComparesOneProcess(t *testing.T) {
 		t.Fatalf("cpuPerItem = %v, want %v", got, want)
 	}
 }
+
+// TestCPUSecondsCountsANewProcessWhole: a process started between two readings (the restarted
+// applier) counts all its CPU; one read both times counts the difference.
+func TestCPUSecondsCountsANewProcessWhole(t *testing.T) {
+	got := cpuSeconds(map[string]float64{"dynamodb 7": 10, "applier 8": 50}, map[string]float64{"dynamodb 7": 14.5, "applier 9": 3.25})
+	if len(got) != 2 || got["dynamodb"] != 4.5 || got["applier"] != 3.25 {
+		t.Fatalf("cpuSeconds = %v, want dynamodb 4.5, applier 3.25", got)
+	}
+	if s := busyShare(100, 1000, 250, 1200); s != 0.75 {
+		t.Fatalf("busyShare = %v, want 0.75", s)
+	}
+}
