@@ -116,15 +116,16 @@ func (m *throttledMapper) RESTMapping(gk schema.GroupKind, versions ...string) (
 	if err != nil || mapping == nil {
 		return mapping, err
 	}
+	found = *mapping
 	m.known.Lock()
 	if m.resets == resets {
 		if m.mapped == nil {
 			m.mapped = map[mappingKey]meta.RESTMapping{}
 		}
-		m.mapped[key] = *mapping
+		m.mapped[key] = found
 	}
 	m.known.Unlock()
-	return mapping, nil
+	return &found, nil
 }
 
 // resettable returns m as a meta.ResettableRESTMapper. A mapper without Reset finds new kinds

@@ -129,3 +129,29 @@ func TestThrottledMapperKeepsNothingFoundAcrossAReset(t *testing.T) {
 		t.Fatalf("resets %d, mapper calls %d: want 1 and 2 (what was found across the reset not kept)", inner.resets, inner.calls)
 	}
 }
+
+// sharingMapper answers every lookup with one *RESTMapping of its own, as a caching mapper may.
+type sharingMapper struct {
+	*resettingMapper
+	mine *meta.RESTMapping
+}
+
+func (m *sharingMapper) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping, error) {
+	return m.mine, nil
+}
+
+// TestThrottledMapperCopiesTheFirstAnswer: the caller that found a mapping gets a copy too,
+// so what it does with it reaches neither the mapper's own nor what later callers get.
+func TestThrottledMapperCopiesTheFirstAnswer(t *testing.T) {
+	mine := &meta.RESTMapping{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Scope: meta.RESTScopeNamespace}
+	m := &throttledMapper{ResettableRESTMapper: &sharingMapper{resettingMapper: newMapper(), mine: mine}}
+	first, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Resource.Resource = "scribbled"
+	second, _ := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
+	if mine.Resource.Resource != "configmaps" || second.Resource.Resource != "configmaps" {
+		t.Fatalf("the mapper's own %q, a later caller's %q: want both configmaps", mine.Resource.Resource, second.Resource.Resource)
+	}
+}
