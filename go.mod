@@ -18,6 +18,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.23.0
 	golang.org/x/term v0.46.0
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.49.0
@@ -30,10 +31,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require (
-	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
-)
+require golang.org/x/mod v0.41.0 // indirect
 
 require (
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9 // indirect

@@ -42,6 +42,7 @@ type flags struct {
 	burst, workers, verbosity                                          int
 	pprof, fifoQueue                                                   bool
 	leaseDuration, renewDeadline, retryPeriod                          time.Duration
+	streamPollInterval                                                 time.Duration
 }
 
 func main() {
@@ -79,6 +80,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
+	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", 250*time.Millisecond, "how long a stream shard that returned no record waits before its next GetRecords: the latency a change adds at most (DynamoDB allows 5 GetRecords per second per shard)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 
@@ -104,6 +106,9 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPollInterval(f.streamPollInterval); err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -126,7 +131,8 @@ func run(ctx context.Context, f flags) error {
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		Log: log, MetricsRegisterer: reg, StartupFailure: startup,
+		Stream: kubeapplier.StreamOptions{PollInterval: f.streamPollInterval},
+		Log:    log, MetricsRegisterer: reg, StartupFailure: startup,
 	})
 	if err != nil {
 		return err
@@ -161,6 +167,15 @@ func startupPolicy(v string) (kubeapplier.StartupFailurePolicy, error) {
 		}
 	}
 	return 0, fmt.Errorf("--on-startup-failure must be exit or retry, not %q", v)
+}
+
+// checkPollInterval refuses a --stream-poll-interval the library would replace by its default
+// (zero or negative) rather than run with another value than the one asked for.
+func checkPollInterval(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("--stream-poll-interval must be positive, not %s", d)
+	}
+	return nil
 }
 
 func kubeConfig(path string) (*rest.Config, error) {

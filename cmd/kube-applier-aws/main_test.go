@@ -209,6 +209,22 @@ func TestStartupPolicyFlag(t *testing.T) {
 	}
 }
 
+func TestPollIntervalFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in      time.Duration
+		wantErr bool
+	}{
+		{250 * time.Millisecond, false},
+		{2 * time.Second, false},
+		{0, true},
+		{-time.Second, true},
+	} {
+		if err := checkPollInterval(tc.in); (err != nil) != tc.wantErr {
+			t.Errorf("checkPollInterval(%s) = %v; want an error: %v", tc.in, err, tc.wantErr)
+		}
+	}
+}
+
 // TestIntegrationBinaryStartupFailure runs the binary against the local stack before its
 // tables exist: by default it exits 1 naming the missing tables; with
 // --on-startup-failure=retry it keeps running, /readyz failing with the same names, and
