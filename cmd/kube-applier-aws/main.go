@@ -47,6 +47,17 @@ type flags struct {
 
 func main() {
 	var f flags
+	cmd := newCommand(&f)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// newCommand is the binary's command, its flags parsed into f.
+func newCommand(f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kube-applier-aws --management-cluster NAME",
 		Short: "Carry out DynamoDB desires on this Kubernetes cluster and report their status",
@@ -57,7 +68,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get().String(),
-		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f) },
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), *f) },
 	}
 	cmd.SetVersionTemplate(version.Template)
 	fs := cmd.Flags()
@@ -80,16 +91,10 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
-	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", 250*time.Millisecond, "how long a stream shard that returned no record waits before its next GetRecords: the latency a change adds at most (DynamoDB allows 5 GetRecords per second per shard)")
+	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", 250*time.Millisecond, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	return cmd
 }
 
 func run(ctx context.Context, f flags) error {
@@ -131,7 +136,7 @@ func run(ctx context.Context, f flags) error {
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		Stream: kubeapplier.StreamOptions{PollInterval: f.streamPollInterval},
+		Stream: f.stream(),
 		Log:    log, MetricsRegisterer: reg, StartupFailure: startup,
 	})
 	if err != nil {
@@ -169,13 +174,24 @@ func startupPolicy(v string) (kubeapplier.StartupFailurePolicy, error) {
 	return 0, fmt.Errorf("--on-startup-failure must be exit or retry, not %q", v)
 }
 
+// maxPollInterval caps --stream-poll-interval: a change waits about that long before it is
+// read, and a shard iterator not used for 15 minutes expires (DynamoDB Streams), which would
+// turn every poll of an idle shard into a relist.
+const maxPollInterval = time.Minute
+
 // checkPollInterval refuses a --stream-poll-interval the library would replace by its default
-// (zero or negative) rather than run with another value than the one asked for.
+// (zero or negative) rather than run with another value than the one asked for, and one over
+// maxPollInterval.
 func checkPollInterval(d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("--stream-poll-interval must be positive, not %s", d)
+	if d <= 0 || d > maxPollInterval {
+		return fmt.Errorf("--stream-poll-interval must be over 0 and at most %s, not %s", maxPollInterval, d)
 	}
 	return nil
+}
+
+// stream is the library's stream options the flags ask for.
+func (f flags) stream() kubeapplier.StreamOptions {
+	return kubeapplier.StreamOptions{PollInterval: f.streamPollInterval}
 }
 
 func kubeConfig(path string) (*rest.Config, error) {

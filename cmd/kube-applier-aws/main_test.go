@@ -211,16 +211,26 @@ func TestStartupPolicyFlag(t *testing.T) {
 
 func TestPollIntervalFlag(t *testing.T) {
 	for _, tc := range []struct {
-		in      time.Duration
+		args    []string
+		want    time.Duration
 		wantErr bool
 	}{
-		{250 * time.Millisecond, false},
-		{2 * time.Second, false},
-		{0, true},
-		{-time.Second, true},
+		{nil, 250 * time.Millisecond, false}, // the library's default
+		{[]string{"--stream-poll-interval=2s"}, 2 * time.Second, false},
+		{[]string{"--stream-poll-interval=1m"}, time.Minute, false},
+		{[]string{"--stream-poll-interval=0"}, 0, true},
+		{[]string{"--stream-poll-interval=-1s"}, -time.Second, true},
+		{[]string{"--stream-poll-interval=61s"}, 61 * time.Second, true},
 	} {
-		if err := checkPollInterval(tc.in); (err != nil) != tc.wantErr {
-			t.Errorf("checkPollInterval(%s) = %v; want an error: %v", tc.in, err, tc.wantErr)
+		var f flags
+		if err := newCommand(&f).Flags().Parse(tc.args); err != nil {
+			t.Fatalf("parse %v: %v", tc.args, err)
+		}
+		if got := f.stream().PollInterval; got != tc.want {
+			t.Errorf("%v: Options.Stream.PollInterval = %s, want %s", tc.args, got, tc.want)
+		}
+		if err := checkPollInterval(f.streamPollInterval); (err != nil) != tc.wantErr {
+			t.Errorf("%v: checkPollInterval = %v; want an error: %v", tc.args, err, tc.wantErr)
 		}
 	}
 }

@@ -3,17 +3,19 @@
 //
 // Why: DynamoDB Local keeps every stream record of a database in one SQLite table, and the
 // GetRecords of a shard looks up that shard's latest sequence number there. On a shard with
-// recent records the lookup ends at once; on a shard without any it reads every record of the
-// database. The applier polls the streams of its three specs tables; in the bench only the
-// ApplyDesires' has records, so the other two cost DynamoDB Local O(N) per poll: work real
-// DynamoDB Streams does not do, and the plain loop does not pay.
+// recent records the lookup ends at once; on a shard without any it reads the stream records
+// of the whole database. The applier polls the streams of its three specs tables; in the bench
+// only the ApplyDesires' has records, so the other two cost DynamoDB Local O(N) per poll: work
+// real DynamoDB Streams does not do, and the plain loop does not pay.
 //
 //	eval "$(make -s env)"; go run ./hack/streamprobe -records 1000,10000,40000
 //
-// Each point uses a fresh database (its own access key) with two tables, writes the records
-// into one (BatchWriteItem, items of ~1 KiB), then times -calls GetRecords at each shard's end
-// and reads DynamoDB Local's CPU time from /proc (its pid from .stack/dynamodb.pid). The
-// tables are deleted after each point.
+// Each point uses a fresh database (its own access key) with three tables: one with a stream
+// that gets the records (BatchWriteItem, items of ~1 KiB), one with a stream that stays empty,
+// and one without a stream that gets -items-without-stream items (the applier's status tables
+// have no stream). It then times -calls GetRecords at the end of each stream's open shard and
+// reads DynamoDB Local's CPU time from /proc (its pid from $KAA_STACK_DIR/dynamodb.pid, default
+// .stack). The tables it created are deleted after each point.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,27 +40,30 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// callTimeout bounds every call to DynamoDB Local.
+const callTimeout = 30 * time.Second
+
 func main() {
 	records := flag.String("records", "1000,10000,40000", "comma-separated stream records written before each measurement")
-	calls := flag.Int("calls", 20, "GetRecords timed per shard")
+	plain := flag.Int("items-without-stream", 0, "items written at each point into a table without a stream")
+	calls := flag.Int("calls", 50, "GetRecords timed per shard (the CPU reading's resolution is one clock tick, 10 ms, over all of them)")
 	endpoint := flag.String("dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")
-	pidFile := flag.String("pid-file", filepath.Join(".stack", "dynamodb.pid"), "DynamoDB Local's pid file")
+	stack := os.Getenv("KAA_STACK_DIR") // local-stack.sh's, default .stack
+	if stack == "" {
+		stack = ".stack"
+	}
+	pidFile := flag.String("pid-file", filepath.Join(stack, "dynamodb.pid"), "DynamoDB Local's pid file")
 	flag.Parse()
-	if err := run(*records, *calls, *endpoint, *pidFile); err != nil {
+	if err := run(*records, *plain, *calls, *endpoint, *pidFile); err != nil {
 		fmt.Fprintln(os.Stderr, "streamprobe:", err)
 		os.Exit(1)
 	}
 }
 
-func run(records string, calls int, endpoint, pidFile string) error {
+func run(records string, plain, calls int, endpoint, pidFile string) error {
 	if endpoint == "" {
 		return errors.New("no -dynamodb-endpoint (run: eval \"$(make -s env)\")")
 	}
-	raw, err := os.ReadFile(pidFile)
-	if err != nil {
-		return fmt.Errorf("DynamoDB Local's pid: %w", err)
-	}
-	pid := strings.TrimSpace(string(raw))
 	var counts []int
 	for _, f := range strings.Split(records, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -66,13 +72,22 @@ func run(records string, calls int, endpoint, pidFile string) error {
 		}
 		counts = append(counts, n)
 	}
+	if plain < 0 {
+		return fmt.Errorf("-items-without-stream: %d is not a count", plain)
+	}
 	if calls < 1 {
 		return fmt.Errorf("-calls: %d, want at least 1", calls)
 	}
+	pid, err := dynamoDBLocalPID(pidFile)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("DynamoDB Local pid %d; %d items without a stream at each point; %d calls per shard (CPU resolution %.2f ms a call)\n\n",
+		pid, plain, calls, 1000/clkTck/float64(calls))
 	fmt.Println("| stream records in the database | tail GetRecords, shard with the records: wall / DynamoDB Local CPU | tail GetRecords, empty shard: wall / DynamoDB Local CPU |")
 	fmt.Println("|---|---|---|")
 	for _, n := range counts {
-		row, err := point(n, calls, endpoint, pid)
+		row, err := point(n, plain, calls, endpoint, pid)
 		if err != nil {
 			return fmt.Errorf("%d records: %w", n, err)
 		}
@@ -81,10 +96,33 @@ func run(records string, calls int, endpoint, pidFile string) error {
 	return nil
 }
 
+// dynamoDBLocalPID reads pidFile and checks that the process is DynamoDB Local's, so a stale
+// pid is refused before anything is written.
+func dynamoDBLocalPID(pidFile string) (int, error) {
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("DynamoDB Local's pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("DynamoDB Local's pid: %s holds %q", pidFile, strings.TrimSpace(string(raw)))
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return 0, fmt.Errorf("DynamoDB Local's pid %d: %w", pid, err)
+	}
+	if !strings.Contains(string(cmdline), "DynamoDBLocal.jar") {
+		return 0, fmt.Errorf("DynamoDB Local's pid %d (%s) is another process", pid, pidFile)
+	}
+	if _, err := processCPU(pid); err != nil {
+		return 0, err
+	}
+	return pid, nil
+}
+
 // point measures one row in a fresh database holding n stream records.
-func point(n, calls int, endpoint, pid string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+func point(n, plain, calls int, endpoint string, pid int) (string, error) {
+	ctx := context.Background()
 	key := fmt.Sprintf("streamprobe%d", time.Now().UnixNano())
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(key, "local", "")))
@@ -93,29 +131,43 @@ func point(n, calls int, endpoint, pid string) (string, error) {
 	}
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = &endpoint })
 	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = &endpoint })
-	tables := []string{"with-records", "empty"}
-	arns := map[string]string{}
+	var created []string
 	defer func() {
-		for _, t := range tables {
-			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		for _, t := range created {
+			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			_, _ = db.DeleteTable(cctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+			cancel()
 		}
 	}()
-	for _, t := range tables {
-		out, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(t),
+	arns := map[string]string{}
+	for _, t := range []struct {
+		name   string
+		stream bool
+	}{{"with-records", true}, {"empty", true}, {"without-stream", false}} {
+		in := &dynamodb.CreateTableInput{TableName: aws.String(t.name),
 			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
 			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-			BillingMode:          types.BillingModePayPerRequest,
-			StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}})
-		if err != nil {
-			return "", fmt.Errorf("create table %s: %w", t, err)
+			BillingMode:          types.BillingModePayPerRequest}
+		if t.stream {
+			in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 		}
-		arns[t] = aws.ToString(out.TableDescription.LatestStreamArn)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := db.CreateTable(cctx, in)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("create table %s: %w", t.name, err)
+		}
+		created = append(created, t.name)
+		arns[t.name] = aws.ToString(out.TableDescription.LatestStreamArn)
 	}
-	if err := write(ctx, db, tables[0], n); err != nil {
+	if err := write(ctx, db, "with-records", n); err != nil {
+		return "", err
+	}
+	if err := write(ctx, db, "without-stream", plain); err != nil {
 		return "", err
 	}
 	cells := []string{strconv.Itoa(n)}
-	for _, t := range tables {
+	for _, t := range []string{"with-records", "empty"} {
 		wall, cpu, err := tailReads(ctx, streams, arns[t], calls, pid)
 		if err != nil {
 			return "", fmt.Errorf("table %s: %w", t, err)
@@ -138,10 +190,15 @@ func write(ctx context.Context, db *dynamodb.Client, table string, n int) error 
 					"id": &types.AttributeValueMemberS{Value: strconv.Itoa(i)}, "pad": &types.AttributeValueMemberS{Value: pad}}}})
 			}
 			in := map[string][]types.WriteRequest{table: reqs}
-			for len(in) > 0 {
-				out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: in})
+			for attempt := 0; len(in) > 0; attempt++ {
+				if attempt > 0 {
+					time.Sleep(time.Duration(min(attempt, 10)) * 50 * time.Millisecond)
+				}
+				cctx, cancel := context.WithTimeout(ctx, callTimeout)
+				out, err := db.BatchWriteItem(cctx, &dynamodb.BatchWriteItemInput{RequestItems: in})
+				cancel()
 				if err != nil {
-					return fmt.Errorf("batch write: %w", err)
+					return fmt.Errorf("batch write %s: %w", table, err)
 				}
 				in = out.UnprocessedItems
 			}
@@ -151,19 +208,17 @@ func write(ctx context.Context, db *dynamodb.Client, table string, n int) error 
 	return g.Wait()
 }
 
-// tailReads times calls GetRecords from the end of the stream's last shard: the mean wall
+// tailReads times calls GetRecords from the end of the stream's open shard: the mean wall
 // time and DynamoDB Local CPU time of one, in ms.
-func tailReads(ctx context.Context, streams *dynamodbstreams.Client, arn string, calls int, pid string) (wall, cpu float64, err error) {
-	ds, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+func tailReads(ctx context.Context, streams *dynamodbstreams.Client, arn string, calls int, pid int) (wall, cpu float64, err error) {
+	shard, err := openShard(ctx, streams, arn)
 	if err != nil {
-		return 0, 0, fmt.Errorf("describe stream: %w", err)
+		return 0, 0, err
 	}
-	if ds.StreamDescription == nil || len(ds.StreamDescription.Shards) == 0 {
-		return 0, 0, errors.New("stream without shards")
-	}
-	shards := ds.StreamDescription.Shards
-	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn),
-		ShardId: shards[len(shards)-1].ShardId, ShardIteratorType: stypes.ShardIteratorTypeLatest})
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	it, err := streams.GetShardIterator(cctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn),
+		ShardId: shard, ShardIteratorType: stypes.ShardIteratorTypeLatest})
+	cancel()
 	if err != nil {
 		return 0, 0, fmt.Errorf("shard iterator: %w", err)
 	}
@@ -174,7 +229,9 @@ func tailReads(ctx context.Context, streams *dynamodbstreams.Client, arn string,
 	}
 	t0 := time.Now()
 	for range calls {
-		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := streams.GetRecords(cctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+		cancel()
 		if err != nil {
 			return 0, 0, fmt.Errorf("get records: %w", err)
 		}
@@ -188,26 +245,59 @@ func tailReads(ctx context.Context, streams *dynamodbstreams.Client, arn string,
 	return float64(elapsed.Microseconds()) / 1000 / float64(calls), (cpu1 - cpu0) * 1000 / float64(calls), nil
 }
 
-// processCPU is the user+system CPU time of pid in seconds (/proc/PID/stat, in clock ticks
-// of 1/100 s on Linux).
-func processCPU(pid string) (float64, error) {
-	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+// openShard is the ID of the stream's shard without an ending sequence number.
+func openShard(ctx context.Context, streams *dynamodbstreams.Client, arn string) (*string, error) {
+	var start *string
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		ds, err := streams.DescribeStream(cctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: start})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("describe stream: %w", err)
+		}
+		if ds.StreamDescription == nil {
+			return nil, errors.New("describe stream: no description")
+		}
+		for _, s := range ds.StreamDescription.Shards {
+			if s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
+				return s.ShardId, nil
+			}
+		}
+		if start = ds.StreamDescription.LastEvaluatedShardId; start == nil {
+			return nil, errors.New("describe stream: no open shard")
+		}
+	}
+}
+
+// clkTck is the kernel's clock ticks per second, the unit of /proc/PID/stat's CPU times.
+var clkTck = func() float64 {
+	if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 100
+}()
+
+// processCPU is the user+system CPU time of pid in seconds (/proc/PID/stat).
+func processCPU(pid int) (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("DynamoDB Local's CPU: %w", err)
+		return 0, fmt.Errorf("CPU of pid %d: %w", pid, err)
 	}
 	s := string(raw)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 || i+2 > len(s) {
-		return 0, fmt.Errorf("DynamoDB Local's CPU: unexpected /proc/%s/stat", pid)
+		return 0, fmt.Errorf("CPU of pid %d: unexpected /proc/%d/stat", pid, pid)
 	}
 	fields := strings.Fields(s[i+2:])
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("DynamoDB Local's CPU: unexpected /proc/%s/stat", pid)
+		return 0, fmt.Errorf("CPU of pid %d: unexpected /proc/%d/stat", pid, pid)
 	}
 	utime, err1 := strconv.ParseFloat(fields[11], 64)
 	stime, err2 := strconv.ParseFloat(fields[12], 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("DynamoDB Local's CPU: %w", err)
+		return 0, fmt.Errorf("CPU of pid %d: %w", pid, err)
 	}
-	return (utime + stime) / 100, nil
+	return (utime + stime) / clkTck, nil
 }
