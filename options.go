@@ -30,6 +30,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // Defaults of Options.
@@ -47,6 +48,9 @@ const (
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultLeaseName      = "kube-applier-aws"
 	DefaultLeaseNamespace = "kube-system"
+	// DefaultStreamPollInterval is StreamOptions.PollInterval's default (250 ms): what the
+	// binary's --stream-poll-interval starts from.
+	DefaultStreamPollInterval = stream.DefaultPollInterval
 	// defaultCallTimeout bounds one call to DynamoDB, DynamoDB Streams or the kube-apiserver.
 	defaultCallTimeout = 10 * time.Second
 	// defaultReconcileTimeout bounds one reconcile with its status write.

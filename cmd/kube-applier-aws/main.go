@@ -91,7 +91,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
-	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", 250*time.Millisecond, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
+	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", kubeapplier.DefaultStreamPollInterval, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 	return cmd

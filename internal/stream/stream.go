@@ -64,10 +64,14 @@ type Options struct {
 	ObserveScanned func(d api.Desire)
 }
 
+// DefaultPollInterval is Options.PollInterval's default: 4 GetRecords/s per shard, under
+// DynamoDB's 5 per second per shard.
+const DefaultPollInterval = 250 * time.Millisecond
+
 // WithDefaults returns o with its zero durations defaulted.
 func (o Options) WithDefaults() Options {
 	if o.PollInterval <= 0 {
-		o.PollInterval = 250 * time.Millisecond
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.DiscoveryInterval <= 0 {
 		o.DiscoveryInterval = 10 * time.Second
