@@ -28,20 +28,28 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 	}.Run(ctx)
 }
 
-// leadWon leads the term of a won election: its number is taken from DynamoDB (takeTerm), so
-// it only grows whatever happens to the Lease; its calls are fenced by the lease (won). An
-// error (the term could not be taken, or met a newer one) gives the lease up.
+// leadWon leads the terms of a won election: each one's number is taken from DynamoDB
+// (takeTerm), so it only grows whatever happens to the Lease; its calls are fenced by the
+// lease (won). A term that met a newer term which no live leader holds (a restored table, a
+// stray write: heldElsewhere) is followed by a term above it while the lease lasts; any other
+// error (the term could not be taken, or a live leader holds the newer term) gives the lease up.
 func (a *Applier) leadWon(ctx context.Context, won lease.Won) error {
-	t, err := a.takeTerm(ctx, term{Leader: won.Identity, Valid: won.Valid, Expiry: won.Expiry, CallTimeout: won.Margin})
-	if err != nil {
-		a.opts.Log.Error(err, "starting a term; giving the lease up")
-		return err
+	base := term{Leader: won.Identity, Valid: won.Valid, Expiry: won.Expiry, CallTimeout: won.Margin}
+	for {
+		t, err := a.takeTerm(ctx, base)
+		if err != nil {
+			a.opts.Log.Error(err, "starting a term; giving the lease up")
+			return err
+		}
+		err = a.lead(ctx, t)
+		if err == nil {
+			return nil
+		}
+		if holder := a.heldElsewhere(ctx, t, err); holder != nil || ctx.Err() != nil || !won.Valid() {
+			a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.Number)
+			return err
+		}
 	}
-	if err := a.lead(ctx, t); err != nil {
-		a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.Number)
-		return err
-	}
-	return nil
 }
 
 // takeTerm numbers term t in DynamoDB (internal/fencing.Take): the heartbeat document is put with the
@@ -57,23 +65,52 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 		tables = append(tables, TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k))
 	}
 	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
-	hb, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
+	taken, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
 	}
-	t.Number, t.Start = hb.Term, now
+	if taken.Repaired != "" {
+		a.opts.Log.Info("the heartbeat's applierTerm was no number: written over with a term above every status's",
+			"table", a.heartbeat.Table(), "was", taken.Repaired, "term", taken.Term)
+	}
+	t.Number, t.Start = taken.Term, now
 	a.opts.Log.V(1).Info("took a leadership term in DynamoDB", "term", t.Number, "leader", t.Leader)
 	return t, nil
 }
 
+// heldElsewhere is asked after term t ended with err: it returns the heartbeat of the live
+// leader that holds the newer term err met (internal/fencing.LiveHolder), and nil when no live
+// leader holds it (or err met no newer term): the caller then takes a term above it, which
+// takeTerm does (a.newestTerm holds the term met), and logs why. A heartbeat that cannot be
+// read counts as a live holder: the caller writes nothing until it can tell.
+func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *Heartbeat {
+	met := fencing.NewerTermOf(err)
+	if met == 0 || ctx.Err() != nil {
+		return &Heartbeat{Term: met}
+	}
+	hctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
+	holder, rerr := fencing.LiveHolder(hctx, a.opts.DynamoDB, a.heartbeat.Table(), met, a.wiring.clock(), a.wiring.holderGrace)
+	switch {
+	case rerr != nil:
+		a.opts.Log.Error(rerr, "a write met a newer term; cannot tell whether a live leader holds it", "term", t.Number, "met", met)
+		return &Heartbeat{Term: met}
+	case holder == nil:
+		a.opts.Log.Info("a write met a newer term that no live leader holds (a restored table or a stray write): taking a term above it",
+			"term", t.Number, "met", met)
+	}
+	return holder
+}
+
 // runElected runs the applier under an election it does not hold itself (a controller-runtime
-// manager's, which starts it on its leader only, or none): one term from Run until ctx ends,
-// numbered in DynamoDB like every term. With Options.FollowLease the term also follows the
-// manager's Lease: the heartbeat names its holder, and no status write or cluster change
-// starts once the Lease may have passed to another holder (a third of its duration before it
-// could expire), nor runs past its expiry. A term
-// that meets a newer one writes no more: Run then waits for ctx (the manager that lost its
-// Lease stops it).
+// manager's, which starts it on its leader only, or none): one term after another from Run
+// until ctx ends, numbered in DynamoDB like every term. With Options.FollowLease the term also
+// follows the manager's Lease: the heartbeat names its holder, and no status write or cluster
+// change starts once the Lease may have passed to another holder (a third of its duration
+// before it could expire), nor runs past its expiry. A term that meets a newer term is
+// followed by a term above it unless a live leader holds that one (heldElsewhere); while one
+// does, this replica writes nothing, is not ready (ReadyzCheck says why) and looks again every
+// holderRecheck: once that leader's heartbeat is overdue, it takes a term above.
 func (a *Applier) runElected(ctx context.Context) error {
 	t := term{Leader: a.opts.Identity, CallTimeout: a.opts.CallTimeout}
 	tctx, cancel := context.WithCancel(ctx)
@@ -101,21 +138,61 @@ func (a *Applier) runElected(ctx context.Context) error {
 		if err == nil {
 			break // ctx ended, or the followed Lease passed to another holder
 		}
+		if fencing.NewerTermOf(err) == 0 {
+			a.opts.Log.Error(err, "the term ended: this replica writes no more until it is restarted", "term", numbered.Number)
+			break
+		}
 		if a.opts.FollowLease && t.Valid() {
 			// The manager still holds its Lease: the newer term was no other leader's (a
 			// restored item, a stray writer). A term above it is taken.
 			a.opts.Log.Info("a newer term was met while the manager still holds its Lease: taking a term above it", "term", numbered.Number)
-			select { // no hot loop should two misconfigured replicas keep meeting each other
-			case <-tctx.Done():
-			case <-time.After(a.opts.RetryPeriod):
-			}
-			continue
+		} else if holder := a.heldElsewhere(tctx, numbered, err); holder != nil && !a.waitWhileHeld(tctx, numbered, holder) {
+			break
 		}
-		a.opts.Log.Error(err, "another replica leads with a newer term: this one writes no more until it is restarted", "term", numbered.Number)
-		break
+		select { // no hot loop should two misconfigured replicas keep meeting each other
+		case <-tctx.Done():
+		case <-time.After(a.opts.RetryPeriod):
+		}
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// holderRecheck is how often a replica that met a live leader's newer term reads the
+// heartbeat again (a consistent GetItem of one small item: ~120 reads an hour).
+const holderRecheck = 30 * time.Second
+
+// holderGrace is how far past its keepalive a heartbeat may be and its leader still count as
+// live: the staleness rule of docs/operating.md ("The heartbeat").
+const holderGrace = 2 * time.Minute
+
+// waitWhileHeld keeps this replica from writing while the live leader of holder's term leads:
+// not ready (phaseFenced, ReadyzCheck names the leader and term), one log line, the heartbeat
+// read again every holderRecheck. It returns true once no live leader holds a term at or
+// above the one met (take a term above it), false when ctx ended.
+func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *Heartbeat) bool {
+	met := max(holder.Term, a.newestTerm.Load())
+	fenced := fmt.Errorf("another applier leads with term %d (leader %q, heartbeat written %s): this one (term %d) writes nothing "+
+		"while that leader's heartbeat is current; it looks again every %s: %w",
+		holder.Term, holder.Leader, holder.UpdateTime.UTC().Format(time.RFC3339), t.Number, a.wiring.holderRecheck, fencing.ErrNewerTerm)
+	a.opts.Log.Error(fenced, "writes stopped: a live leader holds a newer term (run one applier per management cluster, or enable leader election)")
+	a.failure.Store(&fenced)
+	a.setPhase(phaseFenced)
+	defer func() { a.failure.Store(nil); a.setPhase(phaseStandby) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(a.wiring.holderRecheck):
+		}
+		hctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+		h, err := fencing.LiveHolder(hctx, a.opts.DynamoDB, a.heartbeat.Table(), met, a.wiring.clock(), a.wiring.holderGrace)
+		cancel()
+		if err == nil && h == nil {
+			a.opts.Log.Info("the leader of the newer term stopped writing its heartbeat: taking a term above it", "met", met)
+			return true
+		}
+	}
 }
 
 // takeTermRetrying takes a term for t (takeTerm), retrying with back-off until it succeeds

@@ -201,6 +201,10 @@ type tuning struct {
 	startupBackoff wait.Backoff
 	// prewarmGrace replaces the default prewarmGrace.
 	prewarmGrace time.Duration
+	// holderGrace is how far past its keepalive a live leader's heartbeat may be
+	// (fencing.LiveHolder; default holderGrace), holderRecheck how often a replica that met
+	// its term looks again (default holderRecheck).
+	holderGrace, holderRecheck time.Duration
 }
 
 // wiring is what New builds from Options beyond their defaults; the Applier holds it, and
@@ -315,6 +319,8 @@ func (o *Options) setDefaults(w *wiring) {
 	if w.startupBackoff.Duration == 0 {
 		w.startupBackoff = defaultStartupBackoff
 	}
+	setDefault(&w.holderGrace, holderGrace)
+	setDefault(&w.holderRecheck, holderRecheck)
 	if o.Identity == "" {
 		host, _ := os.Hostname()
 		o.Identity = host + "_" + uuid.NewString()[:8]

@@ -24,6 +24,7 @@ const (
 	phaseSyncing               // a term started: stream positions, then a Scan of each specs table
 	phaseLeading               // reconciling
 	phaseStopped               // Run returned
+	phaseFenced                // a live leader holds a newer term: this replica writes nothing (waitWhileHeld)
 )
 
 func (a *Applier) setPhase(p phase) { a.phase.Store(int32(p)) }
@@ -58,6 +59,11 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 			return fmt.Errorf("kubeapplier: waiting for DynamoDB and the tables (retrying): %w", *err)
 		}
 		return errors.New("kubeapplier: waiting for DynamoDB and the tables (retrying)")
+	case phaseFenced:
+		if err := a.failure.Load(); err != nil {
+			return fmt.Errorf("kubeapplier: not writing: %w", *err)
+		}
+		return errors.New("kubeapplier: not writing: a live leader holds a newer term")
 	case phaseStopped:
 		if err := a.failure.Load(); err != nil {
 			return fmt.Errorf("kubeapplier: stopped: %w", *err)

@@ -135,64 +135,106 @@ func (t Term) Met(err error) {
 // replica took a term at the same moment).
 const takeTermAttempts = 5
 
+// Taken is the heartbeat a Take wrote.
+type Taken struct {
+	api.Heartbeat
+	// Repaired is the applierTerm Take wrote over because it was no number (as DynamoDB
+	// returned it, e.g. `S "x"` or `N 1e40`); "" when the stored term was readable.
+	Repaired string
+}
+
 // Take takes the next leadership term in DynamoDB: it reads the heartbeat document
 // (api.HeartbeatID, a consistent GetItem) and puts hb there with applierTerm one above both the
 // stored term and floor (the newest term this process met), conditional on the stored term
 // being unchanged. When the heartbeat holds no term (deleted by an operator, a restored or new
-// table), seed (when set) gives the newest term the statuses carry, so the new term is above
-// theirs too. hb's Kinds should say nothing yet: the new term has observed nothing. It uses
-// only GetItem, Scan and PutItem, which the example IAM policy grants on status tables.
-// Returns the heartbeat as written; an error when DynamoDB fails or keeps conflicting.
-func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (api.Heartbeat, error) {
+// table) or one that is no number (garbled: it would stop every term), seed (when set) gives
+// the newest term the statuses carry, so the new term is above theirs too; a garbled term is
+// written over only while it holds exactly the value read (Taken.Repaired names it). hb's Kinds
+// should say nothing yet: the new term has observed nothing. It uses only GetItem, Scan and
+// PutItem, which the example IAM policy grants on status tables. Returns the heartbeat as
+// written; an error when DynamoDB fails or keeps conflicting (api.ErrPreconditionFailed).
+//
+// A heartbeat restored to an older term while statuses carry newer ones is not seen here: the
+// term taken then meets a newer term at its first write over such a status, and LiveHolder
+// tells the caller that no live leader holds it, so a term above it is taken (floor).
+func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (Taken, error) {
 	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
 	for range takeTermAttempts {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return hb, fmt.Errorf("read the term in %s: %w", table, err)
+			return Taken{Heartbeat: hb}, fmt.Errorf("read the term in %s: %w", table, err)
 		}
 		stored, exists, err := Stored(out.Item)
-		if err != nil {
-			return hb, fmt.Errorf("read the term in %s: %w", table, err)
-		}
+		garbled := err != nil
 		if stored == 0 && seed != nil {
 			seeded, err := seed(ctx)
 			if err != nil {
-				return hb, fmt.Errorf("no term in %s; reading the statuses' terms: %w", table, err)
+				return Taken{Heartbeat: hb}, fmt.Errorf("no readable term in %s; reading the statuses' terms: %w", table, err)
 			}
 			floor = max(floor, seeded)
 		}
 		hb.Term = max(stored, floor) + 1
 		item, err := attributevalue.MarshalMap(hb)
 		if err != nil {
-			return hb, fmt.Errorf("encode heartbeat: %w", err)
+			return Taken{Heartbeat: hb}, fmt.Errorf("encode heartbeat: %w", err)
 		}
 		item[api.AttrDocumentID] = key[api.AttrDocumentID]
-		name := expression.Name(api.AttrApplierTerm)
-		cond := expression.AttributeNotExists(expression.Name(api.AttrDocumentID))
-		if exists {
-			cond = name.Equal(expression.Value(stored))
-			if _, ok := out.Item[api.AttrApplierTerm]; !ok {
-				cond = expression.AttributeNotExists(name)
+		in := &dynamodb.PutItemInput{TableName: &table, Item: item}
+		taken := Taken{Heartbeat: hb}
+		switch {
+		case garbled:
+			// Over exactly the value read: a replica that repaired it a moment ago wins.
+			bad := out.Item[api.AttrApplierTerm]
+			taken.Repaired = describeValue(bad)
+			in.ConditionExpression = aws.String("#t = :bad")
+			in.ExpressionAttributeNames = map[string]string{"#t": api.AttrApplierTerm}
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":bad": bad}
+		default:
+			name := expression.Name(api.AttrApplierTerm)
+			cond := expression.AttributeNotExists(expression.Name(api.AttrDocumentID))
+			if exists {
+				cond = name.Equal(expression.Value(stored))
+				if _, ok := out.Item[api.AttrApplierTerm]; !ok {
+					cond = expression.AttributeNotExists(name)
+				}
 			}
+			expr, err := expression.NewBuilder().WithCondition(cond).Build()
+			if err != nil {
+				return taken, fmt.Errorf("build condition: %w", err)
+			}
+			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 		}
-		expr, err := expression.NewBuilder().WithCondition(cond).Build()
-		if err != nil {
-			return hb, fmt.Errorf("build condition: %w", err)
-		}
-		_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item, ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+		_, err = db.PutItem(ctx, in)
 		if err == nil {
-			return hb, nil
+			return taken, nil
 		}
 		if !conditionalCheckFailed(err) {
-			return hb, fmt.Errorf("take term %d in %s: %w", hb.Term, table, err)
+			return taken, fmt.Errorf("take term %d in %s: %w", hb.Term, table, err)
 		}
 	}
-	return hb, fmt.Errorf("take a term in %s: another replica kept taking one (%d attempts): %w", table, takeTermAttempts, api.ErrPreconditionFailed)
+	return Taken{Heartbeat: hb}, fmt.Errorf("take a term in %s: another replica kept taking one (%d attempts): %w", table, takeTermAttempts, api.ErrPreconditionFailed)
+}
+
+// describeValue renders a stored attribute value for a log line (type and value, bounded).
+func describeValue(v types.AttributeValue) string {
+	var s string
+	switch v := v.(type) {
+	case *types.AttributeValueMemberN:
+		s = "N " + v.Value
+	case *types.AttributeValueMemberS:
+		s = "S " + strconv.Quote(v.Value)
+	default:
+		s = fmt.Sprintf("%T", v)
+	}
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return s
 }
 
 // Stored is the applierTerm of a heartbeat item (0 without one). An item whose
-// applierTerm is not a number cannot be fenced against: an error.
+// applierTerm is not a number cannot be fenced against: an error wrapping api.ErrInvalidItem
+// (Take writes over it).
 func Stored(item map[string]types.AttributeValue) (int64, bool, error) {
 	if len(item) == 0 {
 		return 0, false, nil
@@ -210,6 +252,30 @@ func Stored(item map[string]types.AttributeValue) (int64, bool, error) {
 		return 0, true, fmt.Errorf("%w: %s applierTerm %q: %w", api.ErrInvalidItem, api.HeartbeatID, n.Value, err)
 	}
 	return stored, true, nil
+}
+
+// LiveHolder reads the heartbeat (a consistent GetItem of api.HeartbeatID in table) and
+// returns it when a live leader holds a term at or above met, the newer term a write of this
+// process met: the heartbeat names such a term, and it is not overdue at now (api.Heartbeat's
+// Overdue, with grace: a leader rewrites it at least every keepalive). nil when no live leader
+// holds it: the heartbeat names an older term (a table restored to an earlier point in time,
+// a stray write of a term nobody took) or is overdue or unreadable (its leader stopped); a
+// term above met may then be taken. Errors are DynamoDB's (wrapped): the caller cannot tell.
+func LiveHolder(ctx context.Context, db awscall.DynamoDB, table string, met int64, now time.Time, grace time.Duration) (*api.Heartbeat, error) {
+	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("read the heartbeat in %s: %w", table, err)
+	}
+	stored, _, err := Stored(out.Item)
+	if err != nil || stored < met {
+		return nil, nil
+	}
+	var hb api.Heartbeat
+	if err := attributevalue.UnmarshalMap(out.Item, &hb); err != nil || hb.Overdue(now, grace) {
+		return nil, nil
+	}
+	return &hb, nil
 }
 
 // NewestStatus returns the newest applierTerm any item of tables carries (a Scan of each,
