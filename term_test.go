@@ -49,8 +49,9 @@ func TestTakeTermOnlyGrows(t *testing.T) {
 		{name: "heartbeat deleted by an operator: above the statuses' newest term", seed: 9, want: 10},
 		{name: "heartbeat without a term: above the statuses' newest term", stored: hbItem(""), seed: 4, want: 5},
 		{name: "a stored term is trusted without reading the statuses", stored: hbItem("7"), seed: 99, want: 8},
-		{name: "applierTerm that is no number", stored: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
-			attrApplierTerm: &types.AttributeValueMemberS{Value: "7"}}, wantErr: ErrInvalidItem},
+		{name: "applierTerm that is no number: written over, above the statuses' newest term", stored: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
+			attrApplierTerm: &types.AttributeValueMemberS{Value: "7"}}, seed: 9, want: 10},
+		{name: "applierTerm beyond int64: written over", stored: hbItem("123456789012345678901234567890"), seed: 2, want: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,9 +15,12 @@ type outcome struct {
 	key     int32     // what the status says: outcomes.keys[key]
 }
 
-// answers reports whether the status recorded answers m's incarnation at its version or newer.
+// answers reports whether the status recorded answers exactly the spec m: its incarnation,
+// version and updateTime. A status of a higher version answers nothing once the table went
+// back to a lower one (a restore, an undo), and one of the same version with another
+// updateTime answers another write.
 func (o outcome) answers(m *api.DynamoDBMetadata) bool {
-	return o.created.Equal(m.CreateTime) && o.version >= m.Version
+	return o.created.Equal(m.CreateTime) && o.version == m.Version && o.updated.Equal(m.UpdateTime)
 }
 
 // outcomes holds, per desire, the outcome of the last status written (or found unchanged) in

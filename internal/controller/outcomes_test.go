@@ -170,3 +170,27 @@ func TestTallyKeysLiveBeyondTheLimit(t *testing.T) {
 		t.Fatalf("%d keys counted (Reason17: %d), want %d with one desire each", len(counts), counts[TallyKey{"False", "False", "Reason17"}], n)
 	}
 }
+
+// TestOutcomeAnswersOnlyTheExactSpec: the heartbeat counts a desire answered only by a status
+// for the very (incarnation, version, updateTime) the table holds: after the specs table went
+// back to version 2, a status of version 3 answers nothing (before the fix it did: any
+// recorded version at or above the spec's counted).
+func TestOutcomeAnswersOnlyTheExactSpec(t *testing.T) {
+	c := testTime.Add(-time.Hour)
+	rec := outcome{created: c, version: 3, updated: testTime}
+	for _, tc := range []struct {
+		name string
+		spec *api.ApplyDesire
+		want bool
+	}{
+		{"the same spec", specAt("a", 3, c, testTime), true},
+		{"the table went back to version 2", specAt("a", 2, c, testTime.Add(-time.Minute)), false},
+		{"the same version written again (another updateTime)", specAt("a", 3, c, testTime.Add(time.Second)), false},
+		{"another incarnation", specAt("a", 3, c.Add(time.Minute), testTime), false},
+		{"a newer version", specAt("a", 4, c, testTime.Add(time.Minute)), false},
+	} {
+		if got := rec.answers(tc.spec.Meta()); got != tc.want {
+			t.Errorf("%s: answers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -185,10 +185,14 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 			return "", err
 		}
 		if found {
-			switch newerSpec(cur.StatusCommon(), spec.Meta()) {
-			case specNewer:
+			switch order := newerSpec(cur.StatusCommon(), spec.Meta()); {
+			case order == specNewer && w.specs == nil:
 				return StatusStale, nil
-			case specMaybeNewer:
+			case order != specNotNewer:
+				// The table moved past spec (its newer version comes next), or went back to it
+				// (a restore, an undo: the same incarnation at a lower version): then the
+				// status must answer spec, whose content the reconcile just applied, not keep
+				// claiming the newer one. A consistent read tells.
 				current, err := w.isCurrent(ctx, spec.Meta())
 				if err != nil {
 					return "", err

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,10 +47,12 @@ const (
 // fate decides on a record with sequence number seq of desire m. Once a record of the desire
 // was delivered, only a later one is delivered (rule 1: stream order). While the stamp comes
 // from the List (rule 2): a record without incarnation (a REMOVE with Keys only) is delivered;
-// one of the listed incarnation is dropped when its version is lower (older than the Scan)
-// and delivered otherwise (a same-version REMOVE may be a real delete; a replayed one is
-// harmless: the controller confirms a deletion with a consistent read); a record of another
-// incarnation is ambiguous: an older one read again, or a new one written after the Scan.
+// one of the listed incarnation at the listed version or above is delivered (a same-version
+// REMOVE may be a real delete; a replayed one is harmless: the controller confirms a deletion
+// with a consistent read); one at a lower version is ambiguous: an older state read again, or
+// the table taken back to that version after the Scan (a restore, an undo: a saved item put
+// back); so is a record of another incarnation: an older one read again, or a new one written
+// after the Scan.
 func (s desireStamp) fate(seq string, m *api.DynamoDBMetadata, hasIncarnation bool) recordFate {
 	switch {
 	case s.seq != "":
@@ -59,10 +62,7 @@ func (s desireStamp) fate(seq string, m *api.DynamoDBMetadata, hasIncarnation bo
 		return dropRecord
 	case !hasIncarnation:
 		return deliverRecord
-	case s.created.Equal(m.CreateTime):
-		if m.Version < s.version {
-			return dropRecord
-		}
+	case s.created.Equal(m.CreateTime) && m.Version >= s.version:
 		return deliverRecord
 	}
 	return settleRecord
@@ -121,14 +121,16 @@ func (b *stampBook) len() int { return len(b.stamps) }
 
 // settle decides an ambiguous record of desire m by a consistent read of its spec item: a
 // record whose incarnation the table holds now is delivered (a new incarnation, e.g. the spec
-// replaced in place), and a REMOVE when the item is gone now; anything else is an older or an
-// intermediate state, dropped: a later record brings the current one. An item stored without
-// a readable createTime cannot be told apart and is delivered.
-func (lw *ListWatch[T]) settle(ctx context.Context, m *api.DynamoDBMetadata, removed bool) (bool, error) {
+// replaced in place), and a REMOVE when the item is gone now; with exact, only a record of the
+// very version the table holds (a lower version of the listed incarnation: the table went back
+// to it). Anything else is an older or an intermediate state, dropped: a later record brings
+// the current one. An item stored without a readable createTime (or version, with exact)
+// cannot be told apart and is delivered.
+func (lw *ListWatch[T]) settle(ctx context.Context, m *api.DynamoDBMetadata, removed, exact bool) (bool, error) {
 	out, err := lw.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &lw.table, ConsistentRead: aws.Bool(true),
 		Key:                      map[string]ddbtypes.AttributeValue{api.AttrDocumentID: &ddbtypes.AttributeValueMemberS{Value: m.DocumentID}},
-		ProjectionExpression:     aws.String("#i, #c"),
-		ExpressionAttributeNames: map[string]string{"#i": api.AttrDocumentID, "#c": api.AttrCreateTime}})
+		ProjectionExpression:     aws.String("#i, #c, #v"),
+		ExpressionAttributeNames: map[string]string{"#i": api.AttrDocumentID, "#c": api.AttrCreateTime, "#v": api.AttrVersion}})
 	if err != nil {
 		return false, fmt.Errorf("table %s: reading %s to tell its incarnation: %w", lw.table, m.DocumentID, err)
 	}
@@ -143,5 +145,16 @@ func (lw *ListWatch[T]) settle(ctx context.Context, m *api.DynamoDBMetadata, rem
 		return true, nil
 	}
 	created, err := time.Parse(time.RFC3339, s.Value)
-	return err != nil || created.Equal(m.CreateTime), nil
+	if err != nil || !created.Equal(m.CreateTime) {
+		return err != nil, nil
+	}
+	if !exact {
+		return true, nil
+	}
+	v, ok := out.Item[api.AttrVersion].(*ddbtypes.AttributeValueMemberN)
+	if !ok {
+		return true, nil
+	}
+	version, err := strconv.ParseInt(v.Value, 10, 64)
+	return err != nil || version == m.Version, nil
 }

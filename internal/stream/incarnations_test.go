@@ -95,7 +95,7 @@ func TestDesireStampFate(t *testing.T) {
 		{"delivered: later record, same state (put back unchanged)", gone, "000000000000000000051", meta(3, c1), true, deliverRecord},
 		{"delivered: the same record again", delivered, "000000000000000000050", meta(3, c1), true, dropRecord},
 		{"delivered: an earlier record", delivered, "000000000000000000049", meta(4, c2), true, dropRecord},
-		{"listed: lower version", listed, "000000000000000000010", meta(2, c1), true, dropRecord},
+		{"listed: lower version (read again, or the table went back to it)", listed, "000000000000000000010", meta(2, c1), true, settleRecord},
 		{"listed: same version (may be a real delete)", listed, "000000000000000000010", meta(3, c1), true, deliverRecord},
 		{"listed: higher version", listed, "000000000000000000010", meta(4, c1), true, deliverRecord},
 		{"listed: another incarnation", listed, "000000000000000000010", meta(1, c2), true, settleRecord},
@@ -121,15 +121,19 @@ func TestSettleIncarnation(t *testing.T) {
 		stored  map[string]ddbtypes.AttributeValue // nil: no item
 		created time.Time
 		removed bool
+		exact   bool // the record is a lower version of the listed incarnation
 		want    bool
 	}{
-		{"current incarnation", stItemAt(t, "a", 2, c2), c2, false, true},
-		{"older incarnation", stItemAt(t, "a", 1, c2), c1, false, false},
-		{"item gone", nil, c1, false, false},
-		{"REMOVE, item gone", nil, c1, true, true},
-		{"REMOVE, item there", stItemAt(t, "a", 1, c2), c1, true, false},
-		{"REMOVE, same incarnation put back", stItemAt(t, "a", 1, c1), c1, true, false},
-		{"item without createTime", map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: "a"}}, c1, false, true},
+		{"current incarnation", stItemAt(t, "a", 2, c2), c2, false, false, true},
+		{"older incarnation", stItemAt(t, "a", 1, c2), c1, false, false, false},
+		{"item gone", nil, c1, false, false, false},
+		{"REMOVE, item gone", nil, c1, true, false, true},
+		{"REMOVE, item there", stItemAt(t, "a", 1, c2), c1, true, false, false},
+		{"REMOVE, same incarnation put back", stItemAt(t, "a", 1, c1), c1, true, false, false},
+		{"item without createTime", map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: "a"}}, c1, false, false, true},
+		{"lower version: the table holds it now (restored, undone)", stItemAt(t, "a", 1, c1), c1, false, true, true},
+		{"lower version: the table holds another (read again)", stItemAt(t, "a", 3, c1), c1, false, true, false},
+		{"lower version: another incarnation now", stItemAt(t, "a", 1, c2), c1, false, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,7 +142,7 @@ func TestSettleIncarnation(t *testing.T) {
 				f.PutRaw(stTable, tc.stored)
 			}
 			lw := &ListWatch[*api.ApplyDesire]{table: stTable, db: f}
-			got, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: tc.created}, tc.removed)
+			got, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: tc.created}, tc.removed, tc.exact)
 			if err != nil || got != tc.want {
 				t.Fatalf("settle = %v, %v; want %v", got, err, tc.want)
 			}
@@ -148,7 +152,7 @@ func TestSettleIncarnation(t *testing.T) {
 	boom := errors.New("boom")
 	f.FailNext("GetItem", boom)
 	lw := &ListWatch[*api.ApplyDesire]{table: stTable, db: f}
-	if _, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a"}, false); !errors.Is(err, boom) {
+	if _, err := lw.settle(ctx, &api.DynamoDBMetadata{DocumentID: "a"}, false, false); !errors.Is(err, boom) {
 		t.Fatalf("settle with a failing read: %v, want it wrapped", err)
 	}
 }

@@ -400,7 +400,8 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		fate := last.fate(seq, m, hasIncarnation(img) && (m.Invalid == "" || m.Version > 0))
 		if fate == settleRecord {
 			cctx, cancel := context.WithTimeout(ctx, w.lw.opts.CallTimeout)
-			current, err := w.lw.settle(cctx, m, removed)
+			exact := last.seq == "" && last.created.Equal(m.CreateTime) // the listed incarnation, a lower version
+			current, err := w.lw.settle(cctx, m, removed, exact)
 			cancel()
 			if err != nil {
 				return err
