@@ -226,9 +226,9 @@ func (k *recordingKube) Apply(_ context.Context, _ schema.GroupVersionResource, 
 	return out, nil
 }
 
-func (k *recordingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+func (k *recordingKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string) error {
 	k.deletes = append(k.deletes, ns+"/"+name)
-	return k.KubeClient.Delete(ctx, gvr, ns, name, uid)
+	return k.KubeClient.Delete(ctx, gvr, ns, name, uid, rv)
 }
 
 // TestOptionsFromOutside: New refuses bad Options with ErrInvalidOptions and takes the

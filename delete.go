@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -34,8 +36,9 @@ type deleteReconciler struct {
 const watchedRecheck = 2 * time.Minute
 
 // NewDeleteReconciler returns the default DeleteDesire reconciler: resolve the target to its
-// canonical resource through mapper, delete it with Background propagation and a UID
-// precondition, then GET it again. Its verdicts: Gone only when that GET answers NotFound for
+// canonical resource through mapper, delete it with Background propagation and UID and
+// resourceVersion preconditions (an object changed since its GET is read and deleted again,
+// or looked at again soon), then GET it again. Its verdicts: Gone only when that GET answers NotFound for
 // the object, or when disc proves the resource type is served at no version (disc nil: never
 // proven, such a target waits as KindNotServed); WaitingForDeletion while a deletionTimestamp
 // and finalizers remain; Refused(PreCheckFailed) for an invalid or non-canonical target;
@@ -68,16 +71,21 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		w = r.watches.Watch(target.Ref{Kind: KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
 	}
 	obj, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
-	if err == nil && obj.GetDeletionTimestamp() == nil {
-		// Confirmed after the GET, and the delete is preconditioned on the uid it saw: an
-		// object an ApplyDesire created after confirming this desire gone is never deleted.
-		if v, ok := r.stillWanted(ctx, d); !ok {
+	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
+		var stop bool
+		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj); stop {
 			return v
 		}
-		err = r.kube.Delete(ctx, GVROf(t), t.Namespace, t.Name, obj.GetUID())
-		if err == nil || objectNotFound(err, t.Name) {
-			obj, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+		if !apierrors.IsConflict(err) {
+			break
 		}
+		if attempt == deleteAttempts {
+			// Changed under every attempt: nothing deleted, looked at again soon.
+			return Pending(specGoneRecheck)
+		}
+		// Changed since the GET (an apply, a status write) or re-created: read it and confirm
+		// the spec again before deleting what is there now.
+		obj, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
 	}
 	switch {
 	case objectNotFound(err, t.Name):
@@ -94,6 +102,46 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		v = v.After(watchedRecheck)
 	}
 	return v
+}
+
+// deleteAttempts bounds the GET-confirm-delete rounds of one reconcile whose delete call
+// finds the object changed since its GET.
+const deleteAttempts = 3
+
+// objectLocks serializes each object's DeleteDesire confirm-and-delete with the ApplyDesire
+// applies of this process (rivals.ObjectLocks): every applier of the process shares it, as
+// they may share a cluster.
+var objectLocks rivals.ObjectLocks
+
+// lockedObject names t's object for objectLocks.
+func lockedObject(group, resource, namespace, name string) rivals.Object {
+	return rivals.Object{Group: group, Resource: resource, Namespace: namespace, Name: name}
+}
+
+// deleteConfirmed deletes obj, t's object as a GET just read it, once a consistent read
+// confirms d still wants it, then reads it again. Confirmation and delete hold t's object
+// lock: an apply of this process lands before the confirmation (which then sees its
+// ApplyDesire's rival gone, or the ApplyDesire refused) or after the delete (and re-creates
+// the object), never between. The delete is preconditioned on obj's uid and resourceVersion:
+// an object changed since the GET (by an apply elsewhere too) fails it with a Conflict. stop:
+// v is the verdict, nothing was deleted.
+func (r *deleteReconciler) deleteConfirmed(ctx context.Context, d *DeleteDesire, t TargetItem, obj *unstructured.Unstructured) (
+	live *unstructured.Unstructured, v Verdict, stop bool, err error) {
+	unlock, err := objectLocks.Lock(ctx, lockedObject(t.Group, t.Resource, t.Namespace, t.Name))
+	if err != nil {
+		// The reconcile's time is up while an apply of the object runs: nothing is deleted.
+		return nil, Pending(specGoneRecheck), true, nil
+	}
+	defer unlock()
+	if v, ok := r.stillWanted(ctx, d); !ok {
+		return nil, v, true, nil
+	}
+	err = r.kube.Delete(ctx, GVROf(t), t.Namespace, t.Name, obj.GetUID(), obj.GetResourceVersion())
+	if err == nil || objectNotFound(err, t.Name) {
+		// Read under the lock: an apply waiting for it re-creates the object only after.
+		live, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+	}
+	return live, Verdict{}, false, err
 }
 
 // specGoneRecheck is how soon a DeleteDesire whose spec a consistent read no longer shows (the

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -273,4 +274,147 @@ func configMapObject(name string, finalizers ...string) *unstructured.Unstructur
 	o.SetNamespace("default")
 	o.SetFinalizers(finalizers)
 	return o
+}
+
+// confirmingSpecs is a DeleteDesire's specs table as the reconciler's consistent read sees
+// it: d until removed; each answered read runs between (n counts the reads from 1), which
+// stands for what happens on the cluster before the delete call that read confirms.
+type confirmingSpecs struct {
+	mu      sync.Mutex
+	d       *DeleteDesire
+	removed bool
+	reads   int
+	between func(n int) (remove bool)
+}
+
+func (s *confirmingSpecs) Get(_ context.Context, id string) (*DeleteDesire, error) {
+	s.mu.Lock()
+	s.reads++
+	n, removed := s.reads, s.removed
+	s.mu.Unlock()
+	if removed {
+		return nil, ErrNotFound
+	}
+	if s.between != nil && s.between(n) {
+		s.mu.Lock()
+		s.removed = true
+		s.mu.Unlock()
+	}
+	return s.d, nil
+}
+
+func (s *confirmingSpecs) List(context.Context) ([]*DeleteDesire, error) {
+	return nil, errors.New("not listed here")
+}
+
+// TestDeleteSparesAnObjectAppliedAfterItsConfirmation: between the consistent read that
+// confirms a DeleteDesire and its delete call, the DeleteDesire may be removed and an
+// ApplyDesire, having confirmed its rival gone, may apply onto the object (keeping its uid).
+// Such an object is never deleted by that call, and no ApplyDesire says Successful for an
+// object the call removed: an apply of this process waits for the confirm-and-delete (and
+// re-creates what it deleted), an apply elsewhere, or any other change since the GET, fails
+// the delete's resourceVersion precondition and the DeleteDesire looks again, never failing.
+func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
+	cmTarget := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	content := func(v string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"` + v + `"}}`
+	}
+	cases := []struct {
+		name string
+		// apply is the content an ApplyDesire applies right after the first confirmation,
+		// through the default reconciler ("": none); the DeleteDesire is removed for it.
+		apply string
+		// between runs after each confirmation (n from 1); true removes the DeleteDesire.
+		between func(t *testing.T, kube *ssafake.Kube, n int) bool
+		// wantObject: the object exists at the end; wantGone: the delete says Gone, else
+		// Pending (nothing written).
+		wantObject, wantGone bool
+	}{
+		{name: "a no-op apply of this process", apply: content("v1"), wantObject: true, wantGone: true},
+		{name: "a changing apply of this process", apply: content("v2"), wantObject: true, wantGone: true},
+		{name: "an apply of another process changes it", wantObject: true,
+			between: func(t *testing.T, kube *ssafake.Kube, n int) bool {
+				if n == 1 {
+					obj, err := ParseKubeContent(json.RawMessage(content("v3")))
+					if err != nil {
+						t.Error(err)
+					}
+					if _, err := kube.Apply(context.Background(), cmGVR, obj, "fm"); err != nil {
+						t.Error(err)
+					}
+				}
+				return n == 1
+			}},
+		{name: "a status writer changes it once", wantGone: true,
+			between: func(t *testing.T, kube *ssafake.Kube, n int) bool {
+				if n == 1 {
+					kube.StatusOnly(t, "default", "c1", n)
+				}
+				return false
+			}},
+		{name: "a status writer keeps changing it", wantObject: true,
+			between: func(t *testing.T, kube *ssafake.Kube, n int) bool {
+				kube.StatusOnly(t, "default", "c1", n)
+				return false
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			kube := ssafake.New()
+			applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+			if v := applier.Reconcile(ctx, applyDesire("a", content("v1"))); !v.Successful() {
+				t.Fatalf("setup apply: %v", v)
+			}
+			type result struct{ v Verdict }
+			applied := make(chan result, 1)
+			ran := false
+			specs := &confirmingSpecs{d: deleteDesire("d", cmTarget), between: func(n int) bool {
+				if tc.apply != "" && n == 1 {
+					ran = true
+					go func() { applied <- result{applier.Reconcile(ctx, applyDesire("a", tc.apply))} }()
+					select { // done at once unless it waits for the delete
+					case r := <-applied:
+						applied <- r
+					case <-time.After(500 * time.Millisecond):
+					}
+					return true
+				}
+				if tc.between != nil {
+					return tc.between(t, kube, n)
+				}
+				return false
+			}}
+			rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+			v := rec.Reconcile(ctx, specs.d)
+			var av Verdict
+			if ran {
+				select {
+				case r := <-applied:
+					av = r.v
+				case <-time.After(5 * time.Second):
+					t.Fatal("the ApplyDesire's apply never ended")
+				}
+			}
+			live, err := kube.Object("default", "c1")
+			exists := err == nil
+			if ran && av.Successful() && !exists {
+				t.Fatalf("the ApplyDesire says %q but the object is gone (the delete said %q)", av.Message(), v.Message())
+			}
+			if ran && av.Successful() {
+				if got, _, _ := unstructured.NestedString(live.Object, "data", "k"); !strings.Contains(tc.apply, `"k":"`+got+`"`) {
+					t.Fatalf("the object holds k=%q, not what the ApplyDesire says it applied", got)
+				}
+			}
+			if exists != tc.wantObject {
+				t.Fatalf("object exists = %v, want %v (delete verdict %v, confirmations %d)", exists, tc.wantObject, v, specs.reads)
+			}
+			switch {
+			case tc.wantGone && (!v.Successful() || !strings.Contains(v.Message(), "is gone")):
+				t.Fatalf("delete verdict %v, want Gone", v)
+			case !tc.wantGone && !v.IsPending():
+				t.Fatalf("delete verdict %v (degraded %v), want Pending: nothing written, looked at again", v, v.Degraded())
+			}
+		})
+	}
 }

@@ -138,7 +138,7 @@ func TestDriftRepairedByWatch(t *testing.T) {
 		t.Fatalf("after the repair: %q (applies %d), want the repair's message kept and no apply", v2.Message(), f.kube.Applies())
 	}
 
-	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", ""); err != nil {
+	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	f.settle(t, "cm", true)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 		cmp := old.DeepCopy()
 		cmp.SetGeneration(0)
 		cmp.SetUID("")
+		cmp.SetResourceVersion("")
 		if equality.Semantic.DeepEqual(cmp.Object, live.Object) { // a no-op apply keeps the generation
 			k.changed(key, old, true)
 			return old.DeepCopy(), nil
@@ -103,6 +105,7 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 	}
 	k.gen++
 	live.SetGeneration(k.gen)
+	live.SetResourceVersion(strconv.FormatInt(k.gen, 10)) // every change a new one, as the apiserver's
 	if uid == "" {
 		uid = types.UID(fmt.Sprintf("uid-%d", k.gen))
 	}
@@ -143,7 +146,7 @@ func (k *fakeKube) Get(_ context.Context, gvr schema.GroupVersionResource, ns, n
 	return o.DeepCopy(), nil
 }
 
-func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls = append(k.calls, "delete "+name)
@@ -157,6 +160,9 @@ func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns
 	}
 	if o.GetUID() != uid {
 		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("uid precondition failed"))
+	}
+	if rv != "" && o.GetResourceVersion() != rv {
+		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("resourceVersion precondition failed"))
 	}
 	if len(o.GetFinalizers()) > 0 {
 		if o.GetDeletionTimestamp() == nil {

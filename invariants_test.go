@@ -172,11 +172,11 @@ func (k cutKube) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, n
 	return k.KubeClient.Get(ctx, gvr, ns, name)
 }
 
-func (k cutKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+func (k cutKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string) error {
 	if k.cut.Load() {
 		return errors.New("dial tcp 127.0.0.1:6443: connection refused")
 	}
-	return k.KubeClient.Delete(ctx, gvr, ns, name, uid)
+	return k.KubeClient.Delete(ctx, gvr, ns, name, uid, rv)
 }
 
 type incarnation struct {

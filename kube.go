@@ -23,8 +23,10 @@ type KubeClient interface {
 	Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
 	// Get returns the live object; a NotFound *apierrors.StatusError when there is none.
 	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
-	// Delete deletes the object with Background propagation, only if its UID is still uid.
-	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error
+	// Delete deletes the object with Background propagation, only if its UID is still uid and,
+	// when resourceVersion is not "", its resourceVersion still resourceVersion (else a
+	// Conflict *apierrors.StatusError): an object changed since it was read is not deleted.
+	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string) error
 }
 
 // DynamicKube implements KubeClient with a dynamic client.
@@ -45,9 +47,13 @@ func (k DynamicKube) Get(ctx context.Context, gvr schema.GroupVersionResource, n
 	return k.res(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (k DynamicKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
+func (k DynamicKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string) error {
 	bg := metav1.DeletePropagationBackground
-	return k.res(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
+	pre := &metav1.Preconditions{UID: &uid}
+	if resourceVersion != "" {
+		pre.ResourceVersion = &resourceVersion
+	}
+	return k.res(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: pre})
 }
 
 // ReplaceManagedFields replaces the object's metadata.managedFields with fields, only while

@@ -80,7 +80,7 @@ func TestNotFoundKinds(t *testing.T) {
 
 // TestDynamicKubeCalls pins the seed's rules of the cluster calls: server-side apply with
 // force (the applier takes ownership of fields another manager held) as the field manager;
-// delete with Background propagation and a precondition on the UID just read.
+// delete with Background propagation and preconditions on the UID (and resourceVersion) just read.
 func TestDynamicKubeCalls(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	var patch k8stesting.PatchActionImpl
@@ -103,11 +103,16 @@ func TestDynamicKubeCalls(t *testing.T) {
 		t.Fatalf("apply sent %s force=%v manager %q to %s/%s: want a forced server-side apply as the field manager",
 			patch.PatchType, patch.PatchOptions.Force, patch.PatchOptions.FieldManager, patch.Namespace, patch.Name)
 	}
-	if err := k.Delete(context.Background(), cmGVR, "default", "c1", "uid-7"); err != nil {
-		t.Fatal(err)
-	}
-	o := del.DeleteOptions
-	if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationBackground || o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != "uid-7" {
-		t.Fatalf("delete options %+v: want Background propagation and the UID precondition", o)
+	for _, tc := range []struct{ name, rv string }{{"uid only", ""}, {"uid and resourceVersion", "42"}} {
+		if err := k.Delete(context.Background(), cmGVR, "default", "c1", "uid-7", tc.rv); err != nil {
+			t.Fatal(err)
+		}
+		o := del.DeleteOptions
+		if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationBackground || o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != "uid-7" {
+			t.Fatalf("%s: delete options %+v: want Background propagation and the UID precondition", tc.name, o)
+		}
+		if rv := o.Preconditions.ResourceVersion; (tc.rv == "") != (rv == nil) || (rv != nil && *rv != tc.rv) {
+			t.Fatalf("%s: resourceVersion precondition %v, want %q", tc.name, rv, tc.rv)
+		}
 	}
 }

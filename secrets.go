@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Secret values never reach a status table: status tables are read by another account. A
@@ -240,8 +243,172 @@ func scrubVerdict(ad *ApplyDesire, v Verdict) Verdict {
 		return v // cheap: not a Secret (nor a kind spelled with escapes)
 	}
 	obj, err := ParseKubeContent(ad.Spec.KubeContent)
-	if err != nil || !isSecret(obj) {
+	if err == nil {
+		if !isSecret(obj) {
+			return v
+		}
+		return controller.WithMessage(v, newSecretScrubber(obj).scrub(v.Message()))
+	}
+	// Undecodable: the message (the decoder's own, or a wrapper's) may quote a value the
+	// decode choked on, so the values are read from the raw bytes instead.
+	raw := scanRawContent(ad.Spec.KubeContent)
+	switch {
+	case raw.err != nil:
+		// Broken JSON: what follows the break is unknown (a kind "Secret" may come later),
+		// so nothing of the content is quoted.
+		return controller.WithMessage(v, withheldMessage(raw.err))
+	case !raw.secret():
 		return v
 	}
-	return controller.WithMessage(v, newSecretScrubber(obj).scrub(v.Message()))
+	return controller.WithMessage(v, raw.scrubber().scrub(v.Message()))
+}
+
+// rawContent is what a tolerant scan of a kubeContent's bytes finds: its top-level apiVersion
+// and kind (the last of repeated keys, as the decoders keep) and every leaf under data and
+// stringData, numbers kept as written (no float64 to overflow).
+type rawContent struct {
+	apiVersion, kind string
+	// data and stringData are the leaves (and nested keys) of every data and stringData
+	// value seen.
+	data, stringData []any
+	// err is the syntax error the scan stopped at (a truncated or broken content, or
+	// anything after its first value); nil when the whole content was read.
+	err error
+}
+
+// secret reports whether the content's head names a core Secret: kind Secret of the core
+// group, or of an apiVersion that does not parse (it may be meant as one).
+func (c rawContent) secret() bool {
+	if c.kind != "Secret" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(c.apiVersion)
+	return err != nil || gv.Group == ""
+}
+
+// scrubber is the secretScrubber of the values the scan found.
+func (c rawContent) scrubber() secretScrubber {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	if len(c.data) > 0 {
+		obj.Object["data"] = c.data
+	}
+	if len(c.stringData) > 0 {
+		obj.Object["stringData"] = c.stringData
+	}
+	return newSecretScrubber(obj)
+}
+
+// errTrailingContent: a kubeContent holds more than one JSON value.
+var errTrailingContent = errors.New("scanning kubeContent: content after its first value")
+
+// withheldMessage replaces the message of a content that is not valid JSON and may be a
+// Secret: it says where the JSON breaks, and quotes nothing of the content.
+func withheldMessage(err error) string {
+	where := "it ends before its value does"
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		where = fmt.Sprintf("a syntax error at byte %d", se.Offset)
+	} else if errors.Is(err, errTrailingContent) {
+		where = "more follows its first value"
+	}
+	return "kubeContent is not valid JSON (" + where + "); the message is withheld, since the content may be a Secret whose values it would quote"
+}
+
+// scanRawContent reads raw token by token, keeping what it can until the first syntax error.
+// The leaves of data and stringData are collected as the object scrubber reads them: the
+// top-level keys of a map value are names and left out, nested keys are part of a value.
+func scanRawContent(raw []byte) rawContent {
+	var c rawContent
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object, wantKey bool
+		key             string
+	}
+	var (
+		stack []*frame
+		// capture is the depth at which a data or stringData value began (-1: none); into
+		// collects its leaves.
+		capture = -1
+		into    *[]any
+		values  int // top-level values read
+	)
+	// value marks the end of a value at the current depth.
+	value := func() {
+		if len(stack) == 0 {
+			values++
+			return
+		}
+		if top := stack[len(stack)-1]; top.object {
+			top.wantKey = true
+		}
+		if len(stack) == capture {
+			capture, into = -1, nil
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF && len(stack) == 0 {
+			return c
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			c.err = fmt.Errorf("scanning kubeContent: %w", err)
+			return c
+		}
+		if values > 0 && len(stack) == 0 {
+			c.err = errTrailingContent
+			return c
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				value()
+				continue
+			}
+			key, _ := tok.(string)
+			top.key, top.wantKey = key, false
+			if into != nil && len(stack) > capture+1 {
+				*into = append(*into, key)
+			}
+			continue
+		}
+		if len(stack) == 1 && top.object && capture < 0 {
+			switch top.key {
+			case "data":
+				capture, into = 1, &c.data
+			case "stringData":
+				capture, into = 1, &c.stringData
+			}
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			switch x {
+			case '{', '[':
+				stack = append(stack, &frame{object: x == '{', wantKey: x == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				value()
+			}
+			continue
+		case string:
+			if len(stack) == 1 && top.object {
+				switch top.key {
+				case "apiVersion":
+					c.apiVersion = x
+				case "kind":
+					c.kind = x
+				}
+			}
+		}
+		if into != nil {
+			*into = append(*into, tok)
+		}
+		value()
+	}
 }

@@ -203,3 +203,82 @@ func TestApplyControllerScrubsWithoutRivalRules(t *testing.T) {
 		t.Fatalf("verdict message %q: want the Secret's value scrubbed", v.Message())
 	}
 }
+
+// TestUndecodableSecretValuesNeverQuoted: a Secret's content that cannot be decoded (a number
+// beyond float64, JSON broken after the head, content after the object) still has its head
+// name a Secret: no text of its data or stringData reaches a condition message, neither from
+// the default reconciler's refusal nor from a wrapper that quotes the whole content. The
+// message keeps its sense (the reason, and what is wrong where the values are not needed).
+func TestUndecodableSecretValuesNeverQuoted(t *testing.T) {
+	digits := strings.Repeat("9876543210", 40) // 400 digits: beyond float64
+	const head = `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},`
+	cases := []struct {
+		name    string
+		content string
+		leaks   []string // none may appear in a message
+		keep    string   // must still appear in the Successful message ("": no check)
+	}{
+		{name: "stringData number beyond float64", content: head + `"stringData":{"pin":` + digits + `}}`,
+			leaks: []string{digits[:40], digits[len(digits)-40:]}, keep: "[redacted]"},
+		{name: "data number beyond float64 in exponent form", content: head + `"data":{"pin":98765e999}}`,
+			leaks: []string{"98765e999"}, keep: "[redacted]"},
+		{name: "beside non-string values at any depth", content: head + `"stringData":{"n":123456789,"b":true,"l":["Zq7x-elem",{"Zq7xkey":"v"}],"big":-` + digits + `}}`,
+			leaks: []string{"123456789", "Zq7x", digits[:40]}, keep: "[redacted]"},
+		{name: "data and stringData not maps", content: head + `"data":"Zq7x-not-a-map","stringData":[` + digits + `]}`,
+			leaks: []string{"Zq7x", digits[:40]}, keep: "[redacted]"},
+		{name: "kind spelled with escapes", content: `{"apiVersion":"v1","kind":"Secr\u0065t","metadata":{"name":"s","namespace":"default"},"stringData":{"pin":` + digits + `}}`,
+			leaks: []string{digits[:40]}, keep: "[redacted]"},
+		{name: "truncated after the head", content: head + `"stringData":{"k":"Zq7x-truncated`, leaks: []string{"Zq7x"}},
+		{name: "invalid JSON after the head", content: head + `"stringData":{"k":"Zq7x-invalid" x, "j":"Zq7x-after"}}`, leaks: []string{"Zq7x"}},
+		{name: "broken before the kind", content: `{"stringData":{"k":"Zq7x-first"} x "kind":"Secret","apiVersion":"v1"}`, leaks: []string{"Zq7x"}},
+		{name: "another value after the object", content: head + `"stringData":{"k":"Zq7x-one"}} {"stringData":{"j":"Zq7x-two"}}`, leaks: []string{"Zq7x"}},
+	}
+	quoting := ReconcilerFunc[*ApplyDesire](func(_ context.Context, d *ApplyDesire) Verdict {
+		return Refused(ReasonPreCheckFailed, "cannot apply "+string(d.Spec.KubeContent))
+	})
+	for _, tc := range cases {
+		for _, via := range []string{"default reconciler", "wrapper quoting the content"} {
+			t.Run(tc.name+"/"+via, func(t *testing.T) {
+				var r Reconciler[*ApplyDesire] = quoting
+				if via == "default reconciler" {
+					r = NewApplyReconciler(newFakeKube(), withSecrets(newMapper()), "fm")
+				}
+				h := newHarness[*ApplyDesire](KindApplyDesire, r)
+				_, st := h.sync(t, applyDesire("s", tc.content))
+				for _, c := range st.Status.Conditions {
+					for _, leak := range tc.leaks {
+						if strings.Contains(c.Message, leak) {
+							t.Fatalf("%s message reveals %q: %s", c.Type, leak, c.Message)
+						}
+					}
+				}
+				succ := condition(st, ConditionSuccessful)
+				if succ.Reason != ReasonPreCheckFailed || succ.Message == "" {
+					t.Fatalf("Successful = %s %q, want a PreCheckFailed refusal that says why", succ.Reason, succ.Message)
+				}
+				if tc.keep != "" && via == "wrapper quoting the content" && !strings.Contains(succ.Message, tc.keep) {
+					t.Fatalf("message %q lost %q", succ.Message, tc.keep)
+				}
+			})
+		}
+	}
+}
+
+// TestUndecodableNonSecretKeepsItsMessage: content that is no Secret keeps its message as the
+// decoder wrote it, undecodable or not.
+func TestUndecodableNonSecretKeepsItsMessage(t *testing.T) {
+	digits := strings.Repeat("1234567890", 10)
+	cases := []struct{ name, content, keep string }{
+		{"ConfigMap with a number beyond float64", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"},"data":{"k":` + digits + `e999}}`, digits[:40]},
+		{"Secret of another group", `{"apiVersion":"example.com/v1","kind":"Secret","metadata":{"name":"c","namespace":"default"},"stringData":{"k":` + digits + `e999}}`, digits[:40]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := "cannot apply " + tc.content
+			v := scrubVerdict(applyDesire("c", tc.content), Refused(ReasonPreCheckFailed, msg))
+			if v.Message() != msg || !strings.Contains(v.Message(), tc.keep) {
+				t.Fatalf("message %q, want it unchanged", v.Message())
+			}
+		})
+	}
+}

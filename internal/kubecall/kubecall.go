@@ -21,7 +21,7 @@ import (
 type Client interface {
 	Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
 	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
-	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error
+	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string) error
 }
 
 // ManagedFieldsEditor is the optional Client method that replaces an object's managedFields.
@@ -65,13 +65,13 @@ func (d deadlineClient) Get(ctx context.Context, gvr schema.GroupVersionResource
 	return d.kube.Get(ctx, gvr, namespace, name)
 }
 
-func (d deadlineClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID) error {
+func (d deadlineClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string) error {
 	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	return d.kube.Delete(ctx, gvr, namespace, name, uid)
+	return d.kube.Delete(ctx, gvr, namespace, name, uid, resourceVersion)
 }
 
 // ReplaceManagedFields passes the call to the wrapped client when it has the method: a

@@ -31,7 +31,7 @@ func (h *hangingCalls) Apply(ctx context.Context, _ schema.GroupVersionResource,
 func (h *hangingCalls) Get(ctx context.Context, _ schema.GroupVersionResource, _, _ string) (*unstructured.Unstructured, error) {
 	return nil, h.wait(ctx)
 }
-func (h *hangingCalls) Delete(ctx context.Context, _ schema.GroupVersionResource, _, _ string, _ types.UID) error {
+func (h *hangingCalls) Delete(ctx context.Context, _ schema.GroupVersionResource, _, _ string, _ types.UID, _ string) error {
 	return h.wait(ctx)
 }
 func (h *hangingCalls) ReplaceManagedFields(ctx context.Context, _ schema.GroupVersionResource, _, _, _ string, _ []metav1.ManagedFieldsEntry) error {
@@ -52,7 +52,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	calls := []func() error{
 		func() error { _, err := kube.Apply(ctx, cmGVR, nil, "fm"); return err },
 		func() error { _, err := kube.Get(ctx, cmGVR, "", ""); return err },
-		func() error { return kube.Delete(ctx, cmGVR, "", "", "") },
+		func() error { return kube.Delete(ctx, cmGVR, "", "", "", "") },
 		func() error { return kube.(ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "", "", "", nil) },
 	}
 	for i, call := range calls {
@@ -71,7 +71,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	if err := kube.(ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "", "", "", nil); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("managedFields edit in an ended term: %v, want fencing.ErrFenced", err)
 	}
-	if err := kube.Delete(ctx, cmGVR, "", "", ""); !errors.Is(err, fencing.ErrFenced) {
+	if err := kube.Delete(ctx, cmGVR, "", "", "", ""); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete in an ended term: %v, want fencing.ErrFenced", err)
 	}
 	if h.deadlines != len(calls) {

@@ -193,14 +193,21 @@ func (k *Kube) Get(_ context.Context, _ schema.GroupVersionResource, ns, name st
 	return k.Object(ns, name)
 }
 
-// Delete implements KubeClient.Delete (without preconditions). Like the apiserver, it only
-// sets deletionTimestamp while the object has finalizers.
-func (k *Kube) Delete(ctx context.Context, _ schema.GroupVersionResource, ns, name string, _ types.UID) error {
+// Delete implements KubeClient.Delete with its preconditions (uid and resourceVersion, each
+// when not ""). Like the apiserver, it only sets deletionTimestamp while the object has
+// finalizers.
+func (k *Kube) Delete(ctx context.Context, _ schema.GroupVersionResource, ns, name string, uid types.UID, resourceVersion string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	live, err := k.Object(ns, name)
 	if err != nil {
 		return err
+	}
+	switch {
+	case uid != "" && live.GetUID() != uid:
+		return apierrors.NewConflict(cmGVR.GroupResource(), name, fmt.Errorf("precondition failed: uid %s, live %s", uid, live.GetUID()))
+	case resourceVersion != "" && live.GetResourceVersion() != resourceVersion:
+		return apierrors.NewConflict(cmGVR.GroupResource(), name, fmt.Errorf("precondition failed: resourceVersion %s, live %s", resourceVersion, live.GetResourceVersion()))
 	}
 	if len(live.GetFinalizers()) == 0 {
 		return k.Dyn.Resource(cmGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})

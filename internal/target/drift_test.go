@@ -270,7 +270,7 @@ func TestDriftTimesAndNoOpRepairs(t *testing.T) {
 	d := applyDesire("a1", content)
 	f.reconcile(t, d)
 	f.settle(t, "cm", false)
-	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", ""); err != nil {
+	if err := f.kube.Delete(ctx, cmGVR, "default", "cm", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	f.settle(t, "cm", true)
