@@ -227,10 +227,16 @@ func (t *Table[T]) Replace(ctx context.Context, d T) (T, error) {
 	var zero T
 	d = d.DeepCopyDesire().(T)
 	m := d.Meta()
-	expected := m.Version
+	expected, written := m.Version, m.UpdateTime
 	m.Version++
 	m.UpdateTime = t.clock().UTC().Round(0)
 	cond := t.fence(expression.Name(attrVersion).Equal(expression.Value(expected)))
+	if t.status && !written.IsZero() {
+		// A status deleted and created again behind the writer's cache (a restore, an older
+		// term's create over the gap) starts again at version 1: its updateTime tells it from
+		// the one read (no ABA). Only the applier writes statuses, in this one encoding.
+		cond = cond.And(expression.Name(attrUpdateTime).Equal(expression.Value(written)))
+	}
 	if err := t.put(ctx, d, cond); err != nil {
 		if fenced := t.fencedOut(err); fenced != nil {
 			return zero, fmt.Errorf("replace %s in %s: %w: %w", m.DocumentID, t.name, fenced, err)

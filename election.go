@@ -30,23 +30,33 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 
 // leadWon leads the terms of a won election: each one's number is taken from DynamoDB
 // (takeTerm), so it only grows whatever happens to the Lease; its calls are fenced by the
-// lease (won). A term that met a newer term which no live leader holds (a restored table, a
-// stray write: heldElsewhere) is followed by a term above it while the lease lasts; any other
-// error (the term could not be taken, or a live leader holds the newer term) gives the lease up.
+// lease (won). An error (the term could not be taken, or a live leader holds a newer term met)
+// gives the lease up.
 func (a *Applier) leadWon(ctx context.Context, won lease.Won) error {
 	base := term{Leader: won.Identity, Valid: won.Valid, Expiry: won.Expiry, CallTimeout: won.Margin}
+	t, err := a.takeTerm(ctx, base)
+	if err != nil {
+		a.opts.Log.Error(err, "starting a term; giving the lease up")
+		return err
+	}
+	return a.leadOn(ctx, base, t, won.Valid)
+}
+
+// leadOn leads term t, taken for base (its leader and fences), and after it, while valid holds,
+// a term above each newer term met that no live leader holds (a restored table, a stray write:
+// heldElsewhere). It returns nil when ctx ends, else why the terms ended.
+func (a *Applier) leadOn(ctx context.Context, base, t term, valid func() bool) error {
 	for {
-		t, err := a.takeTerm(ctx, base)
-		if err != nil {
-			a.opts.Log.Error(err, "starting a term; giving the lease up")
-			return err
-		}
-		err = a.lead(ctx, t)
+		err := a.lead(ctx, t)
 		if err == nil {
 			return nil
 		}
-		if holder := a.heldElsewhere(ctx, t, err); holder != nil || ctx.Err() != nil || !won.Valid() {
+		if holder := a.heldElsewhere(ctx, t, err); holder != nil || ctx.Err() != nil || !valid() {
 			a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.Number)
+			return err
+		}
+		if t, err = a.takeTerm(ctx, base); err != nil {
+			a.opts.Log.Error(err, "starting a term; giving the lease up")
 			return err
 		}
 	}

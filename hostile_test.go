@@ -114,11 +114,11 @@ func hostileCases() []hostileCase {
 			"deletionTimestamp":"2020-01-02T00:00:00Z","deletionGracePeriodSeconds":0},"data":{"k":"v"},"status":{"phase":"Whatever"}}`),
 			wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "applied ConfigMap default/sp", wantApplied: true,
 			check: func(t *testing.T, live *unstructured.Unstructured) {
-				if live.GetUID() == "0d4c1a8e-0000-4000-8000-000000000001" || live.GetGeneration() == 9 {
-					t.Errorf("uid/generation of the manifest sent to the apiserver: %s/%d", live.GetUID(), live.GetGeneration())
+				if live.GetUID() == "0d4c1a8e-0000-4000-8000-000000000001" || live.GetGeneration() == 9 || live.GetResourceVersion() == "12345" {
+					t.Errorf("uid/generation/resourceVersion of the manifest sent to the apiserver: %s/%d/%s", live.GetUID(), live.GetGeneration(), live.GetResourceVersion())
 				}
 				for _, f := range serverPopulated {
-					if f == "uid" || f == "generation" { // set by the fake, like the apiserver
+					if f == "uid" || f == "generation" || f == "resourceVersion" { // set by the fake, like the apiserver
 						continue
 					}
 					if _, ok := live.Object["metadata"].(map[string]any)[f]; ok {

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
 // The status tables are the backend's only view of the cluster. This model-based test runs
@@ -35,7 +37,9 @@ import (
 // cluster, discovery, the lease) under seeded random schedules: spec writes, updates, deletes
 // and re-creations (with skewed clocks); stream records replayed and shards split; kube calls
 // failing transiently; objects held by finalizers and deleted behind the applier's back;
-// discovery resets; leases that change hands cleanly or are lost while the old leader runs on.
+// discovery resets; leases that change hands cleanly or are lost while the old leader runs on;
+// tables that go back in time: the ApplyDesire specs table, a status table or the heartbeat
+// alone restored to an earlier snapshot (a point-in-time restore, an undo).
 // After every step it checks the invariants on everything that happened so far, and at
 // quiescence that the statuses converged:
 //
@@ -48,7 +52,14 @@ import (
 //	I4 an object never receives the content of a spec version older than one already applied;
 //	I5 no status write of an older term lands after a newer term wrote that status;
 //	I8 terms only grow: a term taken is above every term any write ever carried (it is taken
-//	   in DynamoDB, takeTerm, whatever happened to a Lease), under every handover;
+//	   in DynamoDB, takeTerm, whatever happened to a Lease), under every handover — but after
+//	   the heartbeat was restored to an older term, when a term taken low must meet a newer
+//	   one at its first write over it and be followed by a term above (I5, I6 check that);
+//	I10 a delete call never removes an object that an apply reached after the delete's
+//	   confirmation of its spec (the apply of a DeleteDesire's replacement, in that window);
+//	I9 a replica whose lease is valid stops leading only for a newer term that a live leader
+//	   holds (its heartbeat is current): a newer term met on a restored or stray item is
+//	   followed by a term above it;
 //	I6 at quiescence every spec has a status answering its latest version, and no status lacks
 //	   a spec.
 //
@@ -139,6 +150,22 @@ type world struct {
 	heartbeats, claims int
 	// newestTerm is the newest term any write carried (I8).
 	newestTerm int64
+	// snapshot holds the status tables as an earlier step saw them (restoreStatuses), and
+	// hbRestored says that the heartbeat went back to it since the last term above newestTerm.
+	snapshot   map[string][]map[string]ddbtypes.AttributeValue
+	hbRestored bool
+	// rogue is a stray applier without election on the same tables (toggleRogue), nil when
+	// none runs; rogueRan says one ran in this schedule.
+	rogue    *instance
+	rogueRan bool
+	// restoring is the desire restoreSpecs is writing back (I7 skips it meanwhile).
+	restoring string
+	// specMu orders the writes of the specs tables' clock (Table.clock) between the world's
+	// goroutine and a worker's (swapDeleteForApply).
+	specMu sync.Mutex
+	// deleteWindow arms the next delete call (cutKube.Delete): an ApplyDesire swapped in for
+	// its DeleteDesire lands between the confirmation and the call.
+	deleteWindow atomic.Bool
 }
 
 // instance is one applier process; each of its terms starts from a fresh List of the specs
@@ -156,6 +183,7 @@ type instance struct {
 type cutKube struct {
 	KubeClient
 	cut *atomic.Bool
+	w   *world
 }
 
 func (k cutKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
@@ -176,14 +204,34 @@ func (k cutKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns
 	if k.cut.Load() {
 		return errors.New("dial tcp 127.0.0.1:6443: connection refused")
 	}
-	return k.KubeClient.Delete(ctx, gvr, ns, name, uid, rv)
+	if k.w == nil || !k.w.deleteWindow.CompareAndSwap(true, false) {
+		return k.KubeClient.Delete(ctx, gvr, ns, name, uid, rv)
+	}
+	// A DeleteDesire confirmed its spec and is about to delete: the backend swaps it for an
+	// ApplyDesire of the same object, whose apply may land before this call (I10).
+	from := k.w.tick()
+	k.w.swapDeleteForApply(name)
+	err := k.KubeClient.Delete(ctx, gvr, ns, name, uid, rv)
+	if err == nil {
+		k.w.mu.Lock()
+		defer k.w.mu.Unlock()
+		for _, ev := range k.w.objects[name] {
+			if ev.applied && ev.at > from {
+				k.w.report("I10: the delete of %s confirmed before t%d went through after an apply landed at t%d (%s)", name, from, ev.at, ev.marker)
+				break
+			}
+		}
+	}
+	return err
 }
 
 type incarnation struct {
 	created  time.Time
-	versions map[int64]int64  // spec version -> logical time written
-	target   map[int64]string // a DeleteDesire's target object, by version
-	deleted  bool
+	versions map[int64]int64 // spec version -> logical time first written
+	// writes are the spec's writes in order: a restore writes a lower version again.
+	writes  []specWrite
+	target  map[int64]string // a DeleteDesire's target object, by version
+	deleted bool
 	// deletedAt is the logical time just before the spec was deleted; 0 while it exists.
 	deletedAt int64
 	// landed is the logical time just after the incarnation's create returned.
@@ -191,6 +239,44 @@ type incarnation struct {
 	// landedAt is the wall time just after each version's write returned, and updated its
 	// updateTime as the backend's clock stamped it (I7).
 	landedAt, updated map[int64]time.Time
+}
+
+type specWrite struct{ version, at int64 }
+
+// lastWrite is when version v was last written before logical time t (0: not before t).
+func (inc incarnation) lastWrite(v, t int64) int64 {
+	var at int64
+	for _, w := range inc.writes {
+		if w.version == v && w.at < t {
+			at = w.at
+		}
+	}
+	return at
+}
+
+// wentBack reports whether version v was written again, before t, after a higher version had
+// been: the table went back to it (a restore, an undo).
+func (inc incarnation) wentBack(v, t int64) bool {
+	higher := false
+	for _, w := range inc.writes {
+		switch {
+		case w.at >= t:
+			return false
+		case w.version > v:
+			higher = true
+		case w.version == v && higher:
+			return true
+		}
+	}
+	return false
+}
+
+// current is the version the specs table holds now (its last write).
+func (inc incarnation) current() int64 {
+	if len(inc.writes) == 0 {
+		return 0
+	}
+	return inc.writes[len(inc.writes)-1].version
 }
 
 type objectEvent struct {
@@ -210,9 +296,10 @@ type statusWrite struct {
 	reason     string
 	generation int64
 	deleted    bool
-	// external: deleted by someone else (an operator), at wall time wall.
-	external bool
-	wall     time.Time
+	// external: deleted (or, with restored, put back from a snapshot) by someone else (an
+	// operator, a point-in-time restore), at wall time wall.
+	external, restored bool
+	wall               time.Time
 }
 
 var (
@@ -263,7 +350,7 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 // newApplier builds an instance's applier over the world's fakes.
 func (w *world) newApplier(in *instance) *Applier {
 	opts := Options{ManagementCluster: "mc01", DynamoDB: w.db, Streams: w.db,
-		Kube: cutKube{KubeClient: w.kube, cut: &in.cut}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
+		Kube: cutKube{KubeClient: w.kube, cut: &in.cut, w: w}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
@@ -315,13 +402,14 @@ func (w *world) grant(i int, h handover) {
 	}
 	// The term is taken in DynamoDB, as every term in production (I8).
 	w.mu.Lock()
-	newest := w.newestTerm
+	newest, restored := w.newestTerm, w.hbRestored
 	w.mu.Unlock()
-	numbered, err := in.a.takeTerm(context.Background(), term{Leader: fmt.Sprintf("instance-%d", i)})
+	base := term{Leader: fmt.Sprintf("instance-%d", i), Valid: in.valid.Load, CallTimeout: time.Second}
+	numbered, err := in.a.takeTerm(context.Background(), base)
 	if err != nil {
 		w.t.Fatalf("seed %d: take a term: %v", w.seed, err)
 	}
-	if numbered.Number <= newest {
+	if numbered.Number <= newest && !restored {
 		w.mu.Lock()
 		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.Number, newest)
 		w.mu.Unlock()
@@ -339,11 +427,22 @@ func (w *world) grant(i int, h handover) {
 	in.valid.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.lead, in.done = cancel, make(chan struct{})
-	t := numbered
-	t.Valid, t.CallTimeout = in.valid.Load, time.Second
+	// As a won election does (leadWon): a term that meets a newer one no live leader holds
+	// (after a restore) is followed by a term above it while the lease lasts.
 	go func() {
 		defer close(in.done)
-		in.a.lead(ctx, t)
+		err := in.a.leadOn(ctx, base, numbered, in.valid.Load)
+		met := fencing.NewerTermOf(err)
+		if met == 0 || ctx.Err() != nil || !in.valid.Load() {
+			return
+		}
+		// I9: the terms of a valid lease end only for a newer term a live leader holds.
+		holder, herr := fencing.LiveHolder(context.Background(), w.db, invApplyStatus, met, time.Now(), holderGrace)
+		if herr == nil && holder == nil {
+			w.mu.Lock()
+			w.report("I9: instance %d stopped leading (its lease valid) after meeting term %d, which no live leader holds: %v", i, met, err)
+			w.mu.Unlock()
+		}
 	}()
 }
 
@@ -357,6 +456,9 @@ func (in *instance) endTerm() {
 }
 
 func (w *world) close() {
+	if w.rogue != nil {
+		w.rogue.endTerm()
+	}
 	for _, in := range w.inst {
 		in.endTerm()
 	}
@@ -380,13 +482,26 @@ func (w *world) kubeChanged(key string, live *unstructured.Unstructured, applied
 }
 
 func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeValue) {
+	sw, err := w.decodeStatus(table, item)
+	if err != nil {
+		w.fail("%v", err)
+		return
+	}
+	key := table + "|" + idOf(item)
+	w.mu.Lock()
+	w.statuses[key] = append(w.statuses[key], sw)
+	w.seeTermLocked(sw.term)
+	w.mu.Unlock()
+}
+
+// decodeStatus is what a status item says, as a statusWrite at the next logical time.
+func (w *world) decodeStatus(table string, item map[string]ddbtypes.AttributeValue) (statusWrite, error) {
 	var d Desire = &ApplyDesire{}
 	if table == invDelStatus {
 		d = &DeleteDesire{}
 	}
 	if err := DecodeItem(item, d); err != nil {
-		w.fail("status item does not decode: %v", err)
-		return
+		return statusWrite{}, fmt.Errorf("status item does not decode: %w", err)
 	}
 	s := d.StatusCommon()
 	sw := statusWrite{at: w.tick(), version: s.ObservedSpecVersion()}
@@ -402,11 +517,7 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 	if ad, ok := d.(*ApplyDesire); ok {
 		sw.generation = ad.Status.AppliedResourceGeneration
 	}
-	key := table + "|" + d.Meta().DocumentID
-	w.mu.Lock()
-	w.statuses[key] = append(w.statuses[key], sw)
-	w.seeTermLocked(sw.term)
-	w.mu.Unlock()
+	return sw, nil
 }
 
 // seeTerm records that a write carried term n.
@@ -454,6 +565,9 @@ func (w *world) run(n int) {
 
 func (w *world) randomStep() {
 	ctx := context.Background()
+	if w.rng.Intn(10) == 0 {
+		w.snapshotStatuses(ctx)
+	}
 	switch r := w.rng.Intn(100); {
 	case r < 22:
 		w.writeApply(ctx, fmt.Sprintf("a%d", w.rng.Intn(5)))
@@ -463,7 +577,7 @@ func (w *world) randomStep() {
 		w.removeSpec(ctx)
 	case r < 44:
 		w.recreate(ctx)
-	case r < 52:
+	case r < 50:
 		// Records the current term's watch has read, delivered again (duplicated, late): a
 		// watch sees its own history again, never records older than its List.
 		arn := w.db.StreamARN(invApplyTable)
@@ -524,16 +638,34 @@ func (w *world) randomStep() {
 		i := w.leader()
 		w.step("lease handed over from instance %d to %d (term %d)", i, 1-i, w.term+1)
 		w.grant(1-i, clean)
-	case r < 94:
+	case r < 93:
 		i := w.leader()
 		w.step("instance %d partitioned: instance %d leads (term %d) while it runs on", i, 1-i, w.term+1)
 		w.grant(1-i, partitioned)
-	case r < 97:
+	case r < 95:
 		i := w.leader()
 		w.step("instance %d cut off from the apiserver unaware: instance %d leads (term %d)", i, 1-i, w.term+1)
 		w.grant(1-i, cutOff)
-	case r < 98:
+	case r < 96:
 		w.deleteStatusBehindTheApplier()
+	case r < 98:
+		switch w.rng.Intn(4) {
+		case 0:
+			w.restoreSpecs(ctx)
+		case 1:
+			w.restoreStatuses(invApplyStatus, false)
+		case 2:
+			w.restoreStatuses(invDelStatus, false)
+		default:
+			w.restoreStatuses(invApplyStatus, true)
+		}
+	case r < 99:
+		if w.rng.Intn(2) == 0 {
+			w.toggleRogue()
+		} else {
+			w.step("the next delete: an ApplyDesire of its object lands between its confirmation and its call")
+			w.deleteWindow.Store(true)
+		}
 	default:
 		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
 		// that exists: the cache drops the spec, but its status must stay.
@@ -606,9 +738,12 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	default:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = json.RawMessage([]byte(w.content(id, cur.CreateTime, cur.Version+1)))
-		w.specs.clock = w.backendClock()
+		clock := w.backendClock()
+		w.specMu.Lock()
+		w.specs.clock = clock
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
+		w.specMu.Unlock()
 		if err != nil {
 			w.t.Fatalf("seed %d: replace spec: %v", w.seed, err)
 		}
@@ -621,15 +756,17 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
+	w.specMu.Lock()
 	w.specs.clock = func() time.Time { return now }
 	at := w.tick()
 	stored, err := w.specs.Create(ctx, d)
+	w.specMu.Unlock()
 	if err != nil {
 		w.t.Fatalf("seed %d: create spec: %v", w.seed, err)
 	}
 	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
 	w.mu.Lock()
-	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, landed: w.tick(),
+	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, writes: []specWrite{{1, at}}, landed: w.tick(),
 		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}})
 	w.mu.Unlock()
 }
@@ -675,7 +812,10 @@ func (w *world) recordSpec(id string, created, updated time.Time, version, at in
 	if !inc.created.Equal(created) {
 		w.t.Fatalf("seed %d: %s incarnation mismatch", w.seed, id)
 	}
-	inc.versions[version] = at
+	if _, ok := inc.versions[version]; !ok {
+		inc.versions[version] = at
+	}
+	inc.writes = append(inc.writes, specWrite{version, at})
 	inc.landedAt[version] = time.Now()
 	inc.updated[version] = updated
 }
@@ -748,6 +888,241 @@ func (w *world) deleteStatusBehindTheApplier() {
 	})
 }
 
+// restoreSpecs takes the ApplyDesire specs table back to an earlier logical time S, as a
+// point-in-time restore (or an undo of saved items) does: each live desire created before S
+// gets back the version it had then, with that version's content and updateTime; the desires
+// created after S are gone. (Desires deleted since S stay deleted: a restore that brings one
+// back is a new write of an old incarnation, which the recreate step already covers.)
+func (w *world) restoreSpecs(ctx context.Context) {
+	at := w.clock.Load()
+	if at < 2 {
+		return
+	}
+	snap := 1 + w.rng.Int63n(at-1)
+	w.step("ApplyDesire specs table restored to t%d", snap)
+	if w.rng.Intn(2) == 0 {
+		// Restores come with outages: the versions restored cannot be applied for a while,
+		// and no status may claim them meanwhile.
+		w.step("kube apply fails transiently")
+		w.kube.setErr("apply", apierrors.NewServiceUnavailable("etcd is down"))
+	}
+	w.mu.Lock()
+	ids := make([]string, 0, len(w.incs))
+	for id := range w.incs {
+		ids = append(ids, id)
+	}
+	w.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		w.mu.Lock()
+		inc := w.incs[id][len(w.incs[id])-1]
+		w.mu.Unlock()
+		if id[0] != 'a' || inc.deleted || len(inc.writes) == 0 {
+			continue
+		}
+		if inc.writes[0].at > snap {
+			if err := w.specs.Delete(ctx, id); err != nil {
+				w.t.Fatalf("seed %d: restore: delete spec: %v", w.seed, err)
+			}
+			w.mu.Lock()
+			w.incs[id][len(w.incs[id])-1].deleted = true
+			w.incs[id][len(w.incs[id])-1].deletedAt = w.tick()
+			w.mu.Unlock()
+			continue
+		}
+		var v int64
+		for _, wr := range inc.writes {
+			if wr.at <= snap {
+				v = wr.version
+			}
+		}
+		if v == inc.current() {
+			continue
+		}
+		d := &ApplyDesire{}
+		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
+		d.Spec.ManagementCluster = "mc01"
+		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
+		item, err := EncodeItem(d)
+		if err != nil {
+			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
+		}
+		w.mu.Lock()
+		w.restoring = id // no heartbeat is judged on it until the world knows the write
+		w.mu.Unlock()
+		wrote := w.tick()
+		w.db.Put(invApplyTable, "", item)
+		w.step("  %s back to v%d", id, v)
+		w.recordSpec(id, inc.created, inc.updated[v], v, wrote)
+		w.mu.Lock()
+		w.restoring = ""
+		w.mu.Unlock()
+	}
+}
+
+// toggleRogue starts a stray applier without election on the world's tables (the README's
+// --leader-elect=false run twice), or stops the one running. It takes a term above the
+// leader's: the leader meets it, sees a live leader hold it and steps down (not I9); the
+// rogue steps aside in turn when a newer grant's term reaches it. Its writes are held to every
+// invariant like the others'.
+func (w *world) toggleRogue() {
+	if r := w.rogue; r != nil {
+		w.step("the stray applier stops")
+		r.endTerm()
+		w.rogue = nil
+		return
+	}
+	w.step("a stray applier without election starts on the same tables")
+	r := &instance{}
+	r.a = w.newApplier(r)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.lead, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		_ = r.a.runElected(ctx)
+	}()
+	w.rogue = r
+	w.mu.Lock()
+	w.rogueRan = true
+	w.mu.Unlock()
+}
+
+// swapDeleteForApply is the backend swapping the DeleteDesires of object name for an
+// ApplyDesire of it, during a delete call (cutKube.Delete, on a worker's goroutine: no rng, no
+// steps), and waiting a moment for the apply to land. The world's bookkeeping is as for any
+// spec write.
+func (w *world) swapDeleteForApply(name string) {
+	ctx := context.Background()
+	for _, id := range []string{"d0", "d1"} {
+		w.mu.Lock()
+		incs := w.incs[id]
+		target := ""
+		if n := len(incs); n > 0 && !incs[n-1].deleted {
+			target = incs[n-1].target[incs[n-1].current()]
+		}
+		w.mu.Unlock()
+		if target != name {
+			continue
+		}
+		at := w.tick()
+		if err := w.dspecs.Delete(ctx, id); err != nil {
+			continue
+		}
+		w.mu.Lock()
+		w.incs[id][len(w.incs[id])-1].deleted = true
+		w.incs[id][len(w.incs[id])-1].deletedAt = at
+		w.mu.Unlock()
+	}
+	id := "a" + name[1:] // a0..a3 apply o0..o3
+	cur, err := w.specs.Get(ctx, id)
+	var m string
+	switch {
+	case IsNotFoundError(err):
+		now := time.Now()
+		w.createApply(ctx, id, now)
+		m = marker(id, now.UTC().Round(0), 1)
+	case err == nil:
+		next := cur.DeepCopy()
+		next.Spec.KubeContent = json.RawMessage(w.content(id, cur.CreateTime, cur.Version+1))
+		w.specMu.Lock()
+		at := w.tick()
+		stored, err := w.specs.Replace(ctx, next)
+		w.specMu.Unlock()
+		if err != nil {
+			return
+		}
+		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+		m = marker(id, cur.CreateTime, stored.Version)
+	default:
+		return
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		evs := w.objects[name]
+		landed := len(evs) > 0 && evs[len(evs)-1].applied && evs[len(evs)-1].marker == m
+		w.mu.Unlock()
+		if landed {
+			return
+		}
+	}
+}
+
+// snapshotStatuses saves the status tables as they are now, for a later restoreStatuses.
+func (w *world) snapshotStatuses(ctx context.Context) {
+	snap := map[string][]map[string]ddbtypes.AttributeValue{}
+	for _, tbl := range []string{invApplyStatus, invDelStatus} {
+		out, err := w.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(tbl)})
+		if err != nil {
+			return // an injected failure: no snapshot this time
+		}
+		snap[tbl] = out.Items
+	}
+	w.mu.Lock()
+	w.snapshot = snap
+	w.mu.Unlock()
+}
+
+// restoreStatuses takes status table back to the last snapshot, as a point-in-time restore
+// does (items since created are gone, the others are as they were), or only its heartbeat
+// (an operator putting back a saved copy). No applier wrote these: the status check must
+// notice them within a resync period, and a term taken below the statuses' terms must meet a
+// newer one and take a term above it.
+func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
+	w.mu.Lock()
+	snap, ok := w.snapshot[table]
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	if heartbeatOnly {
+		w.step("the heartbeat restored to the snapshot")
+	} else {
+		w.step("%s restored to the snapshot", table)
+	}
+	saved := map[string]map[string]ddbtypes.AttributeValue{}
+	for _, item := range snap {
+		if id := idOf(item); !heartbeatOnly || id == HeartbeatID {
+			saved[id] = item
+		}
+	}
+	if !heartbeatOnly {
+		out, err := w.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
+		if err != nil {
+			return
+		}
+		for _, item := range out.Items {
+			id := idOf(item)
+			if _, keep := saved[id]; keep || IsReservedID(id) {
+				continue
+			}
+			w.db.DeleteRawAnd(table, id, func() {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				key := table + "|" + id
+				w.statuses[key] = append(w.statuses[key], statusWrite{at: w.tick(), deleted: true, external: true, wall: time.Now()})
+			})
+		}
+	}
+	for id, item := range saved {
+		w.db.PutRawAnd(table, item, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if IsReservedID(id) {
+				w.hbRestored = true
+				return
+			}
+			sw, err := w.decodeStatus(table, item)
+			if err != nil {
+				w.failure = err.Error()
+				return
+			}
+			sw.external, sw.restored, sw.wall = true, true, time.Now()
+			key := table + "|" + id
+			w.statuses[key] = append(w.statuses[key], sw)
+		})
+	}
+}
+
 // backendClock is the clock of the backend writing the next spec: right, an hour behind or
 // an hour ahead.
 func (w *world) backendClock() func() time.Time {
@@ -804,18 +1179,23 @@ func (w *world) check() {
 				w.report("%s status answers createTime %s, which no incarnation has", id, s.created)
 				return
 			}
+			if s.restored {
+				// Put back by a restore: what the applier writes next answers anew.
+				last = statusWrite{at: s.at}
+				continue
+			}
 			// I5
 			if i > 0 && s.term < last.term && !last.deleted {
 				w.report("I5: status %s written by term %d after term %d wrote it", id, s.term, last.term)
 				return
 			}
 			// I2
-			if lastInc := w.incarnationIndex(id, last.created); last.version > 0 && (inc < lastInc || inc == lastInc && s.version < last.version) {
+			if lastInc := w.incarnationIndex(id, last.created); last.version > 0 && (inc < lastInc || inc == lastInc && s.version < last.version && !w.incs[id][inc].wentBack(s.version, s.at)) {
 				w.report("I2: status %s went back from incarnation %d version %d to incarnation %d version %d; its writes: %s", id, lastInc, last.version, inc, s.version, w.describeWrites(id, writes))
 				return
 			}
-			written, ok := w.incs[id][inc].versions[s.version]
-			if !ok {
+			written := w.incs[id][inc].lastWrite(s.version, s.at)
+			if _, ok := w.incs[id][inc].versions[s.version]; !ok || written == 0 {
 				w.report("status %s answers version %d, which was never written", id, s.version)
 				return
 			}
@@ -839,7 +1219,12 @@ func (w *world) check() {
 		}
 	}
 	// I4: per object, the (incarnation, version) of each desire's applied content only grows.
+	// Not with a stray applier without election: nothing excludes its applies from its own
+	// lagging cache (docs/reliability.md); what a status may claim (I3) still holds.
 	for name, evs := range w.objects {
+		if w.rogueRan {
+			break
+		}
 		type applied struct{ inc, version int64 }
 		newest := map[string]applied{} // desire ID -> newest applied
 		for _, ev := range evs {
@@ -851,7 +1236,8 @@ func (w *world) check() {
 			v, _ := strconv.ParseInt(parts[2], 10, 64)
 			got := applied{int64(w.incarnationIndex(parts[0], time.Unix(0, nanos))), v}
 			last, seen := newest[parts[0]]
-			if seen && (got.inc < last.inc || got.inc == last.inc && got.version < last.version) {
+			back := got.inc == last.inc && got.inc >= 0 && w.incs[parts[0]][got.inc].wentBack(got.version, ev.at)
+			if seen && (got.inc < last.inc || got.inc == last.inc && got.version < last.version && !back) {
 				w.report("I4: %s received incarnation %d version %d of %s after incarnation %d version %d", name, got.inc, got.version, parts[0], last.inc, last.version)
 				return
 			}
@@ -871,6 +1257,9 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if hb.Term > w.newestTerm {
+		w.hbRestored = false
+	}
 	for kind, k := range map[string]struct{ prefix, status string }{
 		string(KindApplyDesire): {"a", invApplyStatus}, string(KindDeleteDesire): {"d", invDelStatus}} {
 		wm := hb.Kinds[kind].Watermark
@@ -879,21 +1268,14 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 		}
 		for id, incs := range w.incs {
 			inc := incs[len(incs)-1]
-			if !strings.HasPrefix(id, k.prefix) || inc.deleted || w.stray[id] {
+			if !strings.HasPrefix(id, k.prefix) || inc.deleted || w.stray[id] || id == w.restoring {
 				continue
 			}
-			var want int64
 			// The watermark vouches for each spec as it is now (as the leader's cache held it)
 			// when that version landed before the watermark (so before the stream was read to
 			// its end) and its updateTime is at or below it, whatever the clocks.
-			var newest int64
-			for v, at := range inc.landedAt {
-				if !at.After(*wm) && v > want {
-					want = v
-				}
-				newest = max(newest, v)
-			}
-			if want == 0 || want != newest || inc.updated[want].After(*wm) {
+			want := inc.current()
+			if want == 0 || inc.landedAt[want].After(*wm) || inc.updated[want].After(*wm) {
 				continue
 			}
 			w.claims++
@@ -905,7 +1287,10 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 			if last.external && time.Since(last.wall) < 3*invResync {
 				continue // deleted behind the applier: noticed within a resync period
 			}
-			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want {
+			// A status of a higher version answers a spec the table went back from (a
+			// restore); otherwise it is a write the world has not recorded yet.
+			back := last.version > want && inc.wentBack(want, w.clock.Load()+1)
+			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want || back {
 				if w.failure == "" {
 					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
 						hb.Term, kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
@@ -1009,7 +1394,13 @@ func (w *world) quiesce() {
 	// One leader, every other term ended. The leader's term goes on (a status deleted behind
 	// it must be written back in its term), unless a stray REMOVE dropped a spec from its
 	// cache: only a new term's List brings that back.
-	if l := w.leader(); len(w.stray) > 0 {
+	if w.rogue != nil {
+		w.step("the stray applier stops")
+		w.rogue.endTerm()
+		w.rogue = nil
+	}
+	l := w.leader()
+	if len(w.stray) > 0 || w.leaderEnded() {
 		w.grant(l, clean)
 	} else {
 		for j, in := range w.inst {
@@ -1029,11 +1420,31 @@ func (w *world) quiesce() {
 		if why = w.converged(); why == "" {
 			return
 		}
+		if w.leaderEnded() {
+			// It met the stray applier's newer term and stepped down: its campaign wins the
+			// lease again (the stray has stopped) and takes a term above.
+			w.grant(w.leader(), clean)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.report("I6: not converged after 10s: %s", why)
+}
+
+// leaderEnded reports whether the leader's terms ended (it stepped down for a live leader's
+// newer term) while its lease is valid.
+func (w *world) leaderEnded() bool {
+	in := w.inst[w.leader()]
+	if in.done == nil {
+		return false
+	}
+	select {
+	case <-in.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // converged returns "" when every spec has a status answering its latest version and no

@@ -69,6 +69,17 @@ func (d *DB) PutRaw(table string, item map[string]types.AttributeValue) {
 	d.tableLocked(table).items[keyOf(item)] = item
 }
 
+// PutRawAnd is PutRaw that calls record (unless nil) before the table is unlocked (see
+// DeleteRawAnd): a test recording a write made behind the applier's back keeps its order.
+func (d *DB) PutRawAnd(table string, item map[string]types.AttributeValue, record func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tableLocked(table).items[keyOf(item)] = item
+	if record != nil {
+		record()
+	}
+}
+
 // DeleteRaw removes the item: no condition, no call counted, no stream record.
 func (d *DB) DeleteRaw(table, id string) { d.DeleteRawAnd(table, id, nil) }
 
