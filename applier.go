@@ -90,7 +90,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		w.clock = time.Now
 	}
 	m := metrics.New(prometheus.Labels{"management_cluster": opts.ManagementCluster}, w.clock)
-	w.countAWS, w.countKube = m.CountDynamoDB, m.CountKube
+	w.countAWS, w.countKube, w.countUnits = m.CountDynamoDB, m.CountKube, m.CountCapacity
 	w.kubeResources = kubecall.NewResourceCounter()
 	led := new(atomic.Pointer[term])
 	w.term = func() term {
@@ -157,6 +157,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
 	a.readRec.last = a.read.LastStatus
+	a.read.HoldContent(a.readRec.held) // large mirrored statuses are cached compact
 
 	inf, err := a.newInformers()
 	if err != nil {

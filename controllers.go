@@ -9,8 +9,9 @@ import (
 // newController builds the controller of cfg (internal/controller) with the root's parts:
 // an ApplyDesire controller scrubs every verdict of its Secret values, rivals or not; a
 // DynamoDB status Table stamps and fences each write with the term's number and lists its
-// stamps for the periodic check of the status cache (another status client, a test's fake,
-// writes unfenced and is not checked).
+// stamps for the periodic check of the status cache, from its StatusCheckIndexName GSI or,
+// without one, a Scan of the table; another status client, a test's fake, writes unfenced and
+// is not checked.
 func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T] {
 	if cfg.ObjectRules == nil {
 		if r, ok := any(scrubOnly{}).(controller.ObjectRules[T]); ok {
@@ -19,10 +20,10 @@ func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T]
 	}
 	// Derived from Statuses each time, so that a Config copied with another status client
 	// never keeps the first one's fence.
-	cfg.Fence, cfg.ListStamps = nil, nil
+	cfg.Fence, cfg.ListStamps, cfg.ListIndexStamps = nil, nil, nil
 	if t, ok := cfg.Statuses.(*Table[T]); ok {
 		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.fencedBy(n) }
-		cfg.ListStamps = t.listVersions
+		cfg.ListStamps, cfg.ListIndexStamps = t.listVersions, t.listIndexStamps
 	}
 	if cfg.Unelected.CallTimeout == 0 { // (a term without a call timeout is no term)
 		cfg.Unelected = unelected

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
@@ -184,16 +186,37 @@ func (t *Table[T]) ListIDs(ctx context.Context) ([]string, error) {
 // listVersions returns the stamp of every item (documentID to version and updateTime; a
 // paged, eventually consistent Scan projected on them, reserved documents of a status table
 // skipped): half the read units of a consistent one; an item written a moment ago may show
-// its older stamp.
+// its older stamp. AWS bills it by the items' full size, whatever the projection.
 func (t *Table[T]) listVersions(ctx context.Context) (map[string]controller.Stamp, error) {
+	return t.scanStamps(ctx, dynamodb.ScanInput{TableName: &t.name, ConsistentRead: aws.Bool(false)})
+}
+
+// listIndexStamps is listVersions read from the status check's GSI (StatusCheckIndexName),
+// billed by its ~200-byte index items instead of the statuses. A GSI is eventually consistent:
+// a write of the last seconds may show its older stamp, or be missing. Without the index, or
+// while it is not ACTIVE (DynamoDB answers ValidationException), the error wraps
+// controller.ErrNoCheckIndex.
+func (t *Table[T]) listIndexStamps(ctx context.Context) (map[string]controller.Stamp, error) {
+	stamps, err := t.scanStamps(ctx, dynamodb.ScanInput{TableName: &t.name, IndexName: aws.String(StatusCheckIndexName),
+		ConsistentRead: aws.Bool(false)})
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "index") {
+		return nil, fmt.Errorf("%w: %w", controller.ErrNoCheckIndex, err)
+	}
+	return stamps, err
+}
+
+// scanStamps pages the Scan in, projected on documentID, version and updateTime.
+func (t *Table[T]) scanStamps(ctx context.Context, in dynamodb.ScanInput) (map[string]controller.Stamp, error) {
 	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrDocumentID),
 		expression.Name(attrVersion), expression.Name(attrUpdateTime))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
+	in.ProjectionExpression, in.ExpressionAttributeNames = expr.Projection(), expr.Names()
 	versions := map[string]controller.Stamp{}
-	err = awscall.Scan(ctx, t.api, dynamodb.ScanInput{TableName: &t.name, ProjectionExpression: expr.Projection(),
-		ExpressionAttributeNames: expr.Names(), ConsistentRead: aws.Bool(false)}, func(item map[string]types.AttributeValue) {
+	err = awscall.Scan(ctx, t.api, in, func(item map[string]types.AttributeValue) {
 		if id, ok := item[attrDocumentID].(*types.AttributeValueMemberS); ok && !(t.status && IsReservedID(id.Value)) {
 			st := controller.Stamp{Version: parseVersion(item)}
 			if u, ok := item[attrUpdateTime].(*types.AttributeValueMemberS); ok {
@@ -258,7 +281,8 @@ func (t *Table[T]) put(ctx context.Context, d T, cond expression.ConditionBuilde
 		item[attrApplierTerm] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.term, 10)}
 	}
 	if t.status {
-		withShard(item)
+		// The returned document is what the table holds (the status cache keeps it).
+		setShard(d, withShard(item))
 	}
 	if size := ItemSize(item); size > MaxItemSize {
 		return &ItemTooLargeError{Table: t.name, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
@@ -356,9 +380,12 @@ type TableAdminAPI interface {
 }
 
 // EnsureTables creates the six tables of managementCluster when missing: `documentID` (S) as
-// hash key, PAY_PER_REQUEST, and Streams NEW_AND_OLD_IMAGES on the specs tables. It waits
-// until each table is ACTIVE and is idempotent. It returns the table names it made.
-// WithStatusIndex adds the status tables' GSI (StatusIndexName), to existing tables too.
+// hash key, PAY_PER_REQUEST, Streams NEW_AND_OLD_IMAGES on the specs tables, and on the
+// status tables the GSI StatusCheckIndexName of the applier's status check (added to a status
+// table that exists without it when api can UpdateTable; else that table's check Scans the
+// table). It waits until each table and index is ACTIVE and is idempotent. It returns the
+// table names it made. WithStatusIndex adds the status tables' GSI (StatusIndexName) for
+// index-poll backends, to existing tables too.
 func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementCluster string, opts ...TableOption) ([]string, error) {
 	var o tableOptions
 	for _, opt := range opts {
@@ -377,9 +404,12 @@ func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementClus
 			if tk == SpecsTable {
 				in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 			}
-			if tk == StatusTable && o.statusIndex {
+			if tk == StatusTable {
 				in.AttributeDefinitions = append(in.AttributeDefinitions, statusIndexAttributes()...)
-				in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{statusIndex()}
+				in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{statusCheckIndex()}
+				if o.statusIndex {
+					in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, statusIndex())
+				}
 			}
 			_, err := api.CreateTable(ctx, in)
 			var inUse *types.ResourceInUseException
@@ -398,8 +428,8 @@ func EnsureTables(ctx context.Context, api TableAdminAPI, prefix, managementClus
 				}); err != nil {
 				return created, fmt.Errorf("wait for table %s: %w", name, err)
 			}
-			if tk == StatusTable && o.statusIndex {
-				if err := ensureStatusIndex(ctx, api, name); err != nil {
+			if tk == StatusTable {
+				if err := ensureStatusIndexes(ctx, api, name, o.statusIndex); err != nil {
 					return created, err
 				}
 			}

@@ -213,6 +213,7 @@ type wiring struct {
 	tuning
 	// Set by New before complete: counters of the applier's own requests.
 	countAWS, countKube func(string)
+	countUnits          awscall.Units             // the capacity units DynamoDB reports, per table and operation
 	kubeResources       *kubecall.ResourceCounter // kube requests by group/resource
 	// term is the leadership term the Applier leads (the last one it led, once over): every
 	// cluster change through the Applier's wrapped Options.Kube is fenced by it.
@@ -278,7 +279,7 @@ func (o *Options) complete(w *wiring) error {
 	if err := o.completeKube(w); err != nil {
 		return err
 	}
-	o.DynamoDB = awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS)
+	o.DynamoDB = awscall.WithCapacity(awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS), w.countUnits)
 	o.Streams = awscall.WrapStreams(o.Streams, o.CallTimeout, w.countAWS)
 	o.Kube = kubecall.WithDeadline(o.Kube, o.CallTimeout, w.term)
 	return nil

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -41,6 +42,25 @@ type fetchedObject struct {
 	watchedRV string // the watched resourceVersion the content was fetched for
 	objectRV  string // the fetched object's own resourceVersion
 	raw       []byte // the object as status content
+	digest    [sha256.Size]byte
+}
+
+// newFetched returns the fetched object, with its content's digest (the status cache checks
+// its compact statuses against it: held).
+func newFetched(t TargetItem, watchedRV, objectRV string, raw []byte) *fetchedObject {
+	return &fetchedObject{target: t, watchedRV: watchedRV, objectRV: objectRV, raw: raw, digest: sha256.Sum256(raw)}
+}
+
+// held returns the content last fetched (or seeded) for ReadDesire id and its digest: what
+// its next Mirrored verdict carries while the object does not change (controller.Held).
+func (r *readReconciler) held(id string) ([]byte, [sha256.Size]byte, bool) {
+	r.mu.Lock()
+	f := r.fetched[id]
+	r.mu.Unlock()
+	if f == nil {
+		return nil, [sha256.Size]byte{}, false
+	}
+	return f.raw, f.digest, true
 }
 
 func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *target.Watches, syncTimeout time.Duration) *readReconciler {
@@ -125,7 +145,7 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", t, err)
 	}
-	f = &fetchedObject{target: t, watchedRV: watchedRV, objectRV: u.GetResourceVersion(), raw: raw}
+	f = newFetched(t, watchedRV, u.GetResourceVersion(), raw)
 	r.mu.Lock()
 	r.fetched[id] = f
 	r.mu.Unlock()
@@ -163,7 +183,7 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 		return
 	}
 	r.mu.Lock()
-	r.fetched[id] = &fetchedObject{target: t, watchedRV: watchedRV, objectRV: watchedRV, raw: last.Status.KubeContent}
+	r.fetched[id] = newFetched(t, watchedRV, watchedRV, last.Status.KubeContent)
 	r.mu.Unlock()
 }
 

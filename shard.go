@@ -29,20 +29,23 @@ const (
 
 // StatusShard returns the `shard` of the status document documentID (api.StatusShard): its
 // first 8 hex digits once hyphens are removed, read as a number, modulo 4; ok is false when
-// the ID does not start with 8 hex digits (such a document gets no `shard`: it is in no index
-// shard, and nothing fails).
+// the ID does not start with 8 hex digits: such a document is in shard 0.
 func StatusShard(documentID string) (shard int, ok bool) { return api.StatusShard(documentID) }
 
 // withShard sets item's `shard` attribute (S, the decimal shard number) from its documentID,
-// when it has one.
-func withShard(item map[string]types.AttributeValue) {
+// "0" when the ID is no UUID: every status is then in the indexes, the applier's status check
+// included (a status missing from it would read as deleted). Reserved documents (the
+// heartbeat) get none: they are no status, and in no index. It returns the shard set, "" for
+// none.
+func withShard(item map[string]types.AttributeValue) string {
 	id, ok := item[attrDocumentID].(*types.AttributeValueMemberS)
-	if !ok {
-		return
+	if !ok || IsReservedID(id.Value) {
+		return ""
 	}
-	if s, ok := StatusShard(id.Value); ok {
-		item[attrShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(s)}
-	}
+	s, _ := StatusShard(id.Value)
+	v := strconv.Itoa(s)
+	item[attrShard] = &types.AttributeValueMemberS{Value: v}
+	return v
 }
 
 // TableOption changes what EnsureTables creates.
@@ -56,6 +59,25 @@ type tableOptions struct {
 // key `shard` S, sort key `updateTime` S, all attributes projected), adding it to a status
 // table that exists without it.
 func WithStatusIndex() TableOption { return func(o *tableOptions) { o.statusIndex = true } }
+
+// StatusCheckIndexName is the status tables' narrow GSI the periodic status check Scans
+// (api.StatusCheckIndexName); EnsureTables creates it on every status table.
+const StatusCheckIndexName = api.StatusCheckIndexName
+
+// statusCheckIndex projects what the status check compares and nothing more: the keys
+// (`shard`, `updateTime`), the table's key (`documentID`), `version` and `applierTerm`. AWS
+// bills a Scan of it by these ~200-byte index items, not by the statuses (up to 400 KB).
+func statusCheckIndex() types.GlobalSecondaryIndex {
+	return types.GlobalSecondaryIndex{
+		IndexName: aws.String(StatusCheckIndexName),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrShard), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrUpdateTime), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude,
+			NonKeyAttributes: []string{attrVersion, attrApplierTerm}},
+	}
+}
 
 func statusIndexAttributes() []types.AttributeDefinition {
 	return []types.AttributeDefinition{
@@ -81,9 +103,12 @@ type tableUpdater interface {
 	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
-// ensureStatusIndex adds the status GSI to table when it lacks it, and waits until the index
-// is ACTIVE (existing items are backfilled by DynamoDB meanwhile).
-func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) error {
+// ensureStatusIndex adds the GSI gsi to a status table when it lacks it, and waits until the
+// index is ACTIVE (existing items are backfilled by DynamoDB meanwhile). required: without
+// UpdateTable in api that is an error; otherwise the index is left out (the status check
+// then Scans the table).
+func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string, gsi types.GlobalSecondaryIndex, required bool) error {
+	name := aws.ToString(gsi.IndexName)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
@@ -92,33 +117,38 @@ func ensureStatusIndex(ctx context.Context, api TableAdminAPI, table string) err
 		var idx *types.GlobalSecondaryIndexDescription
 		if out.Table != nil {
 			for i := range out.Table.GlobalSecondaryIndexes {
-				if aws.ToString(out.Table.GlobalSecondaryIndexes[i].IndexName) == StatusIndexName {
+				if aws.ToString(out.Table.GlobalSecondaryIndexes[i].IndexName) == name {
 					idx = &out.Table.GlobalSecondaryIndexes[i]
 				}
 			}
 		}
 		switch {
+		case shardKeyType(out.Table) == types.ScalarAttributeTypeN && !required:
+			return nil // an index keyed by `shard` S cannot be added beside it
+		case shardKeyType(out.Table) == types.ScalarAttributeTypeN:
+			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (docs/operating.md \"Index-poll backends\": delete the index, then run again)",
+				ErrStatusIndexOutdated, StatusIndexName, table, attrShard, shardKeyType(out.Table))
 		case idx == nil:
 			up, ok := api.(tableUpdater)
+			if !ok && !required {
+				return nil
+			}
 			if !ok {
-				return fmt.Errorf("table %s has no index %s and the DynamoDB client cannot add one (no UpdateTable)", table, StatusIndexName)
+				return fmt.Errorf("table %s has no index %s and the DynamoDB client cannot add one (no UpdateTable)", table, name)
 			}
 			_, err := up.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
 				AttributeDefinitions: statusIndexAttributes(),
 				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
-					IndexName: aws.String(StatusIndexName), KeySchema: statusIndex().KeySchema, Projection: statusIndex().Projection}}}})
+					IndexName: gsi.IndexName, KeySchema: gsi.KeySchema, Projection: gsi.Projection}}}})
 			if err != nil {
-				return fmt.Errorf("add index %s to %s: %w", StatusIndexName, table, err)
+				return fmt.Errorf("add index %s to %s: %w", name, table, err)
 			}
-		case shardKeyType(out.Table) == types.ScalarAttributeTypeN:
-			return fmt.Errorf("%w: %s of %s has hash key %s of type %s, want S (docs/operating.md \"Index-poll backends\": delete the index, then run again)",
-				ErrStatusIndexOutdated, StatusIndexName, table, attrShard, shardKeyType(out.Table))
 		case idx.IndexStatus == "" || idx.IndexStatus == types.IndexStatusActive:
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for index %s of %s: %w", StatusIndexName, table, ctx.Err())
+			return fmt.Errorf("wait for index %s of %s: %w", name, table, ctx.Err())
 		case <-time.After(wait):
 		}
 	}
@@ -147,4 +177,28 @@ func IsReservedID(documentID string) bool { return api.IsReservedID(documentID) 
 func statusTable[T Desire](t *Table[T]) *Table[T] {
 	t.status = true
 	return t
+}
+
+// ensureStatusIndexes ensures a status table's indexes, one at a time (DynamoDB adds one
+// GSI per UpdateTable): the status check's, and with pollIndex the index-poll backends'.
+func ensureStatusIndexes(ctx context.Context, api TableAdminAPI, table string, pollIndex bool) error {
+	if err := ensureStatusIndex(ctx, api, table, statusCheckIndex(), false); err != nil {
+		return err
+	}
+	if pollIndex {
+		return ensureStatusIndex(ctx, api, table, statusIndex(), true)
+	}
+	return nil
+}
+
+// setShard sets d's Shard (the `shard` attribute its item was written with).
+func setShard(d Desire, shard string) {
+	switch x := any(d).(type) {
+	case *ApplyDesire:
+		x.Shard = shard
+	case *DeleteDesire:
+		x.Shard = shard
+	case *ReadDesire:
+		x.Shard = shard
+	}
 }

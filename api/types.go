@@ -190,8 +190,8 @@ func (s *CommonStatus) ObservedSpecVersion() int64 {
 type StatusFields struct {
 	// ApplierTerm is the leadership term of the applier that wrote the status (`applierTerm`, N).
 	ApplierTerm int64 `json:"applierTerm,omitempty" dynamodbav:"applierTerm,omitempty"`
-	// Shard is the index shard (`shard`, S "0".."3", see StatusShard); "" when the documentID
-	// is no UUID.
+	// Shard is the index shard (`shard`, S "0".."3", see StatusShard; "0" when the documentID
+	// is no UUID); "" in a status written by a release before 2026-12-04 for such an ID.
 	Shard string `json:"shard,omitempty" dynamodbav:"shard,omitempty"`
 }
 

@@ -18,8 +18,11 @@ func (a *app) newTablesCommand() *cobra.Command {
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
 		Long: `Create mc-{cluster}-specs-{apply,delete,read}desires (with Streams NEW_AND_OLD_IMAGES) and
 mc-{cluster}-status-{apply,delete,read}desires, each keyed by documentID and billed per request.
-Tables that exist are left alone. For local development and tests; production tables usually
-come from infrastructure code.
+Each status table gets the global secondary index ` + kubeapplier.StatusCheckIndexName + ` (partition key shard S,
+sort key updateTime S, projecting version and applierTerm) that the applier's periodic status
+check reads instead of Scanning the statuses; it is added to status tables that exist without
+it. Tables that exist are otherwise left alone. For local development and tests; production
+tables usually come from infrastructure code.
 
 --status-index gives each status table the global secondary index updateTime-index (partition
 key shard S, sort key updateTime S) that index-poll backends query, adding it to status tables

@@ -25,6 +25,9 @@
 //	fairness a 5,000-desire burst of one clusterID while another clusterID changes every 200 ms:
 //	         the other's change -> Successful p99 (<= 1 s) and the burst's throughput
 //	         (>= 0.95x), fair queue vs the applier restarted with --fifo-queue
+//	idlebill (only with -only idlebill) R ReadDesires of 100 KB objects added to the N: read
+//	         units per hour of the idle applier, from DynamoDB's own reports (<= 5,000 by AWS's
+//	         rules, an index Scan priced by its own items)
 //
 // -sweep 2500,5000,... draws the cost curve instead: bulk, footprint (RSS per ApplyDesire),
 // latency, idle and restart once per N on fresh tables, then sweep.md, sweep.json, sweep.svg.
@@ -78,11 +81,14 @@ type config struct {
 	finalizerDeletes int           // DeleteDesires of finalized ConfigMaps
 	namespaces       int           // namespaces with one ReadDesire each
 	heartbeatWindow  time.Duration
+	billWindow       time.Duration // idlebill: the idle window
+	billBytes        int           // idlebill: size of each ReadDesire's ConfigMap
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat", "idlebill"}
 
-// defaultScenarios run without -only; heartbeat needs a long idle window of its own.
+// defaultScenarios run without -only; heartbeat needs a long idle window of its own, idlebill
+// a mix of its own (R ReadDesires of 100 KB objects, which would change every other scenario).
 var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness"}
 
 func parseFlags() config {
@@ -103,8 +109,10 @@ func parseFlags() config {
 	flag.IntVar(&c.pollScale, "poll-scale", 20, "poll-and-iterate baseline: the real loop runs with period and item count divided by this")
 	flag.IntVar(&c.pollSamples, "poll-samples", 20, "poll-and-iterate baseline: spec changes measured in the scaled run")
 	flag.StringVar(&c.outDir, "out", "", "directory for result.json, result.md and logs (default <repo>/.stack/bench/<time>-<id>)")
-	flag.StringVar(&only, "only", strings.Join(defaultScenarios, ","), "scenarios to run (comma-separated; heartbeat only when named); the N desires are always written")
+	flag.StringVar(&only, "only", strings.Join(defaultScenarios, ","), "scenarios to run (comma-separated; heartbeat and idlebill only when named); the N desires are always written")
 	flag.DurationVar(&c.heartbeatWindow, "heartbeat-window", 20*time.Minute, "heartbeat scenario: how long the applier stays idle while its heartbeat writes are counted")
+	flag.DurationVar(&c.billWindow, "idlebill-window", 3*time.Minute, "idlebill: the idle window whose read units are scaled to an hour (>= 2 ReadDesire resyncs of 60 s)")
+	flag.IntVar(&c.billBytes, "idlebill-bytes", 100*1024, "idlebill: size of each ConfigMap a ReadDesire mirrors (R of them, -reads)")
 	flag.BoolVar(&c.keep, "keep", false, "leave tables, namespace and applier in place (debugging)")
 	flag.BoolVar(&c.profile, "profile", false, "save applier CPU (bulk, restart), heap and goroutine (memory; footprint in a sweep) profiles to the output directory")
 	flag.StringVar(&c.endpoint, "dynamodb-endpoint", os.Getenv("KAA_DYNAMODB_ENDPOINT"), "DynamoDB Local URL (default $KAA_DYNAMODB_ENDPOINT)")

@@ -59,6 +59,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"restart", b.scenarioRestart, b.cfg.only["restart"]},
 		{"fairness", b.scenarioFairness, b.cfg.only["fairness"]},
 		{"heartbeat", b.scenarioHeartbeat, b.cfg.only["heartbeat"]},
+		{"idlebill", b.scenarioIdleBill, b.cfg.only["idlebill"]},
 	}
 	for _, s := range steps {
 		if !s.need {

@@ -43,6 +43,11 @@ type Controller[T api.Desire] struct {
 	streaks failureStreaks
 	// outcomes: what this term's statuses say, for the heartbeat and gauges (outcomes.go).
 	outcomes outcomes
+	// held is the reconciler's content for the status cache's compact entries (HoldContent).
+	held Held
+	// checkFallback is why the last status check Scanned the table instead of the index
+	// ("" when it read the index): logged when it changes, not at every check.
+	checkFallback atomic.Pointer[string]
 }
 
 // ObjectRules is what the controller of a kind whose desires write objects (ApplyDesires:
@@ -67,10 +72,13 @@ type Config[T api.Desire] struct {
 	// Fence returns the status table whose writes are stamped with and fenced by a term's
 	// number (internal/fencing); nil: the table cannot fence (a fake), writes go unstamped.
 	Fence func(term int64) StatusTable[T]
-	// ListStamps reads the stamp of every status document (one projected Scan) for the
-	// periodic check of the status cache; nil: no check.
+	// ListStamps reads the stamp of every status document (one projected Scan of the table,
+	// billed by the items' full size) for the periodic check of the status cache; nil: no check.
 	ListStamps func(ctx context.Context) (map[string]Stamp, error)
-	Reconciler Reconciler[T]
+	// ListIndexStamps reads the same stamps from the status check's narrow GSI (billed by its
+	// ~200-byte items), an error wrapping ErrNoCheckIndex without one; nil: ListStamps only.
+	ListIndexStamps func(ctx context.Context) (map[string]Stamp, error)
+	Reconciler      Reconciler[T]
 	// Forget drops what the default reconciler holds for a desire (watch registrations,
 	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
 	Forget func(id string)
@@ -120,8 +128,16 @@ func (c *Controller[T]) NewWriter(t term) *StatusWriter[T] {
 	if c.Fence != nil && t.Number > 0 {
 		crud = c.Fence(t.Number)
 	}
-	return &StatusWriter[T]{crud: crud, now: c.Now, term: t, specs: c.Specs, cache: newStatusCache[T]()}
+	cache := newStatusCache[T]()
+	cache.held = c.held
+	return &StatusWriter[T]{crud: crud, now: c.Now, term: t, specs: c.Specs, cache: cache}
 }
+
+// HoldContent hands the controller the content its reconciler holds for each desire (a
+// ReadDesire's last read object): the status cache then keeps a large mirrored status
+// compact and tells "unchanged" from it without reading the status (statuscache.go). Call it
+// before the first term.
+func (c *Controller[T]) HoldContent(held Held) { c.held = held }
 
 // NewQueue starts a fresh workqueue: per-desire exponential back-off (200 ms to
 // maxRetryDelay) under an overall bucket of 50 retries/s (burst 300), so a mass failure
@@ -310,19 +326,33 @@ func (c *Controller[T]) refreshStatuses(ctx context.Context, w *StatusWriter[T],
 	}
 }
 
-// CheckStatuses reads every status document's version (one paged Scan projected on
-// documentID and version; no GetItem), drops what the table contradicts from w's cache and
-// the outcomes (outcomes.go), and returns the desires to reconcile: those, and the statuses
-// without a spec. Idle cost: that Scan (billed by the items' full size), no write.
+// indexLag is how long a status write may take to show in an eventually consistent read of
+// the status table (a GSI: "typically within a fraction of a second", the DynamoDB Developer
+// Guide, "Global secondary indexes"; or an eventually consistent Scan): a status the cache
+// holds as stored that recently is not judged by the check; the next one judges it.
+const indexLag = 5 * time.Second
+
+// CheckStatuses reads every status document's stamp, from the status check's GSI (its
+// ~200-byte items: no status is read) or, without a usable one, with a Scan of the table
+// projected on documentID, version and updateTime (billed by the items' full size); drops what
+// that contradicts from w's cache and the outcomes (outcomes.go), and returns the desires to
+// reconcile: those, and the statuses without a spec. A status the term stored in the last
+// indexLag is taken as cached (the read may not show it yet). Idle cost: that one read, no
+// GetItem, no write.
 func (c *Controller[T]) CheckStatuses(ctx context.Context, w *StatusWriter[T]) ([]string, error) {
 	if c.ListStamps == nil || w.cache == nil {
 		return nil, nil
 	}
+	start := c.clock()
 	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
-	versions, err := c.ListStamps(lctx)
+	versions, fromIndex, err := c.listStamps(lctx, w)
 	cancel()
 	if err != nil {
 		return nil, err
+	}
+	if fromIndex {
+		// (A Scan of the table lags far less: what it misses is dropped and read again.)
+		versions = w.cache.withRecent(versions, start.Add(-indexLag))
 	}
 	ids := w.cache.contradicted(versions)
 	for _, id := range ids {
@@ -335,6 +365,49 @@ func (c *Controller[T]) CheckStatuses(ctx context.Context, w *StatusWriter[T]) (
 		}
 	}
 	return ids, nil
+}
+
+// listStamps reads the stamps from the status check's index when the table has a usable one
+// and every cached status is in it (a status written by an earlier release without `shard`
+// is not), else with a Scan of the table; it logs when that choice changes.
+func (c *Controller[T]) listStamps(ctx context.Context, w *StatusWriter[T]) (stamps map[string]Stamp, fromIndex bool, err error) {
+	if c.ListIndexStamps != nil {
+		why := ""
+		if n := w.cache.unsharded(); n > 0 {
+			why = fmt.Sprintf("%d statuses were stored without `shard` (by an earlier release) and are in no index", n)
+		} else {
+			stamps, err := c.ListIndexStamps(ctx)
+			if !errors.Is(err, ErrNoCheckIndex) {
+				c.noteCheckSource("")
+				return stamps, true, err
+			}
+			why = err.Error()
+		}
+		c.noteCheckSource(why)
+	}
+	stamps, err = c.ListStamps(ctx)
+	return stamps, false, err
+}
+
+// noteCheckSource logs once when the status check starts Scanning the table (why) or reading
+// its index again (why "").
+func (c *Controller[T]) noteCheckSource(why string) {
+	prev := c.checkFallback.Swap(&why)
+	switch {
+	case prev != nil && *prev == why:
+	case why != "":
+		c.Log.Info("status check: Scanning the status table, billed by its items' full size, instead of its index "+
+			api.StatusCheckIndexName+" (docs/operating.md \"Status tables\" says how to add it)", "why", why)
+	case prev != nil:
+		c.Log.Info("status check: reading the index " + api.StatusCheckIndexName + " again")
+	}
+}
+
+func (c *Controller[T]) clock() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // SweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and

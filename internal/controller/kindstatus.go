@@ -35,6 +35,11 @@ type statusKind interface {
 	// lastStatusUsed reports whether the kind's reconciler uses the last status (to verify
 	// instead of redo, or to reuse a mirrored object): the controller then hands it over.
 	lastStatusUsed() bool
+	// compactCopy returns a shallow copy of d without the object content its status carries,
+	// and that content; d itself and nil when it carries none.
+	compactCopy(d api.Desire) (api.Desire, []byte)
+	// withContent returns a shallow copy of d (a compactCopy) carrying raw again.
+	withContent(d api.Desire, raw []byte) api.Desire
 	// equal reports whether a and b hold equal specs and statuses (their Go values: equal
 	// values encode to equal attributes; the status fields outside them, the writer's term
 	// and shard, are not compared).
@@ -171,11 +176,47 @@ func (readStatus) contentSize(d api.Desire) int {
 	return 0
 }
 
+func (readStatus) compactCopy(d api.Desire) (api.Desire, []byte) {
+	r, ok := d.(*api.ReadDesire)
+	if !ok || r.Status.KubeContent == nil {
+		return d, nil
+	}
+	c := *r
+	c.Status.KubeContent = nil
+	return &c, r.Status.KubeContent
+}
+
+func (readStatus) withContent(d api.Desire, raw []byte) api.Desire {
+	r, ok := d.(*api.ReadDesire)
+	if !ok {
+		return d
+	}
+	c := *r
+	c.Status.KubeContent = raw
+	return &c
+}
+
 // noContent is the content half of statusKind for kinds whose status carries no object.
 type noContent struct{}
 
 func (noContent) withoutContent(_ api.Desire, v Verdict) (Verdict, bool) { return v, false }
 func (noContent) contentSize(api.Desire) int                             { return 0 }
+func (noContent) compactCopy(d api.Desire) (api.Desire, []byte)          { return d, nil }
+func (noContent) withContent(d api.Desire, _ []byte) api.Desire          { return d }
+
+// shardOf is the index shard d's status document was stored with ("" when none: written by
+// an earlier release, or by a status client that sets none).
+func shardOf(d api.Desire) string {
+	switch x := d.(type) {
+	case *api.ApplyDesire:
+		return x.Shard
+	case *api.DeleteDesire:
+		return x.Shard
+	case *api.ReadDesire:
+		return x.Shard
+	}
+	return ""
+}
 
 // sameParts reports whether a and b are both D and hold equal specs and statuses (parts
 // returns pointers to them: compared deeply, without copies).

@@ -1,15 +1,24 @@
 package controller
 
 import (
+	"crypto/sha256"
 	"sync"
+	"time"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
-// maxCachedContent bounds what the status cache keeps of a ReadDesire: a status whose
-// mirrored content is larger is read from the table when needed instead of held in memory.
+// maxCachedContent bounds what the status cache keeps of a ReadDesire's content: a status whose
+// mirrored content is larger is kept compact (without its content, with the content's digest),
+// and given back whole only while the reconciler holds that very content (Held); otherwise it
+// is read from the table when needed.
 const maxCachedContent = 16 * 1024
+
+// Held returns the object content a kind's reconciler holds for desire id (the object it last
+// read, which its next verdict mirrors) and the content's SHA-256; ok is false when it holds
+// none. The status cache gives a compact status back whole with it, without a read.
+type Held func(id string) (raw []byte, digest [sha256.Size]byte, ok bool)
 
 // statusCache holds, for one leadership term, the status documents as this applier last read
 // or wrote them: it is their only writer while the term lasts (writes are fenced by term), so
@@ -27,28 +36,79 @@ type statusCache[T api.Desire] struct {
 	// strings shares the values every status repeats (condition types, statuses, reasons,
 	// the management cluster, clusterIDs) between the cached documents.
 	strings intern.Strings
+	// digests holds the content digest of each compact entry: docs[id] is then the status
+	// without its content (over maxCachedContent), whole again only with held's content.
+	digests map[string][sha256.Size]byte
+	// held is the reconciler's content (nil: none, and large contents are not cached).
+	held Held
 }
 
 func newStatusCache[T api.Desire]() *statusCache[T] {
-	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}, dropped: map[string]struct{}{}}
+	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}, dropped: map[string]struct{}{},
+		digests: map[string][sha256.Size]byte{}}
 }
 
 // get returns the cached status of id and whether it exists; known is false when the cache
-// cannot tell.
+// cannot tell: a compact status whose content the reconciler does not hold as stored (its
+// object changed, or it was forgotten) is read again, as a status that is not cached.
 func (c *statusCache[T]) get(id string) (d T, found, known bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.docs[id]; ok {
+	d, ok := c.docs[id]
+	digest, compact := c.digests[id]
+	_, none := c.absent[id]
+	held := c.held
+	c.mu.Unlock()
+	switch {
+	case !ok:
+		return d, false, none
+	case !compact:
 		return d, true, true
 	}
-	_, none := c.absent[id]
-	return d, false, none
+	var zero T
+	if held == nil {
+		return zero, false, false
+	}
+	// (held takes the reconciler's lock: not under ours.)
+	raw, got, have := held(id)
+	if !have || got != digest {
+		return zero, false, false
+	}
+	return statusKinds[d.Kind()].withContent(d, raw).(T), true, true
+}
+
+// unsharded counts the cached statuses stored without `shard` (by an earlier release): they
+// are in no index, so the status check cannot judge them from one.
+func (c *statusCache[T]) unsharded() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, d := range c.docs {
+		if shardOf(d) == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// withRecent returns stamps (the status table as an eventually consistent read saw it) with
+// the cached statuses stored after since as the cache holds them: such a write may not show
+// there yet (a GSI lags), and is judged at the next check instead of dropped now.
+func (c *statusCache[T]) withRecent(stamps map[string]Stamp, since time.Time) map[string]Stamp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, d := range c.docs {
+		if m := d.Meta(); m.UpdateTime.After(since) {
+			stamps[id] = Stamp{Version: m.Version, UpdateTime: m.UpdateTime.UTC().Format(time.RFC3339Nano)}
+		}
+	}
+	return stamps
 }
 
 // none records that id has no status document.
 func (c *statusCache[T]) none(id string) {
 	c.mu.Lock()
 	delete(c.docs, id)
+	delete(c.digests, id)
 	c.absent[id] = struct{}{}
 	c.mu.Unlock()
 }
@@ -76,14 +136,20 @@ func (c *statusCache[T]) putIfAbsent(d T) {
 
 func (c *statusCache[T]) putLocked(d T) {
 	id := d.Meta().DocumentID
+	delete(c.absent, id)
+	delete(c.digests, id)
 	if statusKinds[d.Kind()].contentSize(d) > maxCachedContent {
-		delete(c.docs, id)
-		delete(c.absent, id)
-		return
+		if c.held == nil {
+			delete(c.docs, id)
+			return
+		}
+		// A shallow copy: the caller may still use d's content.
+		small, raw := statusKinds[d.Kind()].compactCopy(d)
+		c.digests[id] = sha256.Sum256(raw)
+		d = small.(T)
 	}
 	c.compact(d)
 	c.docs[id] = d
-	delete(c.absent, id)
 }
 
 // compact replaces the strings d shares with other statuses by one shared copy (the cache
@@ -109,6 +175,7 @@ func (c *statusCache[T]) compact(d T) {
 func (c *statusCache[T]) drop(id string) {
 	c.mu.Lock()
 	delete(c.docs, id)
+	delete(c.digests, id)
 	delete(c.absent, id)
 	c.dropped[id] = struct{}{}
 	c.mu.Unlock()
@@ -118,6 +185,7 @@ func (c *statusCache[T]) drop(id string) {
 func (c *statusCache[T]) clear() {
 	c.mu.Lock()
 	c.docs, c.absent, c.dropped = map[string]T{}, map[string]struct{}{}, map[string]struct{}{}
+	c.digests = map[string][sha256.Size]byte{}
 	c.mu.Unlock()
 }
 
@@ -148,6 +216,7 @@ func (c *statusCache[T]) contradicted(versions map[string]Stamp) []string {
 	}
 	for _, id := range out {
 		delete(c.docs, id)
+		delete(c.digests, id)
 		delete(c.absent, id)
 	}
 	return out

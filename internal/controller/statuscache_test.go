@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -30,6 +31,47 @@ func TestStatusCacheHoldsNoLargeContent(t *testing.T) {
 	c.clear() // the term ended
 	if _, _, known := c.get("s"); known || c.len() != 0 {
 		t.Fatalf("after clear: %d documents held", c.len())
+	}
+}
+
+// TestStatusCacheKeepsLargeContentCompact: with the reconciler's content (Held), a large
+// ReadDesire status is cached without its content and given back whole only while the
+// reconciler holds the very content; the caller's document keeps its content.
+func TestStatusCacheKeepsLargeContentCompact(t *testing.T) {
+	stored := rawJSON(`{"data":"` + strings.Repeat("x", maxCachedContent) + `"}`)
+	other := rawJSON(`{"data":"` + strings.Repeat("y", maxCachedContent) + `"}`)
+	tests := []struct {
+		name      string
+		held      []byte // nil: the reconciler holds none
+		wantKnown bool
+	}{
+		{"the same content held: whole, no read", stored, true},
+		{"another content held (the object changed): read it", other, false},
+		{"no content held (forgotten): read it", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newStatusCache[*api.ReadDesire]()
+			c.held = func(string) ([]byte, [sha256.Size]byte, bool) {
+				return tt.held, sha256.Sum256(tt.held), tt.held != nil
+			}
+			big := readDesire("b", api.TargetItem{})
+			big.Status.KubeContent = stored
+			c.put(big)
+			if string(big.Status.KubeContent) != string(stored) {
+				t.Fatal("put took the caller's content")
+			}
+			if kept := c.docs["b"]; kept == nil || kept.Status.KubeContent != nil {
+				t.Fatalf("cached entry %v, want one without its content", kept)
+			}
+			d, found, known := c.get("b")
+			if known != tt.wantKnown || found != tt.wantKnown {
+				t.Fatalf("get: found %v known %v, want %v", found, known, tt.wantKnown)
+			}
+			if known && string(d.Status.KubeContent) != string(stored) {
+				t.Fatal("the compact status given back without its content")
+			}
+		})
 	}
 }
 

@@ -6,7 +6,8 @@
 // Tables: an item call (GetItem, PutItem, DeleteItem, Scan) on a table nobody created makes
 // it, empty and without a stream; AddTable makes one with or without a stream; SetMissing
 // hides one. PutItem and DeleteItem evaluate the condition shapes kubeapplier.Table builds.
-// Scan pages in documentID order (PageSize, EmptyPages) and can run ScanHook.
+// Scan pages in documentID order (PageSize, EmptyPages) and can run ScanHook; AddIndex gives a
+// table a GSI that a Scan with IndexName reads (sparse, projected; HoldIndex makes it lag).
 //
 // Streams: on a table whose stream is enabled, every PutItem and DeleteItem that changes the
 // table appends an INSERT, MODIFY or REMOVE record (Keys and the images the view type keeps)

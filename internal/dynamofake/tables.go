@@ -18,6 +18,8 @@ type table struct {
 	items map[string]item
 	spec  *types.StreamSpecification // what DescribeTable reports; nil: no stream
 	arn   string                     // LatestStreamArn; "" when no stream was ever enabled
+	// indexes are its GSIs by name (indexes.go, AddIndex); AddTable makes a table without.
+	indexes map[string]*gsi
 }
 
 // --- test controls ----------------------------------------------------------------------------
@@ -279,6 +281,11 @@ const emptyMark = "\x00empty:"
 func (d *DB) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	if err := d.lockFor(ctx); err != nil {
 		return nil, err
+	}
+	if in.IndexName != nil {
+		out, err := d.scanIndexLocked(in)
+		d.mu.Unlock()
+		return out, err
 	}
 	name := aws.ToString(in.TableName)
 	t, err := d.enterTableLocked("Scan", name, true)

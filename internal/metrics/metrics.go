@@ -25,6 +25,8 @@ type Metrics struct {
 	leaderSync   prometheus.Gauge       // seconds from a term's start to reconciling
 	dynamoDBReqs *prometheus.CounterVec // operation
 	kubeReqs     *prometheus.CounterVec // verb
+	readUnits    *prometheus.CounterVec // table, operation: read capacity units DynamoDB reported
+	writeUnits   *prometheus.CounterVec // table, operation: write capacity units DynamoDB reported
 	wqDepth      *prometheus.GaugeVec
 	wqAdds       *prometheus.CounterVec
 	wqLatency    *prometheus.HistogramVec
@@ -69,6 +71,10 @@ func New(constLabels prometheus.Labels, now func() time.Time) *Metrics {
 			Help: "DynamoDB and DynamoDB Streams requests sent, by operation (each attempt, retries included)."}, []string{"operation"}),
 		kubeReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_kube_requests_total",
 			Help: "kube-apiserver requests sent by the clients built from RESTConfig, by verb (get, list, watch, create, update, patch, apply, delete, deletecollection, discovery)."}, []string{"verb"}),
+		readUnits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_dynamodb_read_units_total",
+			Help: "Read capacity units DynamoDB reported consumed (ReturnConsumedCapacity), by table (\"table/index\" for an index) and operation."}, []string{"table", "operation"}),
+		writeUnits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_dynamodb_write_units_total",
+			Help: "Write capacity units DynamoDB reported consumed (ReturnConsumedCapacity), by table and operation."}, []string{"table", "operation"}),
 		wqDepth:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kube_applier_workqueue_depth", Help: "Workqueue depth."}, []string{"name"}),
 		wqAdds:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kube_applier_workqueue_adds_total", Help: "Workqueue adds."}, []string{"name"}),
 		wqLatency:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kube_applier_workqueue_queue_duration_seconds", Help: "Time in the workqueue before processing.", Buckets: buckets}, []string{"name"}),
@@ -93,7 +99,7 @@ func (m *Metrics) AddCollectors(c ...prometheus.Collector) { m.extra = append(m.
 // Collectors lists every series of m.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
-		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs,
+		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs, m.readUnits, m.writeUnits,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs, m.statusChecks}, m.extra...)
 }
 
@@ -121,6 +127,18 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 
 // CountDynamoDB counts one DynamoDB or Streams request attempt.
 func (m *Metrics) CountDynamoDB(operation string) { m.dynamoDBReqs.WithLabelValues(operation).Inc() }
+
+// CountCapacity adds the capacity units DynamoDB reported for one call (awscall.Units):
+// table is a table's name or "table/index"; the tables are the applier's own, so the labels
+// stay few.
+func (m *Metrics) CountCapacity(table, operation string, read, write float64) {
+	if read > 0 {
+		m.readUnits.WithLabelValues(table, operation).Add(read)
+	}
+	if write > 0 {
+		m.writeUnits.WithLabelValues(table, operation).Add(write)
+	}
+}
 
 // CountKube counts one kube-apiserver request.
 func (m *Metrics) CountKube(verb string) { m.kubeReqs.WithLabelValues(verb).Inc() }

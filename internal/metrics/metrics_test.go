@@ -41,3 +41,40 @@ func TestDriftRepairsBoundedLabels(t *testing.T) {
 		t.Fatalf("%d series, %v repairs as other; want %d series and 51", series, other, maxDriftSeries+1)
 	}
 }
+
+// TestCountCapacity: the units DynamoDB reports add up per table and operation, read and
+// write apart; a call that consumed none of a kind adds no series of it.
+func TestCountCapacity(t *testing.T) {
+	m := New(nil, nil)
+	calls := []struct {
+		table, op   string
+		read, write float64
+	}{
+		{"status", "Scan", 12.5, 0},
+		{"status", "Scan", 0.5, 0},
+		{"status/statusCheck-index", "Scan", 26.5, 0},
+		{"status", "PutItem", 0, 2},
+	}
+	for _, c := range calls {
+		m.CountCapacity(c.table, c.op, c.read, c.write)
+	}
+	sums := func(cv *prometheus.CounterVec) map[string]float64 {
+		ch := make(chan prometheus.Metric, 10)
+		cv.Collect(ch)
+		close(ch)
+		out := map[string]float64{}
+		for c := range ch {
+			var d dto.Metric
+			_ = c.Write(&d)
+			out[labelValue(&d, "table")+" "+labelValue(&d, "operation")] = d.GetCounter().GetValue()
+		}
+		return out
+	}
+	read, write := sums(m.readUnits), sums(m.writeUnits)
+	if len(read) != 2 || read["status Scan"] != 13 || read["status/statusCheck-index Scan"] != 26.5 {
+		t.Errorf("read units %v", read)
+	}
+	if len(write) != 1 || write["status PutItem"] != 2 {
+		t.Errorf("write units %v", write)
+	}
+}
