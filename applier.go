@@ -74,6 +74,8 @@ type Applier struct {
 	conditions *conditionlog.Log
 	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
 	stopping atomic.Bool
+	// startupAttempts numbers the failed start-up checks logged, across Warmup and Run.
+	startupAttempts atomic.Int64
 }
 
 // New validates opts, fills defaults and builds the Applier; it starts nothing. Errors wrap
@@ -206,12 +208,16 @@ func (c termConflicts) Check(ctx context.Context, d *ApplyDesire) (Verdict, bool
 }
 func (c termConflicts) Others(obj any) []string               { return c.current().Others(obj) }
 func (termConflicts) Scrub(d *ApplyDesire, v Verdict) Verdict { return scrubVerdict(d, v) }
+func (termConflicts) Lock(ctx context.Context, d *ApplyDesire) (func(), error) {
+	return lockApplyObject(ctx, d)
+}
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
 	return controller.Config[T]{Kind: kind, Cluster: a.opts.ManagementCluster, Lister: lister, Specs: specs, Statuses: status,
 		Reconciler: r, Forget: forget, KindsChanged: a.kindsChanged, Resync: resync,
 		MaxRetryDelay: a.opts.MaxRetryDelay, ReconcileTime: a.opts.ReconcileTimeout, Workers: a.opts.Workers, FIFOQueue: a.opts.FIFOQueue,
-		Log: a.opts.Log.WithValues("kind", kind), Metrics: a.metrics, Now: a.wiring.clock, Observe: logConditions(a.conditions, kind)}
+		Log: a.opts.Log.WithValues("kind", kind), Metrics: a.metrics, Now: a.wiring.clock,
+		Observe: logConditions(a.conditions, kind, func(id string) bool { _, err := lister.Get(id); return err == nil })}
 }
 
 // targetChanged routes a target watch's event to the controller of the desire interested.
@@ -248,7 +254,10 @@ func (a *Applier) Informers() *KubeApplierInformers { return a.informers.Load() 
 // positions, Scans the specs tables and reconciles every desire; a standby reads no stream.
 // When the start-up check fails (DynamoDB unreachable, a table or stream missing:
 // ErrTableNotFound, ErrStreamNotConfigured), Options.StartupFailure decides: by default Run
-// retries it with back-off, not ready meanwhile, and returns nil only when ctx ends;
+// retries it with back-off, not ready meanwhile, and returns nil only when ctx ends, unless it
+// holds a Lease and DynamoDB keeps not answering (Options.StartupChecksHoldingLease: under
+// FollowLease Run returns an error wrapping ErrLeaseGivenUp; with LeaderElection the check
+// runs again at each won term, and the Lease is released for a standby);
 // StartupFailFast returns the error at once (as it does a lease client's). Without
 // Options.Log, the logger of ctx (logr.FromContext) receives the logs. Start is Run for
 // controller-runtime.
@@ -280,35 +289,117 @@ func (a *Applier) Run(ctx context.Context) error {
 	return a.runWithLeaderElection(ctx)
 }
 
-// startupCheck runs checkTables; when it fails under StartupRetry, it retries with back-off
-// (phaseWaiting, the failure reported by ReadyzCheck) until it passes or ctx ends, and returns
-// nil. Under StartupFailFast it returns the failure.
+// startupCheck is Run's start-up check: checkTables, and when it fails under StartupRetry,
+// again with back-off (phaseWaiting, the failure reported by ReadyzCheck) until it passes or
+// ctx ends; then it returns nil. Started under a manager's Lease it follows (FollowLease: Start
+// runs on the manager's leader), it gives that Lease up after StartupChecksHoldingLease
+// failures (waitStartupCheck): the error wraps ErrLeaseGivenUp. Under StartupFailFast it
+// returns the first failure.
 func (a *Applier) startupCheck(ctx context.Context) error {
+	limit := 0
+	if a.opts.FollowLease && !a.opts.LeaderElection {
+		limit = a.opts.StartupChecksHoldingLease
+	}
+	err := a.waitStartupCheck(ctx, limit, a.opts.StartupFailure == StartupFailFast)
+	if errors.Is(err, ErrLeaseGivenUp) || a.opts.StartupFailure == StartupFailFast {
+		return err
+	}
+	return nil
+}
+
+// termStartupCheck is the start-up check of a won term, before the term is taken: a replica
+// that stood by since its own check passed may have lost DynamoDB since (its node's network,
+// its credentials), and must not hold the Lease while it retries. It returns nil once the
+// check passes (or ctx ended), an error wrapping ErrLeaseGivenUp after
+// StartupChecksHoldingLease failures that got no answer from DynamoDB, and under
+// StartupFailFast a missing table or stream at once: the caller gives the Lease up, and
+// rejoin decides when to campaign again.
+func (a *Applier) termStartupCheck(ctx context.Context) error {
 	err := a.checkTables(ctx)
-	if err == nil || a.opts.StartupFailure == StartupFailFast {
+	if err == nil {
+		return nil
+	}
+	a.failure.Store(&err)
+	a.setPhase(phaseWaiting)
+	if a.opts.StartupFailure == StartupFailFast && missingOnly(err) {
+		return err
+	}
+	if err = a.retryStartupCheck(ctx, err, func() bool { return true }, max(a.opts.StartupChecksHoldingLease, 0)); errors.Is(err, ErrLeaseGivenUp) {
+		return err
+	}
+	if err == nil {
+		a.failure.Store(nil)
+	}
+	a.setPhase(phaseStandby)
+	return nil
+}
+
+// rejoin runs before this replica campaigns again after it gave its Lease up (lease.Campaign's
+// Rejoin): the start-up check, retried without a Lease until it passes (nil), or, under
+// StartupFailFast, its failure (Run returns it).
+func (a *Applier) rejoin(ctx context.Context) error {
+	err := a.waitStartupCheck(ctx, 0, a.opts.StartupFailure == StartupFailFast)
+	switch {
+	case err == nil:
+		a.setPhase(phaseStandby)
+	case a.opts.StartupFailure == StartupFailFast:
+		a.failure.Store(&err)
+		return err
+	}
+	return nil
+}
+
+// waitStartupCheck runs checkTables until it passes (nil). A failure is stored for ReadyzCheck
+// (phaseWaiting) and, unless failFast (then it is returned), retried with back-off
+// (retryStartupCheck) until ctx ends (the last failure returned); with limit > 0, the
+// limit-th failure in a row that got no answer from DynamoDB is returned wrapping
+// ErrLeaseGivenUp.
+func (a *Applier) waitStartupCheck(ctx context.Context, limit int, failFast bool) error {
+	err := a.checkTables(ctx)
+	if err == nil || failFast {
 		return err
 	}
 	a.failure.Store(&err)
 	a.setPhase(phaseWaiting)
-	err = a.retryStartupCheck(ctx, err, func() bool { return true })
+	err = a.retryStartupCheck(ctx, err, func() bool { return true }, limit)
 	if err == nil {
 		a.failure.Store(nil)
 	}
-	return nil
+	return err
 }
 
 // defaultStartupBackoff spaces the start-up check's retries (StartupRetry): 1 s doubling to 30 s.
 var defaultStartupBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 
 // retryStartupCheck repeats checkTables after a failure err, with startupBackoff, while keep
-// reports true and ctx lives; each failure is logged and stored for ReadyzCheck. It returns
-// nil once a check passed, else the last failure.
-func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() bool) error {
+// reports true and ctx lives; each failure is logged in one line (its attempt numbered across
+// Warmup and Run: a.startupAttempts) and stored for ReadyzCheck. It returns nil once a check
+// passed, else the last failure; with limit > 0, once limit failures in a row got no answer
+// from DynamoDB (a missing table or stream is an answer, the same for every replica), that
+// failure wrapping ErrLeaseGivenUp.
+func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() bool, limit int) error {
 	b := a.wiring.startupBackoff
-	for attempt := 1; ; attempt++ {
+	unanswered := 0
+	for {
+		if missingOnly(err) {
+			unanswered = 0
+		} else {
+			unanswered++
+		}
+		attempt := a.startupAttempts.Add(1)
+		kv := []any{"managementCluster", a.opts.ManagementCluster, "attempt", attempt, "err", startupDiagnosis(err).Error()}
+		if limit > 0 {
+			kv = append(kv, "unanswered", unanswered, "leaseGivenUpAfter", limit)
+			if unanswered >= limit {
+				a.opts.Log.Info("start-up check failed: giving the Lease up so that a standby can lead (Options.StartupChecksHoldingLease)", kv...)
+				return fmt.Errorf("%w: %d checks in a row got no answer from DynamoDB, the last: %w", ErrLeaseGivenUp, unanswered, err)
+			}
+		}
 		delay := b.Step()
-		a.opts.Log.Error(err, "start-up check failed: not ready; retrying (Options.StartupFailure: StartupRetry)",
-			"managementCluster", a.opts.ManagementCluster, "attempt", attempt, "retryIn", delay.Round(100*time.Millisecond).String())
+		// Info, not Error: a line per attempt without a stack trace (zap's development mode
+		// adds one to every Error).
+		a.opts.Log.Info("start-up check failed: not ready; retrying (Options.StartupFailure: StartupRetry)",
+			append(kv, "retryIn", delay.Round(100*time.Millisecond).String())...)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -328,6 +419,34 @@ func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() 
 		}
 		a.failure.Store(&err)
 	}
+}
+
+// missingOnly reports whether every failure joined in err is a missing table or stream
+// (ErrTableNotFound, ErrStreamNotConfigured): DynamoDB answered.
+func missingOnly(err error) bool {
+	parts := leafErrors(err)
+	for _, p := range parts {
+		if !errors.Is(p, ErrTableNotFound) && !errors.Is(p, ErrStreamNotConfigured) {
+			return false
+		}
+	}
+	return len(parts) > 0
+}
+
+// leafErrors flattens the errors joined in err (errors.Join, nested too).
+func leafErrors(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leafErrors(e)...)
+	}
+	return out
 }
 
 // checkTableTimeout bounds the start-up check of the six tables.
@@ -428,6 +547,8 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		}
 		a.informers.Store(next)
 	}()
+	// Before the informers stop: the last heartbeat still counts this term's desires.
+	defer a.stopHeartbeat(ctx, t)
 	// Each kind's status cache is preloaded while the specs are listed: the Scans overlap.
 	applyStart, deleteStart, readStart := a.apply.Begin(ctx, t), a.delete.Begin(ctx, t), a.read.Begin(ctx, t)
 	if err := inf.WaitForSync(ctx); err != nil {
@@ -468,6 +589,23 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	wg.Go(func() { a.flushConditionLog(ctx) })
 	wg.Wait()
 	return lostTerm(ctx)
+}
+
+// stopHeartbeat writes term t's last heartbeat, saying the leader stopped
+// (heartbeat.Writer.Stop), when the term ends by shutdown (Run's context ended, not a newer
+// term met): its status writes have finished and its Lease is released only after it. term
+// is the term's context, over by then; the write gets its own deadline.
+func (a *Applier) stopHeartbeat(term context.Context, t fencing.Term) {
+	if !a.stopping.Load() || lostTerm(term) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(term), a.opts.CallTimeout)
+	defer cancel()
+	if err := a.heartbeat.Stop(ctx, t, t.Start); err != nil {
+		a.opts.Log.Info("the last heartbeat, saying the leader stopped, was not written", "term", t.Number, "err", err.Error())
+		return
+	}
+	a.opts.Log.V(1).Info("last heartbeat written: the leader stopped", "term", t.Number)
 }
 
 // prewarmMax is how many of the ApplyDesires a new term's specs Scan decodes start the

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
-	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -110,16 +109,7 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head conten
 	if err != nil {
 		return Refused(ReasonPreCheckFailed, err.Error())
 	}
-	// The rival check (conflicts.go) confirmed no DeleteDesire of the object before this
-	// reconcile; a DeleteDesire's confirm-and-delete running now holds the lock, so the apply
-	// lands after its delete (re-creating the object), never between its confirmation and
-	// its delete call (see rivals.ObjectLocks).
-	unlock, err := objectLocks.Lock(ctx, lockedObject(mapping.Resource.Group, mapping.Resource.Resource, head.namespace, head.name))
-	if err != nil {
-		return Pending(rivals.ConfirmRetry) // the reconcile's time is up: nothing applied
-	}
 	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
-	unlock()
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.

@@ -691,7 +691,7 @@ func leaderLosesAPIServer(t *testing.T, manager bool) {
 		if err != nil || herr != nil || l.Spec.AcquireTime == nil {
 			return 0, time.Time{}
 		}
-		return hb.Term, l.Spec.AcquireTime.Time
+		return hb.ApplierTerm, l.Spec.AcquireTime.Time
 	}
 
 	a := start("a", viaProxy)

@@ -34,6 +34,23 @@ func (c objectConflicts) Check(ctx context.Context, ad *ApplyDesire) (Verdict, b
 	return Verdict{}, false, ""
 }
 
+// Lock holds ad's object (rivals.ObjectLocks) from before its rival check to after its
+// reconcile: a DeleteDesire's confirm-and-delete of the object (delete.go) runs wholly before
+// — the rival check then finds that DeleteDesire cached and refuses or confirms it gone — or
+// wholly after; never between the check and the apply, nor between its confirmation and its
+// delete call. Content that names no object holds nothing.
+func (objectConflicts) Lock(ctx context.Context, ad *ApplyDesire) (func(), error) {
+	return lockApplyObject(ctx, ad)
+}
+
+func lockApplyObject(ctx context.Context, ad *ApplyDesire) (func(), error) {
+	obj, ok := rivals.ApplyObject(ad)
+	if !ok {
+		return func() {}, nil
+	}
+	return objectLocks.Lock(ctx, obj)
+}
+
 // Others returns the IDs of the desires that share obj's object, to look at again when obj
 // changes or goes.
 func (c objectConflicts) Others(obj any) []string { return c.rules.Others(obj) }

@@ -38,5 +38,8 @@ type scrubOnly struct{}
 func (scrubOnly) Check(context.Context, *ApplyDesire) (Verdict, bool, string) {
 	return Verdict{}, false, ""
 }
-func (scrubOnly) Others(any) []string                      { return nil }
+func (scrubOnly) Others(any) []string { return nil }
+func (scrubOnly) Lock(ctx context.Context, ad *ApplyDesire) (func(), error) {
+	return lockApplyObject(ctx, ad)
+}
 func (scrubOnly) Scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }

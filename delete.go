@@ -109,14 +109,9 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 const deleteAttempts = 3
 
 // objectLocks serializes each object's DeleteDesire confirm-and-delete with the ApplyDesire
-// applies of this process (rivals.ObjectLocks): every applier of the process shares it, as
-// they may share a cluster.
+// rival checks and applies of this process (rivals.ObjectLocks; objectConflicts.Lock): every
+// applier of the process shares it, as they may share a cluster.
 var objectLocks rivals.ObjectLocks
-
-// lockedObject names t's object for objectLocks.
-func lockedObject(group, resource, namespace, name string) rivals.Object {
-	return rivals.Object{Group: group, Resource: resource, Namespace: namespace, Name: name}
-}
 
 // deleteConfirmed deletes obj, t's object as a GET just read it, once a consistent read
 // confirms d still wants it, then reads it again. Confirmation and delete hold t's object
@@ -127,7 +122,7 @@ func lockedObject(group, resource, namespace, name string) rivals.Object {
 // v is the verdict, nothing was deleted.
 func (r *deleteReconciler) deleteConfirmed(ctx context.Context, d *DeleteDesire, t TargetItem, obj *unstructured.Unstructured) (
 	live *unstructured.Unstructured, v Verdict, stop bool, err error) {
-	unlock, err := objectLocks.Lock(ctx, lockedObject(t.Group, t.Resource, t.Namespace, t.Name))
+	unlock, err := objectLocks.Lock(ctx, rivals.TargetObject(t))
 	if err != nil {
 		// The reconcile's time is up while an apply of the object runs: nothing is deleted.
 		return nil, Pending(specGoneRecheck), true, nil

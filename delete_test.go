@@ -372,7 +372,17 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 			specs := &confirmingSpecs{d: deleteDesire("d", cmTarget), between: func(n int) bool {
 				if tc.apply != "" && n == 1 {
 					ran = true
-					go func() { applied <- result{applier.Reconcile(ctx, applyDesire("a", tc.apply))} }()
+					go func() {
+						// As the controller's Judge does: the object's lock around the apply.
+						d := applyDesire("a", tc.apply)
+						unlock, err := lockApplyObject(ctx, d)
+						if err != nil {
+							applied <- result{Pending(time.Second)}
+							return
+						}
+						defer unlock()
+						applied <- result{applier.Reconcile(ctx, d)}
+					}()
 					select { // done at once unless it waits for the delete
 					case r := <-applied:
 						applied <- r
@@ -416,5 +426,39 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 				t.Fatalf("delete verdict %v (degraded %v), want Pending: nothing written, looked at again", v, v.Degraded())
 			}
 		})
+	}
+}
+
+// TestApplyWaitingOnTheLockMeetsTheDeleteDesire: an ApplyDesire whose
+// rival check passed just before a DeleteDesire reached the cache waits on the object lock
+// while the DeleteDesire (which stays) confirms and deletes. The apply then re-creates the
+// object and says Successful, while the DeleteDesire's verdict says the object is gone: one
+// of the two statuses claims what the cluster does not show (and the DeleteDesire's watch
+// then deletes what the ApplyDesire just said it applied).
+func TestApplyWaitingOnTheLockMeetsTheDeleteDesire(t *testing.T) {
+	cmTarget := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"v1"}}`
+	ctx := context.Background()
+	kube := ssafake.New()
+	applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+	if v := applier.Reconcile(ctx, applyDesire("a", content)); !v.Successful() {
+		t.Fatalf("setup apply: %v", v)
+	}
+	applied := make(chan Verdict, 1)
+	specs := &confirmingSpecs{d: deleteDesire("d", cmTarget), between: func(n int) bool {
+		if n == 1 {
+			go func() { applied <- applier.Reconcile(ctx, applyDesire("a", content)) }()
+			time.Sleep(200 * time.Millisecond) // the apply now waits on the lock
+		}
+		return false // the DeleteDesire stays
+	}}
+	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+	dv := rec.Reconcile(ctx, specs.d)
+	av := <-applied
+	_, err := kube.Object("default", "c1")
+	exists := err == nil
+	t.Logf("delete verdict: successful=%v %q; apply verdict: successful=%v %q; object exists=%v", dv.Successful(), dv.Message(), av.Successful(), av.Message(), exists)
+	if dv.Successful() && strings.Contains(dv.Message(), "is gone") && exists {
+		t.Fatalf("the DeleteDesire (still in the table) says the object is gone, but the waiting apply re-created it")
 	}
 }

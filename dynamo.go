@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
@@ -193,18 +191,17 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]controller.Stam
 
 // listIndexStamps is listVersions read from the status check's GSI (StatusCheckIndexName),
 // billed by its ~200-byte index items instead of the statuses. A GSI is eventually consistent:
-// a write of the last seconds may show its older stamp, or be missing. Without the index, or
-// while it is not ACTIVE (DynamoDB answers ValidationException), the error wraps
-// controller.ErrNoCheckIndex.
+// a write of the last seconds may show its older stamp, or be missing. Any failure wraps
+// controller.ErrNoCheckIndex, so the check falls back to the table's Scan: no index, one not
+// ACTIVE yet (ValidationException), or a Scan of the index the IAM policy does not allow (a
+// policy naming the tables' ARNs exactly, which served releases before the index).
 func (t *Table[T]) listIndexStamps(ctx context.Context) (map[string]controller.Stamp, error) {
 	stamps, err := t.scanStamps(ctx, dynamodb.ScanInput{TableName: &t.name, IndexName: aws.String(StatusCheckIndexName),
 		ConsistentRead: aws.Bool(false)})
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" &&
-		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "index") {
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", controller.ErrNoCheckIndex, err)
 	}
-	return stamps, err
+	return stamps, nil
 }
 
 // scanStamps pages the Scan in, projected on documentID, version and updateTime.

@@ -24,15 +24,20 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 	return lease.Campaign{
 		Leases: client.CoordinationV1(), Namespace: a.opts.LeaseNamespace, Name: a.opts.LeaseName, Identity: a.opts.Identity,
 		LeaseDuration: a.opts.LeaseDuration, RenewDeadline: a.opts.RenewDeadline, RetryPeriod: a.opts.RetryPeriod,
-		CallTimeout: a.opts.CallTimeout, Log: a.opts.Log, Lead: a.leadWon,
+		CallTimeout: a.opts.CallTimeout, Log: a.opts.Log, Lead: a.leadWon, Rejoin: a.rejoin,
 	}.Run(ctx)
 }
 
 // leadWon leads the terms of a won election: each one's number is taken from DynamoDB
 // (takeTerm), so it only grows whatever happens to the Lease; its calls are fenced by the
-// lease (won). An error (the term could not be taken, or a live leader holds a newer term met)
-// gives the lease up.
+// lease (won). First the start-up check runs again (termStartupCheck): this replica may have
+// lost DynamoDB while it stood by. An error (the check kept failing, the term could not be
+// taken, or a live leader holds a newer term met) gives the lease up; the campaign then
+// rejoins once the check passes (rejoin).
 func (a *Applier) leadWon(ctx context.Context, won lease.Won) error {
+	if err := a.termStartupCheck(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
 	base := term{Leader: won.Identity, Valid: won.Valid, Expiry: won.Expiry, CallTimeout: won.Margin}
 	t, err := a.takeTerm(ctx, base)
 	if err != nil {
@@ -43,15 +48,18 @@ func (a *Applier) leadWon(ctx context.Context, won lease.Won) error {
 }
 
 // leadOn leads term t, taken for base (its leader and fences), and after it, while valid holds,
-// a term above each newer term met that no live leader holds (a restored table, a stray write:
-// heldElsewhere). It returns nil when ctx ends, else why the terms ended.
+// a term above each newer term met: at once when no live leader holds it (a restored table, a
+// stray write: heldElsewhere), else once that leader's heartbeat is overdue (waitWhileHeld: a
+// stray applier outside this Lease, not ready meanwhile). It returns nil when ctx ends, else
+// why the terms ended.
 func (a *Applier) leadOn(ctx context.Context, base, t term, valid func() bool) error {
 	for {
 		err := a.lead(ctx, t)
 		if err == nil {
 			return nil
 		}
-		if holder := a.heldElsewhere(ctx, t, err); holder != nil || ctx.Err() != nil || !valid() {
+		holder := a.heldElsewhere(ctx, t, err)
+		if ctx.Err() != nil || !valid() || holder != nil && !a.waitWhileHeld(ctx, t, holder, valid) {
 			a.opts.Log.Error(err, "term ended: giving the lease up", "term", t.Number)
 			return err
 		}
@@ -81,22 +89,29 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	}
 	if taken.Repaired != "" {
 		a.opts.Log.Info("the heartbeat's applierTerm was no number: written over with a term above every status's",
-			"table", a.heartbeat.Table(), "was", taken.Repaired, "term", taken.Term)
+			"table", a.heartbeat.Table(), "was", taken.Repaired, "term", taken.ApplierTerm)
 	}
-	t.Number, t.Start = taken.Term, now
+	t.Number, t.Start = taken.ApplierTerm, now
 	a.opts.Log.V(1).Info("took a leadership term in DynamoDB", "term", t.Number, "leader", t.Leader)
 	return t, nil
 }
 
 // heldElsewhere is asked after term t ended with err: it returns the heartbeat of the live
 // leader that holds the newer term err met (internal/fencing.LiveHolder), and nil when no live
-// leader holds it (or err met no newer term): the caller then takes a term above it, which
-// takeTerm does (a.newestTerm holds the term met), and logs why. A heartbeat that cannot be
-// read counts as a live holder: the caller writes nothing until it can tell.
+// leader holds it: the caller then takes a term above it, which takeTerm does (a.newestTerm
+// holds the term met; Take repairs a term that is no number), and logs why. A heartbeat that
+// cannot be read counts as a live holder (named so): the caller writes nothing until it can
+// tell.
 func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *Heartbeat {
 	met := fencing.NewerTermOf(err)
-	if met == 0 || ctx.Err() != nil {
-		return &Heartbeat{Term: met}
+	switch {
+	case ctx.Err() != nil:
+		return &Heartbeat{ApplierTerm: met}
+	case met == 0:
+		// A write was refused over a term it could not read (the heartbeat's applierTerm
+		// garbled during the term): no leader holds that; a new term repairs it.
+		a.opts.Log.Info("a write met a term that is no number: taking a new term, which writes over it", "term", t.Number, "err", err.Error())
+		return nil
 	}
 	hctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
@@ -104,7 +119,7 @@ func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *Heartbe
 	switch {
 	case rerr != nil:
 		a.opts.Log.Error(rerr, "a write met a newer term; cannot tell whether a live leader holds it", "term", t.Number, "met", met)
-		return &Heartbeat{Term: met}
+		return &Heartbeat{ApplierTerm: met, Leader: "unknown: the heartbeat could not be read"}
 	case holder == nil:
 		a.opts.Log.Info("a write met a newer term that no live leader holds (a restored table or a stray write): taking a term above it",
 			"term", t.Number, "met", met)
@@ -148,15 +163,8 @@ func (a *Applier) runElected(ctx context.Context) error {
 		if err == nil {
 			break // ctx ended, or the followed Lease passed to another holder
 		}
-		if fencing.NewerTermOf(err) == 0 {
-			a.opts.Log.Error(err, "the term ended: this replica writes no more until it is restarted", "term", numbered.Number)
-			break
-		}
-		if a.opts.FollowLease && t.Valid() {
-			// The manager still holds its Lease: the newer term was no other leader's (a
-			// restored item, a stray writer). A term above it is taken.
-			a.opts.Log.Info("a newer term was met while the manager still holds its Lease: taking a term above it", "term", numbered.Number)
-		} else if holder := a.heldElsewhere(tctx, numbered, err); holder != nil && !a.waitWhileHeld(tctx, numbered, holder) {
+		valid := func() bool { return !a.opts.FollowLease || t.Valid() }
+		if holder := a.heldElsewhere(tctx, numbered, err); holder != nil && !a.waitWhileHeld(tctx, numbered, holder, valid) {
 			break
 		}
 		select { // no hot loop should two misconfigured replicas keep meeting each other
@@ -179,12 +187,13 @@ const holderGrace = 2 * time.Minute
 // waitWhileHeld keeps this replica from writing while the live leader of holder's term leads:
 // not ready (phaseFenced, ReadyzCheck names the leader and term), one log line, the heartbeat
 // read again every holderRecheck. It returns true once no live leader holds a term at or
-// above the one met (take a term above it), false when ctx ended.
-func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *Heartbeat) bool {
-	met := max(holder.Term, a.newestTerm.Load())
+// above the one met (take a term above it), false when ctx ended or valid turned false (the
+// Lease this replica led under passed on).
+func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *Heartbeat, valid func() bool) bool {
+	met := max(holder.ApplierTerm, a.newestTerm.Load())
 	fenced := fmt.Errorf("another applier leads with term %d (leader %q, heartbeat written %s): this one (term %d) writes nothing "+
 		"while that leader's heartbeat is current; it looks again every %s: %w",
-		holder.Term, holder.Leader, holder.UpdateTime.UTC().Format(time.RFC3339), t.Number, a.wiring.holderRecheck, fencing.ErrNewerTerm)
+		holder.ApplierTerm, holder.Leader, holder.UpdateTime.UTC().Format(time.RFC3339), t.Number, a.wiring.holderRecheck, fencing.ErrNewerTerm)
 	a.opts.Log.Error(fenced, "writes stopped: a live leader holds a newer term (run one applier per management cluster, or enable leader election)")
 	a.failure.Store(&fenced)
 	a.setPhase(phaseFenced)
@@ -194,6 +203,9 @@ func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *Heartbeat) 
 		case <-ctx.Done():
 			return false
 		case <-time.After(a.wiring.holderRecheck):
+		}
+		if !valid() {
+			return false
 		}
 		hctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 		h, err := fencing.LiveHolder(hctx, a.opts.DynamoDB, a.heartbeat.Table(), met, a.wiring.clock(), a.wiring.holderGrace)

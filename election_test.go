@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/lease"
 )
 
 // putHeartbeat stores a heartbeat item as someone else left it: applierTerm is term as given
@@ -136,5 +137,89 @@ func TestLiveLeaderOfANewerTermStopsWritesVisibly(t *testing.T) {
 		return statusTermOf(t, o, "a") > stray && got != nil && condition(got, ConditionSuccessful).ObservedGeneration == 2
 	}, func() string {
 		return fmt.Sprintf("status term %d, ready %v", statusTermOf(t, o, "a"), a.ReadyzCheck(nil))
+	})
+}
+
+// TestHeartbeatGarbledMidTermIsWrittenOver: without an election, the heartbeat's applierTerm is
+// garbled (a string) while this replica leads. The heartbeat write's condition fails with
+// no readable newer term (a plain ErrNewerTerm); runElected then stops for good
+// ("writes no more until it is restarted") while /readyz stays ready and the garbled term is
+// never repaired: a new spec version is never answered.
+func TestHeartbeatGarbledMidTermIsWrittenOver(t *testing.T) {
+	o, opts := newOffline(t)
+	d := applyDesire("a", cmJSON("a"))
+	d.CreateTime, d.UpdateTime, d.Version = time.Now().UTC(), time.Now().UTC(), 1
+	o.put(t, d)
+	a, err := newApplier(opts, tuning{holderRecheck: 20 * time.Millisecond, heartbeatInterval: 50 * time.Millisecond, heartbeatMaxAge: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runApplier(t, a)
+	waitFor(t, 10*time.Second, "the first status", func() bool { return statusOf[*ApplyDesire](t, o, KindApplyDesire, "a") != nil })
+
+	putHeartbeat(t, o, &types.AttributeValueMemberS{Value: "garbled"}, "someone", time.Now())
+	for v := int64(2); v <= 4; v++ {
+		d.Version, d.UpdateTime = v, time.Now().UTC()
+		d.Spec.KubeContent = []byte(strings.Replace(cmJSON("a"), `"s"`, fmt.Sprintf(`"s%d"`, v), 1))
+		o.put(t, d)
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitFor(t, 10*time.Second, "version 4 answered, or not ready", func() bool {
+		got := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		return a.ReadyzCheck(nil) != nil || (got != nil && condition(got, ConditionSuccessful).ObservedGeneration == 4)
+	}, func() string {
+		got := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		return fmt.Sprintf("ready %v, leading %v, status generation %d, heartbeat %v", a.ReadyzCheck(nil), a.Leading(),
+			condition(got, ConditionSuccessful).ObservedGeneration, o.db.Item(TableName(offPrefix, offCluster, StatusTable, KindApplyDesire), HeartbeatID)[attrApplierTerm])
+	})
+}
+
+// TestOwnElectionWaitsWhileALiveLeaderHoldsANewerTerm: under its own Lease election, a term
+// that meets a newer term a live leader holds (a stray applier outside this Lease) writes
+// nothing over it while that leader's heartbeat is current, and is not ready, naming it; it
+// keeps its Lease (a standby would meet the same stray), and once that heartbeat is overdue it
+// takes a term above and answers. (Found in review: leadWon gave the Lease up, won it again a
+// RetryPeriod later and took a term above the live leader's, ready throughout.)
+func TestOwnElectionWaitsWhileALiveLeaderHoldsANewerTerm(t *testing.T) {
+	o, opts := newOffline(t)
+	statusTbl := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	d := applyDesire("a", cmJSON("a"))
+	d.CreateTime, d.UpdateTime, d.Version = time.Now().UTC(), time.Now().UTC(), 1
+	o.put(t, d)
+	a, err := newApplier(opts, tuning{holderRecheck: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := lease.Won{Identity: "me", Valid: func() bool { return true }, Expiry: func() time.Time { return time.Time{} }, Margin: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.leadWon(ctx, won) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, 10*time.Second, "the first status", func() bool { return statusOf[*ApplyDesire](t, o, KindApplyDesire, "a") != nil })
+	stray := statusTermOf(t, o, "a") + 5
+	putHeartbeat(t, o, num(stray), "live-leader", time.Now())
+	cur := o.db.Item(statusTbl, "a")
+	cur[api.AttrApplierTerm] = num(stray)
+	o.db.PutRaw(statusTbl, cur)
+	d.Version, d.UpdateTime = 2, time.Now().UTC()
+	d.Spec.KubeContent = []byte(strings.Replace(cmJSON("a"), `"s"`, `"s2"`, 1))
+	o.put(t, d)
+	waitFor(t, 10*time.Second, "not ready, naming the live leader's term", func() bool {
+		err := a.ReadyzCheck(nil)
+		return err != nil && strings.Contains(err.Error(), fmt.Sprintf("term %d", stray)) && strings.Contains(err.Error(), "live-leader")
+	}, func() string { return fmt.Sprint(a.ReadyzCheck(nil)) })
+	time.Sleep(200 * time.Millisecond) // ten rechecks
+	if n := statusTermOf(t, o, "a"); n != stray {
+		t.Fatalf("status written at term %d over the live leader's term %d while its heartbeat is current", n, stray)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("leadWon gave the Lease up (%v): a standby would meet the same live leader", err)
+	default:
+	}
+	putHeartbeat(t, o, num(stray), "live-leader", time.Now().Add(-time.Hour))
+	waitFor(t, 10*time.Second, "version 2 answered above the stray's term", func() bool {
+		got := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		return statusTermOf(t, o, "a") > stray && got != nil && condition(got, ConditionSuccessful).ObservedGeneration == 2
 	})
 }

@@ -48,7 +48,7 @@ func (a *Applier) Warmup(ctx context.Context) error {
 	}
 	a.failure.Store(&err)
 	notRunning := func() bool { return !a.running.Load() }
-	if a.retryStartupCheck(ctx, err, notRunning) == nil && notRunning() &&
+	if a.retryStartupCheck(ctx, err, notRunning, 0) == nil && notRunning() &&
 		a.phase.CompareAndSwap(int32(phaseWaiting), int32(phaseStandby)) {
 		a.failure.Store(nil)
 	}

@@ -52,6 +52,10 @@ var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
 var ErrTableNotFound = awscall.ErrTableNotFound
 
+// ErrLeaseGivenUp: a replica that held a Lease gave it up because its start-up check failed
+// Options.StartupChecksHoldingLease times in a row (the check's last error is wrapped too).
+var ErrLeaseGivenUp = errors.New("lease given up: the start-up check kept failing")
+
 // ErrInvalidOptions is wrapped by every error New returns for bad Options.
 var ErrInvalidOptions = errors.New("invalid options")
 

@@ -13,11 +13,15 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/go-logr/logr v1.4.4
 	github.com/google/uuid v1.6.0
+	// The api module of this repository: a release tags api/vX.Y.Z and requires it here
+	// (docs/library.md, Versions); the replace below builds it from this checkout meanwhile.
+	github.com/kube-applier-aws/kubeapplier/api v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.41.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/term v0.46.0
 	golang.org/x/time v0.15.0
@@ -28,10 +32,19 @@ require (
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/cli-utils v0.37.2
+	// Only examples/controllerruntime_test.go imports it (make lint keeps it out of the
+	// library); requiring it lifts an embedder's controller-runtime above the v0.18.4 that
+	// sigs.k8s.io/cli-utils requires, which does not build with this client-go.
+	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require golang.org/x/mod v0.41.0 // indirect
+require (
+	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
+	k8s.io/apiextensions-apiserver v0.37.0 // indirect
+)
 
 require (
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9 // indirect
@@ -67,7 +80,6 @@ require (
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kube-applier-aws/kubeapplier/api v0.0.0
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -90,4 +102,6 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
+// Development builds the api module of this checkout; modules that require this one ignore
+// the line and take the api version required above.
 replace github.com/kube-applier-aws/kubeapplier/api => ./api

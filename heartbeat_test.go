@@ -34,7 +34,7 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	})
 	// Term 1: every term is numbered in DynamoDB, without leader election too.
 	spec := applyDesire("7b1fdb4e-decf-5d4c-a307-6718bada47d7", cmJSON("c1"))
-	if hb.Leader != "replica-a" || hb.Term != 1 || hb.ManagementCluster != offCluster || hb.Version == "" ||
+	if hb.Leader != "replica-a" || hb.ApplierTerm != 1 || hb.ManagementCluster != offCluster || hb.Version == "" ||
 		hb.Kinds["ApplyDesire"].Watermark == nil || hb.Kinds["ApplyDesire"].Desires != 1 {
 		t.Fatalf("heartbeat %+v (spec updateTime %v)", hb, spec.UpdateTime)
 	}
@@ -52,5 +52,38 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	}
 	if got := values(t, reg, "kube_applier_desires", "degraded"); got["mc01/False"] != 1 {
 		t.Fatalf("kube_applier_desires by degraded = %v", got)
+	}
+}
+
+// TestShutdownWritesStoppedHeartbeat: a term ended by shutdown writes a last heartbeat
+// saying the leader stopped, still counting the term's desires; a term that met a newer term
+// writes none (its heartbeat is another leader's).
+func TestShutdownWritesStoppedHeartbeat(t *testing.T) {
+	o, opts := newOffline(t)
+	opts.Identity = "replica-a"
+	a, err := newApplier(opts, tuning{heartbeatInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.put(t, applyDesire("a1", cmJSON("c1")))
+	stop := runApplier(t, a)
+	waitFor(t, 10*time.Second, "a heartbeat counting a1", func() bool {
+		hb, err := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
+		return err == nil && hb.Kinds["ApplyDesire"].Successful["True/NoErrors"] == 1
+	})
+	if hb, _ := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster); hb.Stopped != nil {
+		t.Fatalf("a leading term's heartbeat says stopped: %+v", hb)
+	}
+	before := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb.Stopped == nil || hb.Stopped.Before(before.Add(-time.Second)) || !hb.UpdateTime.Equal(*hb.Stopped) ||
+		hb.Leader != "replica-a" || hb.Kinds["ApplyDesire"].Desires != 1 {
+		t.Fatalf("heartbeat after shutdown %+v (stopped %v), want stopped now by replica-a, 1 ApplyDesire", hb, hb.Stopped)
 	}
 }

@@ -121,39 +121,3 @@ func TestIntegrationBackendPython(t *testing.T) {
 		t.Fatalf("%d spec items in the output, want 2", items)
 	}
 }
-
-// TestBackendDocExcerpts: the backend guide's code blocks (docs/backend.md) are excerpts of
-// the examples the integration tests run: each line, in order, is a line of the file named
-// above the block (`<!-- from PATH -->`, from the repository root), so the guide cannot drift
-// from what CI runs.
-func TestBackendDocExcerpts(t *testing.T) {
-	readme, err := os.ReadFile("docs/backend.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := 0
-	for _, part := range strings.Split(string(readme), "<!-- from ")[1:] {
-		path, rest, _ := strings.Cut(part, " -->\n")
-		_, body, _ := strings.Cut(rest, "\n") // the ``` line
-		body, _, _ = strings.Cut(body, "```")
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("excerpt of %s: %v", path, err)
-		}
-		lines := strings.Split(string(src), "\n")
-		at := 0
-		for _, want := range strings.Split(strings.TrimSpace(body), "\n") {
-			for at < len(lines) && strings.TrimSpace(lines[at]) != strings.TrimSpace(want) {
-				at++
-			}
-			if at == len(lines) {
-				t.Fatalf("excerpt of %s: %q is not in the file (after the lines before it)", path, strings.TrimSpace(want))
-			}
-			at++
-		}
-		blocks++
-	}
-	if blocks < 2 {
-		t.Fatalf("%d excerpts in docs/backend.md, want the Go and the Python backend", blocks)
-	}
-}

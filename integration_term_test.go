@@ -119,10 +119,10 @@ func TestIntegrationTermOnlyGrows(t *testing.T) {
 		v := s.put("d1", replica)
 		waitFor(t, 20*time.Second, fmt.Sprintf("%s answers version %d", replica, v), s.answered("d1", v))
 		hb := s.heartbeat()
-		if hb.Term <= last || hb.Leader != replica {
-			t.Fatalf("replica %s: heartbeat term %d led by %q, want above %d led by %s", replica, hb.Term, hb.Leader, last, replica)
+		if hb.ApplierTerm <= last || hb.Leader != replica {
+			t.Fatalf("replica %s: heartbeat term %d led by %q, want above %d led by %s", replica, hb.ApplierTerm, hb.Leader, last, replica)
 		}
-		last = hb.Term
+		last = hb.ApplierTerm
 		if err := stop(); err != nil {
 			t.Fatalf("%s: Run: %v", replica, err)
 		}
@@ -165,8 +165,8 @@ func TestIntegrationFollowLease(t *testing.T) {
 	v := s.put("d1", "one")
 	waitFor(t, 20*time.Second, "version 1 answered", s.answered("d1", v))
 	hb := s.heartbeat()
-	if hb.Leader != "mgr-1" || hb.Term < 1 {
-		t.Fatalf("heartbeat led by %q at term %d, want the Lease's holder mgr-1 and a term", hb.Leader, hb.Term)
+	if hb.Leader != "mgr-1" || hb.ApplierTerm < 1 {
+		t.Fatalf("heartbeat led by %q at term %d, want the Lease's holder mgr-1 and a term", hb.Leader, hb.ApplierTerm)
 	}
 
 	mu.Lock()
@@ -224,7 +224,7 @@ func TestIntegrationLeaseDeletedWhileDesiresChange(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		if hb, err := ReadHeartbeat(t.Context(), s.env.Client, s.env.Prefix, "mc01"); err == nil {
-			terms = append(terms, hb.Term)
+			terms = append(terms, hb.ApplierTerm)
 		}
 	}
 	start := time.Now()
@@ -246,8 +246,8 @@ func TestIntegrationLeaseDeletedWhileDesiresChange(t *testing.T) {
 	l := leader()
 	hb := s.heartbeat()
 	for _, r := range replicas {
-		if r.a == l && r.logs.has("fenced", fmt.Sprintf("term=%d", hb.Term)) {
-			t.Fatalf("the leader's term %d was fenced:\n%s", hb.Term, r.logs.dump())
+		if r.a == l && r.logs.has("fenced", fmt.Sprintf("term=%d", hb.ApplierTerm)) {
+			t.Fatalf("the leader's term %d was fenced:\n%s", hb.ApplierTerm, r.logs.dump())
 		}
 	}
 }

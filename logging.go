@@ -125,11 +125,17 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 }
 
 // logConditions returns the outcomes' observer of kind that tells l of each verdict recorded
-// in a status (a forgotten desire, Pending: its spec is gone).
-func logConditions(l *conditionlog.Log, kind DesireKind) func(id string, v Verdict) {
+// in a status, and of a desire forgotten (a Pending verdict): when cached(id) says its spec
+// is gone, it leaves the state its last line said it entered (conditionlog.Removed: a
+// desire removed while refused, e.g. by the DeleteDesire of its object, is never left logged
+// as in TargetConflict); else (a status the writer no longer vouches for) the log keeps what
+// it said, and the next verdict recorded says what changed.
+func logConditions(l *conditionlog.Log, kind DesireKind, cached func(id string) bool) func(id string, v Verdict) {
 	return func(id string, v Verdict) {
 		if v.IsPending() {
-			l.Forget(kind, id)
+			if !cached(id) {
+				l.Removed(kind, id)
+			}
 			return
 		}
 		l.Observe(kind, id, conditionlog.Change{State: loggedState(v), Reason: v.Reason(), Message: v.Message()})

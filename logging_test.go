@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -192,4 +193,102 @@ func TestLoggedState(t *testing.T) {
 			t.Errorf("%v: logged state %q, want %q", tc.v, got, tc.want)
 		}
 	}
+}
+
+// TestDeleteFlowsLogNothingFalse runs each documented way of removing an object (the
+// ApplyDesire spec deleted, and a DeleteDesire written: docs/backend.md, desirectl delete) on
+// an offline applier logging at the default verbosity, with the streams delivering the two
+// writes in either order: every "desire entered" line of the removed ApplyDesire is followed
+// by its "desire left" line, and a removal seen first says nothing of it.
+func TestDeleteFlowsLogNothingFalse(t *testing.T) {
+	target := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm-a1"}
+	for _, tc := range []struct {
+		name string
+		// holdApply: the ApplyDesire's removal is read only once the DeleteDesire succeeded.
+		deleteFirst, holdApply bool
+		silent                 bool // no condition line of a1 at all
+	}{
+		{"ApplyDesire removed, then a DeleteDesire written, the removal read first", false, false, true},
+		{"ApplyDesire removed, then a DeleteDesire written, the DeleteDesire read first", false, true, false},
+		{"a DeleteDesire written, then the ApplyDesire removed", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c logCapture
+			o, opts := newOffline(t)
+			opts.Log = c.loggerAt(0)
+			o.put(t, applyDesire("a1", cmJSON("cm-a1")))
+			a, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := runApplier(t, a)
+			waitFor(t, 10*time.Second, "a1 applied", func() bool {
+				st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a1")
+				return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
+			})
+			applyTable := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
+			out, err := o.db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: &applyTable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arn := *out.Table.LatestStreamArn
+			shard := o.db.OpenShards(arn)[0]
+			if tc.holdApply {
+				o.db.Hold(arn, shard, true)
+			}
+			if tc.deleteFirst {
+				o.put(t, deleteDesire("d1", target))
+				waitFor(t, 10*time.Second, "a1 refused", func() bool {
+					st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a1")
+					return st != nil && condition(st, ConditionSuccessful).Reason == ReasonTargetConflict
+				})
+				o.remove(KindApplyDesire, "a1")
+			} else {
+				o.remove(KindApplyDesire, "a1")
+				if !tc.holdApply {
+					waitFor(t, 10*time.Second, "a1's removal read", func() bool {
+						_, err := a.Informers().ApplyDesires.Lister.Get("a1")
+						return err != nil
+					})
+				}
+				o.put(t, deleteDesire("d1", target))
+			}
+			waitFor(t, 10*time.Second, "d1 successful", func() bool {
+				st := statusOf[*DeleteDesire](t, o, KindDeleteDesire, "d1")
+				return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
+			})
+			if tc.holdApply {
+				time.Sleep(200 * time.Millisecond) // a1 judged again while its removal is held
+				o.db.Hold(arn, shard, false)
+			}
+			waitFor(t, 10*time.Second, "a1's status removed", func() bool {
+				return statusOf[*ApplyDesire](t, o, KindApplyDesire, "a1") == nil
+			})
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			entered, left := c.count(`"msg"="desire entered`, `"desire"="a1"`), c.count(`"msg"="desire left`, `"desire"="a1"`)
+			if entered != left || (tc.silent && entered > 0) {
+				t.Fatalf("a1: %d entered and %d left lines (silent: %v):\n%s", entered, left, tc.silent, c.dump())
+			}
+			t.Logf("a1: %d entered, %d left", entered, left)
+		})
+	}
+}
+
+// count is how many lines contain every one of parts.
+func (c *logCapture) count(parts ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, l := range c.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
 }

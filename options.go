@@ -48,6 +48,10 @@ const (
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultLeaseName      = "kube-applier-aws"
 	DefaultLeaseNamespace = "kube-system"
+	// DefaultStartupChecksHoldingLease is Options.StartupChecksHoldingLease's default: 5
+	// failed start-up checks in a row, about 15 s of back-off (1, 2, 4 and 8 s between them,
+	// each check within 30 s), about one default lease duration.
+	DefaultStartupChecksHoldingLease = 5
 	// DefaultStreamPollInterval is StreamOptions.PollInterval's default (250 ms): what the
 	// binary's --stream-poll-interval starts from.
 	DefaultStreamPollInterval = stream.DefaultPollInterval
@@ -187,6 +191,21 @@ type Options struct {
 	// (an embedding manager and its other controllers keep running); StartupFailFast: Run,
 	// Start and Warmup return the error at once.
 	StartupFailure StartupFailurePolicy
+	// StartupChecksHoldingLease bounds, under StartupRetry, the failed start-up checks in a
+	// row of a replica that holds a Lease: its own (LeaderElection), checked when it wins a
+	// term, before it takes the term; or the manager's it follows (FollowLease), checked when
+	// Start runs, i.e. on the manager's leader. When that many checks in a row could not get
+	// an answer from DynamoDB (unreachable, credentials refused: a fault that may be this
+	// replica's alone), it gives the Lease up so that a standby leads: with LeaderElection the
+	// campaign releases the Lease and campaigns again only once the check passes (ReadyzCheck
+	// failing meanwhile); under a manager, Start returns the error (errors.Is
+	// ErrLeaseGivenUp), which stops the manager, whose LeaderElectionReleaseOnCancel releases
+	// its Lease, and the process is restarted. A missing table or stream (ErrTableNotFound,
+	// ErrStreamNotConfigured) is missing for every replica: those checks do not count, and the
+	// replica waits for the tables as StartupRetry says. Without a Lease (neither
+	// LeaderElection nor FollowLease) there is none to give up: the checks go on. Default
+	// DefaultStartupChecksHoldingLease (5); negative: never give the Lease up.
+	StartupChecksHoldingLease int
 }
 
 // tuning shortens the applier's timings in tests; New uses the zero tuning (the defaults).
@@ -237,7 +256,8 @@ type StartupFailurePolicy int
 
 const (
 	// StartupRetry (the default) repeats the check with back-off (1 s doubling to 30 s), each
-	// failure logged: Run and Start do not return but when their context ends (then nil),
+	// failure logged: Run and Start do not return but when their context ends (then nil) or,
+	// holding a Lease, give it up (Options.StartupChecksHoldingLease),
 	// Warmup returns nil once the check passes or its context ends, and ReadyzCheck fails with
 	// "kubeapplier: waiting for DynamoDB and the tables (retrying): …" naming every missing
 	// table or stream. Once the check passes, the applier goes on as if it had just started.
@@ -317,6 +337,7 @@ func (o *Options) setDefaults(w *wiring) {
 	setDefault(&o.RetryPeriod, DefaultRetryPeriod)
 	setDefault(&o.LeaseName, DefaultLeaseName)
 	setDefault(&o.LeaseNamespace, DefaultLeaseNamespace)
+	setDefault(&o.StartupChecksHoldingLease, DefaultStartupChecksHoldingLease)
 	if w.startupBackoff.Duration == 0 {
 		w.startupBackoff = defaultStartupBackoff
 	}

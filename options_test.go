@@ -45,3 +45,20 @@ func TestOptionsValidation(t *testing.T) {
 		t.Fatalf("complete() = %v; metadata %v, dynamic %v, mapper %v", err, o.MetadataClient != nil, o.DynamicClient != nil, o.RESTMapper != nil)
 	}
 }
+
+// TestStartupChecksHoldingLeaseDefault: unset, a replica gives a Lease up after
+// DefaultStartupChecksHoldingLease (5) failed checks; a value set is kept, a negative one too
+// (never).
+func TestStartupChecksHoldingLeaseDefault(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, 5}, {2, 2}, {-1, -1}} {
+		_, opts := newOffline(t)
+		opts.StartupChecksHoldingLease = tc.set
+		a, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.opts.StartupChecksHoldingLease; got != tc.want || DefaultStartupChecksHoldingLease != 5 {
+			t.Errorf("set %d: %d, want %d", tc.set, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 		return errors.New("kubeapplier: starting: checking the tables")
 	case phaseWaiting:
 		if err := a.failure.Load(); err != nil {
-			return fmt.Errorf("kubeapplier: waiting for DynamoDB and the tables (retrying): %w", *err)
+			return fmt.Errorf("kubeapplier: waiting for DynamoDB and the tables (retrying): %w", startupDiagnosis(*err))
 		}
 		return errors.New("kubeapplier: waiting for DynamoDB and the tables (retrying)")
 	case phaseFenced:
@@ -66,7 +67,7 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 		return errors.New("kubeapplier: not writing: a live leader holds a newer term")
 	case phaseStopped:
 		if err := a.failure.Load(); err != nil {
-			return fmt.Errorf("kubeapplier: stopped: %w", *err)
+			return fmt.Errorf("kubeapplier: stopped: %w", startupDiagnosis(*err))
 		}
 		return errors.New("kubeapplier: stopped")
 	}
@@ -131,11 +132,51 @@ func (r *reachability) check(ctx context.Context) error {
 	var errs []error
 	for _, p := range r.probes {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
-		if err := p.call(pctx); err != nil {
+		switch err := p.call(pctx); {
+		case errors.Is(err, awscall.ErrTableNotFound):
+			// The service answered: it was reached, and the table it was asked for is not there.
+			errs = append(errs, fmt.Errorf("kubeapplier: %s answers, but the table is missing: %w", p.name, err))
+		case err != nil:
 			errs = append(errs, fmt.Errorf("kubeapplier: cannot reach %s: %w", p.name, err))
 		}
 		cancel()
 	}
 	r.at, r.err = r.now(), errors.Join(errs...)
 	return r.err
+}
+
+// startupDiagnosis prefixes a start-up check's failure err (checkTables: the failures of the
+// tables joined) with what it means, so that a missing table does not read as an unreachable
+// DynamoDB: "the table is missing" (ErrTableNotFound), "a specs table's stream is not
+// configured" (ErrStreamNotConfigured), "cannot reach DynamoDB" (any other: no answer,
+// credentials refused), joined with "; " when several apply. err stays wrapped.
+func startupDiagnosis(err error) error {
+	var missing, streams, unreached int
+	for _, e := range leafErrors(err) {
+		switch {
+		case errors.Is(e, awscall.ErrTableNotFound):
+			missing++
+		case errors.Is(e, ErrStreamNotConfigured):
+			streams++
+		default:
+			unreached++
+		}
+	}
+	var what []string
+	if unreached > 0 {
+		what = append(what, "cannot reach DynamoDB")
+	}
+	switch {
+	case missing == 1:
+		what = append(what, "the table is missing")
+	case missing > 1:
+		what = append(what, fmt.Sprintf("%d tables are missing", missing))
+	}
+	if streams > 0 {
+		what = append(what, "a specs table's stream is not configured")
+	}
+	if len(what) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", strings.Join(what, "; "), err)
 }

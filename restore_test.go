@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestSpecTakenBackToALowerVersion: the specs table goes back within one incarnation (a
@@ -49,4 +51,82 @@ func TestSpecTakenBackToALowerVersion(t *testing.T) {
 			st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
 			return fmt.Sprintf("live v=%s, status answers %d: %+v", liveV(), st.Status.ObservedSpecVersion(), condition(st, ConditionSuccessful))
 		})
+}
+
+// TestSameVersionOtherContentAfterRestore: once a version can go down (a restore, an
+// undo), (createTime, version) no longer names one content: v3 (content "3") applied and
+// answered; the table is restored to v2 and a new write makes v3 again with content "Z" and
+// another updateTime (the reconciler sees only the latest). The drift record, keyed by
+// (createTime, version) only, verifies the object "as applied" without applying Z, and the
+// status says Successful for the new v3 (its updateTime) while the cluster holds "3".
+func TestSameVersionOtherContentAfterRestore(t *testing.T) {
+	o, opts := newOffline(t)
+	created := time.Now().UTC().Add(-time.Hour)
+	spec := func(v int64, val string, upd time.Time) *ApplyDesire {
+		d := applyDesire("a", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"},"data":{"v":%q}}`, val))
+		d.Version, d.CreateTime, d.UpdateTime = v, created, upd
+		return d
+	}
+	liveV := func() string {
+		obj, err := o.kube.Get(context.Background(), cmGVR, "default", "a")
+		if err != nil {
+			return err.Error()
+		}
+		data, _ := obj.Object["data"].(map[string]any)
+		return fmt.Sprint(data["v"])
+	}
+	answered := func(upd time.Time) bool {
+		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		c := condition(st, ConditionSuccessful)
+		return st != nil && c.Status == ConditionTrue && c.ObservedGeneration == 3 && func() bool { u, _ := st.Status.ObservedTimes(); return u.Equal(upd) }()
+	}
+	u1 := created.Add(3 * time.Minute)
+	o.put(t, spec(3, "3", u1))
+	a, err := newApplier(opts, tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runApplier(t, a)
+	waitFor(t, 10*time.Second, "v3 applied and answered", func() bool { return liveV() == "3" && answered(u1) })
+
+	u2 := time.Now().UTC()
+	o.put(t, spec(3, "Z", u2)) // restored to v2, then written again: v3 with other content
+	waitFor(t, 5*time.Second, "the new v3 answered", func() bool { return answered(u2) })
+	time.Sleep(500 * time.Millisecond)
+	if got := liveV(); got != "Z" {
+		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		t.Fatalf("status says Successful for v3 updated %s (%q) but the cluster holds v=%s", st.Status.ObservedDesireUpdateTime,
+			condition(st, ConditionSuccessful).Message, got)
+	}
+}
+
+// TestDriftRecordNamesTheWriteNotTheVersion: the unit form, with drift
+// watching (the production wiring): the drift record names a spec by (createTime, version);
+// after a restore to v2 and a new write of v3 with other content, the reconcile of the new
+// v3 is "verified as applied" from v3's old record and applies nothing, yet says Successful.
+func TestDriftRecordNamesTheWriteNotTheVersion(t *testing.T) {
+	f := newDriftFixture(t)
+	ctx := context.Background()
+	content := func(v string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"` + v + `"}}`
+	}
+	created := time.Now().UTC().Add(-time.Hour)
+	d := applyDesire("a", content("Y"))
+	d.CreateTime, d.UpdateTime = created, created.Add(time.Minute)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
+		t.Fatalf("first apply: %v", v)
+	}
+	f.settle(t, "c1", false)
+	// The table went back to v2, then a new write made v3 again: other content, other updateTime.
+	d2 := applyDesire("a", content("Z"))
+	d2.CreateTime, d2.UpdateTime = created, time.Now().UTC()
+	v := f.rec.Reconcile(ctx, d2)
+	live, err := f.kube.Object("default", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(live.Object, "data", "k")
+	if v.Successful() && got != "Z" {
+		t.Fatalf("verdict Successful (%q) for content k=Z, but the cluster holds k=%s: nothing was applied", v.Message(), got)
+	}
 }

@@ -25,8 +25,8 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 
 	// Term 5 leads and writes a status.
 	hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
-	if err != nil || hb.Term != 5 {
-		t.Fatalf("precondition: took %d, %v; want 5", hb.Term, err)
+	if err != nil || hb.ApplierTerm != 5 {
+		t.Fatalf("precondition: took %d, %v; want 5", hb.ApplierTerm, err)
 	}
 	st := statusTable(NewTable[*ApplyDesire](db, table))
 	st.clock = fixedClock
@@ -48,9 +48,9 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, replaceErr := st.fencedBy(next.Term).Replace(ctx, written)
-	if next.Term <= 5 {
+	_, replaceErr := st.fencedBy(next.ApplierTerm).Replace(ctx, written)
+	if next.ApplierTerm <= 5 {
 		t.Fatalf("after the heartbeat document was deleted a new process took term %d, not above term 5 that the statuses carry "+
-			"(its first status write then meets a 'newer' term: %v)", next.Term, errors.Is(replaceErr, fencing.ErrNewerTerm))
+			"(its first status write then meets a 'newer' term: %v)", next.ApplierTerm, errors.Is(replaceErr, fencing.ErrNewerTerm))
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,12 +96,39 @@ func key(id string) Item {
 	return Item{AttrDocumentID: &types.AttributeValueMemberS{Value: id}}
 }
 
+// validate refuses, before any call, a spec the applier could never answer: an empty
+// documentID (DynamoDB's ValidationException otherwise), a reserved one (IsReservedID: the
+// applier ignores it, so no status would ever come), an ApplyDesire whose kubeContent is
+// empty, blank or JSON null (nothing to apply). These are the checks the store conformance
+// suite of openshift-hyperfleet/hyperfleet-applier (pkg/desire/store/conformance) expects of
+// a desire store.
+func (t *Desires[T]) validate(op string, d T) error {
+	id := d.Meta().DocumentID
+	switch {
+	case id == "":
+		return fmt.Errorf("%s in %s: %w: empty documentID", op, t.specs, ErrInvalidItem)
+	case IsReservedID(id):
+		return fmt.Errorf("%s %s in %s: %w: documentIDs starting with \"_\" are reserved for the applier", op, id, t.specs, ErrInvalidItem)
+	}
+	if attr, content := d.content(); attr == AttrSpecKubeContent {
+		if c := bytes.TrimSpace(*content); len(c) == 0 || bytes.Equal(c, []byte("null")) {
+			return fmt.Errorf("%s %s in %s: %w: empty kubeContent", op, id, t.specs, ErrInvalidItem)
+		}
+	}
+	return nil
+}
+
 // Create writes d as a new spec and returns what was stored: Version 1, CreateTime and
 // UpdateTime now (UTC), ManagementCluster the client's when empty, no status (a spec's status
-// is never read by the applier). d itself is not changed. Errors: ErrAlreadyExists when the
-// documentID is taken (delete it first), ErrItemTooLarge, the SDK's (all wrapped).
+// is never read by the applier). d itself is not changed. Errors: ErrInvalidItem, before any
+// call, for an empty or reserved documentID (IsReservedID) or an ApplyDesire with an empty
+// kubeContent; ErrAlreadyExists when the documentID is taken (delete it first),
+// ErrItemTooLarge, the SDK's (all wrapped).
 func (t *Desires[T]) Create(ctx context.Context, d T) (T, error) {
 	var zero T
+	if err := t.validate("create", d); err != nil {
+		return zero, err
+	}
 	d = clone(d)
 	d.resetStatus()
 	now := t.c.now()
@@ -121,11 +149,14 @@ func (t *Desires[T]) Create(ctx context.Context, d T) (T, error) {
 
 // Replace writes d over the stored spec whose Version is d.Version (optimistic concurrency)
 // and returns what was stored: Version + 1, UpdateTime now (and always after d.UpdateTime),
-// CreateTime kept with its stored spelling. d itself is not changed. Errors:
-// ErrPreconditionFailed when the stored version differs or the spec is gone (Get it again),
-// ErrItemTooLarge, the SDK's (all wrapped).
+// CreateTime kept with its stored spelling. d itself is not changed. Errors: ErrInvalidItem
+// as for Create (before any call), ErrPreconditionFailed when the stored version differs or
+// the spec is gone (Get it again), ErrItemTooLarge, the SDK's (all wrapped).
 func (t *Desires[T]) Replace(ctx context.Context, d T) (T, error) {
 	var zero T
+	if err := t.validate("replace", d); err != nil {
+		return zero, err
+	}
 	d = clone(d)
 	d.resetStatus()
 	m := d.Meta()
@@ -165,9 +196,13 @@ func (t *Desires[T]) put(ctx context.Context, d T, cond string, names map[string
 	return nil
 }
 
-// Delete deletes the spec id; the applier then deletes its status. Errors: ErrNotFound when
-// there is no such spec, the SDK's (wrapped).
+// Delete deletes the spec id, whatever its version; the applier then deletes its status.
+// DeleteIf deletes only the version a backend saw. Errors: ErrInvalidItem for an empty id
+// (before any call), ErrNotFound when there is no such spec, the SDK's (wrapped).
 func (t *Desires[T]) Delete(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("delete from %s: %w: empty documentID", t.specs, ErrInvalidItem)
+	}
 	_, err := t.c.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &t.specs, Key: key(id),
 		ConditionExpression: aws.String("attribute_exists(#id)"), ExpressionAttributeNames: map[string]string{"#id": AttrDocumentID}})
 	if isConditionalCheckFailed(err) {
@@ -177,6 +212,44 @@ func (t *Desires[T]) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete %s from %s: %w", id, t.specs, err)
 	}
 	return nil
+}
+
+// DeleteIf deletes the spec id only while its stored Version is version (optimistic
+// concurrency, as Replace), so a backend never removes a version it has not seen: one another
+// writer replaced in between stays. (A spec deleted and created again restarts at version 1:
+// compare its CreateTime too where other writers may re-create the documentID.) The applier then deletes its status. Errors:
+// ErrInvalidItem for an empty id (before any call), ErrPreconditionFailed when the stored
+// version differs (Get it again), ErrNotFound when there is no such spec, the SDK's (all
+// wrapped). One call: DynamoDB returns the stored item with a failed condition
+// (ReturnValuesOnConditionCheckFailure), which tells the two refusals apart.
+func (t *Desires[T]) DeleteIf(ctx context.Context, id string, version int64) error {
+	if id == "" {
+		return fmt.Errorf("delete from %s: %w: empty documentID", t.specs, ErrInvalidItem)
+	}
+	_, err := t.c.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &t.specs, Key: key(id),
+		ConditionExpression:                 aws.String("#v = :v"),
+		ExpressionAttributeNames:            map[string]string{"#v": AttrVersion},
+		ExpressionAttributeValues:           Item{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf) && len(ccf.Item) == 0:
+		return fmt.Errorf("delete %s from %s at version %d: %w", id, t.specs, version, ErrNotFound)
+	case errors.As(err, &ccf):
+		return fmt.Errorf("delete %s from %s at version %d (stored: %s): %w: %w", id, t.specs, version,
+			storedVersion(ccf.Item), ErrPreconditionFailed, err)
+	case err != nil:
+		return fmt.Errorf("delete %s from %s at version %d: %w", id, t.specs, version, err)
+	}
+	return nil
+}
+
+// storedVersion is the version attribute of item as stored, for an error message.
+func storedVersion(item Item) string {
+	if n, ok := item[AttrVersion].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return "none"
 }
 
 // Get returns the spec id (a consistent read). Errors: ErrNotFound, ErrInvalidItem, the SDK's.

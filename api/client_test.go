@@ -284,7 +284,7 @@ func TestHeartbeat(t *testing.T) {
 		"applierTerm": &types.AttributeValueMemberN{Value: "7"}, "keepaliveSeconds": &types.AttributeValueMemberN{Value: "300"},
 		"updateTime": &types.AttributeValueMemberS{Value: "2026-12-01T10:00:00Z"}}
 	hb, err := c.Heartbeat(context.Background())
-	if err != nil || hb.Term != 7 {
+	if err != nil || hb.ApplierTerm != 7 {
 		t.Fatalf("Heartbeat = %+v, %v", hb, err)
 	}
 	for _, tt := range []struct {
@@ -298,5 +298,106 @@ func TestHeartbeat(t *testing.T) {
 	db.table(table)[HeartbeatID]["applierTerm"] = &types.AttributeValueMemberS{Value: "seven"}
 	if _, err := c.Heartbeat(context.Background()); !errors.Is(err, ErrInvalidItem) {
 		t.Fatalf("bad heartbeat = %v, want ErrInvalidItem", err)
+	}
+}
+
+// The store checks a backend meets before any call (the store conformance suite of
+// openshift-hyperfleet/hyperfleet-applier): no item with an empty or reserved documentID, no
+// ApplyDesire without kubeContent. Nothing reaches DynamoDB.
+func TestCreateReplaceRefuseInvalid(t *testing.T) {
+	const id = "7b1fdb4e-decf-5d4c-a307-6718bada47d7"
+	tests := []struct {
+		name   string
+		change func(d *ApplyDesire)
+	}{
+		{"empty documentID", func(d *ApplyDesire) { d.DocumentID = "" }},
+		{"reserved documentID", func(d *ApplyDesire) { d.DocumentID = HeartbeatID }},
+		{"reserved documentID of another name", func(d *ApplyDesire) { d.DocumentID = "_mine" }},
+		{"no kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = nil }},
+		{"empty kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage{} }},
+		{"blank kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage(" \n") }},
+		{"null kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage("null") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newFakeDB()
+			specs := newTestClient(db).ApplyDesires()
+			stored, err := specs.Create(ctx, sampleSpec(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := sampleSpec(id)
+			tt.change(bad)
+			if _, err := specs.Create(ctx, bad); !errors.Is(err, ErrInvalidItem) {
+				t.Errorf("Create = %v, want ErrInvalidItem", err)
+			}
+			bad.DynamoDBMetadata = stored.DynamoDBMetadata
+			tt.change(bad)
+			if _, err := specs.Replace(ctx, bad); !errors.Is(err, ErrInvalidItem) {
+				t.Errorf("Replace = %v, want ErrInvalidItem", err)
+			}
+			if n := len(db.table(specs.SpecsTable())); n != 1 || db.puts != 1 {
+				t.Fatalf("%d items after %d puts, want the first one only", n, db.puts)
+			}
+		})
+	}
+	// The other kinds carry no kubeContent: only their documentID is checked.
+	db := newFakeDB()
+	c := newTestClient(db)
+	del := &DeleteDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: id}}
+	if _, err := c.DeleteDesires().Create(context.Background(), del); err != nil {
+		t.Fatalf("Create of a DeleteDesire = %v", err)
+	}
+	del.DocumentID = ""
+	if _, err := c.DeleteDesires().Create(context.Background(), del); !errors.Is(err, ErrInvalidItem) {
+		t.Fatalf("Create of a DeleteDesire without documentID = %v, want ErrInvalidItem", err)
+	}
+	if _, err := c.ReadDesires().Create(context.Background(), &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: id}}); err != nil {
+		t.Fatalf("Create of a ReadDesire = %v", err)
+	}
+}
+
+// DeleteIf removes a spec only at the version the backend saw.
+func TestDeleteIf(t *testing.T) {
+	const id = "7b1fdb4e-decf-5d4c-a307-6718bada47d7"
+	tests := []struct {
+		name    string
+		stored  int64 // the stored version; 0: no spec
+		version int64 // DeleteIf's
+		id      string
+		wantErr error
+	}{
+		{"the version seen", 2, 2, id, nil},
+		{"an older version", 2, 1, id, ErrPreconditionFailed},
+		{"a newer version", 1, 2, id, ErrPreconditionFailed},
+		{"no spec", 0, 1, id, ErrNotFound},
+		{"empty documentID", 1, 1, "", ErrInvalidItem},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newFakeDB()
+			specs := newTestClient(db).ApplyDesires()
+			if tt.stored > 0 {
+				d, err := specs.Create(ctx, sampleSpec(id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for d.Version < tt.stored {
+					if d, err = specs.Replace(ctx, d); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := specs.DeleteIf(ctx, tt.id, tt.version)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("DeleteIf = %v, want %v", err, tt.wantErr)
+			}
+			_, getErr := specs.Get(ctx, id)
+			if gone := errors.Is(getErr, ErrNotFound); gone != (tt.wantErr == nil || tt.stored == 0) {
+				t.Fatalf("after DeleteIf the spec is gone=%v (%v)", gone, getErr)
+			}
+		})
 	}
 }

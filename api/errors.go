@@ -12,12 +12,15 @@ var (
 	ErrNotFound = errors.New("desire not found")
 	// ErrAlreadyExists: Create found an item with that documentID.
 	ErrAlreadyExists = errors.New("desire already exists")
-	// ErrPreconditionFailed: Replace was given a Version that is no longer the stored one.
+	// ErrPreconditionFailed: Replace or DeleteIf was given a Version that is no longer the
+	// stored one.
 	ErrPreconditionFailed = errors.New("desire version precondition failed")
 	// ErrItemTooLarge: the encoded item exceeds MaxItemSize; see ItemTooLargeError.
 	ErrItemTooLarge = errors.New("desire item too large")
 	// ErrInvalidItem: an item does not decode as a desire (or the heartbeat): a missing or
-	// mistyped attribute.
+	// mistyped attribute; or Create, Replace, Delete or DeleteIf refused, before any call, a
+	// desire no applier would answer: an empty or reserved documentID (IsReservedID), an
+	// ApplyDesire without kubeContent.
 	ErrInvalidItem = errors.New("invalid desire item")
 )
 

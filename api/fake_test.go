@@ -20,6 +20,7 @@ type fakeDB struct {
 	mu     sync.Mutex
 	tables map[string]map[string]Item
 	gets   int
+	puts   int // PutItem calls, refused ones too
 	// getHook, when set, runs before each GetItem answers (tests change items meanwhile).
 	getHook func(n int)
 }
@@ -62,10 +63,11 @@ func (f *fakeDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func
 func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.puts++
 	t := f.table(aws.ToString(in.TableName))
 	id, ok := sval(in.Item[AttrDocumentID])
-	if !ok {
-		return nil, errors.New("ValidationException: documentID is not S")
+	if !ok || id == "" {
+		return nil, errors.New("ValidationException: documentID is not a non-empty S")
 	}
 	old, exists := t[id]
 	switch cond := aws.ToString(in.ConditionExpression); {
@@ -91,12 +93,28 @@ func (f *fakeDB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ .
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.table(aws.ToString(in.TableName))
-	id, _ := sval(in.Key[AttrDocumentID])
-	if aws.ToString(in.ConditionExpression) != "attribute_exists(#id)" || in.ExpressionAttributeNames["#id"] != AttrDocumentID {
-		return nil, fmt.Errorf("fake: unexpected condition %q", aws.ToString(in.ConditionExpression))
+	id, ok := sval(in.Key[AttrDocumentID])
+	if !ok || id == "" {
+		return nil, errors.New("ValidationException: One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value")
 	}
-	if _, ok := t[id]; !ok {
-		return nil, ccf()
+	old, exists := t[id]
+	switch cond := aws.ToString(in.ConditionExpression); {
+	case cond == "attribute_exists(#id)" && in.ExpressionAttributeNames["#id"] == AttrDocumentID:
+		if !exists {
+			return nil, ccf()
+		}
+	case cond == "#v = :v" && in.ExpressionAttributeNames["#v"] == AttrVersion:
+		want, _ := in.ExpressionAttributeValues[":v"].(*types.AttributeValueMemberN)
+		got, _ := old[AttrVersion].(*types.AttributeValueMemberN)
+		if !exists || want == nil || got == nil || got.Value != want.Value {
+			e := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+			if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+				e.Item = old
+			}
+			return nil, e
+		}
+	default:
+		return nil, fmt.Errorf("fake: unexpected condition %q", cond)
 	}
 	delete(t, id)
 	return &dynamodb.DeleteItemOutput{}, nil

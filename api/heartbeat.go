@@ -21,12 +21,19 @@ type Heartbeat struct {
 	Leader string `dynamodbav:"leader" json:"leader"`
 	// Version is the leader's binary version (module version and VCS revision).
 	Version string `dynamodbav:"binaryVersion" json:"binaryVersion"`
-	// Term is the leadership term, taken here at the start of every term (it only grows: a
-	// write of an older term is refused by DynamoDB), and TermStart when it began.
-	Term      int64     `dynamodbav:"applierTerm" json:"applierTerm"`
-	TermStart time.Time `dynamodbav:"termStart" json:"termStart"`
+	// ApplierTerm is the leadership term, taken here at the start of every term (it only
+	// grows: a write of an older term is refused by DynamoDB), and TermStart when it began.
+	// Named as its attribute, applierTerm, which every status item carries too.
+	ApplierTerm int64     `dynamodbav:"applierTerm" json:"applierTerm"`
+	TermStart   time.Time `dynamodbav:"termStart" json:"termStart"`
 	// UpdateTime is when the heartbeat was written; a reader judges staleness by it.
 	UpdateTime time.Time `dynamodbav:"updateTime" json:"updateTime"`
+	// Stopped is when the leader ended its term by a clean shutdown (its process asked to
+	// stop, e.g. SIGTERM): its last write, once its in-flight status writes finished and
+	// before it released the Lease. No leader writes until another replica takes a term,
+	// whose first write has no Stopped. nil while the leader leads, and after a term that
+	// ended otherwise (a crash, a lost Lease: only the heartbeat's age tells then).
+	Stopped *time.Time `dynamodbav:"stopped,omitempty" json:"stopped,omitempty"`
 	// KeepaliveSeconds is the longest the leader waits between two writes (300: an unchanged
 	// heartbeat is rewritten every 5 minutes): one older than UpdateTime + KeepaliveSeconds is
 	// overdue.

@@ -215,6 +215,44 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	}
 }
 
+// TestIntegrationDeployDryRun runs the check that examples/deploy/kustomization.yaml and
+// docs/examples.md give, as printed but for the folder (this test runs in examples/): `kubectl
+// kustomize examples/deploy` renders every object offline, and `kubectl apply --dry-run=client
+// -k examples/deploy` maps each onto the cluster's API and writes nothing. (--dry-run=server
+// refuses the namespaced objects on a cluster without the kube-applier-aws namespace: its
+// creation is dry too.)
+func TestIntegrationDeployDryRun(t *testing.T) {
+	testenv.Kube(t) // skips, or fails in CI, without the local stack
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("the documented dry run needs kubectl on PATH: %v", err)
+	}
+	var objects int
+	for _, file := range kustomizationResources(t) {
+		objects += len(readObjects(t, filepath.Join(deployDir, file)))
+	}
+	env := append(os.Environ(), "KUBECONFIG="+os.Getenv(testenv.EnvKubeconfig))
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	rendered := run("kustomize", deployDir)
+	if n := strings.Count("\n"+rendered, "\nkind: "); n != objects {
+		t.Errorf("kubectl kustomize rendered %d objects, the kustomization's files hold %d:\n%s", n, objects, rendered)
+	}
+	applied := run("apply", "--dry-run=client", "-k", deployDir)
+	if n := strings.Count(applied, " (dry run)\n"); n != objects {
+		t.Errorf("kubectl apply --dry-run=client printed %d objects, want %d:\n%s", n, objects, applied)
+	}
+}
+
 // kustomizationResources lists the files of examples/deploy/kustomization.yaml.
 func kustomizationResources(t *testing.T) []string {
 	t.Helper()

@@ -22,10 +22,12 @@ import (
 )
 
 const (
-	deployDir    = "deploy"
-	manifestsDir = "manifests"
-	cluster      = "mc01"
-	namespace    = "kube-applier-aws"
+	deployDir = "deploy"
+	// Files for other systems than Kubernetes live beside the kustomization, not in its folder.
+	iamPolicyFile = "deploy/aws/iam-policy.json"
+	manifestsDir  = "manifests"
+	cluster       = "mc01"
+	namespace     = "kube-applier-aws"
 )
 
 // binaryFlags are the flags of cmd/kube-applier-aws; deployment.yaml may use only these.
@@ -419,6 +421,26 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 	}
 }
 
+// TestDeployFolderHoldsOnlyKubernetesObjects: the folder of the kustomization (and of the
+// PrometheusRule applied on its own) holds Kubernetes YAML only; the IAM policy and the Grafana
+// dashboard are for other systems and live in subfolders of their own.
+func TestDeployFolderHoldsOnlyKubernetesObjects(t *testing.T) {
+	entries, err := os.ReadDir(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() && filepath.Ext(e.Name()) != ".yaml" {
+			t.Errorf("%s: not a Kubernetes manifest; move it out of %s (e.g. %s/aws, %s/grafana)", e.Name(), deployDir, deployDir, deployDir)
+		}
+	}
+	for _, f := range []string{iamPolicyFile, "deploy/grafana/dashboard.json"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // iamStatement is one statement of an IAM policy; Action and Resource may be a string or a list.
 type iamStatement struct {
 	Sid         string
@@ -465,7 +487,7 @@ func allows(stmts []iamStatement, action, resource string) bool {
 }
 
 func TestIAMPolicy(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(deployDir, "iam-policy.json"))
+	data, err := os.ReadFile(iamPolicyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +498,7 @@ func TestIAMPolicy(t *testing.T) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&policy); err != nil {
-		t.Fatalf("iam-policy.json: %v", err)
+		t.Fatalf("%s: %v", iamPolicyFile, err)
 	}
 	if policy.Version != "2012-10-17" || len(policy.Statement) == 0 {
 		t.Fatalf("Version %q, %d statements", policy.Version, len(policy.Statement))
@@ -485,6 +507,13 @@ func TestIAMPolicy(t *testing.T) {
 		// NotAction/NotResource grant everything else: too easy to over-grant, and not checked below.
 		if len(st.NotAction) > 0 || len(st.NotResource) > 0 || (st.Effect != "Allow" && st.Effect != "Deny") {
 			t.Errorf("statement %q: use Effect Allow with Action and Resource only", st.Sid)
+		}
+		// The applier never calls ListStreams (a table's stream ARN comes from DescribeTable),
+		// and IAM cannot scope it to tables: granting it would only widen the role.
+		for _, a := range st.Action {
+			if iamMatch(a, "dynamodb:ListStreams", true) {
+				t.Errorf("statement %q grants dynamodb:ListStreams (%s), which the applier never calls", st.Sid, a)
+			}
 		}
 	}
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What embedding the library costs an operator: builds examples/controller-runtime as it is and
 # a copy without the embedding (the lines between EMBED-BEGIN and EMBED-END and the imports
-# marked "// EMBED" removed), then prints the embedding's line count and, for both binaries,
-# the modules linked in (go version -m) and the size, default build and -ldflags='-s -w'.
+# marked "// EMBED" removed), then prints the embedding's line count and, for both builds, the
+# module graph (`go list -m all` after `go mod tidy`: what `go mod download` fetches), the modules
+# linked in (go version -m) and the binary's size, default build and -ldflags='-s -w'.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="$root/examples/controller-runtime"
@@ -18,11 +19,12 @@ awk '$1 == "//" && $2 == "EMBED-BEGIN" && NF == 2 {skip=1; next} $1 == "//" && $
 
 lines=$(awk '$1 == "//" && $2 == "EMBED-BEGIN" && NF == 2 {on=1; next} $1 == "//" && $2 == "EMBED-END" && NF == 2 {on=0} on' "$src/main.go" | wc -l)
 echo "embedding: $lines lines between EMBED-BEGIN and EMBED-END (+ $(grep -c '// EMBED$' "$src/main.go") import lines)"
-printf '%-8s %-8s %12s %14s\n' build modules "size (B)" "size -s -w (B)"
+printf '%-8s %-7s %-7s %12s %14s\n' build graph linked "size (B)" "size -s -w (B)"
 for v in without with; do
-	(cd "$work/$v" && go build -trimpath -o op . && go build -trimpath -ldflags='-s -w' -o op-stripped .)
+	(cd "$work/$v" && GOFLAGS=-mod=mod go mod tidy && go build -trimpath -o op . && go build -trimpath -ldflags='-s -w' -o op-stripped .)
+	graph=$(cd "$work/$v" && go list -m all | wc -l)
 	mods=$(go version -m "$work/$v/op" | awk '$1 == "dep"' | wc -l)
-	printf '%-8s %-8s %12s %14s\n' "$v" "$mods" "$(stat -c %s "$work/$v/op")" "$(stat -c %s "$work/$v/op-stripped")"
+	printf '%-8s %-7s %-7s %12s %14s\n' "$v" "$graph" "$mods" "$(stat -c %s "$work/$v/op")" "$(stat -c %s "$work/$v/op-stripped")"
 	go version -m "$work/$v/op" | awk '$1 == "dep" {print $2}' | sort >"$work/$v.mods"
 done
 echo "modules the library adds:"

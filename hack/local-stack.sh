@@ -38,6 +38,10 @@ log() { echo "local-stack: $*" >&2; }
 #   AWS_ENDPOINT_URL     the AWS SDKs' endpoint (Go SDK v2, the AWS CLI >= 1.29 / 2.13): the
 #                        library's default chain (Options.AWSConfig unset), examples/embed and
 #                        examples/controller-runtime reach DynamoDB Local through it
+#   AWS_ENDPOINT_URL_DYNAMODB  the same endpoint, DynamoDB's own variable: boto3 < 1.28
+#                        (Debian's python3-boto3) reads no endpoint variable at all, and
+#                        examples/backend-python passes this one (else AWS_ENDPOINT_URL) to it;
+#                        the newer SDKs read it before AWS_ENDPOINT_URL, so both must agree
 #   AWS_DEFAULT_REGION   the region the AWS CLI v1 reads (it ignores AWS_REGION)
 #   AWS_PAGER=""         the AWS CLI v2 prints instead of opening a pager
 #   AWS_EC2_METADATA_DISABLED=true   no SDK waits for an instance-metadata endpoint for
@@ -48,6 +52,7 @@ print_env() {
   endpoint=$(sed -n 's/^export KAA_DYNAMODB_ENDPOINT=//p' "$STATE/env")
   region=$(sed -n 's/^export AWS_REGION=//p' "$STATE/env")
   echo "export AWS_ENDPOINT_URL=$endpoint"
+  echo "export AWS_ENDPOINT_URL_DYNAMODB=$endpoint"
   echo "export AWS_DEFAULT_REGION=${region:-us-east-1}"
   echo "export AWS_PAGER="
   echo "export AWS_EC2_METADATA_DISABLED=true"

@@ -20,7 +20,9 @@ func (a *app) newApplyCommand() *cobra.Command {
 		Long: `Write one ApplyDesire per object of the input: multi-document YAML or JSON, a directory's
 *.yaml, *.yml and *.json files in name order, or - for stdin. The desire's ID is derived from
 the task key and the object's group, version, resource, namespace and name; an existing desire
-is replaced (its version goes up by one), a missing one created. A DeleteDesire for the same
+is replaced (its version goes up by one), a missing one created, and one stored as it would be
+written is left as it is ("unchanged": nothing is written, so the applier has nothing to do
+again; the object's content is compared as JSON). A DeleteDesire for the same
 object is deleted first, as delete deletes the ApplyDesire: the object is not deleted and
 re-created in turn.
 

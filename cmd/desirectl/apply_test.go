@@ -119,7 +119,7 @@ func TestApplyRetriesPreconditionFailure(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	out := h.mustRun("apply", "-f", file)
+	out := h.mustRun("apply", "-f", h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1'}\n"))
 	if !raced || out != "applydesire/"+idFoo+" configured (ConfigMap default/foo)\n" {
 		t.Fatalf("raced %v stdout %q", raced, out)
 	}
@@ -307,7 +307,7 @@ func TestApplyWait(t *testing.T) {
 			file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n")
 			verb := "created"
 			if tc.staleFirst {
-				h.mustRun("apply", "-f", file)
+				h.mustRun("apply", "-f", h.writeFile("cm0.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '0'}\n"))
 				verb = "configured"
 			}
 			if o, ok := tc.statuses[0]; ok {
@@ -368,7 +368,7 @@ func TestApplyRemovesTheDeleteDesire(t *testing.T) {
 		t.Fatalf("DeleteDesire still there at version %d", v)
 	}
 	// Without a DeleteDesire, apply prints only its own line.
-	if out := h.mustRun("apply", "-f", file); out != "applydesire/"+idFoo+" configured (ConfigMap default/foo)\n" {
+	if out := h.mustRun("apply", "-f", file); out != "applydesire/"+idFoo+" unchanged (ConfigMap default/foo)\n" {
 		t.Fatalf("stdout %q", out)
 	}
 }
@@ -400,5 +400,43 @@ func TestApplyWaitIgnoresTheStatusOfAnEarlierSpec(t *testing.T) {
 	}
 	if !strings.Contains(got, " Unknown ") || !strings.Contains(got, "the status is for an earlier spec written at 2025-03-01T12:00:00Z") {
 		t.Fatalf("get shows the earlier spec's status as the new one's:\n%s", got)
+	}
+}
+
+// Applying a manifest whose desire is stored as it is writes nothing (no new version, so no
+// reconcile and no status write) and says so, as kubectl does; so does a repeated delete.
+func TestReapplyUnchanged(t *testing.T) {
+	h := newHarness(t)
+	h.mustRun("apply", "-f", h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1', b: '2'}\n"))
+	for _, tc := range []struct{ name, manifest string }{
+		{"the same file", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1', b: '2'}\n"},
+		{"other key order and layout", "kind: ConfigMap\napiVersion: v1\ndata:\n  b: \"2\"\n  a: \"1\"\nmetadata:\n  namespace: default\n  name: foo\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writes := h.db.Writes()
+			out := h.mustRun("apply", "-f", h.writeFile("cm.yaml", tc.manifest))
+			if out != "applydesire/"+idFoo+" unchanged (ConfigMap default/foo)\n" {
+				t.Fatalf("stdout %q", out)
+			}
+			if n := h.db.Writes() - writes; n != 0 {
+				t.Fatalf("%d writes", n)
+			}
+			if v := h.specVersion(kubeapplier.KindApplyDesire, idFoo); v != 1 {
+				t.Fatalf("version %d, want 1", v)
+			}
+		})
+	}
+	// Another cluster ID is a change.
+	out := h.mustRun("apply", "-f", h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1', b: '2'}\n"),
+		"--task-key", testCluster, "--cluster-id", "other")
+	if out != "applydesire/"+idFoo+" configured (ConfigMap default/foo)\n" || h.specVersion(kubeapplier.KindApplyDesire, idFoo) != 2 {
+		t.Fatalf("stdout %q, version %d", out, h.specVersion(kubeapplier.KindApplyDesire, idFoo))
+	}
+	// delete: the first removes the ApplyDesire and writes the DeleteDesire; the second
+	// finds it as it would write it.
+	h.mustRun("delete", "configmaps", "foo")
+	writes := h.db.Writes()
+	if out := h.mustRun("delete", "configmaps", "foo"); out != "deletedesire/"+idFoo+" unchanged (ConfigMap default/foo)\n" || h.db.Writes() != writes {
+		t.Fatalf("second delete: stdout %q, %d writes", out, h.db.Writes()-writes)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -49,9 +50,13 @@ func TestDelete(t *testing.T) {
 			if out != want {
 				t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
 			}
-			// Deleting again replaces the desire.
-			h.mustRun(append([]string{"delete"}, tc.args(h)...)...)
-			if v := h.specVersion(kubeapplier.KindDeleteDesire, kubeapplier.DesireID(testCluster, tc.targets[0])); v != 2 {
+			// Deleting again finds the desire as it would write it: nothing is written.
+			writes := h.db.Writes()
+			out = h.mustRun(append([]string{"delete"}, tc.args(h)...)...)
+			if want := strings.ReplaceAll(want, " created (", " unchanged ("); out != want || h.db.Writes() != writes {
+				t.Fatalf("second delete: %d writes, stdout:\n%s\nwant:\n%s", h.db.Writes()-writes, out, want)
+			}
+			if v := h.specVersion(kubeapplier.KindDeleteDesire, kubeapplier.DesireID(testCluster, tc.targets[0])); v != 1 {
 				t.Fatalf("version %d after a second delete", v)
 			}
 		})

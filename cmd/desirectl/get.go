@@ -21,19 +21,28 @@ type listedDesire struct {
 	status    kubeapplier.Desire
 	namespace string
 	name      string
+	typ       string // the target's type: resource or resource.group
 }
 
 // desireFilter selects desires by target.
 type desireFilter struct {
 	rt        resolvedType
+	allTypes  bool   // every type of object: rt is unset
 	namespace string // "" for all namespaces
 	name      string // "" for all names
 }
 
 func (f desireFilter) matches(group, version, resource, namespace, name string) bool {
-	return group == f.rt.GVR.Group && resource == f.rt.GVR.Resource &&
-		(!f.rt.exactVersion || version == f.rt.GVR.Version) &&
+	return (f.allTypes || group == f.rt.GVR.Group && resource == f.rt.GVR.Resource &&
+		(!f.rt.exactVersion || version == f.rt.GVR.Version)) &&
 		(f.namespace == "" || namespace == f.namespace) && (f.name == "" || name == f.name)
+}
+
+// degraded reports whether a desire's status says Degraded=True: the applier failed at its
+// job for it (what the KubeApplierDesiresDegraded alert counts), whichever spec version the
+// status answers.
+func degraded(status kubeapplier.Desire) bool {
+	return status != nil && status.StatusCommon().IsTrue(kubeapplier.ConditionDegraded)
 }
 
 var kindOrder = map[kubeapplier.DesireKind]int{kubeapplier.KindApplyDesire: 0, kubeapplier.KindDeleteDesire: 1, kubeapplier.KindReadDesire: 2}
@@ -43,25 +52,33 @@ func (a *app) newGetCommand() *cobra.Command {
 		namespace string
 		output    string
 		kinds     string
+		allKinds  bool
+		degr      bool
 		ta        typeArgs
 	)
 	cmd := &cobra.Command{
-		Use:   "get TYPE [NAME]",
+		Use:   "get (TYPE [NAME] | --all-kinds)",
 		Short: "List the desires about objects of a type, with their status",
 		Long: `List the ApplyDesires, DeleteDesires and ReadDesires whose target is of TYPE (and named NAME,
 in namespace --namespace when given; all namespaces otherwise), joined with their status.
 An ApplyDesire's target is read from its kubeContent. -o yaml|json prints the documents:
 metadata and spec from the specs table, status from the status table. --kind read (or
 delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesires left by
-'read --keep'; 'desirectl remove' removes desires. It writes nothing.`,
+'read --keep'; 'desirectl remove' removes desires. --all-kinds lists the desires about
+objects of every type instead of TYPE, with a TYPE column; --degraded only the desires whose
+status says Degraded=True (the applier fails at its job for them: the
+KubeApplierDesiresDegraded alert). It writes nothing.`,
 		Example: `  desirectl get configmaps
   desirectl get cm foo -n default -o wide
-  desirectl get deployments.v1.apps -o yaml`,
-		Args: usageArgs(cobra.RangeArgs(1, 2)),
+  desirectl get deployments.v1.apps -o yaml
+  desirectl get --all-kinds --degraded -o wide`,
+		Args: usageArgs(cobra.RangeArgs(0, 2)),
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only desires about objects in this namespace (default all)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json (default a table)")
 	cmd.Flags().StringVar(&kinds, "kind", "all", "desire kinds to list: read, delete, apply, a comma-separated list, or all")
+	cmd.Flags().BoolVar(&allKinds, "all-kinds", false, "list the desires about objects of every type (no TYPE argument)")
+	cmd.Flags().BoolVar(&degr, "degraded", false, "only desires whose status says Degraded=True")
 	addTypeFlags(cmd, &ta)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -74,30 +91,37 @@ delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesi
 		if err != nil {
 			return err
 		}
+		switch {
+		case allKinds && len(args) > 0:
+			return usageErrorf("give either TYPE [NAME] or --all-kinds, not both")
+		case !allKinds && len(args) == 0:
+			return usageErrorf("get needs TYPE [NAME] or --all-kinds; see 'desirectl get --help'")
+		}
 		st, _, err := a.store(ctx)
 		if err != nil {
 			return err
 		}
-		settleTypeArgs(cmd, &ta, args[0])
-		rt, err := a.resolveType(ctx, ta)
-		if err != nil {
-			return err
-		}
-		f := desireFilter{rt: rt, namespace: namespace}
-		if !rt.Namespaced {
-			f.namespace = ""
-		}
-		if len(args) == 2 {
-			f.name = args[1]
+		f := desireFilter{allTypes: allKinds, namespace: namespace}
+		if !allKinds {
+			settleTypeArgs(cmd, &ta, args[0])
+			if f.rt, err = a.resolveType(ctx, ta); err != nil {
+				return err
+			}
+			if !f.rt.Namespaced {
+				f.namespace = ""
+			}
+			if len(args) == 2 {
+				f.name = args[1]
+			}
 		}
 		found, err := a.listDesires(ctx, st, f)
 		if err != nil {
 			return err
 		}
-		found = slices.DeleteFunc(found, func(l listedDesire) bool { return !which[l.kind] })
+		found = slices.DeleteFunc(found, func(l listedDesire) bool { return !which[l.kind] || degr && !degraded(l.status) })
 		if len(found) == 0 {
 			if f.name != "" {
-				return failedErrorf("no desire found for %s", objectLabel(typeLabel(rt.resourceInfo), f.namespace, f.name))
+				return failedErrorf("no desire found for %s", objectLabel(typeLabel(f.rt.resourceInfo), f.namespace, f.name))
 			}
 			a.stderrLine("No resources found.")
 			return nil
@@ -110,6 +134,9 @@ delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesi
 			return printDocuments(a.stdout, docs, f.name != "", output)
 		}
 		header := []string{"KIND", "NAMESPACE", "NAME", "SUCCESSFUL", "REASON", "READY", "AGE"}
+		if allKinds {
+			header = slices.Insert(header, 1, "TYPE")
+		}
 		if output == "wide" {
 			header = append(header, "ID", "VERSION", "MESSAGE")
 		}
@@ -127,6 +154,9 @@ delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesi
 				ready = readyColumn(l.status, m)
 			}
 			row := []string{string(l.kind), ns, l.name, succ, reason, ready, age(now, m.CreateTime)}
+			if allKinds {
+				row = slices.Insert(row, 1, l.typ)
+			}
 			if output == "wide" {
 				row = append(row, m.DocumentID, strconv.FormatInt(m.Version, 10), msg)
 			}
@@ -160,7 +190,11 @@ func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]lis
 				return nil, err
 			}
 			if ok && f.matches(t.Group, t.Version, t.Resource, t.Namespace, t.Name) {
-				out = append(out, listedDesire{kind: tables.desireKind(), tables: tables, spec: d, namespace: t.Namespace, name: t.Name})
+				typ := t.Resource
+				if t.Group != "" {
+					typ += "." + t.Group
+				}
+				out = append(out, listedDesire{kind: tables.desireKind(), tables: tables, spec: d, namespace: t.Namespace, name: t.Name, typ: typ})
 			}
 		}
 	}
@@ -172,7 +206,7 @@ func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]lis
 		}
 	}
 	slices.SortFunc(out, func(x, y listedDesire) int {
-		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name),
+		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.typ, y.typ),
 			cmp.Compare(kindOrder[x.kind], kindOrder[y.kind]), cmp.Compare(x.spec.Meta().DocumentID, y.spec.Meta().DocumentID))
 	})
 	return out, nil
@@ -193,10 +227,20 @@ func targetOf(ctx context.Context, kr *kindResolver, d kubeapplier.Desire, f des
 			return kubeapplier.TargetItem{}, false, nil // cannot be about any object
 		}
 		gvk := obj.GroupVersionKind()
-		if gvk.Group != f.rt.GVR.Group || (f.rt.exactVersion && gvk.Version != f.rt.GVR.Version) {
+		if !f.allTypes && (gvk.Group != f.rt.GVR.Group || (f.rt.exactVersion && gvk.Version != f.rt.GVR.Version)) {
 			return kubeapplier.TargetItem{}, false, nil
 		}
 		t := kubeapplier.TargetItem{Group: gvk.Group, Version: gvk.Version, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if f.allTypes {
+			// Every type: the resource names the row. An apiserver that does not answer (the
+			// very incident this listing may serve) costs the name's accuracy, not the list.
+			info, err := kr.forKind(ctx, gvk)
+			if err != nil {
+				info.GVR.Resource = guessPlural(gvk.Kind)
+			}
+			t.Resource = info.GVR.Resource
+			return t, true, nil
+		}
 		if f.rt.Kind != "" {
 			if gvk.Kind == f.rt.Kind {
 				t.Resource = f.rt.GVR.Resource

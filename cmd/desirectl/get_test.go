@@ -246,3 +246,57 @@ func TestGetMissingTable(t *testing.T) {
 		t.Fatalf("stderr %q", errOut)
 	}
 }
+
+// get --all-kinds lists the desires about objects of every type (what an alert that names no
+// type needs), --degraded only those whose status says Degraded=True.
+func TestGetAllKindsDegraded(t *testing.T) {
+	h := newHarness(t)
+	seedDesires(h)
+	h.writeStatus(kubeapplier.KindApplyDesire, seedApplyWeb, 1, outcome{degraded: true, reason: kubeapplier.ReasonKubeAPIError, message: "namespaces \"shop\" not found"})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"every type", []string{"--all-kinds"}, []string{
+			"KIND           TYPE               NAMESPACE   NAME   SUCCESSFUL   REASON               READY     AGE",
+			"ApplyDesire    configmaps         default     foo    True         NoErrors             True      120m",
+			"ReadDesire     configmaps         default     foo    Unknown      Pending              -         90s",
+			"ReadDesire     secrets            default     foo    Unknown      Pending              -         60s",
+			"DeleteDesire   configmaps         default     old    False        WaitingForDeletion   -         3d",
+			"ApplyDesire    deployments.apps   shop        web    False        KubeAPIError         Unknown   60m",
+			"ApplyDesire    configmaps         team        bar    Unknown      Pending              Unknown   5m"}},
+		{"degraded", []string{"--all-kinds", "--degraded"}, []string{
+			"KIND          TYPE               NAMESPACE   NAME   SUCCESSFUL   REASON         READY     AGE",
+			"ApplyDesire   deployments.apps   shop        web    False        KubeAPIError   Unknown   60m"}},
+		{"degraded, wide", []string{"--all-kinds", "--degraded", "-o", "wide"}, []string{
+			"KIND          TYPE               NAMESPACE   NAME   SUCCESSFUL   REASON         READY     AGE   ID                                     VERSION   MESSAGE",
+			"ApplyDesire   deployments.apps   shop        web    False        KubeAPIError   Unknown   60m   " + seedApplyWeb + "   1         namespaces \"shop\" not found"}},
+		{"degraded of one type", []string{"configmaps", "--degraded"}, nil},
+		{"degraded of one kind, in one namespace", []string{"--all-kinds", "--degraded", "--kind", "apply", "-n", "shop"}, []string{
+			"KIND          TYPE               NAMESPACE   NAME   SUCCESSFUL   REASON         READY     AGE",
+			"ApplyDesire   deployments.apps   shop        web    False        KubeAPIError   Unknown   60m"}},
+		{"degraded of another kind", []string{"--all-kinds", "--degraded", "--kind", "delete"}, nil},
+		{"the kind as the alert's label spells it", []string{"--all-kinds", "--degraded", "--kind", "ApplyDesire"}, []string{
+			"KIND          TYPE               NAMESPACE   NAME   SUCCESSFUL   REASON         READY     AGE",
+			"ApplyDesire   deployments.apps   shop        web    False        KubeAPIError   Unknown   60m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := h.run(append([]string{"get"}, tc.args...)...)
+			assertExit(t, code, 0, errOut)
+			want := strings.Join(tc.want, "\n") + "\n"
+			wantErr := ""
+			if tc.want == nil {
+				want, wantErr = "", "No resources found.\n"
+			}
+			if out != want || errOut != wantErr {
+				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr: %q, want %q", out, want, errOut, wantErr)
+			}
+		})
+	}
+	for _, args := range [][]string{{"--all-kinds", "configmaps"}, {}} {
+		if _, errOut, code := h.run(append([]string{"get"}, args...)...); code != exitUsage {
+			t.Errorf("get %v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
+		}
+	}
+}

@@ -60,6 +60,7 @@ var fakeResources = []fakeResource{
 	{resourceInfo{schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}, "Endpoints", true}, "endpoints", []string{"ep"}},
 	{resourceInfo{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true}, "deployment", []string{"deploy"}},
 	{resourceInfo{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, "ClusterRole", false}, "clusterrole", nil},
+	{resourceInfo{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", true}, "secret", nil},
 }
 
 func (fakeResolver) forKind(_ context.Context, gvk schema.GroupVersionKind) (resourceInfo, error) {

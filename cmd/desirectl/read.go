@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,11 +60,11 @@ existed before is reused and left as it was.`,
 		if rd, _ := cur.(*kubeapplier.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
 			d := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
 				Spec: kubeapplier.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
-			var created bool
-			if spec, created, err = put(ctx, st.reads, d); err != nil {
+			var done putResult
+			if spec, done, err = put(ctx, st.reads, d, false); err != nil {
 				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindReadDesire, id), t.label, err)
 			}
-			if created && !keep {
+			if done == putCreated && !keep {
 				defer func() { err = errors.Join(err, a.removeReadDesire(st, id, t.label)) }()
 			}
 		} // else reuse it: the applier keeps its status up to date
@@ -78,7 +80,14 @@ existed before is reused and left as it was.`,
 		if rd.Status.KubeContent == nil || len(rd.Status.KubeContent) == 0 {
 			return failedErrorf("%s: the status of %s has no kubeContent", t.label, desireRef(kubeapplier.KindReadDesire, id))
 		}
-		return printContent(a, rd.Status.KubeContent, output)
+		content, redacted, err := markRedacted(rd.Status.KubeContent)
+		if err != nil {
+			return failedErrorf("%s: the status of %s: %v", t.label, desireRef(kubeapplier.KindReadDesire, id), err)
+		}
+		if len(redacted) > 0 {
+			a.warnf("the applier redacted %d values of %s (%s): %s", len(redacted), t.label, strings.Join(redacted, ", "), redactedNote)
+		}
+		return printContent(a, content, output)
 	})
 	return cmd
 }
@@ -115,4 +124,55 @@ func printContent(a *app, raw []byte, output string) error {
 	}
 	_, err = a.stdout.Write(out)
 	return err
+}
+
+// redactedMark is what read prints for a Secret value the applier redacted.
+const redactedMark = "<redacted>"
+
+// redactedNote tells the reader why a value is missing and where it is.
+const redactedNote = "the applier keeps Secret values out of status tables (its SecretRedaction option); " +
+	"they are printed as " + redactedMark + ", read the Secret in the cluster itself"
+
+// markRedacted returns a ReadDesire status's object with each Secret value the applier
+// redacted (kubeapplier.RedactedValue, secrets.go's SecretRedaction, in data and stringData
+// or in place of either field) replaced by redactedMark, so no placeholder is printed as if
+// it were the value, and the paths of those values ("data.password", "stringData"), sorted.
+// Objects other than a core Secret, and Secrets with nothing redacted, come back as they
+// are. A value that really is the bytes "REDACTED" cannot be told apart and is marked too.
+func markRedacted(raw []byte) ([]byte, []string, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, nil, fmt.Errorf("kubeContent is no JSON object: %w", err)
+	}
+	if obj["apiVersion"] != "v1" || obj["kind"] != "Secret" {
+		return raw, nil, nil
+	}
+	var paths []string
+	for _, field := range []string{"data", "stringData"} {
+		switch v := obj[field].(type) {
+		case string:
+			if v == kubeapplier.RedactedValue {
+				obj[field] = redactedMark
+				paths = append(paths, field)
+			}
+		case map[string]any:
+			for k, val := range v {
+				if val == kubeapplier.RedactedValue {
+					v[k] = redactedMark
+					paths = append(paths, field+"."+k)
+				}
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return raw, nil, nil
+	}
+	slices.Sort(paths)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // "<redacted>", not "\u003credacted\u003e"
+	if err := enc.Encode(obj); err != nil {
+		return nil, nil, err
+	}
+	return bytes.TrimSpace(out.Bytes()), paths, nil
 }

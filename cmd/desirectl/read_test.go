@@ -123,3 +123,49 @@ func readSpec(t *testing.T, h *harness) *kubeapplier.ReadDesire {
 	}
 	return d
 }
+
+// The applier redacts a Secret's values in a ReadDesire's status (SecretRedaction): read
+// prints them marked as redacted, never the placeholder as if it were the value; values the
+// applier let through (SecretRedaction.AllowKeys) are printed as they are.
+func TestReadSecretRedacted(t *testing.T) {
+	live := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"foo","namespace":"default"},` +
+		`"data":{"password":"` + kubeapplier.RedactedValue + `","user":"YWRtaW4="},"stringData":"` + kubeapplier.RedactedValue + `","type":"Opaque"}`
+	for _, tc := range []struct {
+		output, want string
+	}{
+		{"yaml", "apiVersion: v1\ndata:\n  password: <redacted>\n  user: YWRtaW4=\nkind: Secret\nmetadata:\n  name: foo\n  namespace: default\nstringData: <redacted>\ntype: Opaque\n"},
+		{"json", `{
+    "apiVersion": "v1",
+    "data": {
+        "password": "<redacted>",
+        "user": "YWRtaW4="
+    },
+    "kind": "Secret",
+    "metadata": {
+        "name": "foo",
+        "namespace": "default"
+    },
+    "stringData": "<redacted>",
+    "type": "Opaque"
+}
+`},
+	} {
+		t.Run(tc.output, func(t *testing.T) {
+			h := newHarness(t)
+			id := id("", "v1", "secrets", "default", "foo")
+			h.clock.onSleep = func(n int) {
+				if n == 1 {
+					h.writeStatus(kubeapplier.KindReadDesire, id, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: live})
+				}
+			}
+			out, errOut, code := h.run("read", "secrets", "foo", "-o", tc.output)
+			assertExit(t, code, 0, errOut)
+			if out != tc.want {
+				t.Fatalf("stdout:\n%s\nwant:\n%s", out, tc.want)
+			}
+			if want := "warning: the applier redacted 2 values of Secret default/foo (data.password, stringData): " + redactedNote + "\n"; errOut != want {
+				t.Fatalf("stderr %q, want %q", errOut, want)
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 // outputRecord is one line of a command's output as -o json|yaml prints it: what happened
 // (event) to what (a desire, its object, a table or a context).
 type outputRecord struct {
-	Event   string `json:"event"`             // created, configured, deleted, removed, condition met, switched, ...
+	Event   string `json:"event"`             // created, configured, unchanged, deleted, removed, condition met, switched, ...
 	Desire  string `json:"desire,omitempty"`  // "applydesire/<id>"
 	Object  string `json:"object,omitempty"`  // "ConfigMap default/foo"
 	Table   string `json:"table,omitempty"`   // a DynamoDB table

@@ -84,7 +84,8 @@ func parseKinds(s string) (map[kubeapplier.DesireKind]bool, error) {
 			}
 			continue
 		}
-		dk, ok := desireKindFlag[k]
+		// "ApplyDesire" too: the kind label of the applier's metrics and alerts, pasted.
+		dk, ok := desireKindFlag[strings.TrimSuffix(k, "desire")]
 		if !ok {
 			names := make([]string, 0, len(desireKindFlag))
 			for n := range desireKindFlag {

@@ -83,6 +83,7 @@ func TestGetKindFilter(t *testing.T) {
 func TestApplyErrorNamesItsKind(t *testing.T) {
 	h := newHarness(t)
 	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\n")
+	h.mustRun("delete", "configmaps", "foo")
 	h.db.FailNext("DeleteItem", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
 	_, errOut, code := h.run("apply", "-f", file)
 	assertExit(t, code, exitFailed, errOut)

@@ -40,7 +40,8 @@ func (a *app) newStatusCommand() *cobra.Command {
 		Long: `Read the heartbeat the leading kube-applier-aws writes for the context's management cluster
 (documentID _heartbeat in its ApplyDesire status table) and print it.
 
-It warns and exits 1 when the heartbeat is more than 2 minutes overdue (older than the
+It warns and exits 1 at once when the heartbeat says its leader stopped (its last write, when
+it shut down cleanly, until another replica takes a term), and when it is more than 2 minutes overdue (older than the
 keepalive it states, 5m, plus 2m: an idle leader rewrites an unchanged heartbeat only every 5
 minutes), or older than --stale-after when given, or when there is none: no applier has led
 with these tables.
@@ -76,6 +77,10 @@ status answering it), the workqueue depth, and the newest stream record read wit
 			}
 		default:
 			printHeartbeat(a.stdout, hb, a.clock.Now())
+		}
+		if hb.Stopped != nil {
+			return failedErrorf("the leader %s stopped %s ago (shut down): no kube-applier-aws leads management cluster %s until another replica takes a term",
+				hb.Leader, roundAge(a.clock.Now().Sub(*hb.Stopped)), hb.ManagementCluster)
 		}
 		if limit := staleAge(hb, staleAfter); age > limit {
 			return failedErrorf("the heartbeat is %s old (more than %s): is kube-applier-aws running and leading for management cluster %s?",
@@ -121,10 +126,15 @@ func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Management cluster:\t%s\n", hb.ManagementCluster)
 	fmt.Fprintf(tw, "Leader:\t%s\n", hb.Leader)
-	fmt.Fprintf(tw, "Term:\t%d, since %s\n", hb.Term, ago(hb.TermStart))
+	fmt.Fprintf(tw, "Term:\t%d, since %s\n", hb.ApplierTerm, ago(hb.TermStart))
 	fmt.Fprintf(tw, "Version:\t%s\n", hb.Version)
-	fmt.Fprintf(tw, "Heartbeat written:\t%s, next by %s\n", ago(hb.UpdateTime),
-		hb.UpdateTime.Add(time.Duration(hb.KeepaliveSeconds)*time.Second).UTC().Format(time.RFC3339))
+	if hb.Stopped != nil { // its last write: no next one is due
+		fmt.Fprintf(tw, "Heartbeat written:\t%s\n", ago(hb.UpdateTime))
+		fmt.Fprintf(tw, "Stopped:\t%s: the leader shut down; no applier writes until another replica takes a term\n", ago(*hb.Stopped))
+	} else {
+		fmt.Fprintf(tw, "Heartbeat written:\t%s, next by %s\n", ago(hb.UpdateTime),
+			hb.UpdateTime.Add(time.Duration(hb.KeepaliveSeconds)*time.Second).UTC().Format(time.RFC3339))
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

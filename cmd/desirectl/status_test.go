@@ -26,7 +26,7 @@ func putHeartbeat(t *testing.T, h *harness, hb kubeapplier.Heartbeat) {
 func sampleHeartbeat(written time.Time) kubeapplier.Heartbeat {
 	w := written.Add(-10 * time.Second)
 	newest := written.Add(-20 * time.Second)
-	return kubeapplier.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", Term: 3,
+	return kubeapplier.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", ApplierTerm: 3,
 		TermStart: written.Add(-time.Hour), UpdateTime: written, KeepaliveSeconds: 300,
 		Kinds: map[string]kubeapplier.HeartbeatKind{
 			"ApplyDesire": {Desires: 12, Unanswered: 1, Watermark: &w, QueueDepth: 2, NewestRecord: &newest, StreamLagSeconds: 0.25,
@@ -42,6 +42,7 @@ func TestStatusCommand(t *testing.T) {
 		args      []string
 		heartbeat *kubeapplier.Heartbeat
 		age       time.Duration
+		stopped   bool // the heartbeat is the last of a term ended by shutdown
 		wantCode  int
 		wantOut   []string
 		wantErr   string
@@ -62,12 +63,21 @@ func TestStatusCommand(t *testing.T) {
 			wantErr: "error: no heartbeat for management cluster mc1: is kube-applier-aws running for it?\n"},
 		{name: "yaml", args: []string{"status", "-o", "yaml"}, age: time.Second, wantCode: exitOK, wantOut: []string{`leader: pod-a_1234`, `watermark: "2025-03-01T11:59:49Z"`}},
 		{name: "bad output", args: []string{"status", "-o", "wide"}, age: time.Second, wantCode: exitUsage},
+		{name: "the leader stopped: printed, then exit 1 at once", age: 5 * time.Second, stopped: true, wantCode: exitFailed,
+			wantOut: []string{"Heartbeat written:   2025-03-01T11:59:55Z (5s ago)\n", "Stopped:             2025-03-01T11:59:55Z (5s ago): the leader shut down; no applier writes until another replica takes a term"},
+			wantErr: "error: the leader pod-a_1234 stopped 5s ago (shut down): no kube-applier-aws leads management cluster mc1 until another replica takes a term\n"},
+		{name: "stopped, json", args: []string{"status", "-o", "json"}, age: time.Second, stopped: true, wantCode: exitFailed,
+			wantOut: []string{`"stopped": "2025-03-01T11:59:59Z"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			if tt.heartbeat == nil {
-				putHeartbeat(t, h, sampleHeartbeat(h.clock.now.Add(-tt.age)))
+				hb := sampleHeartbeat(h.clock.now.Add(-tt.age))
+				if tt.stopped {
+					hb.Stopped = &hb.UpdateTime
+				}
+				putHeartbeat(t, h, hb)
 			}
 			args := tt.args
 			if args == nil {

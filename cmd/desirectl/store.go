@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -137,10 +140,21 @@ func (t kindTables[T]) getStatus(ctx context.Context, id string) (kubeapplier.De
 	return d, nil
 }
 
+// putResult is what put did: kubectl's words for it.
+type putResult string
+
+const (
+	putCreated    putResult = "created"
+	putConfigured putResult = "configured"
+	putUnchanged  putResult = "unchanged"
+)
+
 // put stores d as the spec document d.Meta().DocumentID: Create when there is none, else
-// Replace at the stored Version, keeping its CreateTime. A write that loses a race with another
-// writer is retried once. It returns the stored desire and whether it was created.
-func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T) (T, bool, error) {
+// Replace at the stored Version, keeping its CreateTime. A stored spec equal to d's
+// (sameSpec) is left as it is unless rewrite: every write bumps the version, which the applier
+// answers with a reconcile and a status write, for nothing. A write that loses a race with
+// another writer is retried once. It returns the stored desire and what put did.
+func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T, rewrite bool) (T, putResult, error) {
 	var zero T
 	id := d.Meta().DocumentID
 	for attempt := 0; ; attempt++ {
@@ -150,10 +164,13 @@ func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T) (T, bo
 			if kubeapplier.IsAlreadyExistsError(err) && attempt == 0 {
 				continue
 			}
-			return stored, true, dbError(err)
+			return stored, putCreated, dbError(err)
 		}
 		if err != nil {
-			return zero, false, dbError(err)
+			return zero, "", dbError(err)
+		}
+		if !rewrite && sameSpec(cur, d) && !failedAt(ctx, t, cur) {
+			return cur, putUnchanged, nil
 		}
 		d.Meta().Version = cur.Meta().Version
 		d.Meta().CreateTime = cur.Meta().CreateTime
@@ -161,8 +178,56 @@ func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T) (T, bo
 		if kubeapplier.IsPreconditionFailedError(err) && attempt == 0 {
 			continue
 		}
-		return stored, false, dbError(err)
+		return stored, putConfigured, dbError(err)
 	}
+}
+
+// failedAt reports whether the status answers cur's version with Successful other than True:
+// applying the same manifest again is how a user retries a verdict that waits for a new spec
+// (PreCheckFailed, KubeAPIError after its cause was fixed), so it is written again, not
+// "unchanged". A status that cannot be read counts as not failed.
+func failedAt[T kubeapplier.Desire](ctx context.Context, t kindTables[T], cur T) bool {
+	st, err := t.status.Get(ctx, cur.Meta().DocumentID)
+	if err != nil {
+		return false
+	}
+	c := st.StatusCommon().Condition(kubeapplier.ConditionSuccessful)
+	return c != nil && c.ObservedGeneration == cur.Meta().Version && c.Status != kubeapplier.ConditionTrue
+}
+
+// sameSpec reports whether two desires of one kind ask for the same thing: equal spec
+// fields, and for ApplyDesires kubeContent equal as JSON (key order and layout aside; numbers
+// compared as written, so 1 and 1.0 count as a change).
+func sameSpec(a, b kubeapplier.Desire) bool {
+	switch x := a.(type) {
+	case *kubeapplier.ApplyDesire:
+		y, ok := b.(*kubeapplier.ApplyDesire)
+		return ok && x.Spec.CommonSpec == y.Spec.CommonSpec && jsonEqual(x.Spec.KubeContent, y.Spec.KubeContent)
+	case *kubeapplier.DeleteDesire:
+		y, ok := b.(*kubeapplier.DeleteDesire)
+		return ok && x.Spec == y.Spec
+	case *kubeapplier.ReadDesire:
+		y, ok := b.(*kubeapplier.ReadDesire)
+		return ok && x.Spec == y.Spec
+	}
+	return false
+}
+
+// jsonEqual reports whether two JSON documents hold the same values; false when either does
+// not parse.
+func jsonEqual(a, b []byte) bool {
+	parse := func(raw []byte) (any, bool) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil || dec.More() {
+			return nil, false
+		}
+		return v, true
+	}
+	va, okA := parse(a)
+	vb, okB := parse(b)
+	return okA && okB && reflect.DeepEqual(va, vb)
 }
 
 // dbError turns a missing table into a configuration error (wrong management cluster, prefix,

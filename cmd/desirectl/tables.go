@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/spf13/cobra"
 
@@ -76,6 +82,78 @@ that exist without it.`,
 	}
 	a.addRecordsFlag(create)
 	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, a.newTablesDeleteCommand())
 	return cmd
+}
+
+// tableDeleter is what tables delete needs of the DynamoDB client (*dynamodb.Client has it).
+type tableDeleter interface {
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// tableGoneTimeout bounds the wait for one deleted table to be gone: AWS keeps a table
+// DELETING for seconds to minutes; a create of the same name fails until then.
+const tableGoneTimeout = 5 * time.Minute
+
+func (a *app) newTablesDeleteCommand() *cobra.Command {
+	var yes bool
+	del := &cobra.Command{
+		Use:   "delete --yes",
+		Short: "Delete the six tables of the context's management cluster, with every desire and status in them",
+		Long: `Delete mc-{cluster}-specs-{apply,delete,read}desires and mc-{cluster}-status-{apply,delete,read}desires
+of the context's management cluster (and table prefix), and wait until each is gone, so that
+'tables create' can follow. Every desire and status in them is lost; the objects the desires
+made stay in the cluster. A table that does not exist is skipped. --yes is required. Stop the
+appliers of that management cluster first: an applier without its tables is not ready. For
+local development and tests, like 'tables create'.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
+			if !yes {
+				return usageErrorf("tables delete deletes every desire and status of the management cluster: add --yes")
+			}
+			s, err := a.settings()
+			if err != nil {
+				return err
+			}
+			api, err := a.newDynamoDB(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			admin, ok := api.(tableDeleter)
+			if !ok {
+				return fmt.Errorf("the DynamoDB client cannot delete tables")
+			}
+			deleted, missing := 0, 0
+			for _, kind := range []kubeapplier.TableKind{kubeapplier.SpecsTable, kubeapplier.StatusTable} {
+				for _, k := range kubeapplier.DesireKinds {
+					name := kubeapplier.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+					_, err := admin.DeleteTable(cmd.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+					var notFound *types.ResourceNotFoundException
+					if errors.As(err, &notFound) {
+						missing++
+						continue
+					}
+					if err != nil {
+						return fmt.Errorf("delete table %s: %w", name, err)
+					}
+					waiter := dynamodb.NewTableNotExistsWaiter(admin, func(o *dynamodb.TableNotExistsWaiterOptions) {
+						o.MinDelay, o.MaxDelay = 100*time.Millisecond, 5*time.Second
+					})
+					if err := waiter.Wait(cmd.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableGoneTimeout); err != nil {
+						return fmt.Errorf("table %s deleted, but still there: %w", name, err)
+					}
+					deleted++
+					a.line(outputRecord{Event: "deleted", Table: name}, "table/"+name+" deleted")
+				}
+			}
+			if a.output == "" {
+				fmt.Fprintf(a.stdout, "%d tables of management cluster %s deleted (%d did not exist)\n", deleted, s.ManagementCluster, missing)
+			}
+			return nil
+		}),
+	}
+	a.addRecordsFlag(del)
+	del.Flags().BoolVar(&yes, "yes", false, "confirm: delete the tables and every desire and status in them")
+	return del
 }

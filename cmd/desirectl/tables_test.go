@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 type adminDB struct {
 	*fakeDB
 	created []string
+	deleted []string
 	indexes map[string][]types.GlobalSecondaryIndexDescription
 }
 
@@ -31,6 +33,9 @@ func (d *adminDB) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, 
 }
 
 func (d *adminDB) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	if slices.Contains(d.deleted, *in.TableName) && !slices.Contains(d.created, *in.TableName) {
+		return nil, &types.ResourceNotFoundException{}
+	}
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive,
 		GlobalSecondaryIndexes: d.indexes[*in.TableName]}}, nil
 }
@@ -82,5 +87,58 @@ func TestTablesCreate(t *testing.T) {
 	// A client that cannot create tables is an operation failure, not a crash.
 	if _, errOut, code := h.run("tables", "create"); code != exitFailed || !strings.Contains(errOut, "cannot create tables") {
 		t.Fatalf("plain fake: code %d, err %q", code, errOut)
+	}
+}
+
+// DeleteTable removes a table the fake created; another is ResourceNotFoundException, as
+// DynamoDB answers.
+func (d *adminDB) DeleteTable(_ context.Context, in *dynamodb.DeleteTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error) {
+	for i, n := range d.created {
+		if n == *in.TableName {
+			d.created = append(d.created[:i], d.created[i+1:]...)
+			d.deleted = append(d.deleted, n)
+			return &dynamodb.DeleteTableOutput{}, nil
+		}
+	}
+	return nil, &types.ResourceNotFoundException{}
+}
+
+func TestTablesDelete(t *testing.T) {
+	h := newHarness(t)
+	admin := &adminDB{fakeDB: h.db, created: []string{"t-mc-mc1-specs-applydesires", "t-mc-mc1-status-readdesires", "t-mc-other-specs-applydesires"}}
+	run := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		a := newApp(strings.NewReader(""), &out, &errb)
+		a.getenv = func(k string) string { return h.env[k] }
+		a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return admin, nil }
+		code := a.run(context.Background(), append([]string{"tables", "delete"}, args...))
+		return out.String(), errb.String(), code
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		out, err string // contained
+		deleted  []string
+	}{
+		{name: "without --yes nothing is deleted", code: exitUsage, err: "--yes"},
+		{name: "the context's tables that exist", args: []string{"--yes"}, code: exitOK,
+			out:     "table/t-mc-mc1-specs-applydesires deleted\ntable/t-mc-mc1-status-readdesires deleted\n2 tables of management cluster mc1 deleted (4 did not exist)\n",
+			deleted: []string{"t-mc-mc1-specs-applydesires", "t-mc-mc1-status-readdesires"}},
+		{name: "again: nothing left, not an error", args: []string{"--yes"}, code: exitOK,
+			out: "0 tables of management cluster mc1 deleted (6 did not exist)\n", deleted: []string{"t-mc-mc1-specs-applydesires", "t-mc-mc1-status-readdesires"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
+				t.Fatalf("code %d (want %d), out %q (want %q), err %q (want %q)", code, tc.code, out, tc.out, errOut, tc.err)
+			}
+			if strings.Join(admin.deleted, ",") != strings.Join(tc.deleted, ",") {
+				t.Fatalf("deleted %v, want %v", admin.deleted, tc.deleted)
+			}
+		})
+	}
+	if len(admin.created) != 1 || admin.created[0] != "t-mc-other-specs-applydesires" {
+		t.Fatalf("another management cluster's table touched: left %v", admin.created)
 	}
 }

@@ -17,7 +17,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}{
 		{"unknown command", []string{"patch"}, nil, `error: unknown command "patch" for "desirectl"` + "\n"},
 		{"unknown flag", []string{"get", "cm", "--bogus"}, nil, "error: unknown flag: --bogus\n"},
-		{"missing type", []string{"get"}, nil, "error: accepts between 1 and 2 arg(s), received 0; see 'desirectl get --help'\n"},
+		{"missing type", []string{"get"}, nil, "error: get needs TYPE [NAME] or --all-kinds; see 'desirectl get --help'\n"},
 		{"bad output", []string{"get", "cm", "-o", "xml"}, nil, "error: --output must be wide, yaml or json, not \"xml\"\n"},
 		{"read bad output", []string{"read", "cm", "foo", "-o", "wide"}, nil, "error: --output must be yaml or json, not \"wide\"\n"},
 		{"apply without -f", []string{"apply"}, nil, "error: -f is required\n"},

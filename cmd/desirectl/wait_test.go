@@ -47,7 +47,7 @@ func TestWait(t *testing.T) {
 			switch tc.kind {
 			case kubeapplier.KindApplyDesire:
 				h.mustRun("apply", "-f", file)
-				h.mustRun("apply", "-f", file) // version 2
+				h.mustRun("apply", "-f", h.writeFile("cm2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '2'}\n")) // version 2
 			case kubeapplier.KindDeleteDesire:
 				h.mustRun("delete", "-f", file)
 			case kubeapplier.KindReadDesire:

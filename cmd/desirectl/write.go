@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -21,7 +22,15 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 		if err != nil {
 			return nil, err
 		}
-		removed, err := opposite.deleteSpec(ctx, id)
+		// Read first: a conditional delete that finds nothing is still a write, billed as
+		// one, and an unchanged desire writes nothing.
+		_, removed, err := opposite.getSpec(ctx, id)
+		if errors.Is(err, kubeapplier.ErrInvalidItem) {
+			removed, err = true, nil // an undecodable one is removed all the same (how a broken desire is cleared)
+		}
+		if err == nil && removed {
+			removed, err = opposite.deleteSpec(ctx, id)
+		}
 		if err != nil {
 			// The command is about tables.kind: name it first (the opposite is a step of it).
 			return nil, fmt.Errorf("%s (%s): removing %s of the same object first: %w",
@@ -31,22 +40,22 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 			ref := desireRef(opposite.desireKind(), id)
 			a.line(outputRecord{Event: "deleted", Desire: ref, Object: t.label}, fmt.Sprintf("%s deleted (%s)", ref, t.label))
 		}
-		stored, created, err := put(ctx, tables, d)
+		// With its rival just removed, the desire is written again even when unchanged: a new
+		// version gets a verdict of its own, not the TargetConflict its status may still say.
+		stored, done, err := put(ctx, tables, d, removed)
 		if err != nil {
 			return nil, fmt.Errorf("%s (%s): %w", desireRef(tables.kind, id), t.label, err)
 		}
-		a.printWritten(tables.kind, id, t.label, created)
+		a.printWritten(tables.kind, id, t.label, done)
 		waits = append(waits, newWaitItem(tables, stored, t.label))
 	}
 	return waits, nil
 }
 
-// printWritten prints kubectl's line for a written desire.
-func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, created bool) {
-	verb := "configured"
-	if created {
-		verb = "created"
-	}
+// printWritten prints kubectl's line for a desire written (created, configured) or found
+// as it would be written (unchanged).
+func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, done putResult) {
+	verb := string(done)
 	ref := desireRef(kind, id)
 	a.line(outputRecord{Event: verb, Desire: ref, Object: label}, fmt.Sprintf("%s %s (%s)", ref, verb, label))
 }

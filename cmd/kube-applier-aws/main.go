@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +39,7 @@ type flags struct {
 	leaseNamespace, leaseName                                          string
 	metricsAddr, healthAddr                                            string
 	onStartupFailure                                                   string
+	startupChecksHoldingLease                                          int
 	qps                                                                float32
 	burst, workers, verbosity                                          int
 	pprof, fifoQueue                                                   bool
@@ -91,6 +93,7 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity, the applier's and client-go's: 0 what on-call acts on (start-up, tables listed, leadership, relists, desires entering or leaving Degraded/DriftConflict/TargetConflict, errors), 1 debug, 4 trace, 6 every kube request; 8 and more log response bodies, Secrets included")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve /debug/pprof/ on the metrics address")
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
+	fs.IntVar(&f.startupChecksHoldingLease, "startup-checks-holding-lease", kubeapplier.DefaultStartupChecksHoldingLease, "failed start-up checks in a row, without an answer from DynamoDB (unreachable, credentials refused), after which a replica that won the Lease gives it up for a standby and campaigns again once its check passes (a missing table does not count; negative: never)")
 	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", kubeapplier.DefaultStreamPollInterval, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
@@ -137,7 +140,7 @@ func run(ctx context.Context, f flags) error {
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		Stream: f.stream(),
-		Log:    log, MetricsRegisterer: reg, StartupFailure: startup,
+		Log:    log, MetricsRegisterer: reg, StartupFailure: startup, StartupChecksHoldingLease: f.startupChecksHoldingLease,
 	})
 	if err != nil {
 		return err
@@ -149,8 +152,7 @@ func run(ctx context.Context, f flags) error {
 	serveErr := make(chan error, len(eps))
 	servers := serve(eps, handlers(f, reg, app), func(err error) { serveErr <- err; cancel() })
 	defer shutdown(servers)
-	log.Info("starting", "managementCluster", f.managementCluster, "leaderElection", f.leaderElect, "region", awsCfg.Region,
-		"version", version.Get().String(), "metrics", f.metricsAddr, "health", f.healthAddr)
+	log.Info("starting", startingValues(ctx, f, awsCfg)...)
 	runErr := app.Run(ctx)
 	select {
 	case err := <-serveErr:
@@ -162,6 +164,33 @@ func run(ctx context.Context, f flags) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// startingValues are the values of the "starting" line: what this process serves and where
+// it reads and writes (the DynamoDB endpoint, the table prefix, the Lease), so that a log
+// tells which tables and Lease a replica used.
+func startingValues(ctx context.Context, f flags, awsCfg aws.Config) []any {
+	kv := []any{"managementCluster", f.managementCluster, "dynamodbEndpoint", dynamoDBEndpoint(ctx, awsCfg), "region", awsCfg.Region,
+		"tablePrefix", f.tablePrefix, "leaderElection", f.leaderElect}
+	if f.leaderElect {
+		kv = append(kv, "leaseNamespace", f.leaseNamespace, "leaseName", f.leaseName)
+	}
+	return append(kv, "version", version.Get().String(), "metrics", f.metricsAddr, "health", f.healthAddr)
+}
+
+// dynamoDBEndpoint is the endpoint of the DynamoDB client built from cfg, as the SDK resolves
+// it: the one configured (--aws-endpoint-url, AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_DYNAMODB),
+// else the region's.
+func dynamoDBEndpoint(ctx context.Context, cfg aws.Config) string {
+	o := dynamodb.NewFromConfig(cfg).Options()
+	if o.BaseEndpoint != nil {
+		return *o.BaseEndpoint
+	}
+	ep, err := o.EndpointResolverV2.ResolveEndpoint(ctx, dynamodb.EndpointParameters{Region: aws.String(o.Region)})
+	if err != nil {
+		return "unresolved: " + err.Error()
+	}
+	return ep.URI.String()
 }
 
 // startupPolicy reads --on-startup-failure.

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
@@ -239,7 +241,9 @@ func TestPollIntervalFlag(t *testing.T) {
 // tables exist: by default it exits 1 naming the missing tables; with
 // --on-startup-failure=retry it keeps running, /readyz failing with the same names, and
 // becomes ready once the tables are created; SIGTERM then ends it with exit 0. Its log at the
-// default verbosity says so, with the leadership term's start and end.
+// default verbosity says so (the "starting" line naming the endpoint, the table prefix and the
+// Lease namespace), with the leadership term's start and end; the last heartbeat says the
+// leader stopped.
 func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	env := testenv.DynamoDB(t) // a fresh database: no table yet
 	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
@@ -318,7 +322,9 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	}
 	// What on-call reads at the default verbosity, in order.
 	rest := log.String()
-	for _, want := range []string{`"start-up check failed: not ready; retrying`, `"start-up check passed"`,
+	for _, want := range []string{`"starting" managementCluster="mc01" dynamodbEndpoint="` + env.Endpoint + `"`,
+		`tablePrefix="` + env.Prefix + `"`, `leaseNamespace="` + ns + `"`,
+		`"start-up check failed: not ready; retrying`, `"start-up check passed"`,
 		`"leadership won: syncing" managementCluster="mc01" term=`, `"listed" table="` + env.Prefix + `mc-mc01-specs-`,
 		`"reconciling" managementCluster="mc01" term=`, `applyDesires=0 deleteDesires=0 readDesires=0`,
 		`"leadership term ended" managementCluster="mc01" term=`, `cause="shutdown: `, `"stopped cleanly"`} {
@@ -327,5 +333,66 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 			t.Fatalf("the log lacks %q after the lines before it", want)
 		}
 		rest = rest[i+len(want):]
+	}
+	// Its last heartbeat says at once that the leader stopped (desirectl status).
+	hb, err := kubeapplier.ReadHeartbeat(t.Context(), env.Client, env.Prefix, "mc01")
+	if err != nil || hb.Stopped == nil {
+		t.Fatalf("heartbeat after SIGTERM: %+v, %v; want one saying the leader stopped", hb, err)
+	}
+}
+
+// TestStartingLine: the "starting" line names the DynamoDB endpoint the clients call (the
+// flag's, the environment's, else the region's), the table prefix and the Lease's namespace
+// and name (none without leader election).
+func TestStartingLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+		not  []string
+	}{
+		{"DynamoDB Local by flag", []string{"--aws-endpoint-url", "http://127.0.0.1:8000", "--table-prefix", "t-",
+			"--leader-election-namespace", "apps", "--leader-election-id", "kaa"}, nil,
+			[]string{`"dynamodbEndpoint"="http://127.0.0.1:8000"`, `"tablePrefix"="t-"`, `"leaseNamespace"="apps"`, `"leaseName"="kaa"`, `"region"="eu-west-1"`}, nil},
+		{"the region's endpoint, the default Lease", nil, nil,
+			[]string{`"dynamodbEndpoint"="https://dynamodb.eu-west-1.amazonaws.com"`, `"tablePrefix"=""`,
+				`"leaseNamespace"="` + kubeapplier.DefaultLeaseNamespace + `"`}, nil},
+		{"AWS_ENDPOINT_URL_DYNAMODB", nil, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://localhost:8001"},
+			[]string{`"dynamodbEndpoint"="http://localhost:8001"`}, nil},
+		{"no election: no Lease", []string{"--leader-elect=false"}, nil, []string{`"leaderElection"=false`}, []string{"lease"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"} {
+				t.Setenv(k, "")
+				os.Unsetenv(k)
+			}
+			t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+			t.Setenv("AWS_REGION", "eu-west-1")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var f flags
+			if err := newCommand(&f).Flags().Parse(append([]string{"--management-cluster", "mc01"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := awsConfig(t.Context(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var line string
+			funcr.New(func(_, args string) { line = args }, funcr.Options{}).Info("starting", startingValues(t.Context(), f, cfg)...)
+			for _, want := range tc.want {
+				if !strings.Contains(line, want) {
+					t.Errorf("starting line lacks %s: %s", want, line)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(line, not) {
+					t.Errorf("starting line has %q: %s", not, line)
+				}
+			}
+		})
 	}
 }

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
-	github.com/kube-applier-aws/kubeapplier/api v0.0.0
+	github.com/kube-applier-aws/kubeapplier/api v0.1.0
 )
 
 require (
@@ -28,4 +28,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 )
 
+// This checkout's api module. Without this line (a backend of your own) the version required
+// above comes from the module proxy: TestReleaseResolvesFromAModuleProxy builds this example
+// so, from a file proxy of the checkout.
 replace github.com/kube-applier-aws/kubeapplier/api => ../../api

@@ -67,12 +67,16 @@ func run() error {
 	}
 
 	// 3. Delete the object: drop the ApplyDesire (else it would keep the object), then a
-	// DeleteDesire, reported Successful once the object is really gone.
-	if err := client.ApplyDesires().Delete(ctx, spec.DocumentID); err != nil {
+	// DeleteDesire, reported Successful once the object is really gone. Its ID is the same
+	// DesireID(taskKey, target), in the DeleteDesire tables (one rule for every kind, as
+	// desirectl's).
+	// DeleteIf: only the version this program wrote; a spec another writer replaced
+	// meanwhile stays (api.ErrPreconditionFailed).
+	if err := client.ApplyDesires().DeleteIf(ctx, spec.DocumentID, spec.Version); err != nil {
 		return err
 	}
 	del, err := client.DeleteDesires().Create(ctx, &api.DeleteDesire{
-		DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: api.DesireID(taskKey+"/delete", target)},
+		DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: api.DesireID(taskKey, target)},
 		Spec:             api.DeleteDesireSpec{CommonSpec: api.CommonSpec{ClusterID: taskKey}, TargetItem: target}})
 	if err != nil {
 		return err
@@ -86,5 +90,5 @@ func run() error {
 	if ok.Status != api.ConditionTrue {
 		return fmt.Errorf("delete not done: %s", ok.Message)
 	}
-	return client.DeleteDesires().Delete(ctx, del.DocumentID)
+	return client.DeleteDesires().DeleteIf(ctx, del.DocumentID, del.Version)
 }

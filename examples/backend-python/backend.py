@@ -5,7 +5,8 @@ Writes one ApplyDesire (a ConfigMap), waits until the applier's status answers i
 removes the object with a DeleteDesire, and removes both specs.
 
 Configuration: boto3's usual chain (AWS_REGION / AWS_DEFAULT_REGION, credentials), plus
-AWS_ENDPOINT_URL_DYNAMODB (DynamoDB Local; read here, since boto3 < 1.28 ignores it),
+AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL (DynamoDB Local, as `make env` exports both;
+read here, since boto3 < 1.28 reads no endpoint variable),
 MANAGEMENT_CLUSTER (default mc01), TABLE_PREFIX (default ""), NAMESPACE (default "default")
 and TASK_KEY (default "hc-demo").
 """
@@ -23,7 +24,8 @@ PREFIX = os.environ.get("TABLE_PREFIX", "")
 NAMESPACE = os.environ.get("NAMESPACE", "default")
 TASK_KEY = os.environ.get("TASK_KEY", "hc-demo")
 
-db = boto3.client("dynamodb", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"),
+ENDPOINT = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
+db = boto3.client("dynamodb", endpoint_url=ENDPOINT,
                   region_name=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION")))
 
 
@@ -90,9 +92,10 @@ status, reason, message = successful(wait_for_status("applydesires", spec))
 print(f"ApplyDesire {apply_id} version 1: Successful={status} {reason} ({message})")
 assert status == "True", message
 
-# 3. Drop the ApplyDesire, then delete the object with a DeleteDesire.
+# 3. Drop the ApplyDesire, then delete the object with a DeleteDesire: the same ID (one rule for
+# every kind, as desirectl's), in the DeleteDesire tables.
 db.delete_item(TableName=table("applydesires", "specs"), Key={"documentID": {"S": apply_id}})
-delete_id = desire_id(TASK_KEY + "/delete", **target)
+delete_id = desire_id(TASK_KEY, **target)
 targetItem = {"targetItem": {"M": {k: {"S": v} for k, v in target.items()}}}
 spec = create("deletedesires", delete_id, {**common, **targetItem})
 status, reason, message = successful(wait_for_status("deletedesires", spec))

@@ -3,7 +3,7 @@ module github.com/kube-applier-aws/kubeapplier/examples/controller-runtime
 go 1.26.0
 
 require (
-	github.com/kube-applier-aws/kubeapplier v0.0.0
+	github.com/kube-applier-aws/kubeapplier v0.1.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -56,7 +56,7 @@ require (
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kube-applier-aws/kubeapplier/api v0.0.0 // indirect
+	github.com/kube-applier-aws/kubeapplier/api v0.1.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -93,7 +93,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// The library from this repository; an operator of your own requires a released version.
+// This checkout's library and api module. Without these lines (an operator of your own) the
+// versions required above come from the module proxy: TestReleaseResolvesFromAModuleProxy
+// builds this example so, from a file proxy of the checkout.
 replace github.com/kube-applier-aws/kubeapplier => ../..
 
 replace github.com/kube-applier-aws/kubeapplier/api => ../../api

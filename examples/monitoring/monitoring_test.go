@@ -1,4 +1,4 @@
-// Package monitoring checks examples/deploy/prometheusrule.yaml and dashboard.json: every
+// Package monitoring checks examples/deploy/prometheusrule.yaml and grafana/dashboard.json: every
 // expression parses with Prometheus's own PromQL parser, and every metric they use is one the
 // applier registers. It is a module of its own so that the library does not depend on
 // Prometheus's server code.
@@ -23,6 +23,9 @@ import (
 )
 
 const deployDir = "../deploy"
+
+// runbookURL is the runbook every alert's runbook_url points into (docs/operating.md#runbook).
+const runbookURL = "https://github.com/kube-applier-aws/kubeapplier/blob/main/docs/operating.md"
 
 // recorder is a Registerer that keeps the name of every series described to it.
 type recorder struct{ names map[string]bool }
@@ -142,13 +145,29 @@ func TestAlertRules(t *testing.T) {
 	if rf.Kind != "PrometheusRule" || len(rf.Spec.Groups) == 0 {
 		t.Fatalf("not a PrometheusRule with groups: %+v", rf)
 	}
+	doc, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	operating := string(doc)
 	var alerts []string
 	for _, g := range rf.Spec.Groups {
 		for _, r := range g.Rules {
 			where := "alert " + r.Alert
 			checkNames(t, reg, where, metricNames(t, where, r.Expr))
-			if r.Annotations["runbook"] == "" || r.Annotations["summary"] == "" {
-				t.Errorf("%s: needs summary and runbook annotations", where)
+			if r.Annotations["summary"] == "" {
+				t.Errorf("%s: needs a summary annotation", where)
+			}
+			// The runbook is docs/operating.md's section named after the alert (a "####"
+			// heading, whose GitHub anchor is the name in lower case).
+			if want := runbookURL + "#" + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+				t.Errorf("%s: runbook_url %q, want %q", where, r.Annotations["runbook_url"], want)
+			}
+			if !strings.Contains(operating, "\n#### "+r.Alert+"\n") {
+				t.Errorf("%s: docs/operating.md has no runbook section \"#### %s\"", where, r.Alert)
+			}
+			if _, ok := r.Annotations["runbook"]; ok {
+				t.Errorf("%s: a runbook annotation beside runbook_url (one runbook: docs/operating.md)", where)
 			}
 			if r.Labels["severity"] == "" {
 				t.Errorf("%s: no severity label", where)
@@ -185,7 +204,7 @@ var labelValues = regexp.MustCompile(`^label_values\((\w+), *(\w+)\)$`)
 
 func TestDashboard(t *testing.T) {
 	reg := registered(t)
-	data, err := os.ReadFile(filepath.Join(deployDir, "dashboard.json"))
+	data, err := os.ReadFile(filepath.Join(deployDir, "grafana", "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

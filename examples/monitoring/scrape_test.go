@@ -41,7 +41,7 @@ func usedNames(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	data, err = os.ReadFile(filepath.Join(deployDir, "dashboard.json"))
+	data, err = os.ReadFile(filepath.Join(deployDir, "grafana", "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

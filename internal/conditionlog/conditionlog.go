@@ -115,7 +115,7 @@ func (l *Log) Flush() {
 	}
 	if len(l.dropped) > 0 {
 		kv := []any{}
-		for _, st := range []string{"Degraded", "DriftConflict", "TargetConflict", ""} {
+		for _, st := range []string{"Degraded", "DriftConflict", "TargetConflict", "", removed} {
 			if n := l.dropped[st]; n > 0 {
 				name := st
 				if name == "" {
@@ -173,12 +173,45 @@ func (l *Log) forgetIfClear(ref loggedDesire, s *loggedState) {
 	}
 }
 
-// Forget drops a desire whose spec is gone.
+// Forget drops what the log holds of a desire without a line: a change not logged yet is
+// never logged.
 func (l *Log) Forget(kind api.DesireKind, id string) {
 	l.mu.Lock()
 	delete(l.desires, loggedDesire{kind: kind, id: id})
 	l.mu.Unlock()
 }
+
+// ReasonSpecDeleted is the reason of the line that says a desire whose spec was deleted left
+// the state its last line said it entered (Removed).
+const ReasonSpecDeleted = "SpecDeleted"
+
+// Removed drops a desire whose spec is gone. When its last line said it entered a state, it
+// logs that it left it, reason ReasonSpecDeleted, at once (no later line of the desire can
+// follow it, so the per-desire wait does not apply) within the limit across desires (else it
+// is summed up as "removed"): the log never leaves a deleted desire in a state. A change not
+// logged yet is dropped: nothing was said of it.
+func (l *Log) Removed(kind api.DesireKind, id string) {
+	ref := loggedDesire{kind: kind, id: id}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.desires[ref]
+	delete(l.desires, ref)
+	if s == nil || s.state == "" {
+		return
+	}
+	if !l.lines.AllowN(l.now(), 1) {
+		l.dropped[removed]++
+		return
+	}
+	kv := []any{"kind", ref.kind, "desire", ref.id, "reason", ReasonSpecDeleted, "message", "its spec was deleted: the applier no longer acts on it"}
+	if s.changes > 0 {
+		kv = append(kv, "changes", s.changes)
+	}
+	l.log.Info("desire left "+s.state, kv...)
+}
+
+// removed is the summary's key of the Removed lines the limit across desires held back.
+const removed = "removed"
 
 // shortenLogMessage cuts s to at most n bytes, marking the cut.
 func shortenLogMessage(s string, n int) string {

@@ -136,3 +136,76 @@ func TestConditionLogGlobalLimit(t *testing.T) {
 		t.Fatalf("flush after the burst: %q, want one summary counting 10 Degraded", got)
 	}
 }
+
+// TestConditionLogRemoved: a desire whose spec is deleted leaves, in one line at once, the
+// state its last line said it entered; one never logged in a state, or whose entry was not
+// logged yet, says nothing; past the limit across desires the line is summed up.
+func TestConditionLogRemoved(t *testing.T) {
+	target := Change{State: "TargetConflict", Reason: "TargetConflict", Message: "DeleteDesire d1 wins"}
+	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	ok := Change{Reason: "NoErrors"}
+	type seen struct {
+		at time.Duration
+		c  Change
+	}
+	for _, tc := range []struct {
+		name    string
+		before  []seen
+		removed time.Duration
+		want    []string // substrings of the lines after the removal, one per line
+	}{
+		{"entered TargetConflict, then removed", []seen{{0, target}}, 2 * time.Second,
+			[]string{`"msg"="desire left TargetConflict" "kind"="ApplyDesire" "desire"="a" "reason"="SpecDeleted" "message"="its spec was deleted`}},
+		{"entered Degraded, flapped, then removed", []seen{{0, degraded}, {time.Second, ok}, {2 * time.Second, degraded}}, 5 * time.Second,
+			[]string{`"msg"="desire left Degraded"`}},
+		{"successful, then removed", []seen{{0, ok}}, 2 * time.Second, nil},
+		{"left Degraded, then removed within the minute", []seen{{0, degraded}, {2 * time.Minute, ok}}, 2*time.Minute + time.Second, nil},
+		{"never observed", nil, time.Second, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec lineRecorder
+			start := time.Unix(1_700_000_000, 0)
+			now := start
+			l := New(rec.logger(), func() time.Time { return now })
+			for _, s := range tc.before {
+				now = start.Add(s.at)
+				l.Observe(api.KindApplyDesire, "a", s.c)
+			}
+			rec.take()
+			now = start.Add(tc.removed)
+			l.Removed(api.KindApplyDesire, "a")
+			l.Flush()
+			got := rec.take()
+			if len(got) != len(tc.want) {
+				t.Fatalf("lines %q, want %d matching %q", got, len(tc.want), tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Fatalf("line %q lacks %q", got[i], tc.want[i])
+				}
+			}
+			now = now.Add(2 * time.Minute)
+			l.Flush()
+			if got := rec.take(); len(got) != 0 {
+				t.Fatalf("lines after the removal: %q", got)
+			}
+		})
+	}
+
+	t.Run("past the limit across desires", func(t *testing.T) {
+		var rec lineRecorder
+		now := time.Unix(1_700_000_000, 0)
+		l := New(rec.logger(), func() time.Time { return now })
+		for i := range lineBurst {
+			l.Observe(api.KindApplyDesire, fmt.Sprintf("d%03d", i), target)
+		}
+		for i := range lineBurst {
+			l.Removed(api.KindApplyDesire, fmt.Sprintf("d%03d", i))
+		}
+		l.Flush()
+		got := rec.take()
+		if last := got[len(got)-1]; len(got) != lineBurst+1 || !strings.Contains(last, `"removed"=50`) {
+			t.Fatalf("%d lines, the last %q; want %d entries and a summary counting 50 removed", len(got), last, lineBurst)
+		}
+	})
+}

@@ -22,6 +22,10 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
+// objectLockRetry is how soon a desire whose reconcile ran out of time waiting for its
+// object's lock (held by a rival's section) is looked at again.
+const objectLockRetry = 2 * time.Second
+
 // defaultRecheck is how soon a desire whose verdict asks to be looked at "soon" without a
 // delay of its own (a DeleteDesire waiting for finalizers) is reconciled again.
 const defaultRecheck = 5 * time.Second
@@ -60,6 +64,10 @@ type ObjectRules[T api.Desire] interface {
 	Others(obj any) []string
 	// Scrub returns v without the values of d's content that must not leave the cluster.
 	Scrub(d T, v Verdict) Verdict
+	// Lock holds d's object from before Check to after the reconcile, against the sections
+	// of this process that must not interleave with them (a DeleteDesire's confirm-and-delete
+	// of the object); an error when ctx ends first, nothing held.
+	Lock(ctx context.Context, d T) (unlock func(), err error)
 }
 
 // Config is what a controller is built from.
@@ -330,7 +338,7 @@ func (c *Controller[T]) refreshStatuses(ctx context.Context, w *StatusWriter[T],
 // the status table (a GSI: "typically within a fraction of a second", the DynamoDB Developer
 // Guide, "Global secondary indexes"; or an eventually consistent Scan): a status the cache
 // holds as stored that recently is not judged by the check; the next one judges it.
-const indexLag = 5 * time.Second
+const indexLag = 2 * time.Second
 
 // CheckStatuses reads every status document's stamp, from the status check's GSI (its
 // ~200-byte items: no status is read) or, without a usable one, with a Scan of the table
@@ -376,10 +384,12 @@ func (c *Controller[T]) listStamps(ctx context.Context, w *StatusWriter[T]) (sta
 		if n := w.cache.unsharded(); n > 0 {
 			why = fmt.Sprintf("%d statuses were stored without `shard` (by an earlier release) and are in no index", n)
 		} else {
+			// Any failure falls back to the table's Scan: no index, one not ACTIVE yet, or an
+			// IAM policy that allows the tables but not their indexes (ErrNoCheckIndex or not).
 			stamps, err := c.ListIndexStamps(ctx)
-			if !errors.Is(err, ErrNoCheckIndex) {
+			if err == nil {
 				c.noteCheckSource("")
-				return stamps, true, err
+				return stamps, true, nil
 			}
 			why = err.Error()
 		}
@@ -620,6 +630,11 @@ func (c *Controller[T]) Judge(ctx context.Context, d T) Verdict {
 	if c.ObjectRules == nil {
 		return c.Reconciler.Reconcile(ctx, d)
 	}
+	unlock, err := c.ObjectRules.Lock(ctx, d)
+	if err != nil {
+		return Pending(objectLockRetry) // the reconcile's time is up: nothing checked or applied
+	}
+	defer unlock()
 	refusal, refused, note := c.ObjectRules.Check(ctx, d)
 	if refused {
 		// What the reconciler knew of its last apply is void while another desire owns the

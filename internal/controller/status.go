@@ -296,7 +296,7 @@ func (w *StatusWriter[T]) remember(id string, stored T, err error) {
 	case err != nil:
 		w.cache.drop(id)
 	default:
-		w.cache.put(stored)
+		w.cache.putWritten(stored, w.now())
 	}
 }
 
@@ -333,7 +333,8 @@ func (w *StatusWriter[T]) isCurrent(ctx context.Context, spec *api.DynamoDBMetad
 		case err != nil:
 			return err
 		}
-		current = stored.Meta().CreateTime.Equal(spec.CreateTime) && stored.Meta().Version == spec.Version
+		current = stored.Meta().CreateTime.Equal(spec.CreateTime) && stored.Meta().Version == spec.Version &&
+			stored.Meta().UpdateTime.Equal(spec.UpdateTime)
 		return nil
 	})
 	return current, err

@@ -41,11 +41,15 @@ type statusCache[T api.Desire] struct {
 	digests map[string][sha256.Size]byte
 	// held is the reconciler's content (nil: none, and large contents are not cached).
 	held Held
+	// wroteAt is when this term wrote each status, by the writer's clock: a write that
+	// recent may not show in an eventually consistent read yet (withRecent). The stored
+	// updateTime cannot tell: a status read, not written, may carry any clock's time.
+	wroteAt map[string]time.Time
 }
 
 func newStatusCache[T api.Desire]() *statusCache[T] {
 	return &statusCache[T]{docs: map[string]T{}, absent: map[string]struct{}{}, dropped: map[string]struct{}{},
-		digests: map[string][sha256.Size]byte{}}
+		digests: map[string][sha256.Size]byte{}, wroteAt: map[string]time.Time{}}
 }
 
 // get returns the cached status of id and whether it exists; known is false when the cache
@@ -91,17 +95,28 @@ func (c *statusCache[T]) unsharded() int {
 }
 
 // withRecent returns stamps (the status table as an eventually consistent read saw it) with
-// the cached statuses stored after since as the cache holds them: such a write may not show
+// the cached statuses this term wrote after since as the cache holds them: such a write may not show
 // there yet (a GSI lags), and is judged at the next check instead of dropped now.
 func (c *statusCache[T]) withRecent(stamps map[string]Stamp, since time.Time) map[string]Stamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, d := range c.docs {
-		if m := d.Meta(); m.UpdateTime.After(since) {
+		if at, ok := c.wroteAt[id]; ok && at.After(since) {
+			m := d.Meta()
 			stamps[id] = Stamp{Version: m.Version, UpdateTime: m.UpdateTime.UTC().Format(time.RFC3339Nano)}
 		}
 	}
 	return stamps
+}
+
+// putWritten caches d as this term just wrote it, at (the writer's clock).
+func (c *statusCache[T]) putWritten(d T, at time.Time) {
+	c.mu.Lock()
+	c.putLocked(d)
+	if _, ok := c.docs[d.Meta().DocumentID]; ok {
+		c.wroteAt[d.Meta().DocumentID] = at
+	}
+	c.mu.Unlock()
 }
 
 // none records that id has no status document.
@@ -109,6 +124,7 @@ func (c *statusCache[T]) none(id string) {
 	c.mu.Lock()
 	delete(c.docs, id)
 	delete(c.digests, id)
+	delete(c.wroteAt, id)
 	c.absent[id] = struct{}{}
 	c.mu.Unlock()
 }
@@ -138,6 +154,7 @@ func (c *statusCache[T]) putLocked(d T) {
 	id := d.Meta().DocumentID
 	delete(c.absent, id)
 	delete(c.digests, id)
+	delete(c.wroteAt, id)
 	if statusKinds[d.Kind()].contentSize(d) > maxCachedContent {
 		if c.held == nil {
 			delete(c.docs, id)
@@ -176,6 +193,7 @@ func (c *statusCache[T]) drop(id string) {
 	c.mu.Lock()
 	delete(c.docs, id)
 	delete(c.digests, id)
+	delete(c.wroteAt, id)
 	delete(c.absent, id)
 	c.dropped[id] = struct{}{}
 	c.mu.Unlock()
@@ -186,6 +204,7 @@ func (c *statusCache[T]) clear() {
 	c.mu.Lock()
 	c.docs, c.absent, c.dropped = map[string]T{}, map[string]struct{}{}, map[string]struct{}{}
 	c.digests = map[string][sha256.Size]byte{}
+	c.wroteAt = map[string]time.Time{}
 	c.mu.Unlock()
 }
 
@@ -217,6 +236,7 @@ func (c *statusCache[T]) contradicted(versions map[string]Stamp) []string {
 	for _, id := range out {
 		delete(c.docs, id)
 		delete(c.digests, id)
+		delete(c.wroteAt, id)
 		delete(c.absent, id)
 	}
 	return out

@@ -146,17 +146,18 @@ type Taken struct {
 // Take takes the next leadership term in DynamoDB: it reads the heartbeat document
 // (api.HeartbeatID, a consistent GetItem) and puts hb there with applierTerm one above both the
 // stored term and floor (the newest term this process met), conditional on the stored term
-// being unchanged. When the heartbeat holds no term (deleted by an operator, a restored or new
-// table) or one that is no number (garbled: it would stop every term), seed (when set) gives
-// the newest term the statuses carry, so the new term is above theirs too; a garbled term is
-// written over only while it holds exactly the value read (Taken.Repaired names it). hb's Kinds
+// being unchanged. Whatever the heartbeat holds — a term, none (deleted by an operator, a new
+// table), an older one (restored to an earlier point in time), or one that is no number —
+// seed (when set) gives the newest term the statuses carry, so the new term is above theirs
+// too and never reuses a term a status was written with; a garbled term is written over only
+// while it holds exactly the value read (Taken.Repaired names it). hb's Kinds
 // should say nothing yet: the new term has observed nothing. It uses only GetItem, Scan and
 // PutItem, which the example IAM policy grants on status tables. Returns the heartbeat as
 // written; an error when DynamoDB fails or keeps conflicting (api.ErrPreconditionFailed).
 //
-// A heartbeat restored to an older term while statuses carry newer ones is not seen here: the
-// term taken then meets a newer term at its first write over such a status, and LiveHolder
-// tells the caller that no live leader holds it, so a term above it is taken (floor).
+// A status written by a newer term after seed read (a live leader's, a stray's) makes the term
+// meet that newer term at its first write over it; LiveHolder then tells the caller whether a
+// live leader holds it, or a term above it is taken (floor).
 func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbeat, floor int64, seed func(context.Context) (int64, error)) (Taken, error) {
 	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
 	for range takeTermAttempts {
@@ -166,14 +167,14 @@ func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbe
 		}
 		stored, exists, err := Stored(out.Item)
 		garbled := err != nil
-		if stored == 0 && seed != nil {
+		if seed != nil {
 			seeded, err := seed(ctx)
 			if err != nil {
-				return Taken{Heartbeat: hb}, fmt.Errorf("no readable term in %s; reading the statuses' terms: %w", table, err)
+				return Taken{Heartbeat: hb}, fmt.Errorf("reading the statuses' terms for a term in %s: %w", table, err)
 			}
 			floor = max(floor, seeded)
 		}
-		hb.Term = max(stored, floor) + 1
+		hb.ApplierTerm = max(stored, floor) + 1
 		item, err := attributevalue.MarshalMap(hb)
 		if err != nil {
 			return Taken{Heartbeat: hb}, fmt.Errorf("encode heartbeat: %w", err)
@@ -209,7 +210,7 @@ func Take(ctx context.Context, db awscall.DynamoDB, table string, hb api.Heartbe
 			return taken, nil
 		}
 		if !conditionalCheckFailed(err) {
-			return taken, fmt.Errorf("take term %d in %s: %w", hb.Term, table, err)
+			return taken, fmt.Errorf("take term %d in %s: %w", hb.ApplierTerm, table, err)
 		}
 	}
 	return Taken{Heartbeat: hb}, fmt.Errorf("take a term in %s: another replica kept taking one (%d attempts): %w", table, takeTermAttempts, api.ErrPreconditionFailed)
@@ -259,8 +260,8 @@ func Stored(item map[string]types.AttributeValue) (int64, bool, error) {
 // process met: the heartbeat names such a term, and it is not overdue at now (api.Heartbeat's
 // Overdue, with grace: a leader rewrites it at least every keepalive). nil when no live leader
 // holds it: the heartbeat names an older term (a table restored to an earlier point in time,
-// a stray write of a term nobody took) or is overdue or unreadable (its leader stopped); a
-// term above met may then be taken. Errors are DynamoDB's (wrapped): the caller cannot tell.
+// a stray write of a term nobody took), says its leader stopped, or is overdue or unreadable;
+// a term above met may then be taken. Errors are DynamoDB's (wrapped): the caller cannot tell.
 func LiveHolder(ctx context.Context, db awscall.DynamoDB, table string, met int64, now time.Time, grace time.Duration) (*api.Heartbeat, error) {
 	key := map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
@@ -272,31 +273,40 @@ func LiveHolder(ctx context.Context, db awscall.DynamoDB, table string, met int6
 		return nil, nil
 	}
 	var hb api.Heartbeat
-	if err := attributevalue.UnmarshalMap(out.Item, &hb); err != nil || hb.Overdue(now, grace) {
-		return nil, nil
+	if err := attributevalue.UnmarshalMap(out.Item, &hb); err != nil || hb.Overdue(now, grace) || hb.Stopped != nil {
+		return nil, nil // (a leader that said it stopped holds nothing)
 	}
 	return &hb, nil
 }
 
-// NewestStatus returns the newest applierTerm any item of tables carries (a Scan of each,
-// projected on documentID and applierTerm; 0 for none): the floor of a term taken where the
-// heartbeat holds none.
+// NewestStatus returns the newest applierTerm any item of tables carries (0 for none): the
+// floor of every term taken. Each table is read through its narrow GSI
+// api.StatusCheckIndexName, which projects applierTerm (billed by its ~200-byte index items,
+// not by the statuses, which may hold 400 KB objects), or, when that Scan fails (no such
+// index, or not ACTIVE yet), by a Scan of the table projected on applierTerm. The index is
+// eventually consistent: a status written in the last second may be missing, which the write
+// fence covers (a term that meets a newer one takes a term above it).
 func NewestStatus(ctx context.Context, scan Scan, tables []string) (int64, error) {
 	var newest int64
-	for _, table := range tables {
-		expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(api.AttrDocumentID), expression.Name(api.AttrApplierTerm))).Build()
-		if err != nil {
-			return 0, fmt.Errorf("build projection: %w", err)
-		}
-		err = scan(ctx, dynamodb.ScanInput{TableName: aws.String(table), ProjectionExpression: expr.Projection(),
-			ExpressionAttributeNames: expr.Names()}, func(item map[string]types.AttributeValue) {
-			if n, ok := item[api.AttrApplierTerm].(*types.AttributeValueMemberN); ok {
-				if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-					newest = max(newest, v)
-				}
+	expr, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(api.AttrDocumentID), expression.Name(api.AttrApplierTerm))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("build projection: %w", err)
+	}
+	each := func(item map[string]types.AttributeValue) {
+		if n, ok := item[api.AttrApplierTerm].(*types.AttributeValueMemberN); ok {
+			if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				newest = max(newest, v)
 			}
-		})
-		if err != nil {
+		}
+	}
+	for _, table := range tables {
+		in := dynamodb.ScanInput{TableName: aws.String(table), ProjectionExpression: expr.Projection(), ExpressionAttributeNames: expr.Names()}
+		indexed := in
+		indexed.IndexName = aws.String(api.StatusCheckIndexName)
+		if err := scan(ctx, indexed, each); err == nil {
+			continue
+		}
+		if err := scan(ctx, in, each); err != nil {
 			return 0, err
 		}
 	}

@@ -154,7 +154,7 @@ func (h *Writer) Content(t fencing.Term, termStart time.Time) api.Heartbeat {
 	caughtUp := maps.Clone(h.caughtUp)
 	h.mu.Unlock()
 	hb := api.Heartbeat{ManagementCluster: h.cluster, Leader: leader, Version: h.version,
-		Term: t.Number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
+		ApplierTerm: t.Number, TermStart: termStart.UTC(), KeepaliveSeconds: int(h.maxAge / time.Second), Kinds: h.kinds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k, o := range h.lags {
@@ -256,6 +256,31 @@ func (h *Writer) beat(ctx context.Context, t fencing.Term, termStart time.Time, 
 		*last = &next
 	}
 	return true
+}
+
+// Stop writes term t's last heartbeat when t ends by a clean shutdown: the content as of now
+// with Stopped set, so a reader (desirectl status) knows at once that no leader writes, rather
+// than once the heartbeat is overdue. Call it once the term's status writes have finished and
+// while its Lease is still held; ctx must outlive the term's own context (which has ended),
+// and the term's fences and call deadline still apply. It returns the write's error:
+// fencing.ErrFenced when the term may no longer write, fencing.ErrNewerTerm when a newer term
+// wrote the heartbeat (then its leader writes on and nothing is said of this one).
+func (h *Writer) Stop(ctx context.Context, t fencing.Term, termStart time.Time) error {
+	hb := h.Content(t, termStart)
+	now := h.now().UTC()
+	hb.UpdateTime, hb.Stopped = now, &now
+	err := t.Do(ctx, func(ctx context.Context) error { return h.write(ctx, t, hb) })
+	if h.written != nil {
+		result := "written"
+		switch {
+		case errors.Is(err, fencing.ErrNewerTerm):
+			result = "fenced"
+		case err != nil:
+			result = "error"
+		}
+		h.written(result, now)
+	}
+	return err
 }
 
 // write puts hb at api.HeartbeatID. In an elected term the item carries applierTerm and the put

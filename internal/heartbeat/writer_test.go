@@ -110,7 +110,7 @@ func TestHeartbeatFencedByTerm(t *testing.T) {
 			db := dynamofake.New()
 			h := testHeartbeat(db, &now, kinds)
 			if tt.stored > 0 {
-				if err := h.write(ctx, fencing.Term{Number: tt.stored}, api.Heartbeat{ManagementCluster: "mc01", Leader: "other", Term: tt.stored}); err != nil {
+				if err := h.write(ctx, fencing.Term{Number: tt.stored}, api.Heartbeat{ManagementCluster: "mc01", Leader: "other", ApplierTerm: tt.stored}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -123,8 +123,8 @@ func TestHeartbeatFencedByTerm(t *testing.T) {
 			if wrote := err == nil && hb.Leader == "pod-1"; wrote != tt.wantWrite || going != tt.wantWrite {
 				t.Fatalf("wrote %v, still going %v; want %v (stored %+v, %v)", wrote, going, tt.wantWrite, hb, err)
 			}
-			if tt.wantWrite && hb.Term != tt.term {
-				t.Fatalf("term %d, want %d", hb.Term, tt.term)
+			if tt.wantWrite && hb.ApplierTerm != tt.term {
+				t.Fatalf("term %d, want %d", hb.ApplierTerm, tt.term)
 			}
 		})
 	}
@@ -210,7 +210,7 @@ func TestReadHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := hb.Kinds["ApplyDesire"]
-	if hb.Leader != "pod-1" || hb.Term != 7 || hb.KeepaliveSeconds != 300 || !hb.UpdateTime.Equal(now) || !hb.TermStart.Equal(now.Add(-time.Hour)) ||
+	if hb.Leader != "pod-1" || hb.ApplierTerm != 7 || hb.KeepaliveSeconds != 300 || !hb.UpdateTime.Equal(now) || !hb.TermStart.Equal(now.Add(-time.Hour)) ||
 		k.Desires != 2 || k.Successful["False/KubeAPIError"] != 1 || k.Degraded["KubeAPIError"] != 1 || !k.Watermark.Equal(w) ||
 		k.QueueDepth != 3 || k.StreamLagSeconds != 1.5 || !k.NewestRecord.Equal(now.Add(-1500*time.Millisecond)) {
 		t.Fatalf("read back %+v, kind %+v", hb, k)
@@ -236,7 +236,7 @@ func TestHeartbeatOverANewerTermEndsTheTerm(t *testing.T) {
 	db := dynamofake.New()
 	now := testTime
 	h := testHeartbeat(db, &now, func() map[string]api.HeartbeatKind { return map[string]api.HeartbeatKind{} })
-	if err := h.write(ctx, fencing.Term{Number: 6}, api.Heartbeat{ManagementCluster: "mc01", Term: 6}); err != nil {
+	if err := h.write(ctx, fencing.Term{Number: 6}, api.Heartbeat{ManagementCluster: "mc01", ApplierTerm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	var lost []error
@@ -244,5 +244,52 @@ func TestHeartbeatOverANewerTermEndsTheTerm(t *testing.T) {
 	var last *api.Heartbeat
 	if h.beat(ctx, old, now, &last) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 6 {
 		t.Fatalf("heartbeat of term 3 over term 6: lost %v; want the term ended having met term 6", lost)
+	}
+}
+
+// TestStop: the last heartbeat of a term ended by shutdown says when the leader stopped,
+// fenced like every write: a newer term's heartbeat, or a term that may no longer write,
+// is not written over. A beat after it (a new term) has no Stopped.
+func TestStop(t *testing.T) {
+	ctx := context.Background()
+	now := testTime
+	kinds := func() map[string]api.HeartbeatKind { return map[string]api.HeartbeatKind{"ApplyDesire": {Desires: 3}} }
+	for _, tc := range []struct {
+		name    string
+		stored  int64 // applierTerm of the stored heartbeat
+		term    fencing.Term
+		wantErr error // nil: written
+	}{
+		{"own term", 4, fencing.Term{Number: 4, CallTimeout: time.Second}, nil},
+		{"no election", 4, fencing.Term{CallTimeout: time.Second}, nil},
+		{"a newer term leads", 5, fencing.Term{Number: 4, CallTimeout: time.Second}, fencing.ErrNewerTerm},
+		{"the lease may have passed", 4, fencing.Term{Number: 4, CallTimeout: time.Second, Valid: func() bool { return false }}, fencing.ErrFenced},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dynamofake.New()
+			h := testHeartbeat(db, &now, kinds)
+			if err := h.write(ctx, fencing.Term{Number: tc.stored}, api.Heartbeat{ManagementCluster: "mc01", Leader: "other", ApplierTerm: tc.stored}); err != nil {
+				t.Fatal(err)
+			}
+			err := h.Stop(ctx, tc.term, now.Add(-time.Hour))
+			hb, rerr := api.ReadHeartbeat(ctx, db, "", "mc01")
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || hb.Stopped != nil || hb.Leader != "other" {
+					t.Fatalf("Stop = %v, stored %+v; want %v and the stored heartbeat unchanged", err, hb, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || hb.Stopped == nil || !hb.Stopped.Equal(now) || !hb.UpdateTime.Equal(now) || hb.Leader != "pod-1" || hb.Kinds["ApplyDesire"].Desires != 3 {
+				t.Fatalf("Stop = %v, stored %+v; want the leader's content with stopped = %s", err, hb, now)
+			}
+			var last *api.Heartbeat
+			h.beat(ctx, fencing.Term{Number: tc.term.Number + 1, CallTimeout: time.Second}, now, &last)
+			if hb, _ := api.ReadHeartbeat(ctx, db, "", "mc01"); hb == nil || hb.Stopped != nil {
+				t.Fatalf("the next term's heartbeat: %+v, want no stopped", hb)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,6 +13,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 )
 
 // Campaign runs client-go's leader election for one Lease, over and over until its context
@@ -31,6 +33,12 @@ type Campaign struct {
 	// error gives the lease up. It is not called when the Lease, read once won, names another
 	// holder.
 	Lead func(ctx context.Context, won Won) error
+	// Rejoin, when set, runs after a campaign that gave the Lease up (Lead's error, or a won
+	// Lease that could not be read back), before the next one: this replica campaigns again
+	// only once it returns nil (e.g. once a check that failed passes again, so that a replica
+	// that cannot do its work leaves the Lease to a standby rather than win it back at once).
+	// It returns nil when ctx ends; an error ends Run with it.
+	Rejoin func(ctx context.Context) error
 }
 
 // Won is one won election: what fences the calls of the term it starts.
@@ -69,8 +77,14 @@ func (c Campaign) Run(ctx context.Context) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	for ctx.Err() == nil {
-		if err := c.campaign(ctx, lock); err != nil {
+		gaveUp, err := c.campaign(ctx, lock)
+		if err != nil {
 			return err
+		}
+		if gaveUp && c.Rejoin != nil {
+			if err := c.Rejoin(ctx); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -81,10 +95,11 @@ func (c Campaign) Run(ctx context.Context) error {
 }
 
 // campaign runs one leader election until the lease is lost or, after ctx ends, released. It
-// returns only once the term's Lead has returned. A term whose Lead fails gives the lease up:
-// the next campaign (or another replica) starts afresh.
-func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) error {
+// returns only once the term's Lead has returned. A term whose Lead fails gives the lease up
+// (gaveUp): the next campaign (or another replica) starts afresh.
+func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) (gaveUp bool, err error) {
 	term := NewLeadership()
+	var gave atomic.Bool
 	leaseName := lock.LeaseMeta.Namespace + "/" + lock.LeaseMeta.Name
 	renewals := NewTracker(lock, c.LeaseDuration, func(left time.Duration) {
 		c.Log.Info("the Lease is missing: creating it once it has been missing for the lease duration (its holder, were it deleted, can no longer be leading then)",
@@ -96,7 +111,7 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer leCancel()
 	var le *leaderelection.LeaderElector
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	le, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: renewals, ReleaseOnCancel: true, Name: c.Name,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
@@ -113,10 +128,12 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 				won, err := c.won(wctx, lock, le, renewals)
 				if err != nil {
 					c.Log.Error(err, "starting a term; giving the lease up")
+					gave.Store(true)
 					leCancel()
 					return
 				}
 				if err := c.Lead(wctx, won); err != nil {
+					gave.Store(ctx.Err() == nil) // on shutdown the lease is released anyway
 					leCancel()
 				}
 			},
@@ -124,7 +141,7 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
+		return false, fmt.Errorf("leader election: %w", err)
 	}
 	go renewals.Watch(leCtx, lock.Client.Leases(lock.LeaseMeta.Namespace), lock.LeaseMeta.Name, func(err error) {
 		c.Log.Error(err, "watching the Lease failed (grant watch on it): its deletion is seen at the next renewal", "lease", leaseName)
@@ -140,7 +157,7 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 	term.Stop()
 	stopRelease()
 	term.Wait()
-	return nil
+	return gave.Load(), nil
 }
 
 // won checks, with one read, that the Lease just won names this process, and returns what
@@ -148,14 +165,16 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) er
 // could expire (WriteMargin before it), and none runs past the lease's earliest expiry
 // (renewals).
 func (c Campaign) won(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector, renewals *Tracker) (Won, error) {
+	// Read with the client, not the LeaseLock: the elector's renewals write the lock's copy
+	// of the Lease from their own goroutine (a data race, go test -race).
 	rctx, cancel := context.WithTimeout(ctx, c.CallTimeout)
-	rec, _, err := lock.Get(rctx)
+	l, err := c.Leases.Leases(c.Namespace).Get(rctx, c.Name, metav1.GetOptions{})
 	cancel()
 	if err != nil {
 		return Won{}, fmt.Errorf("get lease %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	if rec.HolderIdentity != lock.Identity() {
-		return Won{}, fmt.Errorf("lease %s/%s is held by %q, not %q", c.Namespace, c.Name, rec.HolderIdentity, lock.Identity())
+	if holder := ptr.Deref(l.Spec.HolderIdentity, ""); holder != lock.Identity() {
+		return Won{}, fmt.Errorf("lease %s/%s is held by %q, not %q", c.Namespace, c.Name, holder, lock.Identity())
 	}
 	margin := WriteMargin(c.LeaseDuration, c.RenewDeadline, c.CallTimeout)
 	return Won{

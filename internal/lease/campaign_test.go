@@ -81,3 +81,70 @@ func TestCampaignReleasesAfterTheTerm(t *testing.T) {
 		t.Fatalf("after Run the Lease is held by %q, want released", h)
 	}
 }
+
+// TestCampaignRejoin: a replica whose Lead gives the Lease up (its start-up check keeps
+// failing) campaigns again only once Rejoin returns, so a healthy standby takes the Lease
+// and leads meanwhile; a Rejoin error ends Run with it.
+func TestCampaignRejoin(t *testing.T) {
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	campaign := func(id string, lead func(context.Context, Won) error, rejoin func(context.Context) error) Campaign {
+		return Campaign{Leases: client.CoordinationV1(), Namespace: "ns", Name: "l", Identity: id,
+			LeaseDuration: rvLD, RenewDeadline: rvRD, RetryPeriod: rvRP, CallTimeout: time.Second, Log: logr.Discard(),
+			Lead: lead, Rejoin: rejoin}
+	}
+	var sickLeads, rejoins atomic.Int32
+	healed := make(chan struct{})
+	failing := errors.New("start-up check failed 5 times")
+	sick := campaign("sick", func(context.Context, Won) error { sickLeads.Add(1); return failing },
+		func(ctx context.Context) error {
+			rejoins.Add(1)
+			select {
+			case <-healed:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	sickDone := make(chan error, 1)
+	go func() { sickDone <- sick.Run(ctx) }()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(4 * rvLD)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitUntil("the sick replica gave the Lease up", func() bool { return rejoins.Load() == 1 })
+
+	var healthyLeading atomic.Bool
+	healthy := campaign("healthy", func(lctx context.Context, _ Won) error {
+		healthyLeading.Store(true)
+		<-lctx.Done()
+		return nil
+	}, nil)
+	healthyDone := make(chan error, 1)
+	go func() { healthyDone <- healthy.Run(ctx) }()
+	waitUntil("the healthy standby leading", healthyLeading.Load)
+	time.Sleep(4 * rvRP) // campaigns of the sick replica would have run by now
+	if n := sickLeads.Load(); n != 1 {
+		t.Fatalf("the sick replica led %d times while its Rejoin waited, want 1", n)
+	}
+	close(healed)
+	cancel()
+	for _, done := range []chan error{sickDone, healthyDone} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A Rejoin error ends Run.
+	stop := errors.New("start-up check: fail fast")
+	c := campaign("alone", func(context.Context, Won) error { return failing }, func(context.Context) error { return stop })
+	if err := c.Run(context.Background()); !errors.Is(err, stop) {
+		t.Fatalf("Run = %v, want the Rejoin error", err)
+	}
+}

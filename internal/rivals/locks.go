@@ -3,12 +3,30 @@ package rivals
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Object names one object of the cluster for ObjectLocks: its group, resource, namespace and
-// name. The version is left out: every version names the same object.
-type Object struct{ Group, Resource, Namespace, Name string }
+// Object names one object of the cluster for ObjectLocks: its group, namespace and name, as
+// the FamilyIndex spells them for both an ApplyDesire (a kind) and a DeleteDesire (a
+// resource). Two kinds of one group with one name share a lock: harmless, rare.
+type Object struct{ Group, Namespace, Name string }
+
+// ApplyObject is the Object an ApplyDesire's content names; false when it names none.
+func ApplyObject(ad *api.ApplyDesire) (Object, bool) {
+	parts := strings.SplitN(ObjectKey(ad), "/", 4)
+	if len(parts) != 4 {
+		return Object{}, false
+	}
+	return Object{Group: parts[0], Namespace: parts[2], Name: parts[3]}, true
+}
+
+// TargetObject is the Object a DeleteDesire's (or ReadDesire's) targetItem names.
+func TargetObject(t api.TargetItem) Object {
+	return Object{Group: t.Group, Namespace: t.Namespace, Name: t.Name}
+}
 
 // ObjectLocks serializes, per object, the sections of this process that must not interleave:
 // a DeleteDesire's confirmation of its spec and its delete call, and an ApplyDesire's apply
@@ -46,7 +64,7 @@ func (l *ObjectLocks) Lock(ctx context.Context, obj Object) (unlock func(), err 
 	case e.slot <- struct{}{}:
 	case <-ctx.Done():
 		l.release(obj, e)
-		return nil, fmt.Errorf("waiting for another section on %s/%s %s/%s: %w", obj.Group, obj.Resource, obj.Namespace, obj.Name, ctx.Err())
+		return nil, fmt.Errorf("waiting for another section on %s %s/%s: %w", obj.Group, obj.Namespace, obj.Name, ctx.Err())
 	}
 	var once sync.Once
 	return func() {

@@ -10,8 +10,8 @@ import (
 // TestObjectLocks: one object's sections run one at a time, other objects' meanwhile; a wait
 // ends with its context, holding nothing; no entry outlives its holders and waiters.
 func TestObjectLocks(t *testing.T) {
-	a := Object{Resource: "configmaps", Namespace: "default", Name: "a"}
-	b := Object{Group: "apps", Resource: "deployments", Namespace: "default", Name: "a"}
+	a := Object{Namespace: "default", Name: "a"}
+	b := Object{Group: "apps", Namespace: "default", Name: "a"}
 	cases := []struct {
 		name string
 		// second is the object locked while a is held; cancel: its context ends while it waits.

@@ -100,14 +100,16 @@ type driftHistory struct {
 	slowSince   time.Time
 }
 
-// specIdentity names one version of one incarnation of a spec document.
+// specIdentity names one write of one incarnation of a spec document: its version and
+// updateTime. A version number alone does not name content once a table goes back in time (a
+// restore to version 2, then another version 3 written with other content).
 type specIdentity struct {
-	created time.Time
-	version int64
+	created, updated time.Time
+	version          int64
 }
 
 func identityOf(m *api.DynamoDBMetadata) specIdentity {
-	return specIdentity{created: m.CreateTime, version: m.Version}
+	return specIdentity{created: m.CreateTime, updated: m.UpdateTime, version: m.Version}
 }
 
 // Drift is a change of an applied object that may have touched what was applied.
@@ -269,7 +271,7 @@ func (dw *DriftWatch) Verify(id string, m *api.DynamoDBMetadata, t api.TargetIte
 	s := &last.Status
 	c := s.Condition(api.ConditionSuccessful)
 	if c == nil || c.Status != api.ConditionTrue || c.Reason != api.ReasonNoErrors || c.ObservedGeneration != m.Version ||
-		s.ObservedDesireCreateTime == "" || !observedCreate(&s.CommonStatus).Equal(m.CreateTime) {
+		s.ObservedDesireCreateTime == "" || !observedCreate(&s.CommonStatus).Equal(m.CreateTime) || !observedWrite(&s.CommonStatus, m) {
 		return Decision{}
 	}
 	st, exists := w.Lookup(t.Namespace, t.Name)
@@ -284,6 +286,18 @@ func (dw *DriftWatch) Verify(id string, m *api.DynamoDBMetadata, t api.TargetIte
 	dw.mu.Unlock()
 	return Decision{Verified: &AppliedState{Generation: s.AppliedResourceGeneration, Message: message,
 		UID: s.AppliedUID, ResourceVersion: s.AppliedResourceVersion, FieldsDigest: s.AppliedFieldsDigest}, Stamp: st}
+}
+
+// observedWrite reports whether s answers m's write (its updateTime), when s says which: a
+// status of the same version number may answer other content once the table went back in
+// time. A status written before observedDesireUpdateTime was recorded cannot tell, and is
+// taken at its version (as it always was).
+func observedWrite(s *api.CommonStatus, m *api.DynamoDBMetadata) bool {
+	if s.ObservedDesireUpdateTime == "" {
+		return true
+	}
+	updated, _ := s.ObservedTimes()
+	return updated.Equal(m.UpdateTime)
 }
 
 // observedCreate is the spec createTime s answers (zero when none or unparsable).

@@ -81,6 +81,7 @@ func TestStackEnvExports(t *testing.T) {
 		"KAA_KUBECONFIG":            filepath.Join(dir, "kubeconfig"),
 		"KUBECONFIG":                filepath.Join(dir, "kubeconfig"),
 		"AWS_ENDPOINT_URL":          endpoint, // the Go SDK and the AWS CLI
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, // what examples/backend-python passes to boto3 < 1.28, which reads no endpoint variable
 		"AWS_REGION":                "us-east-1",
 		"AWS_DEFAULT_REGION":        "us-east-1", // the AWS CLI v1 reads only this one
 		"AWS_ACCESS_KEY_ID":         "local",
