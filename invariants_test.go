@@ -158,7 +158,8 @@ type world struct {
 	// none runs; rogueRan says one ran in this schedule.
 	rogue    *instance
 	rogueRan bool
-	// restoring is the desire restoreSpecs is writing back (I7 skips it meanwhile).
+	// restoring is the desire whose write or delete the table has and the world may not know
+	// yet (restoreSpecs, removeSpec): I7 skips it meanwhile.
 	restoring string
 	// specMu orders the writes of the specs tables' clock (Table.clock) between the world's
 	// goroutine and a worker's (swapDeleteForApply).
@@ -729,6 +730,8 @@ func (w *world) content(id string, created time.Time, version int64) string {
 
 // writeApply creates the ApplyDesire id or puts its next version.
 func (w *world) writeApply(ctx context.Context, id string) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	cur, err := w.specs.Get(ctx, id)
 	switch {
 	case IsNotFoundError(err):
@@ -738,12 +741,9 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	default:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = json.RawMessage([]byte(w.content(id, cur.CreateTime, cur.Version+1)))
-		clock := w.backendClock()
-		w.specMu.Lock()
-		w.specs.clock = clock
+		w.specs.clock = w.backendClock()
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
-		w.specMu.Unlock()
 		if err != nil {
 			w.t.Fatalf("seed %d: replace spec: %v", w.seed, err)
 		}
@@ -756,11 +756,9 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
-	w.specMu.Lock()
 	w.specs.clock = func() time.Time { return now }
 	at := w.tick()
 	stored, err := w.specs.Create(ctx, d)
-	w.specMu.Unlock()
 	if err != nil {
 		w.t.Fatalf("seed %d: create spec: %v", w.seed, err)
 	}
@@ -772,6 +770,8 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 }
 
 func (w *world) writeDelete(ctx context.Context, id string) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	d := &DeleteDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: invNamespace, Name: fmt.Sprintf("o%d", w.rng.Intn(invObjects))}
@@ -821,11 +821,16 @@ func (w *world) recordSpec(id string, created, updated time.Time, version, at in
 }
 
 func (w *world) removeSpec(ctx context.Context) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	id := w.existingSpec()
 	if id == "" {
 		return
 	}
 	var err error
+	w.mu.Lock()
+	w.restoring = id // no heartbeat is judged on it until the world knows it is gone
+	w.mu.Unlock()
 	at := w.tick()
 	if id[0] == 'a' {
 		err = w.specs.Delete(ctx, id)
@@ -839,12 +844,15 @@ func (w *world) removeSpec(ctx context.Context) {
 	w.mu.Lock()
 	w.incs[id][len(w.incs[id])-1].deleted = true
 	w.incs[id][len(w.incs[id])-1].deletedAt = at
+	w.restoring = ""
 	w.mu.Unlock()
 }
 
 // recreate deletes an ApplyDesire and creates it again at once (the REMOVE and the INSERT may
 // merge in the workqueue), with a backend clock right, behind or ahead.
 func (w *world) recreate(ctx context.Context) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	id := w.existingSpec()
 	if id == "" || id[0] != 'a' {
 		return
@@ -894,6 +902,8 @@ func (w *world) deleteStatusBehindTheApplier() {
 // created after S are gone. (Desires deleted since S stay deleted: a restore that brings one
 // back is a new write of an old incarnation, which the recreate step already covers.)
 func (w *world) restoreSpecs(ctx context.Context) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	at := w.clock.Load()
 	if at < 2 {
 		return
@@ -993,6 +1003,26 @@ func (w *world) toggleRogue() {
 // spec write.
 func (w *world) swapDeleteForApply(name string) {
 	ctx := context.Background()
+	m, ok := w.swapSpecs(ctx, name)
+	if !ok {
+		return
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		evs := w.objects[name]
+		landed := len(evs) > 0 && evs[len(evs)-1].applied && evs[len(evs)-1].marker == m
+		w.mu.Unlock()
+		if landed {
+			return
+		}
+	}
+}
+
+// swapSpecs makes the spec writes of swapDeleteForApply, as one step of the world's specs
+// (specMu), and returns the marker the ApplyDesire's apply will carry.
+func (w *world) swapSpecs(ctx context.Context, name string) (string, bool) {
+	w.specMu.Lock()
+	defer w.specMu.Unlock()
 	for _, id := range []string{"d0", "d1"} {
 		w.mu.Lock()
 		incs := w.incs[id]
@@ -1024,27 +1054,17 @@ func (w *world) swapDeleteForApply(name string) {
 	case err == nil:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = json.RawMessage(w.content(id, cur.CreateTime, cur.Version+1))
-		w.specMu.Lock()
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
-		w.specMu.Unlock()
 		if err != nil {
-			return
+			return "", false
 		}
 		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
 		m = marker(id, cur.CreateTime, stored.Version)
 	default:
-		return
+		return "", false
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		w.mu.Lock()
-		evs := w.objects[name]
-		landed := len(evs) > 0 && evs[len(evs)-1].applied && evs[len(evs)-1].marker == m
-		w.mu.Unlock()
-		if landed {
-			return
-		}
-	}
+	return m, true
 }
 
 // snapshotStatuses saves the status tables as they are now, for a later restoreStatuses.

@@ -33,8 +33,11 @@ func TestSpecTakenBackToALowerVersion(t *testing.T) {
 	answered := func(v int64) func() bool {
 		return func() bool {
 			st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+			if st == nil {
+				return false
+			}
 			c := condition(st, ConditionSuccessful)
-			return st != nil && st.Status.ObservedSpecVersion() == v && c.Status == ConditionTrue && c.ObservedGeneration == v
+			return st.Status.ObservedSpecVersion() == v && c.Status == ConditionTrue && c.ObservedGeneration == v
 		}
 	}
 	o.put(t, spec(3))
@@ -49,6 +52,9 @@ func TestSpecTakenBackToALowerVersion(t *testing.T) {
 	waitFor(t, 10*time.Second, "version 2 applied and answered", func() bool { return liveV() == "2" && answered(2)() },
 		func() string {
 			st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+			if st == nil {
+				return "live v=" + liveV() + ", no status"
+			}
 			return fmt.Sprintf("live v=%s, status answers %d: %+v", liveV(), st.Status.ObservedSpecVersion(), condition(st, ConditionSuccessful))
 		})
 }
@@ -77,8 +83,12 @@ func TestSameVersionOtherContentAfterRestore(t *testing.T) {
 	}
 	answered := func(upd time.Time) bool {
 		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a")
+		if st == nil {
+			return false
+		}
 		c := condition(st, ConditionSuccessful)
-		return st != nil && c.Status == ConditionTrue && c.ObservedGeneration == 3 && func() bool { u, _ := st.Status.ObservedTimes(); return u.Equal(upd) }()
+		u, _ := st.Status.ObservedTimes()
+		return c.Status == ConditionTrue && c.ObservedGeneration == 3 && u.Equal(upd)
 	}
 	u1 := created.Add(3 * time.Minute)
 	o.put(t, spec(3, "3", u1))
