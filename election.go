@@ -31,9 +31,10 @@ func (a *Applier) runWithLeaderElection(ctx context.Context) error {
 // leadWon leads the terms of a won election: each one's number is taken from DynamoDB
 // (takeTerm), so it only grows whatever happens to the Lease; its calls are fenced by the
 // lease (won). First the start-up check runs again (termStartupCheck): this replica may have
-// lost DynamoDB while it stood by. An error (the check kept failing, the term could not be
-// taken, or a live leader holds a newer term met) gives the lease up; the campaign then
-// rejoins once the check passes (rejoin).
+// lost DynamoDB while it stood by. An error (the check kept failing, or the term could not be
+// taken) gives the lease up, and the campaign rejoins once the check passes (rejoin); a newer
+// term met is followed by a term above it, at once or once its live leader's heartbeat is
+// overdue (leadOn), the lease kept meanwhile.
 func (a *Applier) leadWon(ctx context.Context, won lease.Won) error {
 	if err := a.termStartupCheck(ctx); err != nil || ctx.Err() != nil {
 		return err
