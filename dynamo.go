@@ -191,15 +191,15 @@ func (t *Table[T]) listVersions(ctx context.Context) (map[string]controller.Stam
 
 // listIndexStamps is listVersions read from the status check's GSI (StatusCheckIndexName),
 // billed by its ~200-byte index items instead of the statuses. A GSI is eventually consistent:
-// a write of the last seconds may show its older stamp, or be missing. Any failure wraps
-// controller.ErrNoCheckIndex, so the check falls back to the table's Scan: no index, one not
-// ACTIVE yet (ValidationException), or a Scan of the index the IAM policy does not allow (a
-// policy naming the tables' ARNs exactly, which served releases before the index).
+// a write of the last seconds may show its older stamp, or be missing. On any failure the
+// check falls back to the table's Scan (Controller.listStamps): no index, one not ACTIVE yet
+// (ValidationException), or a Scan of the index the IAM policy does not allow (a policy naming
+// the tables' ARNs exactly, which served releases before the index).
 func (t *Table[T]) listIndexStamps(ctx context.Context) (map[string]controller.Stamp, error) {
 	stamps, err := t.scanStamps(ctx, dynamodb.ScanInput{TableName: &t.name, IndexName: aws.String(StatusCheckIndexName),
 		ConsistentRead: aws.Bool(false)})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", controller.ErrNoCheckIndex, err)
+		return nil, fmt.Errorf("index %s of %s: %w", StatusCheckIndexName, t.name, err)
 	}
 	return stamps, nil
 }

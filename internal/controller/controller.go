@@ -84,7 +84,8 @@ type Config[T api.Desire] struct {
 	// billed by the items' full size) for the periodic check of the status cache; nil: no check.
 	ListStamps func(ctx context.Context) (map[string]Stamp, error)
 	// ListIndexStamps reads the same stamps from the status check's narrow GSI (billed by its
-	// ~200-byte items), an error wrapping ErrNoCheckIndex without one; nil: ListStamps only.
+	// ~200-byte items); on any error (no index, not ACTIVE, denied) the check falls back to
+	// ListStamps; nil: ListStamps only.
 	ListIndexStamps func(ctx context.Context) (map[string]Stamp, error)
 	Reconciler      Reconciler[T]
 	// Forget drops what the default reconciler holds for a desire (watch registrations,
@@ -385,7 +386,7 @@ func (c *Controller[T]) listStamps(ctx context.Context, w *StatusWriter[T]) (sta
 			why = fmt.Sprintf("%d statuses were stored without `shard` (by an earlier release) and are in no index", n)
 		} else {
 			// Any failure falls back to the table's Scan: no index, one not ACTIVE yet, or an
-			// IAM policy that allows the tables but not their indexes (ErrNoCheckIndex or not).
+			// IAM policy that allows the tables but not their indexes.
 			stamps, err := c.ListIndexStamps(ctx)
 			if err == nil {
 				c.noteCheckSource("")

@@ -53,10 +53,6 @@ func (st Stamp) is(m *api.DynamoDBMetadata) bool {
 	return err == nil && u.Equal(m.UpdateTime)
 }
 
-// ErrNoCheckIndex: the status table has no usable index for the status check (none, or not
-// ACTIVE yet); the check Scans the table instead (Config.ListStamps).
-var ErrNoCheckIndex = errors.New("the status table has no ACTIVE status-check index")
-
 // DefaultReconcileTime bounds one reconcile with its status write when Config does not.
 const DefaultReconcileTime = 30 * time.Second
 
