@@ -1,5 +1,9 @@
 package main
 
+// fairness: while one clusterID gets a burst of new desires, another clusterID's single
+// changes (one every -change-every) must reach Successful quickly. Run with the FIFO queue
+// (--fifo-queue) and with the fair queue, in this run, on the same tables.
+
 import (
 	"context"
 	"errors"
@@ -10,14 +14,8 @@ import (
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
-
-// ---------------------------------------------------------------------------------------
-// fairness: while one clusterID gets a burst of new desires, another clusterID's single
-// changes (one every -change-every) must reach Successful quickly. Run with the FIFO queue
-// (--fifo-queue) and with the fair queue, in this run, on the same tables.
 
 // fairRun is one burst with one queue.
 type fairRun struct {
@@ -271,15 +269,4 @@ func (b *bench) readWritten(ctx context.Context, status *kubeapplier.Table[*kube
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func mean(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
 }

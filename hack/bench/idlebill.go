@@ -1,11 +1,5 @@
 package main
 
-// idlebill (only with -only idlebill): what an idle applier reads from DynamoDB in an hour,
-// in read units, at the mix of issue #37 item 7: N ApplyDesires of ~1 KB and R ReadDesires of
-// ~100 KB objects (ConfigMaps "big-NNNNN" of -idlebill-bytes). The units are those the applier
-// itself counts from DynamoDB's answers (kube_applier_dynamodb_read_units_total, asked with
-// ReturnConsumedCapacity), scraped over an idle window of -idlebill-window.
-
 import (
 	"context"
 	"fmt"
@@ -17,11 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // billResync is each kind's resync period, the applier's defaults (options.go: the bench

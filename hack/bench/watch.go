@@ -8,17 +8,13 @@ import (
 	"sync"
 	"time"
 
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/api"
 )
-
-var deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 // scenarioWatch measures what the watched targets bring (issue #16), on the N applied
 // ConfigMaps and a few Deployments and finalized ConfigMaps of its own:
@@ -46,18 +42,6 @@ func (b *bench) scenarioWatch(ctx context.Context) error {
 		return err
 	}
 	return b.namespaceRows(ctx)
-}
-
-// poll calls cond every interval until it holds or timeout passes.
-func poll(ctx context.Context, interval, timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(interval)
-	}
-	return true
 }
 
 func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {

@@ -1,154 +1,5 @@
 package main
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"math"
-	"os"
-	"sort"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
-)
-
-func tableInput(name string) *dynamodb.DescribeTableInput {
-	return &dynamodb.DescribeTableInput{TableName: aws.String(name)}
-}
-
-func sortStrings(s []string) { sort.Strings(s) }
-
-// primePlainDB gives the plain loop a database in the state the applier's is in during the
-// bulk scenario. DynamoDB Local slows every operation of a database by the stream records it
-// holds (measured here: PutItem ~3x slower with 10k records); the applier's database holds
-// the N records of its spec writes from the first seconds of the bulk window on. So the plain
-// loop runs in a database of its own (another access key) holding N such records too: the
-// same N items written into a specs table with a stream.
-func (b *bench) primePlainDB(ctx context.Context, items []map[string]ddbtypes.AttributeValue) error {
-	db, _, err := b.newDynamo(ctx, b.plainKey, &reqcount.Counts{})
-	if err != nil {
-		return err
-	}
-	if _, err := kubeapplier.EnsureTables(ctx, db, b.basePrefix, cluster); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if err := batchWrite(ctx, db, b.table(b.basePrefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire), items, 8); err != nil {
-		return err
-	}
-	b.logf("plain loop database primed with %d stream records (%s)", len(items), time.Since(t0).Round(time.Millisecond))
-	return nil
-}
-
-// ---------------------------------------------------------------------------------------
-// The plain loop: the limit of this machine for "server-side apply, then PutItem the
-// status", with the applier's concurrency and client-side QPS, no DynamoDB Streams, no
-// informer, no status read.
-
-func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, error) {
-	var kc, dc reqcount.Counts
-	dyn, err := dynamic.NewForConfig(b.kubeConfig(b.baseRest, float32(b.cfg.qps), b.cfg.burst, &kc))
-	if err != nil {
-		return 0, err
-	}
-	ddb, _, err := b.newDynamo(ctx, b.plainKey, &dc)
-	if err != nil {
-		return 0, err
-	}
-	kube := kubeapplier.DynamicKube{Client: dyn}
-	table := aws.String(b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
-	b.logf("plain loop %s: %d x (SSA + PutItem status), %d workers, QPS %g/%d", tag, n, b.cfg.workers, b.cfg.qps, b.cfg.burst)
-	jobs := make(chan int)
-	errc := make(chan error, b.cfg.workers)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	cpu0, stack0 := selfCPU(), b.stackCPU()
-	var applyNanos, putNanos atomic.Int64 // summed latencies: which side slows down
-	for range b.cfg.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				name := fmt.Sprintf("plain-%s-%05d", tag, i)
-				var obj unstructured.Unstructured
-				if err := json.Unmarshal(b.configMap(name, 0), &obj.Object); err != nil {
-					errc <- err
-					return
-				}
-				obj.SetLabels(map[string]string{"app": benchName, plainLabel: "true"})
-				ta := time.Now()
-				live, err := kube.Apply(ctx, cmGVR, &obj, kubeapplier.DefaultFieldManager)
-				applyNanos.Add(int64(time.Since(ta)))
-				if err != nil {
-					errc <- fmt.Errorf("plain loop apply %s: %w", name, err)
-					return
-				}
-				d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
-				d.Spec.KubeContent = nil
-				d.Status.AppliedResourceGeneration = live.GetGeneration()
-				d.Status.Conditions = kubeapplier.Applied(live.GetGeneration(), "applied ConfigMap "+b.ns+"/"+name).Conditions(d.Version, time.Now())
-				item, err := kubeapplier.EncodeItem(d)
-				if err != nil {
-					errc <- err
-					return
-				}
-				tp := time.Now()
-				_, err = ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: item})
-				putNanos.Add(int64(time.Since(tp)))
-				if err != nil {
-					errc <- fmt.Errorf("plain loop put %s: %w", name, err)
-					return
-				}
-			}
-		}()
-	}
-	var ferr error
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case ferr = <-errc:
-			break feed
-		case <-ctx.Done():
-			ferr = ctx.Err()
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if ferr == nil {
-		select {
-		case ferr = <-errc:
-		default:
-		}
-	}
-	if ferr != nil {
-		return 0, ferr
-	}
-	dur := time.Since(t0)
-	rate := float64(n) / dur.Seconds()
-	applyMS, putMS := ms(time.Duration(applyNanos.Load()))/float64(n), ms(time.Duration(putNanos.Load()))/float64(n)
-	b.details["plain_loop_"+tag] = map[string]any{"seconds": dur.Seconds(), "per_s": rate, "harness_cpu_seconds": selfCPU() - cpu0,
-		"mean_apply_ms": applyMS, "mean_putitem_ms": putMS, "cpu_ms_per_item": cpuPerItem(stack0, b.stackCPU(), n),
-		"kube_requests": kc.Snapshot(), "dynamodb_requests": dc.Snapshot()}
-	b.logf("plain loop %s: %d in %s (%.0f/s; mean apply %.1f ms, PutItem %.1f ms)", tag, n, dur.Round(time.Millisecond), rate, applyMS, putMS)
-	return rate, nil
-}
-
-// ---------------------------------------------------------------------------------------
 // The poll-and-iterate baseline: the original design Scans the specs table every 180 s and
 // applies every item in turn under a 50 qps client limit, writing each status.
 //
@@ -164,6 +15,22 @@ feed:
 //     N/r): a pass longer than the period starts the next one late), then for the Scan and
 //     the items before it: latency = U(0,C) + Scan + (position+1)/r. It is evaluated for the
 //     positions of the latency scenario's samples, 200 draws of U each.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
 
 type pollResult struct {
 	FullScanSeconds     float64 `json:"full_scan_seconds"`
@@ -189,35 +56,6 @@ type pollResult struct {
 	IdleWritesPerS      float64 `json:"idle_writes_per_s"`
 	KubeRequests        any     `json:"kube_requests"`
 	DynamoRequests      any     `json:"dynamodb_requests"`
-}
-
-type pollLoop struct {
-	b       *bench
-	rec     kubeapplier.Reconciler[*kubeapplier.ApplyDesire]
-	ddb     *dynamodb.Client
-	table   string
-	status  *kubeapplier.Table[*kubeapplier.ApplyDesire]
-	m       int
-	period  time.Duration
-	kc, dc  *reqcount.Counts
-	mu      sync.Mutex
-	applied map[string][]appliedAt
-	passes  []passStat
-	err     error
-}
-
-type appliedAt struct {
-	version int64
-	at      time.Time
-}
-
-type passStat struct {
-	scan     time.Duration
-	iter     time.Duration
-	items    int
-	complete bool
-	kube     map[string]int64
-	ddb      map[string]int64
 }
 
 func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, error) {
@@ -432,148 +270,4 @@ func modelLatencies(b *bench, positions []int, cycle, scan, rate float64) []floa
 		}
 	}
 	return out
-}
-
-func (l *pollLoop) failed() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-func (l *pollLoop) appliedAfter(id string, version int64) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, a := range l.applied[id] {
-		if a.version >= version {
-			return a.at
-		}
-	}
-	return time.Time{}
-}
-
-// run is the original design's loop: every period, Scan (the first m items), then apply each
-// in turn and write its status; a pass longer than the period starts the next one at once.
-func (l *pollLoop) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		passStart := time.Now()
-		k0, d0 := l.kc.Snapshot(), l.dc.Snapshot()
-		items, _, err := scanDesires(ctx, l.ddb, l.table, l.m)
-		if err != nil {
-			if ctx.Err() == nil {
-				l.setErr(err)
-			}
-			return
-		}
-		ps := passStat{scan: time.Since(passStart), complete: true}
-		iterStart := time.Now()
-		for _, d := range items {
-			if ctx.Err() != nil {
-				ps.complete = false
-				break
-			}
-			if err := l.applyOne(ctx, d); err != nil {
-				if ctx.Err() == nil {
-					l.setErr(err)
-				}
-				return
-			}
-			ps.items++
-		}
-		ps.iter = time.Since(iterStart)
-		ps.kube, ps.ddb = reqcount.Diff(k0, l.kc.Snapshot()), reqcount.Diff(d0, l.dc.Snapshot())
-		l.mu.Lock()
-		l.passes = append(l.passes, ps)
-		l.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Until(passStart.Add(l.period))):
-		}
-	}
-}
-
-func (l *pollLoop) setErr(err error) {
-	l.mu.Lock()
-	l.err = err
-	l.mu.Unlock()
-}
-
-func (l *pollLoop) applyOne(ctx context.Context, d *kubeapplier.ApplyDesire) error {
-	d = d.DeepCopy()
-	v := l.rec.Reconcile(ctx, d)
-	next := d.DeepCopy()
-	next.Status.Conditions = v.Conditions(d.Version, time.Now())
-	next.Spec.KubeContent = nil
-	cur, err := l.status.Get(ctx, d.DocumentID)
-	switch {
-	case kubeapplier.IsNotFoundError(err):
-		next.DynamoDBMetadata = kubeapplier.DynamoDBMetadata{DocumentID: d.DocumentID}
-		_, err = l.status.Create(ctx, next)
-	case err != nil:
-	case sameApplyStatus(cur, next):
-	default:
-		next.DynamoDBMetadata = cur.DynamoDBMetadata
-		_, err = l.status.Replace(ctx, next)
-	}
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.applied[d.DocumentID] = append(l.applied[d.DocumentID], appliedAt{version: d.Version, at: time.Now()})
-	l.mu.Unlock()
-	return nil
-}
-
-func sameApplyStatus(a, b *kubeapplier.ApplyDesire) bool {
-	if a.Status.AppliedResourceGeneration != b.Status.AppliedResourceGeneration || len(a.Status.Conditions) != len(b.Status.Conditions) {
-		return false
-	}
-	for i, c := range a.Status.Conditions {
-		o := b.Status.Conditions[i]
-		if c.Type != o.Type || c.Status != o.Status || c.Reason != o.Reason || c.Message != o.Message || c.ObservedGeneration != o.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
-
-// scanDesires pages a consistent Scan of a specs table and decodes up to limit items (0: all).
-func scanDesires(ctx context.Context, db *dynamodb.Client, table string, limit int) ([]*kubeapplier.ApplyDesire, int, error) {
-	var (
-		out   []*kubeapplier.ApplyDesire
-		last  map[string]ddbtypes.AttributeValue
-		pages int
-	)
-	for {
-		// Pages of at most 1,000 items, as the applier's: DynamoDB Local reads the rest of the
-		// table for a page without a Limit (quadratic).
-		in := &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: last, ConsistentRead: aws.Bool(true), Limit: aws.Int32(1000)}
-		if limit > 0 {
-			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		}
-		page, err := db.Scan(ctx, in)
-		if err != nil {
-			return nil, pages, fmt.Errorf("scan %s: %w", table, err)
-		}
-		pages++
-		for _, item := range page.Items {
-			d := &kubeapplier.ApplyDesire{}
-			if err := kubeapplier.DecodeItem(item, d); err != nil {
-				return nil, pages, err
-			}
-			out = append(out, d)
-		}
-		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
-			return out, pages, nil
-		}
-		last = page.LastEvaluatedKey
-	}
-}
-
-// selfCPU is this process's CPU time (user + system), in seconds.
-func selfCPU() float64 {
-	s, err := readProc(os.Getpid())
-	if err != nil {
-		return 0
-	}
-	return s.CPUSeconds
 }
