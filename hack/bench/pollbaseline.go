@@ -24,6 +24,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 	"k8s.io/client-go/discovery"
@@ -32,6 +33,8 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
+// pollResult is what the poll-and-iterate baseline measured and modelled (result.json's
+// details.poll_baseline).
 type pollResult struct {
 	FullScanSeconds     float64 `json:"full_scan_seconds"`
 	FullScanPages       int     `json:"full_scan_pages"`
@@ -58,26 +61,13 @@ type pollResult struct {
 	DynamoRequests      any     `json:"dynamodb_requests"`
 }
 
+// pollBaseline measures the poll-and-iterate design (see the file comment) and returns its
+// model's latencies for the latency scenario's picks, and its costs per item and when idle.
 func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, error) {
 	n, k := b.cfg.desires, b.cfg.pollScale
 	var kc, dc reqcount.Counts
-	ddb, _, err := b.newDynamo(ctx, b.accessKey, &dc)
+	ddb, rec, err := b.pollClients(ctx, &kc, &dc)
 	if err != nil {
-		return nil, err
-	}
-	// Burst 1: the sustained rate. A burst would let the small scaled run go faster than
-	// the full-size loop ever does.
-	kcfg := b.kubeConfig(b.baseRest, float32(b.cfg.pollQPS), 1, &kc)
-	dyn, err := dynamic.NewForConfig(kcfg)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(kcfg)
-	if err != nil {
-		return nil, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	if _, err := mapper.RESTMapping(cmGVR.GroupVersion().WithKind("ConfigMap").GroupKind(), "v1"); err != nil {
 		return nil, err
 	}
 	specsTable := b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
@@ -98,58 +88,85 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	m := int(math.Ceil(float64(n) / float64(k)))
 	period := b.cfg.pollPeriod / time.Duration(k)
 	res.ScaledPeriod, res.ScaledItems = period.String(), m
-	loop := &pollLoop{b: b, ddb: ddb, table: specsTable, m: m, period: period, kc: &kc, dc: &dc,
-		rec:     kubeapplier.NewApplyReconciler(kubeapplier.DynamicKube{Client: dyn}, mapper, kubeapplier.DefaultFieldManager),
+	loop := &pollLoop{b: b, ddb: ddb, table: specsTable, m: m, period: period, kc: &kc, dc: &dc, rec: rec,
 		status:  kubeapplier.NewTable[*kubeapplier.ApplyDesire](ddb, b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire)),
 		applied: map[string][]appliedAt{}}
 	b.logf("poll baseline: real loop at 1/%d scale: period %s, %d items, %g qps, %d changes", k, period, m, b.cfg.pollQPS, b.cfg.pollSamples)
+	changes, measured, err := b.runPollLoop(ctx, loop, full)
+	if err != nil {
+		return nil, err
+	}
+	steadyItems, err := res.passCosts(loop.passes)
+	if err != nil {
+		return nil, err
+	}
+	res.KubeRequests, res.DynamoRequests = kc.Snapshot(), dc.Snapshot()
+	var fullPos []int
+	for _, i := range picks {
+		fullPos = append(fullPos, pos[b.ids[i]])
+	}
+	b.pollModel(res, loop, changes, measured, fullPos)
+	res.idleCosts(n, steadyItems, len(changes))
+	b.details["poll_baseline"] = res
+	r := res.RatePerS
+	b.logf("poll baseline: %.1f items/s; scaled run: measured p50 %.0f ms vs model %.0f ms; full scale (N=%d): pass %.0f s, cycle %.0f s, model p50 %.1f s, p99 %.1f s",
+		r, res.ScaledMeasuredP50MS, res.ScaledModelP50MS, n, res.PassSeconds, res.CycleSeconds, res.ModelP50MS/1000, res.ModelP99MS/1000)
+	b.notes = append(b.notes, fmt.Sprintf("latency baseline: the original poll-and-iterate design (Scan every %s, %g qps), modelled as "+
+		"U(0, cycle) + Scan + (position+1)/rate with the full Scan (%.2f s) and the item rate (%.1f/s) measured in this run; "+
+		"cycle = max(period, Scan + N/rate) = %.0f s. A real run of that loop at 1/%d scale measured p50 %.0f ms against the model's %.0f ms there.",
+		b.cfg.pollPeriod, b.cfg.pollQPS, res.FullScanSeconds, r, res.CycleSeconds, k, res.ScaledMeasuredP50MS, res.ScaledModelP50MS))
+	return res, nil
+}
+
+// pollClients are the original design's clients: DynamoDB counting into dc, and an
+// ApplyReconciler whose kube client counts into kc, at -poll-qps with burst 1.
+func (b *bench) pollClients(ctx context.Context, kc, dc *reqcount.Counts) (*dynamodb.Client, kubeapplier.Reconciler[*kubeapplier.ApplyDesire], error) {
+	ddb, _, err := b.newDynamo(ctx, b.accessKey, dc)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Burst 1: the sustained rate. A burst would let the small scaled run go faster than
+	// the full-size loop ever does.
+	kcfg := b.kubeConfig(b.baseRest, float32(b.cfg.pollQPS), 1, kc)
+	dyn, err := dynamic.NewForConfig(kcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(kcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	if _, err := mapper.RESTMapping(cmGVR.GroupVersion().WithKind("ConfigMap").GroupKind(), "v1"); err != nil {
+		return nil, nil, err
+	}
+	return ddb, kubeapplier.NewApplyReconciler(kubeapplier.DynamicKube{Client: dyn}, mapper, kubeapplier.DefaultFieldManager), nil
+}
+
+// pollChange is one spec change of the scaled run: the item, its position in the full Scan,
+// the version written and when its PutItem returned.
+type pollChange struct {
+	id      string
+	pos     int
+	version int64
+	put     time.Time
+}
+
+// runPollLoop runs the scaled loop while -poll-samples specs change, until it applied every
+// change (or a deadline); it returns the changes and each one's latency in ms (+Inf: not
+// applied).
+func (b *bench) runPollLoop(ctx context.Context, loop *pollLoop, full []*kubeapplier.ApplyDesire) ([]pollChange, []float64, error) {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
 	go func() { loop.run(loopCtx); close(loopDone) }()
-
-	// Changes at random times over the first two periods, to items the scaled loop covers.
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, specsTable)
-	type change struct {
-		id      string
-		pos     int
-		version int64
-		put     time.Time
-	}
-	var changes []change
-	offsets := make([]time.Duration, b.cfg.pollSamples)
-	for j := range offsets {
-		offsets[j] = 500*time.Millisecond + time.Duration(b.rng.Float64()*float64(2*period))
-	}
-	sort.Slice(offsets, func(i, j int) bool { return offsets[i] < offsets[j] })
-	perm := b.rng.Perm(m)
-	start := time.Now()
-	for j, off := range offsets {
-		select {
-		case <-ctx.Done():
-			stopLoop()
-			return nil, ctx.Err()
-		case <-time.After(time.Until(start.Add(off))):
-		}
-		p := perm[j%m]
-		id := full[p].DocumentID
-		i := b.idIndex[id]
-		b.mu.Lock()
-		v := b.versions[i]
-		b.mu.Unlock()
-		out, err := specs.Replace(ctx, b.applyDesire(id, b.cmName(i), 1000+j, v, b.createTime))
-		if err != nil {
-			stopLoop()
-			return nil, err
-		}
-		put := time.Now()
-		b.mu.Lock()
-		b.versions[i] = out.Version
-		b.mu.Unlock()
-		changes = append(changes, change{id: id, pos: p, version: out.Version, put: put})
+	changes, err := b.pollChanges(ctx, full, loop.m, loop.period)
+	if err != nil {
+		stopLoop()
+		return nil, nil, err
 	}
 	// Wait until the loop applied every change (a change can wait up to two cycles).
-	expectPass := time.Duration(float64(m)/b.cfg.pollQPS*float64(time.Second)) + 5*time.Second
-	deadline := time.Now().Add(3*max(period, expectPass) + 30*time.Second)
+	expectPass := time.Duration(float64(loop.m)/b.cfg.pollQPS*float64(time.Second)) + 5*time.Second
+	deadline := time.Now().Add(3*max(loop.period, expectPass) + 30*time.Second)
 	measured := make([]float64, len(changes))
 	for {
 		pending := 0
@@ -169,16 +186,57 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	stopLoop()
 	<-loopDone
 	if err := loop.failed(); err != nil {
-		return nil, fmt.Errorf("poll loop: %w", err)
+		return nil, nil, fmt.Errorf("poll loop: %w", err)
 	}
+	return changes, measured, nil
+}
 
-	// Rate and request costs, from the loop's passes (the first one creates every status
-	// document, so the costs per item come from the later ones).
+// pollChanges changes -poll-samples specs at random times over the first two periods, to
+// items the scaled loop covers (the first m of the full Scan).
+func (b *bench) pollChanges(ctx context.Context, full []*kubeapplier.ApplyDesire, m int, period time.Duration) ([]pollChange, error) {
+	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	var changes []pollChange
+	offsets := make([]time.Duration, b.cfg.pollSamples)
+	for j := range offsets {
+		offsets[j] = 500*time.Millisecond + time.Duration(b.rng.Float64()*float64(2*period))
+	}
+	sort.Slice(offsets, func(i, j int) bool { return offsets[i] < offsets[j] })
+	perm := b.rng.Perm(m)
+	start := time.Now()
+	for j, off := range offsets {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Until(start.Add(off))):
+		}
+		p := perm[j%m]
+		id := full[p].DocumentID
+		i := b.idIndex[id]
+		b.mu.Lock()
+		v := b.versions[i]
+		b.mu.Unlock()
+		out, err := specs.Replace(ctx, b.applyDesire(id, b.cmName(i), 1000+j, v, b.createTime))
+		if err != nil {
+			return nil, err
+		}
+		put := time.Now()
+		b.mu.Lock()
+		b.versions[i] = out.Version
+		b.mu.Unlock()
+		changes = append(changes, pollChange{id: id, pos: p, version: out.Version, put: put})
+	}
+	return changes, nil
+}
+
+// passCosts sets the loop's item rate and request costs from its passes (the first one
+// creates every status document, so the costs per item come from the later ones) and
+// returns the items of those later passes.
+func (res *pollResult) passCosts(passes []passStat) (steadyItems int, err error) {
 	var items int
 	var iter, scan time.Duration
 	kubeSteady, ddbSteady := map[string]int64{}, map[string]int64{}
-	steadyItems, scans := 0, 0
-	for i, p := range loop.passes {
+	scans := 0
+	for i, p := range passes {
 		items += p.items
 		iter += p.iter
 		if p.complete {
@@ -196,10 +254,9 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 		}
 	}
 	if items == 0 || iter <= 0 {
-		return nil, errors.New("poll loop applied nothing")
+		return 0, errors.New("poll loop applied nothing")
 	}
-	r := float64(items) / iter.Seconds()
-	res.RatePerS, res.ScaledPasses = r, len(loop.passes)
+	res.RatePerS, res.ScaledPasses = float64(items)/iter.Seconds(), len(passes)
 	if scans > 0 {
 		res.ScaledScanSeconds = scan.Seconds() / float64(scans)
 	}
@@ -221,12 +278,16 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 		}
 		res.KubePerItem, res.DynamoPerItem, res.WritesPerItem = kt/float64(steadyItems), dt/float64(steadyItems), wt/float64(steadyItems)
 	}
-	res.KubeRequests, res.DynamoRequests = kc.Snapshot(), dc.Snapshot()
+	return steadyItems, nil
+}
 
-	// The model, at the measured scale (check) and at full scale (the baseline).
+// pollModel evaluates the model at the measured scale (a check against the latencies
+// measured there) and at full scale for the positions fullPos (the baseline).
+func (b *bench) pollModel(res *pollResult, loop *pollLoop, changes []pollChange, measured []float64, fullPos []int) {
+	r := res.RatePerS
 	res.ScaledMeasuredMS = sanitize(measured)
 	res.ScaledMeasuredP50MS = percentile(measured, 50)
-	cycleS := math.Max(period.Seconds(), res.ScaledScanSeconds+float64(m)/r)
+	cycleS := math.Max(loop.period.Seconds(), res.ScaledScanSeconds+float64(loop.m)/r)
 	var scaledPos []int
 	for _, c := range changes {
 		scaledPos = append(scaledPos, c.pos)
@@ -234,31 +295,22 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	sm := modelLatencies(b, scaledPos, cycleS, res.ScaledScanSeconds, r)
 	res.ScaledModelP50MS, res.ScaledModelP99MS = percentile(sm, 50), percentile(sm, 99)
 
-	res.PassSeconds = res.FullScanSeconds + float64(n)/r
+	res.PassSeconds = res.FullScanSeconds + float64(b.cfg.desires)/r
 	res.CycleSeconds = math.Max(b.cfg.pollPeriod.Seconds(), res.PassSeconds)
-	var fullPos []int
-	for _, i := range picks {
-		fullPos = append(fullPos, pos[b.ids[i]])
-	}
 	fm := modelLatencies(b, fullPos, res.CycleSeconds, res.FullScanSeconds, r)
 	res.ModelP50MS, res.ModelP99MS = percentile(fm, 50), percentile(fm, 99)
+}
 
-	// What the original design costs while nothing changes: every item every cycle.
+// idleCosts sets what the original design costs at N items while nothing changes: every
+// item every cycle.
+func (res *pollResult) idleCosts(n, steadyItems, changes int) {
 	res.IdleKubePerS = res.KubePerItem * float64(n) / res.CycleSeconds
 	res.IdleDynamoPerS = (res.DynamoPerItem*float64(n) + float64(res.FullScanPages)) / res.CycleSeconds
 	res.IdleWritesPerS = 0
 	if steadyItems > 0 {
 		// Writes in the steady passes come from the changes measured here, not from idling.
-		res.IdleWritesPerS = math.Max(0, res.WritesPerItem*float64(steadyItems)-float64(len(changes))) / float64(steadyItems) * float64(n) / res.CycleSeconds
+		res.IdleWritesPerS = math.Max(0, res.WritesPerItem*float64(steadyItems)-float64(changes)) / float64(steadyItems) * float64(n) / res.CycleSeconds
 	}
-	b.details["poll_baseline"] = res
-	b.logf("poll baseline: %.1f items/s; scaled run: measured p50 %.0f ms vs model %.0f ms; full scale (N=%d): pass %.0f s, cycle %.0f s, model p50 %.1f s, p99 %.1f s",
-		r, res.ScaledMeasuredP50MS, res.ScaledModelP50MS, n, res.PassSeconds, res.CycleSeconds, res.ModelP50MS/1000, res.ModelP99MS/1000)
-	b.notes = append(b.notes, fmt.Sprintf("latency baseline: the original poll-and-iterate design (Scan every %s, %g qps), modelled as "+
-		"U(0, cycle) + Scan + (position+1)/rate with the full Scan (%.2f s) and the item rate (%.1f/s) measured in this run; "+
-		"cycle = max(period, Scan + N/rate) = %.0f s. A real run of that loop at 1/%d scale measured p50 %.0f ms against the model's %.0f ms there.",
-		b.cfg.pollPeriod, b.cfg.pollQPS, res.FullScanSeconds, r, res.CycleSeconds, k, res.ScaledMeasuredP50MS, res.ScaledModelP50MS))
-	return res, nil
 }
 
 // modelLatencies returns, in ms, 200 draws per position of U(0,cycle) + scan + (pos+1)/rate.
