@@ -12,37 +12,72 @@ import (
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
+// scenarioMemory adds R ReadDesires to the N ApplyDesires and measures what they cost.
 func (b *bench) scenarioMemory(ctx context.Context) error {
 	r := b.cfg.reads
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err
 	}
-	rssBefore := b.steadyRSS(ctx)
-	m0 := b.mustScrape(ctx)
-	heap0, gor0 := m0.sum("go_memstats_heap_inuse_bytes", nil), m0.sum("go_goroutines", nil)
-	lr0, rw0, err := b.configMapWatches(ctx)
-	if err != nil {
-		b.logf("apiserver metrics: %v", err)
-	}
+	var before, after memReading
+	before.rss = b.steadyRSS(ctx)
+	before.m = b.mustScrape(ctx)
+	b.readWatches(ctx, &before)
 	if b.cfg.profile {
 		// go tool pprof -diff_base memory.before.heap.pprof memory.heap.pprof: what R added.
 		b.saveProfile(ctx, "/debug/pprof/heap", "memory.before.heap.pprof", time.Minute)
 	}
+	synced, err := b.mirrorReads(ctx, r)
+	if err != nil {
+		return err
+	}
+	b.logf("memory: %d ReadDesires mirrored in %s", r, synced.Round(time.Millisecond))
+	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	after.rss = b.steadyRSS(ctx)
+	st := b.appStats()
+	after.m = b.mustScrape(ctx)
+	b.readWatches(ctx, &after)
+	if b.cfg.profile {
+		b.saveProfile(ctx, "/debug/pprof/heap", "memory.heap.pprof", time.Minute)
+		b.saveProfile(ctx, "/debug/pprof/goroutine", "memory.goroutine.pprof", time.Minute)
+	}
+	b.memoryRows(r, synced, before, after, st)
+	return nil
+}
+
+// memReading is the applier's memory and the apiserver's configmap watches at one time.
+type memReading struct {
+	rss                     int64    // KiB, after a forced GC
+	m                       promSnap // the applier's metrics
+	longrunning, registered float64  // configMapWatches
+}
+
+// readWatches reads the configmap watches the apiserver holds (logged, not fatal, on error).
+func (b *bench) readWatches(ctx context.Context, into *memReading) {
+	var err error
+	if into.longrunning, into.registered, err = b.configMapWatches(ctx); err != nil {
+		b.logf("apiserver metrics: %v", err)
+	}
+}
+
+// mirrorReads writes ReadDesires of the first r ConfigMaps and returns the time until every
+// one is mirrored: Successful=True at version 1 with the object in the status.
+func (b *bench) mirrorReads(ctx context.Context, r int) (time.Duration, error) {
 	items := make([]map[string]ddbtypes.AttributeValue, r)
 	for i := range r {
 		item, err := kubeapplier.EncodeItem(b.readDesire(i))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		items[i] = item
 	}
 	t0 := time.Now()
 	if err := batchWrite(ctx, b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindReadDesire), items, 8); err != nil {
-		return err
+		return 0, err
 	}
-	// Every ReadDesire mirrored: Successful=True at version 1 with the object in the status.
 	readStatus := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindReadDesire))
-	var synced time.Duration
 	for {
 		docs, err := readStatus.List(ctx)
 		ok := 0
@@ -54,36 +89,27 @@ func (b *bench) scenarioMemory(ctx context.Context) error {
 			}
 		}
 		if ok >= r {
-			synced = time.Since(t0)
-			break
+			return time.Since(t0), nil
 		}
 		if time.Since(t0) > 5*time.Minute {
-			return fmt.Errorf("memory: %d/%d ReadDesires mirrored after %s", ok, r, time.Since(t0).Round(time.Second))
+			return 0, fmt.Errorf("memory: %d/%d ReadDesires mirrored after %s", ok, r, time.Since(t0).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
-	b.logf("memory: %d ReadDesires mirrored in %s", r, synced.Round(time.Millisecond))
-	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
-		return err
-	}
-	time.Sleep(3 * time.Second)
-	rssAfter := b.steadyRSS(ctx)
-	st := b.appStats()
-	m1 := b.mustScrape(ctx)
+}
+
+// memoryRows records the memory scenario's details and rows.
+func (b *bench) memoryRows(r int, synced time.Duration, before, after memReading, st procStats) {
+	m0, m1 := before.m, after.m
+	rssBefore, rssAfter := before.rss, after.rss
+	lr0, rw0, lr1, rw1 := before.longrunning, before.registered, after.longrunning, after.registered
+	heap0, gor0 := m0.sum("go_memstats_heap_inuse_bytes", nil), m0.sum("go_goroutines", nil)
 	heap1, gor1 := m1.sum("go_memstats_heap_inuse_bytes", nil), m1.sum("go_goroutines", nil)
 	stack0, stack1 := m0.sum("go_memstats_stack_inuse_bytes", nil), m1.sum("go_memstats_stack_inuse_bytes", nil)
-	lr1, rw1, err := b.configMapWatches(ctx)
-	if err != nil {
-		b.logf("apiserver metrics: %v", err)
-	}
-	if b.cfg.profile {
-		b.saveProfile(ctx, "/debug/pprof/heap", "memory.heap.pprof", time.Minute)
-		b.saveProfile(ctx, "/debug/pprof/goroutine", "memory.goroutine.pprof", time.Minute)
-	}
 	perRead := math.NaN()
 	perReadHeap, perReadGor := math.NaN(), math.NaN()
 	if r > 0 {
@@ -108,5 +134,4 @@ func (b *bench) scenarioMemory(ctx context.Context) error {
 	b.add("memory", "configmap watches held (apiserver)", lr1, "", eq(lr0), &lr0,
 		fmt.Sprintf("apiserver_longrunning_requests WATCH; registered_watchers %g -> %g", rw0, rw1))
 	b.add("memory", "time to mirror all ReadDesires", synced.Seconds(), "s", nil, nil, "")
-	return nil
 }
