@@ -49,6 +49,8 @@ func (b *bench) primePlainDB(ctx context.Context, items []map[string]ddbtypes.At
 // plain loop run.
 const plainLabel = "kaa-bench-plain"
 
+// plainLoop runs the plain loop over n fresh ConfigMaps plain-<tag>-NNNNN ("a" before the
+// applier, "b" after) and returns its rate in items/s.
 func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, error) {
 	var kc, dc reqcount.Counts
 	dyn, err := dynamic.NewForConfig(b.kubeConfig(b.baseRest, float32(b.cfg.qps), b.cfg.burst, &kc))
@@ -59,48 +61,21 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 	if err != nil {
 		return 0, err
 	}
-	kube := kubeapplier.DynamicKube{Client: dyn}
-	table := aws.String(b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	w := &plainWorker{kube: kubeapplier.DynamicKube{Client: dyn}, ddb: ddb,
+		table: aws.String(b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))}
 	b.logf("plain loop %s: %d x (SSA + PutItem status), %d workers, QPS %g/%d", tag, n, b.cfg.workers, b.cfg.qps, b.cfg.burst)
 	jobs := make(chan int)
 	errc := make(chan error, b.cfg.workers)
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	cpu0, stack0 := selfCPU(), b.stackCPU()
-	var applyNanos, putNanos atomic.Int64 // summed latencies: which side slows down
 	for range b.cfg.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				name := fmt.Sprintf("plain-%s-%05d", tag, i)
-				var obj unstructured.Unstructured
-				if err := json.Unmarshal(b.configMap(name, 0), &obj.Object); err != nil {
+				if err := b.plainOne(ctx, w, tag, i); err != nil {
 					errc <- err
-					return
-				}
-				obj.SetLabels(map[string]string{"app": benchName, plainLabel: "true"})
-				ta := time.Now()
-				live, err := kube.Apply(ctx, cmGVR, &obj, kubeapplier.DefaultFieldManager)
-				applyNanos.Add(int64(time.Since(ta)))
-				if err != nil {
-					errc <- fmt.Errorf("plain loop apply %s: %w", name, err)
-					return
-				}
-				d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
-				d.Spec.KubeContent = nil
-				d.Status.AppliedResourceGeneration = live.GetGeneration()
-				d.Status.Conditions = kubeapplier.Applied(live.GetGeneration(), "applied ConfigMap "+b.ns+"/"+name).Conditions(d.Version, time.Now())
-				item, err := kubeapplier.EncodeItem(d)
-				if err != nil {
-					errc <- err
-					return
-				}
-				tp := time.Now()
-				_, err = ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: item})
-				putNanos.Add(int64(time.Since(tp)))
-				if err != nil {
-					errc <- fmt.Errorf("plain loop put %s: %w", name, err)
 					return
 				}
 			}
@@ -131,12 +106,51 @@ feed:
 	}
 	dur := time.Since(t0)
 	rate := float64(n) / dur.Seconds()
-	applyMS, putMS := ms(time.Duration(applyNanos.Load()))/float64(n), ms(time.Duration(putNanos.Load()))/float64(n)
+	applyMS, putMS := ms(time.Duration(w.applyNanos.Load()))/float64(n), ms(time.Duration(w.putNanos.Load()))/float64(n)
 	b.details["plain_loop_"+tag] = map[string]any{"seconds": dur.Seconds(), "per_s": rate, "harness_cpu_seconds": selfCPU() - cpu0,
 		"mean_apply_ms": applyMS, "mean_putitem_ms": putMS, "cpu_ms_per_item": cpuPerItem(stack0, b.stackCPU(), n),
 		"kube_requests": kc.Snapshot(), "dynamodb_requests": dc.Snapshot()}
 	b.logf("plain loop %s: %d in %s (%.0f/s; mean apply %.1f ms, PutItem %.1f ms)", tag, n, dur.Round(time.Millisecond), rate, applyMS, putMS)
 	return rate, nil
+}
+
+// plainWorker is what the plain loop's workers share: its clients and summed latencies.
+type plainWorker struct {
+	kube                 kubeapplier.DynamicKube
+	ddb                  *dynamodb.Client
+	table                *string      // the baseline's ApplyDesire status table
+	applyNanos, putNanos atomic.Int64 // summed latencies: which side slows down
+}
+
+// plainOne server-side applies ConfigMap plain-<tag>-<i>, then PutItems its status.
+func (b *bench) plainOne(ctx context.Context, w *plainWorker, tag string, i int) error {
+	name := fmt.Sprintf("plain-%s-%05d", tag, i)
+	var obj unstructured.Unstructured
+	if err := json.Unmarshal(b.configMap(name, 0), &obj.Object); err != nil {
+		return err
+	}
+	obj.SetLabels(map[string]string{"app": benchName, plainLabel: "true"})
+	ta := time.Now()
+	live, err := w.kube.Apply(ctx, cmGVR, &obj, kubeapplier.DefaultFieldManager)
+	w.applyNanos.Add(int64(time.Since(ta)))
+	if err != nil {
+		return fmt.Errorf("plain loop apply %s: %w", name, err)
+	}
+	d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
+	d.Spec.KubeContent = nil
+	d.Status.AppliedResourceGeneration = live.GetGeneration()
+	d.Status.Conditions = kubeapplier.Applied(live.GetGeneration(), "applied ConfigMap "+b.ns+"/"+name).Conditions(d.Version, time.Now())
+	item, err := kubeapplier.EncodeItem(d)
+	if err != nil {
+		return err
+	}
+	tp := time.Now()
+	_, err = w.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.table, Item: item})
+	w.putNanos.Add(int64(time.Since(tp)))
+	if err != nil {
+		return fmt.Errorf("plain loop put %s: %w", name, err)
+	}
+	return nil
 }
 
 // deletePlainObjects (sweep points only) deletes the plain loop's ConfigMaps after each of its
