@@ -22,44 +22,20 @@ type latSample struct {
 	WrittenMS  float64 `json:"written_ms"`  // the status document's updateTime (set just before its PutItem)
 }
 
+// scenarioLatency changes S synced desires one at a time and measures each change until its
+// status, against the poll-and-iterate baseline (not in a sweep).
 func (b *bench) scenarioLatency(ctx context.Context) error {
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err
 	}
 	s := b.cfg.samples
 	picks := b.rng.Perm(b.cfg.desires)[:s]
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
 	m0 := b.mustScrape(ctx)
 	cpu0 := b.appStats().CPUSeconds
-	results := make([]latSample, s)
-	var wg sync.WaitGroup
-	tick := time.NewTicker(b.cfg.changeEvery)
-	defer tick.Stop()
-	t0 := time.Now()
-	var errMu sync.Mutex
-	var firstErr error
-	for k, i := range picks {
-		if k > 0 {
-			<-tick.C
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second)
-			if err != nil {
-				errMu.Lock()
-				firstErr = errors.Join(firstErr, err)
-				errMu.Unlock()
-			}
-			results[k] = r
-		}()
+	results, window, err := b.latencySamples(ctx, picks)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	window := time.Since(t0)
 	cpu := b.appStats().CPUSeconds - cpu0
 	m1 := b.mustScrape(ctx)
 	var observed, written []float64
@@ -105,6 +81,42 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 	b.add("latency", "poll-loop baseline, scaled run: measured p50", base.ScaledMeasuredP50MS, "ms", nil, &base.ScaledModelP50MS,
 		fmt.Sprintf("1/%d scale: period %s, %d items; baseline column = model at that scale", b.cfg.pollScale, base.ScaledPeriod, base.ScaledItems))
 	return nil
+}
+
+// latencySamples changes the picked desires one per -change-every (content revision k+1 for
+// the k-th) and waits for each one's status; it returns the samples in pick order and the
+// time from the first change until the last sample ended.
+func (b *bench) latencySamples(ctx context.Context, picks []int) ([]latSample, time.Duration, error) {
+	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	results := make([]latSample, len(picks))
+	var wg sync.WaitGroup
+	tick := time.NewTicker(b.cfg.changeEvery)
+	defer tick.Stop()
+	t0 := time.Now()
+	var errMu sync.Mutex
+	var firstErr error
+	for k, i := range picks {
+		if k > 0 {
+			<-tick.C
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second)
+			if err != nil {
+				errMu.Lock()
+				firstErr = errors.Join(firstErr, err)
+				errMu.Unlock()
+			}
+			results[k] = r
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, 0, firstErr
+	}
+	return results, time.Since(t0), nil
 }
 
 // MarshalJSON writes timeouts (+Inf) as null.
