@@ -245,7 +245,7 @@ func (b *bench) bulkRows(run *bulkRun, plain []float64) {
 		fmt.Sprintf("plain loop (whole harness process): %.2f ms", plainCPUPerItem(b, n)))
 	// The 2 cores are shared: what every process spent per desire says what bounds the rate.
 	plainCPU := plainStackCPU(b)
-	b.add("bulk", "CPU per desire, all processes", sumCPU(run.cpu), "ms", nil, ptr(sumCPU(plainCPU)),
+	b.add("bulk", "CPU per desire, all processes", sumValues(run.cpu), "ms", nil, ptr(sumValues(plainCPU)),
 		"bulk "+cpuBreakdown(run.cpu, "ms")+"; plain loop "+cpuBreakdown(plainCPU, "ms"))
 }
 

@@ -148,7 +148,7 @@ func (b *bench) restartRows(run *restartRun) {
 	// /readyz does not wait for the Scan (readiness is reachability, for a leader and a standby):
 	// the term's sync is the library's own measure.
 	b.add("restart", "sync: stream positions + Scan (kube_applier_leader_sync_seconds)", m.sum("kube_applier_leader_sync_seconds", nil), "s", le(5), nil, "")
-	b.add("restart", "CPU in the pass, all processes", sumCPU(run.passCPU), "s", nil, nil,
+	b.add("restart", "CPU in the pass, all processes", sumValues(run.passCPU), "s", nil, nil,
 		fmt.Sprintf("%s; the cores %.0f %% busy from the kill to the pass's end", cpuBreakdown(run.passCPU, "s"), 100*run.busy))
 	b.add("restart", "peak RSS (VmHWM) of the new process", float64(st.HWMKiB)/mib, "MiB", le(200), nil, "")
 }

@@ -1,6 +1,6 @@
 package main
 
-// Small numeric helpers: percentiles, means, units.
+// Small helpers: units, percentiles, means and sums, reading numbers back from b.details.
 
 import (
 	"math"
@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
+// ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// mib is KiB per MiB.
 const mib = 1024.0
 
 // percentile returns the nearest-rank percentile p (0..100) of v (sorted copy); +Inf values
@@ -25,6 +27,7 @@ func percentile(v []float64, p float64) float64 {
 	return s[rank-1]
 }
 
+// mean is the arithmetic mean of v (NaN when empty).
 func mean(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
@@ -36,20 +39,13 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
+// sumValues adds the values of m (e.g. a cpuPerItem reading: all processes).
 func sumValues(m map[string]float64) float64 {
 	s := 0.0
 	for _, v := range m {
 		s += v
 	}
 	return s
-}
-
-func sumCPU(m map[string]float64) float64 {
-	var t float64
-	for _, v := range m {
-		t += v
-	}
-	return t
 }
 
 // toFloat reads a number stored in b.details (float64, int, int64; nil is NaN).
@@ -65,6 +61,8 @@ func toFloat(v any) float64 {
 	return math.NaN()
 }
 
+// mapOf is v as a map (nil when it is not one).
 func mapOf(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
+// sortStrings sorts s in place.
 func sortStrings(s []string) { sort.Strings(s) }
