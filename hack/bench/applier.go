@@ -82,6 +82,7 @@ func (b *bench) waitReady(ctx context.Context, p *applierProc, timeout time.Dura
 	return 0, fmt.Errorf("%s not ready after %s (see %s)", p.name, timeout, p.logPath)
 }
 
+// appStats reads the running applier's /proc (zero values, logged, on error).
 func (b *bench) appStats() procStats {
 	s, err := readProc(b.app.pid)
 	if err != nil {

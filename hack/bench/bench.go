@@ -164,6 +164,7 @@ func repoRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
+// randomString is n random lowercase letters and digits.
 func randomString(n int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 	out := make([]byte, n)
@@ -199,10 +200,12 @@ func (b *bench) newDynamo(ctx context.Context, accessKey string, counts *reqcoun
 	return ddb, st, nil
 }
 
+// logf writes a timestamped line to stderr.
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
+// table is the name of one of the tables of cluster under prefix.
 func (b *bench) table(prefix string, t kubeapplier.TableKind, k kubeapplier.DesireKind) string {
 	return kubeapplier.TableName(prefix, cluster, t, k)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// config is the run's parameters, from the flags (flags.go says what each one means).
 type config struct {
 	desires, reads, samples int
 	idle                    time.Duration

@@ -47,6 +47,8 @@ func fairnessModes(rounds int) []string {
 	return modes
 }
 
+// scenarioFairness runs the bursts in ABBA order of queues and compares the fair queue with
+// FIFO: the other clusterID's change latency and the burst's throughput.
 func (b *bench) scenarioFairness(ctx context.Context) error {
 	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
 	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))

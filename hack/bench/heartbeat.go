@@ -12,6 +12,8 @@ import (
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
+// scenarioHeartbeat counts the heartbeat writes of an idle applier over -heartbeat-window,
+// from its metrics and as a backend reads _heartbeat.
 func (b *bench) scenarioHeartbeat(ctx context.Context) error {
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
+// scenarioIdle measures an applier with nothing to do for -idle: requests, writes, CPU.
 func (b *bench) scenarioIdle(ctx context.Context) error {
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err
@@ -82,6 +83,7 @@ func (b *bench) scenarioIdle(ctx context.Context) error {
 	return nil
 }
 
+// formatOps spells request counts as rates per second, sorted: "GetRecords 1.20/s, ...".
 func formatOps(m map[string]float64, secs float64) string {
 	if len(m) == 0 {
 		return "none"

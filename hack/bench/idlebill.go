@@ -42,6 +42,8 @@ type checkBill struct {
 	PerHourAWS float64 `json:"aws_units_per_hour"`
 }
 
+// scenarioIdleBill adds R big ReadDesires, waits for quiet, and prices an idle window's reads
+// per hour.
 func (b *bench) scenarioIdleBill(ctx context.Context) error {
 	if err := b.writeBigReads(ctx); err != nil {
 		return err

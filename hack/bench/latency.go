@@ -15,6 +15,8 @@ import (
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
+// latSample is one spec change and when its status was seen and written, in ms after the
+// spec's PutItem returned (+Inf: not within the timeout).
 type latSample struct {
 	Index      int     `json:"index"`
 	Version    int64   `json:"version"`

@@ -25,6 +25,7 @@ func (b *bench) scrape(ctx context.Context) (promSnap, error) {
 	return parseProm(string(body)), nil
 }
 
+// mustScrape scrapes, retrying 10 times 200 ms apart; nil (logged) when it never succeeds.
 func (b *bench) mustScrape(ctx context.Context) promSnap {
 	for attempt := 0; ; attempt++ {
 		m, err := b.scrape(ctx)

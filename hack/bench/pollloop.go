@@ -12,6 +12,8 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
+// pollLoop is the original design's loop over the first m items of a specs table, and what
+// it did: when each item was applied, each pass's costs, its first error.
 type pollLoop struct {
 	b       *bench
 	rec     kubeapplier.Reconciler[*kubeapplier.ApplyDesire]

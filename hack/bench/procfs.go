@@ -29,6 +29,8 @@ var clkTck = func() float64 {
 	return 100
 }()
 
+// readProc reads pid's RSS, peak RSS and threads (/proc/PID/status) and CPU time
+// (/proc/PID/stat).
 func readProc(pid int) (procStats, error) {
 	var s procStats
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -149,6 +151,7 @@ func busyShare(busy0, all0, busy1, all1 float64) float64 {
 	return (busy1 - busy0) / (all1 - all0)
 }
 
+// loadavg is /proc/loadavg's 1, 5 and 15 minute averages ("" when unreadable).
 func loadavg() string {
 	raw, err := os.ReadFile("/proc/loadavg")
 	if err != nil {

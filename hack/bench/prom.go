@@ -9,14 +9,17 @@ import (
 
 // Prometheus text format, just enough of it.
 
+// promSample is one sample of the text format: name, labels and value.
 type promSample struct {
 	name   string
 	labels map[string]string
 	value  float64
 }
 
+// promSnap is one scrape's samples.
 type promSnap []promSample
 
+// parseProm reads the samples of text; lines it cannot read are skipped.
 func parseProm(text string) promSnap {
 	var out promSnap
 	for _, line := range strings.Split(text, "\n") {
@@ -115,6 +118,8 @@ func labelsMatch(have, want map[string]string) bool {
 	return true
 }
 
+// diffBy is after minus before of name's samples matching match, grouped by label; zero
+// differences are left out.
 func diffBy(before, after promSnap, name, label string, match map[string]string) map[string]float64 {
 	a, bb := after.by(name, label, match), before.by(name, label, match)
 	out := map[string]float64{}

@@ -153,6 +153,7 @@ func (b *bench) restartRows(run *restartRun) {
 	b.add("restart", "peak RSS (VmHWM) of the new process", float64(st.HWMKiB)/mib, "MiB", le(200), nil, "")
 }
 
+// formatWrites spells the kinds with status writes (created, replaced), sorted; "none".
 func formatWrites(perKind map[string]map[string]float64) string {
 	var parts []string
 	for k, m := range perKind {

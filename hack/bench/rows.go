@@ -34,6 +34,7 @@ func ge(v float64) *target { return &target{op: ">=", bound: v} }
 
 func eq(v float64) *target { return &target{op: "==", bound: v} }
 
+// check says whether v meets t (NaN never does).
 func check(t *target, v float64) bool {
 	if math.IsNaN(v) {
 		return false
@@ -69,6 +70,7 @@ func trimFloat(v float64) string {
 	return s
 }
 
+// formatValue spells v in unit as the table shows it (NaN: n/a, +Inf: timeout).
 func formatValue(v float64, unit string) string {
 	if math.IsNaN(v) {
 		return "n/a"

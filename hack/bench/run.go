@@ -10,6 +10,8 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
+// run sets up, starts the applier and runs the selected scenarios in order, counting the
+// harness's own requests of each.
 func (b *bench) run(ctx context.Context) error {
 	if err := b.setup(ctx); err != nil {
 		return err

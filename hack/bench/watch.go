@@ -45,6 +45,8 @@ func (b *bench) scenarioWatch(ctx context.Context) error {
 	return b.namespaceRows(ctx)
 }
 
+// driftRows measures drift repair (a kubectl-edit Update of an applied field) and the
+// re-creation of deleted ConfigMaps.
 func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
 	n := min(b.cfg.watchSamples, b.cfg.desires)
 	picks := b.rng.Perm(b.cfg.desires)[:n]
@@ -266,6 +268,8 @@ func (b *bench) churnStatus(ctx context.Context, res dynamic.ResourceInterface, 
 	return updates, failed
 }
 
+// finalizerRows measures DeleteDesires of ConfigMaps held by a finalizer: finalizer removed
+// -> Successful=True.
 func (b *bench) finalizerRows(ctx context.Context) error {
 	k := b.cfg.finalizerDeletes
 	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
