@@ -10,9 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
 // cleanup stops the applier and removes what the run created, each step bounded in time.

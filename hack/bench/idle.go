@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 

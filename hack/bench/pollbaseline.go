@@ -25,12 +25,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
 // pollResult is what the poll-and-iterate baseline measured and modelled (result.json's

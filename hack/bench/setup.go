@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
 // setup creates the tables, the namespace and builds the binary.

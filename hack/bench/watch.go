@@ -8,13 +8,14 @@ import (
 	"sync"
 	"time"
 
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // scenarioWatch measures what the watched targets bring (issue #16), on the N applied
