@@ -1,5 +1,9 @@
 package main
 
+// fairness: while one clusterID gets a burst of new desires, another clusterID's single
+// changes (one every -change-every) must reach Successful quickly. Run with the FIFO queue
+// (--fifo-queue) and with the fair queue, in this run, on the same tables.
+
 import (
 	"context"
 	"errors"
@@ -13,11 +17,6 @@ import (
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
-
-// ---------------------------------------------------------------------------------------
-// fairness: while one clusterID gets a burst of new desires, another clusterID's single
-// changes (one every -change-every) must reach Successful quickly. Run with the FIFO queue
-// (--fifo-queue) and with the fair queue, in this run, on the same tables.
 
 // fairRun is one burst with one queue.
 type fairRun struct {
@@ -49,6 +48,8 @@ func fairnessModes(rounds int) []string {
 	return modes
 }
 
+// scenarioFairness runs the bursts in ABBA order of queues and compares the fair queue with
+// FIFO: the other clusterID's change latency and the burst's throughput.
 func (b *bench) scenarioFairness(ctx context.Context) error {
 	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
 	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
@@ -130,16 +131,9 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 	}
 	n := b.cfg.burstDesires
 	r := &fairRun{Mode: mode, Cluster: fmt.Sprintf("%s-burst-%d", benchName, k), Burst: n}
-	items := make([]map[string]ddbtypes.AttributeValue, n)
-	for i := range n {
-		name := fmt.Sprintf("burst%d-%05d", k, i)
-		d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
-		d.Spec.ClusterID = r.Cluster
-		item, err := kubeapplier.EncodeItem(d)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = item
+	items, err := b.burstItems(k, r.Cluster, n)
+	if err != nil {
+		return nil, err
 	}
 	m0 := b.mustScrape(ctx)
 	created0 := m0.sum("kube_applier_status_writes_total", map[string]string{"kind": "ApplyDesire", "result": "created"})
@@ -156,47 +150,57 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 	// The other cluster's changes, until the burst has converged. Nothing polls their statuses
 	// meanwhile (hundreds of pollers would slow DynamoDB Local and so the burst, the FIFO run
 	// most): each status's updateTime, read afterwards, says when it was written.
-	var (
-		mu      sync.Mutex
-		samples []latSample
-		puts    []time.Time
-		errs    error
-		wg      sync.WaitGroup
-	)
-	stop := make(chan struct{})
-	tickerDone := make(chan struct{})
-	go func() {
-		defer close(tickerDone)
-		tick := time.NewTicker(b.cfg.changeEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			i, rev := pick(), int(b.revs.Add(1))
-			wg.Go(func() {
-				s, put, err := b.change(ctx, specs, i, rev)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = errors.Join(errs, err)
-					return
-				}
-				samples, puts = append(samples, s), append(puts, put)
-			})
+	changes := b.startChanges(ctx, specs, pick)
+	done, err := b.awaitBurst(ctx, n, created0, t0)
+	if err != nil {
+		changes.halt()
+		return nil, err
+	}
+	changes.halt()
+	changes.wait()
+	<-writeDone
+	if writeErr != nil {
+		return nil, writeErr
+	}
+	if changes.errs != nil {
+		return nil, changes.errs
+	}
+	r.ConvergeSeconds = done.Seconds()
+	r.ThroughputPerS = float64(n) / done.Seconds()
+	if err := b.readWritten(ctx, status, changes.samples, changes.puts, 90*time.Second); err != nil {
+		return nil, err
+	}
+	r.setSamples(changes.samples)
+	b.logf("fairness (%s queue): burst converged in %s (%.0f/s); %d changes of the other cluster: status written p50 %.0f ms, p99 %.0f ms, %d not written",
+		mode, done.Round(time.Millisecond), r.ThroughputPerS, len(changes.samples), r.P50MS, r.P99MS, r.Timeouts)
+	return r, nil
+}
+
+// burstItems encodes burst k's n new ApplyDesires of clusterID cluster.
+func (b *bench) burstItems(k int, cluster string, n int) ([]map[string]ddbtypes.AttributeValue, error) {
+	items := make([]map[string]ddbtypes.AttributeValue, n)
+	for i := range n {
+		name := fmt.Sprintf("burst%d-%05d", k, i)
+		d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
+		d.Spec.ClusterID = cluster
+		item, err := kubeapplier.EncodeItem(d)
+		if err != nil {
+			return nil, err
 		}
-	}()
+		items[i] = item
+	}
+	return items, nil
+}
+
+// awaitBurst reads the created-status counter every 200 ms until n statuses are created since
+// created0, and returns the time from t0.
+func (b *bench) awaitBurst(ctx context.Context, n int, created0 float64, t0 time.Time) (time.Duration, error) {
 	deadline := t0.Add(time.Duration(max(600, n/5)) * time.Second)
 	var done time.Duration
 	for done == 0 {
 		select {
 		case <-ctx.Done():
-			close(stop)
-			return nil, ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if m, err := b.scrape(ctx); err == nil {
@@ -204,29 +208,64 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 				done = time.Since(t0)
 			}
 		} else if b.app.gone() {
-			close(stop)
-			return nil, err
+			return 0, err
 		}
 		if time.Now().After(deadline) {
-			close(stop)
-			return nil, fmt.Errorf("fairness: burst not converged after %s", time.Since(t0).Round(time.Second))
+			return 0, fmt.Errorf("fairness: burst not converged after %s", time.Since(t0).Round(time.Second))
 		}
 	}
-	close(stop)
-	<-tickerDone
-	wg.Wait()
-	<-writeDone
-	if writeErr != nil {
-		return nil, writeErr
-	}
-	if errs != nil {
-		return nil, errs
-	}
-	r.ConvergeSeconds = done.Seconds()
-	r.ThroughputPerS = float64(n) / done.Seconds()
-	if err := b.readWritten(ctx, status, samples, puts, 90*time.Second); err != nil {
-		return nil, err
-	}
+	return done, nil
+}
+
+// otherChanges are the other clusterID's spec changes during a burst, one per -change-every
+// (samples not yet observed, each with its PutItem's return).
+type otherChanges struct {
+	mu      sync.Mutex
+	samples []latSample
+	puts    []time.Time
+	errs    error
+	wg      sync.WaitGroup
+	stop    chan struct{}
+	done    chan struct{} // the ticker's goroutine returned
+}
+
+// startChanges changes the desire pick() returns every -change-every until halt.
+func (b *bench) startChanges(ctx context.Context, specs *kubeapplier.Table[*kubeapplier.ApplyDesire], pick func() int) *otherChanges {
+	c := &otherChanges{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		tick := time.NewTicker(b.cfg.changeEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			i, rev := pick(), int(b.revs.Add(1))
+			c.wg.Go(func() {
+				s, put, err := b.change(ctx, specs, i, rev)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if err != nil {
+					c.errs = errors.Join(c.errs, err)
+					return
+				}
+				c.samples, c.puts = append(c.samples, s), append(c.puts, put)
+			})
+		}
+	}()
+	return c
+}
+
+// halt stops new changes; wait waits for those under way.
+func (c *otherChanges) halt() { close(c.stop) }
+func (c *otherChanges) wait() { <-c.done; c.wg.Wait() }
+
+// setSamples keeps the samples and their percentiles of WrittenMS, timeouts counted.
+func (r *fairRun) setSamples(samples []latSample) {
 	r.Samples = samples
 	var lat []float64
 	for _, s := range samples {
@@ -236,9 +275,6 @@ func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Tabl
 		}
 	}
 	r.P50MS, r.P99MS = percentile(lat, 50), percentile(lat, 99)
-	b.logf("fairness (%s queue): burst converged in %s (%.0f/s); %d changes of the other cluster: status written p50 %.0f ms, p99 %.0f ms, %d not written",
-		mode, done.Round(time.Millisecond), r.ThroughputPerS, len(samples), r.P50MS, r.P99MS, r.Timeouts)
-	return r, nil
 }
 
 // readWritten sets each sample's WrittenMS: its status's updateTime (set by the applier just
@@ -271,15 +307,4 @@ func (b *bench) readWritten(ctx context.Context, status *kubeapplier.Table[*kube
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func mean(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
 }

@@ -1,18 +1,19 @@
 package main
 
+// heartbeat: how often an idle leader writes its heartbeat (issue #12: at most 12 an hour).
+// Not in the default run: the cadence is 5 minutes idle, so a meaningful window is long
+// (-heartbeat-window, default 20m): make bench BENCH_FLAGS='-only heartbeat -desires 1000'.
+
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 )
 
-// ---------------------------------------------------------------------------------------
-// heartbeat: how often an idle leader writes its heartbeat (issue #12: at most 12 an hour).
-// Not in the default run: the cadence is 5 minutes idle, so a meaningful window is long
-// (-heartbeat-window, default 20m): make bench BENCH_FLAGS='-only heartbeat -desires 1000'.
-
+// scenarioHeartbeat counts the heartbeat writes of an idle applier over -heartbeat-window,
+// from its metrics and as a backend reads _heartbeat.
 func (b *bench) scenarioHeartbeat(ctx context.Context) error {
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err

@@ -1,11 +1,5 @@
 package main
 
-// idlebill (only with -only idlebill): what an idle applier reads from DynamoDB in an hour,
-// in read units, at the mix of issue #37 item 7: N ApplyDesires of ~1 KB and R ReadDesires of
-// ~100 KB objects (ConfigMaps "big-NNNNN" of -idlebill-bytes). The units are those the applier
-// itself counts from DynamoDB's answers (kube_applier_dynamodb_read_units_total, asked with
-// ReturnConsumedCapacity), scraped over an idle window of -idlebill-window.
-
 import (
 	"context"
 	"fmt"
@@ -49,6 +43,8 @@ type checkBill struct {
 	PerHourAWS float64 `json:"aws_units_per_hour"`
 }
 
+// scenarioIdleBill adds R big ReadDesires, waits for quiet, and prices an idle window's reads
+// per hour.
 func (b *bench) scenarioIdleBill(ctx context.Context) error {
 	if err := b.writeBigReads(ctx); err != nil {
 		return err

@@ -1,5 +1,7 @@
 package main
 
+// Recording result rows and writing the report (stdout, result.md, result.json).
+
 import (
 	"encoding/json"
 	"fmt"
@@ -10,30 +12,6 @@ import (
 	"strings"
 	"time"
 )
-
-// row is one line of the result table. Ratio is always value / baseline.
-type row struct {
-	Scenario string   `json:"scenario"`
-	Metric   string   `json:"metric"`
-	Value    float64  `json:"value"`
-	Unit     string   `json:"unit"`
-	Target   string   `json:"target,omitempty"`
-	Baseline *float64 `json:"baseline,omitempty"`
-	Ratio    *float64 `json:"ratio,omitempty"`
-	Pass     *bool    `json:"pass,omitempty"`
-	Note     string   `json:"note,omitempty"`
-}
-
-// target is a bound a value must meet.
-type target struct {
-	op    string // "<=", ">=", "=="
-	bound float64
-	unit  string // for display, as the row's unit
-}
-
-func le(v float64) *target { return &target{op: "<=", bound: v} }
-func ge(v float64) *target { return &target{op: ">=", bound: v} }
-func eq(v float64) *target { return &target{op: "==", bound: v} }
 
 // add records a row; t and baseline may be nil. A target on the ratio is given with ratioT.
 func (b *bench) add(scenario, metric string, value float64, unit string, t *target, baseline *float64, note string) *row {
@@ -61,74 +39,6 @@ func (b *bench) addRatio(scenario, metric string, value float64, unit string, ba
 		r.Pass = &pass
 		b.logf("result: %s / %s ratio %.2fx%s", scenario, metric, *r.Ratio, passText(r.Pass))
 	}
-}
-
-func check(t *target, v float64) bool {
-	if math.IsNaN(v) {
-		return false
-	}
-	switch t.op {
-	case "<=":
-		return v <= t.bound
-	case ">=":
-		return v >= t.bound
-	default:
-		return v == t.bound
-	}
-}
-
-func passText(p *bool) string {
-	switch {
-	case p == nil:
-		return ""
-	case *p:
-		return " (pass)"
-	default:
-		return " (MISS)"
-	}
-}
-
-func ptr(v float64) *float64 { return &v }
-
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.3f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s
-}
-
-func formatValue(v float64, unit string) string {
-	if math.IsNaN(v) {
-		return "n/a"
-	}
-	if math.IsInf(v, 1) {
-		return "timeout"
-	}
-	switch unit {
-	case "ms":
-		if v >= 10000 {
-			return fmt.Sprintf("%.1f s", v/1000)
-		}
-		if v >= 100 {
-			return fmt.Sprintf("%.0f ms", v)
-		}
-		return fmt.Sprintf("%.1f ms", v)
-	case "s":
-		return fmt.Sprintf("%.2f s", v)
-	case "MiB":
-		return fmt.Sprintf("%.1f MiB", v)
-	case "KiB":
-		return fmt.Sprintf("%.1f KiB", v)
-	case "/s":
-		if v < 10 {
-			return fmt.Sprintf("%.2f/s", v)
-		}
-		return fmt.Sprintf("%.0f/s", v)
-	case "%":
-		return fmt.Sprintf("%.1f%%", v)
-	case "":
-		return trimFloat(v)
-	}
-	return trimFloat(v) + " " + unit
 }
 
 // report prints the markdown table and writes result.json and result.md.
@@ -206,69 +116,4 @@ func (b *bench) report() error {
 	}
 	fmt.Printf("JSON: %s\n", jsonPath)
 	return nil
-}
-
-// sanitize replaces NaN and Inf (which encoding/json refuses) with nil, recursively.
-func sanitize(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-		return x
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = sanitize(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = sanitize(e)
-		}
-		return out
-	case []row:
-		out := make([]any, len(x))
-		for i, r := range x {
-			m := map[string]any{"scenario": r.Scenario, "metric": r.Metric, "value": sanitize(r.Value), "unit": r.Unit}
-			if r.Target != "" {
-				m["target"] = r.Target
-			}
-			if r.Baseline != nil {
-				m["baseline"] = sanitize(*r.Baseline)
-			}
-			if r.Ratio != nil {
-				m["ratio"] = sanitize(*r.Ratio)
-			}
-			if r.Pass != nil {
-				m["pass"] = *r.Pass
-			}
-			if r.Note != "" {
-				m["note"] = r.Note
-			}
-			out[i] = m
-		}
-		return out
-	case []float64:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = sanitize(e)
-		}
-		return out
-	}
-	return v
-}
-
-// percentile returns the nearest-rank percentile p (0..100) of v (sorted copy); +Inf values
-// (timeouts) count as the largest.
-func percentile(v []float64, p float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	rank = min(max(rank, 1), len(s))
-	return s[rank-1]
 }

@@ -11,14 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
-
-var deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 // scenarioWatch measures what the watched targets bring (issue #16), on the N applied
 // ConfigMaps and a few Deployments and finalized ConfigMaps of its own:
@@ -48,18 +46,8 @@ func (b *bench) scenarioWatch(ctx context.Context) error {
 	return b.namespaceRows(ctx)
 }
 
-// poll calls cond every interval until it holds or timeout passes.
-func poll(ctx context.Context, interval, timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(interval)
-	}
-	return true
-}
-
+// driftRows measures drift repair (a kubectl-edit Update of an applied field) and the
+// re-creation of deleted ConfigMaps.
 func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
 	n := min(b.cfg.watchSamples, b.cfg.desires)
 	picks := b.rng.Perm(b.cfg.desires)[:n]
@@ -155,9 +143,55 @@ func rolledOut(generation int64, at time.Time) map[string]any {
 			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok", "lastUpdateTime": ts, "lastTransitionTime": ts}}}
 }
 
+// deploymentRows applies -deployments Deployments and measures their rollouts to Ready=True,
+// then the server-side applies a status-only churn causes.
 func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
 	k := b.cfg.deployments
 	res := b.dyn.Resource(deployGVR).Namespace(b.ns)
+	ids, err := b.applyDeployments(ctx, specs, status, k)
+	if err != nil {
+		return err
+	}
+	rollout, err := b.rollouts(ctx, res, status, ids)
+	if err != nil {
+		return err
+	}
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	// Status-only churn: 100 status updates/s over the Deployments, for -churn.
+	m0 := b.mustScrape(ctx)
+	t0 := time.Now()
+	updates, failed := b.churnStatus(ctx, res, k)
+	secs := time.Since(t0).Seconds()
+	if err := b.quiesce(ctx, time.Minute); err != nil {
+		return err
+	}
+	m1 := b.mustScrape(ctx)
+	verbs := diffBy(m0, m1, "kube_applier_kube_requests_total", "verb", nil)
+	writes := diffBy(m0, m1, "kube_applier_status_writes_total", "result", kindApply)
+	b.details["deployments"] = map[string]any{"rollout_ms": rollout, "churn_updates": updates, "churn_conflicts": failed,
+		"churn_seconds": secs, "churn_kube_requests": verbs, "churn_status_writes": writes}
+	b.add("watch", "Ready after a rollout p99", percentile(rollout, 99), "ms", le(1000), nil,
+		fmt.Sprintf("%d Deployments; status update -> Ready=True in the status; p50 %.0f ms", k, percentile(rollout, 50)))
+	b.add("watch", "server-side applies during status-only churn", verbs["apply"], "", eq(0), nil,
+		fmt.Sprintf("%d status updates in %.0f s (%.0f/s) over %d Deployments; %g GETs (Ready), status writes %v",
+			updates, secs, float64(updates)/secs, k, verbs["get"], writes))
+	return nil
+}
+
+// readyCondition is the Ready condition of ApplyDesire id's status (nil: none or not read).
+func readyCondition(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire], id string) *api.Condition {
+	d, err := status.Get(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return d.Status.Condition(kubeapplier.ConditionReady)
+}
+
+// applyDeployments creates k ApplyDesires of Deployments web-NNN and waits until each is
+// applied with Ready=False/InProgress (no controller-manager runs); it returns their IDs.
+func (b *bench) applyDeployments(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], k int) ([]string, error) {
 	ids := make([]string, k)
 	for i := range k {
 		name := fmt.Sprintf("web-%03d", i)
@@ -166,51 +200,51 @@ func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.T
 		d.Spec.ManagementCluster, d.Spec.ClusterID = cluster, benchName
 		d.Spec.KubeContent = json.RawMessage(b.deployment(name))
 		if _, err := specs.Create(ctx, d); err != nil {
-			return fmt.Errorf("deployments: %w", err)
+			return nil, fmt.Errorf("deployments: %w", err)
 		}
 		ids[i] = d.DocumentID
 	}
-	ready := func(id string) *api.Condition {
-		d, err := status.Get(ctx, id)
-		if err != nil {
-			return nil
-		}
-		return d.Status.Condition(kubeapplier.ConditionReady)
-	}
 	for _, id := range ids {
-		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool { c := ready(id); return c != nil && c.Reason == "InProgress" }) {
-			return fmt.Errorf("deployments: %s not applied with Ready=False/InProgress in 1 min", id)
+		if !poll(ctx, 50*time.Millisecond, time.Minute, func() bool { c := readyCondition(ctx, status, id); return c != nil && c.Reason == "InProgress" }) {
+			return nil, fmt.Errorf("deployments: %s not applied with Ready=False/InProgress in 1 min", id)
 		}
 	}
-	// Rollouts, one at a time: status update -> Ready=True in the status.
+	return ids, nil
+}
+
+// rollouts completes each Deployment's rollout in turn (its status updated as a
+// controller-manager would) and returns the ms until its ApplyDesire's status says Ready=True.
+func (b *bench) rollouts(ctx context.Context, res dynamic.ResourceInterface, status *kubeapplier.Table[*kubeapplier.ApplyDesire], ids []string) ([]float64, error) {
 	var rollout []float64
 	for i, id := range ids {
 		live, err := res.Get(ctx, fmt.Sprintf("web-%03d", i), metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		live.Object["status"] = rolledOut(live.GetGeneration(), time.Now())
 		t0 := time.Now()
 		if _, err := res.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
-			return fmt.Errorf("deployments: %w", err)
+			return nil, fmt.Errorf("deployments: %w", err)
 		}
-		if !poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool { c := ready(id); return c != nil && c.Status == kubeapplier.ConditionTrue }) {
-			return fmt.Errorf("deployments: %s not Ready=True 10 s after its rollout", id)
+		if !poll(ctx, b.cfg.statusPoll, 10*time.Second, func() bool {
+			c := readyCondition(ctx, status, id)
+			return c != nil && c.Status == kubeapplier.ConditionTrue
+		}) {
+			return nil, fmt.Errorf("deployments: %s not Ready=True 10 s after its rollout", id)
 		}
 		rollout = append(rollout, ms(time.Since(t0)))
 	}
-	if err := b.quiesce(ctx, time.Minute); err != nil {
-		return err
-	}
-	// Status-only churn: 100 status updates/s over the Deployments, for -churn.
-	m0 := b.mustScrape(ctx)
-	t0 := time.Now()
+	return rollout, nil
+}
+
+// churnStatus updates the status of the k Deployments in turn, 100 a second for -churn, each
+// keeping kstatus's verdict; failed counts conflicts with another update of the same one.
+func (b *bench) churnStatus(ctx context.Context, res dynamic.ResourceInterface, k int) (updates, failed int) {
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		updates int
-		failed  int
+		wg sync.WaitGroup
+		mu sync.Mutex
 	)
+	t0 := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	for i := 0; time.Since(t0) < b.cfg.churn; i++ {
 		<-tick.C
@@ -232,23 +266,11 @@ func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.T
 	}
 	tick.Stop()
 	wg.Wait()
-	secs := time.Since(t0).Seconds()
-	if err := b.quiesce(ctx, time.Minute); err != nil {
-		return err
-	}
-	m1 := b.mustScrape(ctx)
-	verbs := diffBy(m0, m1, "kube_applier_kube_requests_total", "verb", nil)
-	writes := diffBy(m0, m1, "kube_applier_status_writes_total", "result", kindApply)
-	b.details["deployments"] = map[string]any{"rollout_ms": rollout, "churn_updates": updates, "churn_conflicts": failed,
-		"churn_seconds": secs, "churn_kube_requests": verbs, "churn_status_writes": writes}
-	b.add("watch", "Ready after a rollout p99", percentile(rollout, 99), "ms", le(1000), nil,
-		fmt.Sprintf("%d Deployments; status update -> Ready=True in the status; p50 %.0f ms", k, percentile(rollout, 50)))
-	b.add("watch", "server-side applies during status-only churn", verbs["apply"], "", eq(0), nil,
-		fmt.Sprintf("%d status updates in %.0f s (%.0f/s) over %d Deployments; %g GETs (Ready), status writes %v",
-			updates, secs, float64(updates)/secs, k, verbs["get"], writes))
-	return nil
+	return updates, failed
 }
 
+// finalizerRows measures DeleteDesires of ConfigMaps held by a finalizer: finalizer removed
+// -> Successful=True.
 func (b *bench) finalizerRows(ctx context.Context) error {
 	k := b.cfg.finalizerDeletes
 	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
