@@ -55,7 +55,7 @@ func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 
 func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
 	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, rivals.Indexers(kind))
-	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
+	return &DesireInformer[T]{Informer: inf, Lister: stream.Lister[T]{Indexer: inf.GetIndexer()}, lw: lw}
 }
 
 // Table returns the specs table the informer reads.
@@ -105,33 +105,4 @@ func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-type indexerLister[T Desire] struct{ indexer cache.Indexer }
-
-func (l indexerLister[T]) Get(id string) (T, error) {
-	var zero T
-	obj, ok, err := l.indexer.GetByKey(id)
-	if err != nil {
-		return zero, err
-	}
-	if !ok {
-		return zero, fmt.Errorf("desire %s: %w", id, ErrNotFound)
-	}
-	d, ok := desireOf[T](obj)
-	if !ok {
-		return zero, fmt.Errorf("desire %s: cached object is %T", id, obj)
-	}
-	return d, nil
-}
-
-func (l indexerLister[T]) List() []T {
-	objs := l.indexer.List()
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if d, ok := desireOf[T](o); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }
