@@ -29,24 +29,24 @@ type DesireInformer[T Desire] struct {
 	lw       *stream.ListWatch[T]
 }
 
-// KubeApplierInformers holds one informer per desire type of a management cluster.
-type KubeApplierInformers struct {
+// Informers holds one informer per desire type of a management cluster.
+type Informers struct {
 	ApplyDesires  *DesireInformer[*ApplyDesire]
 	DeleteDesires *DesireInformer[*DeleteDesire]
 	ReadDesires   *DesireInformer[*ReadDesire]
 	streams       StreamsAPI // for CheckStreams
 }
 
-// NewKubeApplierInformers returns the informers of the three specs tables of
+// NewInformers returns the informers of the three specs tables of
 // managementCluster (tables named by TableName with prefix). List is a consistent full Scan
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
-func NewKubeApplierInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *KubeApplierInformers {
+func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *Informers {
 	return newInformers(db, streams, prefix, managementCluster, opts.options(streamObservers{}))
 }
 
-func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *KubeApplierInformers {
-	return &KubeApplierInformers{streams: streams,
+func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *Informers {
+	return &Informers{streams: streams,
 		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
 		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
 		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
@@ -61,14 +61,14 @@ func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table strin
 // Table returns the specs table the informer reads.
 func (i *DesireInformer[T]) Table() string { return i.lw.Table() }
 
-// Informers returns the three informers as client-go SharedIndexInformers.
-func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
+// All returns the three informers as client-go SharedIndexInformers.
+func (k *Informers) All() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
 }
 
 // CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
 // is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
-func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
+func (k *Informers) CheckStreams(ctx context.Context) error {
 	var errs []error
 	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
 		if _, err := stream.ARN(ctx, k.streams, t); err != nil {
@@ -79,15 +79,15 @@ func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
 }
 
 // Start runs the three informers until ctx ends.
-func (k *KubeApplierInformers) Start(ctx context.Context) {
-	for _, inf := range k.Informers() {
+func (k *Informers) Start(ctx context.Context) {
+	for _, inf := range k.All() {
 		go inf.RunWithContext(ctx)
 	}
 }
 
 // HasSynced reports whether all three informers finished their first List.
-func (k *KubeApplierInformers) HasSynced() bool {
-	for _, inf := range k.Informers() {
+func (k *Informers) HasSynced() bool {
+	for _, inf := range k.All() {
 		if !inf.HasSynced() {
 			return false
 		}
@@ -96,7 +96,7 @@ func (k *KubeApplierInformers) HasSynced() bool {
 }
 
 // WaitForSync blocks until HasSynced or ctx ends; it returns ctx's error in that case.
-func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
+func (k *Informers) WaitForSync(ctx context.Context) error {
 	for !k.HasSynced() {
 		select {
 		case <-ctx.Done():

@@ -32,7 +32,7 @@ func desireOf[T Desire](obj any) (T, bool) { return stream.As[T](obj) }
 // context's error.
 func TestWaitForSyncEndsWithItsContext(t *testing.T) {
 	db := newMemDB()
-	infs := NewKubeApplierInformers(db, db, "none-", "mc01", StreamOptions{})
+	infs := NewInformers(db, db, "none-", "mc01", StreamOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if err := infs.WaitForSync(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -92,7 +92,7 @@ func TestCheckStreams(t *testing.T) {
 				f.AddTable(name(k), stNAOI, stShard0)
 			}
 			tc.setup(f)
-			infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
+			infs := NewInformers(f, f, prefix, cluster, streamTestOpts())
 			err := infs.CheckStreams(context.Background())
 			if tc.wantIn == nil {
 				if err != nil {
@@ -136,7 +136,7 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 	for _, k := range DesireKinds {
 		f.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
 	}
-	infs := NewKubeApplierInformers(f, f, prefix, cluster, streamTestOpts())
+	infs := NewInformers(f, f, prefix, cluster, streamTestOpts())
 	if err := infs.CheckStreams(context.Background()); err != nil {
 		t.Fatalf("CheckStreams: %v", err)
 	}

@@ -23,7 +23,7 @@ type desireCollector struct {
 	mu      sync.Mutex
 	at      time.Time             // when tallies were taken (zero: never)
 	reuse   time.Duration         // how long they are reused
-	caches  *KubeApplierInformers // the term's caches they were taken from
+	caches  *Informers // the term's caches they were taken from
 	tallies map[DesireKind]controller.Tally
 }
 
