@@ -66,6 +66,12 @@ func (k *Informers) All() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
 }
 
+// caches returns the informers' caches by kind, for the controllers' listers (stream.Current).
+func (k *Informers) caches() stream.Caches {
+	return stream.Caches{KindApplyDesire: k.ApplyDesires.Informer.GetIndexer(),
+		KindDeleteDesire: k.DeleteDesires.Informer.GetIndexer(), KindReadDesire: k.ReadDesires.Informer.GetIndexer()}
+}
+
 // CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
 // is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
 func (k *Informers) CheckStreams(ctx context.Context) error {
