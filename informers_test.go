@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/goleak"
-
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
