@@ -157,7 +157,7 @@ func TestTablesFromOutside(t *testing.T) {
 	}
 }
 
-// TestInformersFromOutside: the specs-table informers on their own (NewKubeApplierInformers),
+// TestInformersFromOutside: the specs-table informers on their own (NewInformers),
 // with the start-up checks' sentinel errors.
 func TestInformersFromOutside(t *testing.T) {
 	db := dynamofake.New()
@@ -165,7 +165,7 @@ func TestInformersFromOutside(t *testing.T) {
 		db.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
 	opts := kubeapplier.StreamOptions{PollInterval: 5 * time.Millisecond}
-	var infs *kubeapplier.KubeApplierInformers = kubeapplier.NewKubeApplierInformers(db, db, "", "mc01", opts)
+	var infs *kubeapplier.Informers = kubeapplier.NewInformers(db, db, "", "mc01", opts)
 	if err := infs.CheckStreams(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -195,11 +195,11 @@ func TestInformersFromOutside(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := len(infs.Informers()); n != 3 {
+	if n := len(infs.All()); n != 3 {
 		t.Fatalf("Informers() = %d, want 3", n)
 	}
 
-	missing := kubeapplier.NewKubeApplierInformers(dynamofake.New(), dynamofake.New(), "none-", "mc01", opts)
+	missing := kubeapplier.NewInformers(dynamofake.New(), dynamofake.New(), "none-", "mc01", opts)
 	if err := missing.CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrTableNotFound) {
 		t.Fatalf("CheckStreams without tables: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestInformersFromOutside(t *testing.T) {
 	for _, k := range kubeapplier.DesireKinds {
 		noStream.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
 	}
-	if err := kubeapplier.NewKubeApplierInformers(noStream, noStream, "", "mc01", opts).CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrStreamNotConfigured) {
+	if err := kubeapplier.NewInformers(noStream, noStream, "", "mc01", opts).CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrStreamNotConfigured) {
 		t.Fatalf("CheckStreams with a KEYS_ONLY stream: %v", err)
 	}
 }

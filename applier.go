@@ -3,7 +3,7 @@
 // DeleteDesires deleted (success once really gone), ReadDesires mirrored into their status.
 //
 // Data flows Stream -> informer -> workqueue -> reconcile -> kube call -> status write:
-// NewKubeApplierInformers watches the specs tables (Scan, then DynamoDB Streams), one
+// NewInformers watches the specs tables (Scan, then DynamoDB Streams), one
 // controller per desire type reconciles, and only the status tables are ever written.
 package kubeapplier
 
@@ -30,6 +30,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -44,7 +45,9 @@ type Applier struct {
 	db     *KubeApplierDBClient
 	// informers are the desire informers of the current leadership term, or, between terms,
 	// the fresh set the next term starts (client-go informers cannot be restarted).
-	informers atomic.Pointer[KubeApplierInformers]
+	informers atomic.Pointer[Informers]
+	// current holds the caches of informers, which the controllers' listers read.
+	current   stream.Current
 	metrics   *metrics.Metrics
 	apply     *controller.Controller[*ApplyDesire]
 	delete    *controller.Controller[*DeleteDesire]
@@ -142,7 +145,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	}
 	a.conditions = conditionlog.New(opts.Log, w.clock)
 	applyCfg := controllerConfigFor(a, KindApplyDesire,
-		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
+		stream.NewCurrentLister[*ApplyDesire](&a.current),
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync)
 	applyCfg.ObjectRules = termConflicts{a}
 	a.apply = newController(applyCfg)
@@ -152,11 +155,11 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		a.streamObs.scanned = a.prewarm
 	}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
-		termLister[*DeleteDesire]{a, func(i *KubeApplierInformers) DesireLister[*DeleteDesire] { return i.DeleteDesires.Lister }},
+		stream.NewCurrentLister[*DeleteDesire](&a.current),
 		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.forget, opts.DeleteResync))
 	// The default reconciler's cleanup runs even when a wrapper replaces it.
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
-		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
+		stream.NewCurrentLister[*ReadDesire](&a.current),
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
 	a.readRec.last = a.read.LastStatus
 	a.read.HoldContent(a.readRec.held) // large mirrored statuses are cached compact
@@ -166,6 +169,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		return nil, err
 	}
 	a.informers.Store(inf)
+	a.current.Set(inf.caches())
 	m.AddCollectors(newDesireCollector(a))
 	if err := m.Register(opts.MetricsRegisterer); err != nil {
 		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
@@ -174,7 +178,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 }
 
 // newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
-func (a *Applier) newInformers() (*KubeApplierInformers, error) {
+func (a *Applier) newInformers() (*Informers, error) {
 	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.Handler())
 	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.Handler())
@@ -183,15 +187,6 @@ func (a *Applier) newInformers() (*KubeApplierInformers, error) {
 	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.Enqueue))
 	return inf, errors.Join(err1, err2, err3, err4)
 }
-
-// termLister reads the cache of the current term's informer of one kind.
-type termLister[T Desire] struct {
-	a    *Applier
-	pick func(*KubeApplierInformers) DesireLister[T]
-}
-
-func (l termLister[T]) Get(id string) (T, error) { return l.pick(l.a.informers.Load()).Get(id) }
-func (l termLister[T]) List() []T                { return l.pick(l.a.informers.Load()).List() }
 
 // termConflicts is the ApplyDesire controller's objectConflicts over the current term's index.
 type termConflicts struct{ a *Applier }
@@ -246,7 +241,7 @@ func (a *Applier) kindsChanged() {
 // stopped when it ends (client-go informers cannot be restarted), so handlers added to the
 // returned informers see one term: add them before Run (or while standing by) for the next
 // term, and again after each term starts (Leading turns true) to see every term.
-func (a *Applier) Informers() *KubeApplierInformers { return a.informers.Load() }
+func (a *Applier) Informers() *Informers { return a.informers.Load() }
 
 // Run checks the specs tables' streams and the status tables, then reconciles (when leader
 // election is on, only while holding the lease) until ctx ends; then it finishes in-flight
@@ -535,7 +530,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	inf := a.informers.Load()
 	infCtx, stopInformers := context.WithCancel(ctx)
 	var informers sync.WaitGroup
-	for _, i := range inf.Informers() {
+	for _, i := range inf.All() {
 		informers.Go(func() { i.RunWithContext(infCtx) })
 	}
 	defer func() {
@@ -546,6 +541,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 			a.opts.Log.Error(err, "preparing the next term's informers")
 		}
 		a.informers.Store(next)
+		a.current.Set(next.caches())
 	}()
 	// Before the informers stop: the last heartbeat still counts this term's desires.
 	defer a.stopHeartbeat(ctx, t)

@@ -7,6 +7,3 @@ import "github.com/kube-applier-aws/kubeapplier/internal/stream"
 // included), or an object of its indexer; false when obj holds none. Desires are the api
 // module's types, not runtime.Objects: the informers hold them in envelopes.
 func DesireOf(obj any) (Desire, bool) { return stream.DesireOf(obj) }
-
-// desireOf is DesireOf for one kind: false when obj holds no T.
-func desireOf[T Desire](obj any) (T, bool) { return stream.As[T](obj) }

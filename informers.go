@@ -29,24 +29,24 @@ type DesireInformer[T Desire] struct {
 	lw       *stream.ListWatch[T]
 }
 
-// KubeApplierInformers holds one informer per desire type of a management cluster.
-type KubeApplierInformers struct {
+// Informers holds one informer per desire type of a management cluster.
+type Informers struct {
 	ApplyDesires  *DesireInformer[*ApplyDesire]
 	DeleteDesires *DesireInformer[*DeleteDesire]
 	ReadDesires   *DesireInformer[*ReadDesire]
 	streams       StreamsAPI // for CheckStreams
 }
 
-// NewKubeApplierInformers returns the informers of the three specs tables of
+// NewInformers returns the informers of the three specs tables of
 // managementCluster (tables named by TableName with prefix). List is a consistent full Scan
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
-func NewKubeApplierInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *KubeApplierInformers {
+func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *Informers {
 	return newInformers(db, streams, prefix, managementCluster, opts.options(streamObservers{}))
 }
 
-func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *KubeApplierInformers {
-	return &KubeApplierInformers{streams: streams,
+func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *Informers {
+	return &Informers{streams: streams,
 		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
 		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
 		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
@@ -55,20 +55,26 @@ func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 
 func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
 	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, rivals.Indexers(kind))
-	return &DesireInformer[T]{Informer: inf, Lister: indexerLister[T]{inf.GetIndexer()}, lw: lw}
+	return &DesireInformer[T]{Informer: inf, Lister: stream.Lister[T]{Indexer: inf.GetIndexer()}, lw: lw}
 }
 
 // Table returns the specs table the informer reads.
 func (i *DesireInformer[T]) Table() string { return i.lw.Table() }
 
-// Informers returns the three informers as client-go SharedIndexInformers.
-func (k *KubeApplierInformers) Informers() []cache.SharedIndexInformer {
+// All returns the three informers as client-go SharedIndexInformers.
+func (k *Informers) All() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
+}
+
+// caches returns the informers' caches by kind, for the controllers' listers (stream.Current).
+func (k *Informers) caches() stream.Caches {
+	return stream.Caches{KindApplyDesire: k.ApplyDesires.Informer.GetIndexer(),
+		KindDeleteDesire: k.DeleteDesires.Informer.GetIndexer(), KindReadDesire: k.ReadDesires.Informer.GetIndexer()}
 }
 
 // CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
 // is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
-func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
+func (k *Informers) CheckStreams(ctx context.Context) error {
 	var errs []error
 	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
 		if _, err := stream.ARN(ctx, k.streams, t); err != nil {
@@ -79,15 +85,15 @@ func (k *KubeApplierInformers) CheckStreams(ctx context.Context) error {
 }
 
 // Start runs the three informers until ctx ends.
-func (k *KubeApplierInformers) Start(ctx context.Context) {
-	for _, inf := range k.Informers() {
+func (k *Informers) Start(ctx context.Context) {
+	for _, inf := range k.All() {
 		go inf.RunWithContext(ctx)
 	}
 }
 
 // HasSynced reports whether all three informers finished their first List.
-func (k *KubeApplierInformers) HasSynced() bool {
-	for _, inf := range k.Informers() {
+func (k *Informers) HasSynced() bool {
+	for _, inf := range k.All() {
 		if !inf.HasSynced() {
 			return false
 		}
@@ -96,7 +102,7 @@ func (k *KubeApplierInformers) HasSynced() bool {
 }
 
 // WaitForSync blocks until HasSynced or ctx ends; it returns ctx's error in that case.
-func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
+func (k *Informers) WaitForSync(ctx context.Context) error {
 	for !k.HasSynced() {
 		select {
 		case <-ctx.Done():
@@ -105,33 +111,4 @@ func (k *KubeApplierInformers) WaitForSync(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-type indexerLister[T Desire] struct{ indexer cache.Indexer }
-
-func (l indexerLister[T]) Get(id string) (T, error) {
-	var zero T
-	obj, ok, err := l.indexer.GetByKey(id)
-	if err != nil {
-		return zero, err
-	}
-	if !ok {
-		return zero, fmt.Errorf("desire %s: %w", id, ErrNotFound)
-	}
-	d, ok := desireOf[T](obj)
-	if !ok {
-		return zero, fmt.Errorf("desire %s: cached object is %T", id, obj)
-	}
-	return d, nil
-}
-
-func (l indexerLister[T]) List() []T {
-	objs := l.indexer.List()
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if d, ok := desireOf[T](o); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }

@@ -20,7 +20,7 @@ func TestInformerHandlersGetDesires(t *testing.T) {
 	f := dynamofake.New()
 	table := kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
 	f.AddTable(table, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
-	inf := kubeapplier.NewKubeApplierInformers(f, f, "", "mc01", kubeapplier.StreamOptions{PollInterval: 10 * time.Millisecond})
+	inf := kubeapplier.NewInformers(f, f, "", "mc01", kubeapplier.StreamOptions{PollInterval: 10 * time.Millisecond})
 	var (
 		mu     sync.Mutex
 		events []string

@@ -3,43 +3,167 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.uber.org/goleak"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
-// TestListerReadsTheCache: the lister answers from the informer's indexer (no DynamoDB
-// call): ErrNotFound for a missing desire, an error for an object of another type.
-func TestListerReadsTheCache(t *testing.T) {
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil)
-	l := indexerLister[*ApplyDesire]{idx}
-	_ = idx.Add(stream.Wrap(applyDesire("a", cmJSON("c1"))))
-	_ = idx.Add(stream.Wrap(deleteDesire("wrong", TargetItem{})))
-	if d, err := l.Get("a"); err != nil || d.DocumentID != "a" {
-		t.Fatalf("Get(a) = %v, %v", d, err)
-	}
-	if _, err := l.Get("missing"); !IsNotFoundError(err) {
-		t.Fatalf("Get(missing) = %v, want ErrNotFound", err)
-	}
-	if _, err := l.Get("wrong"); err == nil || IsNotFoundError(err) {
-		t.Fatalf("Get of another type = %v, want an error", err)
-	}
-	if all := l.List(); len(all) != 1 || all[0].DocumentID != "a" {
-		t.Fatalf("List = %v, want only the ApplyDesire", all)
-	}
-}
+// indexerLister is the controllers' lister over a bare indexer, for the root's controller
+// harnesses (helpers_test.go, integration_statuscheck_test.go).
+type indexerLister[T Desire] struct{ idx cache.Indexer }
+
+func (l indexerLister[T]) Get(id string) (T, error) { return stream.Lister[T]{Indexer: l.idx}.Get(id) }
+func (l indexerLister[T]) List() []T                { return stream.Lister[T]{Indexer: l.idx}.List() }
+
+// desireOf is DesireOf for one kind: false when obj holds no T.
+func desireOf[T Desire](obj any) (T, bool) { return stream.As[T](obj) }
 
 // TestWaitForSyncEndsWithItsContext: waiting for informers that never sync returns the
 // context's error.
 func TestWaitForSyncEndsWithItsContext(t *testing.T) {
 	db := newMemDB()
-	infs := NewKubeApplierInformers(db, db, "none-", "mc01", StreamOptions{})
+	infs := NewInformers(db, db, "none-", "mc01", StreamOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if err := infs.WaitForSync(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitForSync = %v, want the context's deadline", err)
+	}
+}
+
+// TestCheckStreams: CheckStreams names the first specs table without a NEW_AND_OLD_IMAGES stream.
+func TestCheckStreams(t *testing.T) {
+	const prefix, cluster = "t-", "mc-check"
+	name := func(k DesireKind) string { return TableName(prefix, cluster, SpecsTable, k) }
+	cases := []struct {
+		name    string
+		setup   func(f *memDB)
+		wantIn  []string // substrings of the error; nil: no error
+		notConf bool     // errors.Is(err, ErrStreamNotConfigured)
+	}{{
+		name:  "all NEW_AND_OLD_IMAGES",
+		setup: func(*memDB) {},
+	}, {
+		name:    "no stream on the delete table",
+		setup:   func(f *memDB) { f.SetStreamSpec(name(KindDeleteDesire), nil, "") },
+		wantIn:  []string{name(KindDeleteDesire), "no stream"},
+		notConf: true,
+	}, {
+		name: "stream disabled on the read table",
+		setup: func(f *memDB) {
+			f.SetStreamSpec(name(KindReadDesire), &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(false)},
+				"arn:aws:dynamodb:eu-west-1:000000000000:table/x/stream/old")
+		},
+		wantIn:  []string{name(KindReadDesire)},
+		notConf: true,
+	}, {
+		name:    "stream disabled by UpdateTable on the apply table",
+		setup:   func(f *memDB) { f.DisableStream(name(KindApplyDesire)) },
+		wantIn:  []string{name(KindApplyDesire), "no stream"},
+		notConf: true,
+	}, {
+		name:    "KEYS_ONLY on the apply table",
+		setup:   func(f *memDB) { f.AddTable(name(KindApplyDesire), ddbtypes.StreamViewTypeKeysOnly, stShard0) },
+		wantIn:  []string{name(KindApplyDesire), "KEYS_ONLY"},
+		notConf: true,
+	}, {
+		name:    "NEW_IMAGE on the read table",
+		setup:   func(f *memDB) { f.AddTable(name(KindReadDesire), ddbtypes.StreamViewTypeNewImage, stShard0) },
+		wantIn:  []string{name(KindReadDesire), "NEW_IMAGE"},
+		notConf: true,
+	}, {
+		name:   "missing delete table",
+		setup:  func(f *memDB) { f.SetMissing(name(KindDeleteDesire)) },
+		wantIn: []string{name(KindDeleteDesire)},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStreamDB()
+			for _, k := range DesireKinds {
+				f.AddTable(name(k), stNAOI, stShard0)
+			}
+			tc.setup(f)
+			infs := NewInformers(f, f, prefix, cluster, streamTestOpts())
+			err := infs.CheckStreams(context.Background())
+			if tc.wantIn == nil {
+				if err != nil {
+					t.Fatalf("CheckStreams: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("CheckStreams: nil error")
+			}
+			if got := errors.Is(err, ErrStreamNotConfigured); got != tc.notConf {
+				t.Errorf("errors.Is(%v, ErrStreamNotConfigured) = %v, want %v", err, got, tc.notConf)
+			}
+			for _, s := range tc.wantIn {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// stStreamPollers counts the goroutines running a stream watcher.
+func stStreamPollers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := goruntime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), ".(*streamWatcher[...]).run(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestStreamInformersStopWithoutGoroutineLeak: cancelling the informers' context stops every goroutine they started, pollers included.
+func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	before := stStreamPollers()
+	const prefix, cluster = "t-", "mc-leak"
+	f := newStreamDB()
+	for _, k := range DesireKinds {
+		f.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
+	}
+	infs := NewInformers(f, f, prefix, cluster, streamTestOpts())
+	if err := infs.CheckStreams(context.Background()); err != nil {
+		t.Fatalf("CheckStreams: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	infs.Start(ctx)
+	syncCtx, syncCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer syncCancel()
+	if err := infs.WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "3 stream pollers", func() bool { return stStreamPollers() == before+3 },
+		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
+	f.Put(infs.ApplyDesires.Table(), stShard0, stItem(t, "doc-a", 1))
+	waitFor(t, 10*time.Second, "doc-a through the stream", func() bool {
+		_, err := infs.ApplyDesires.Lister.Get("doc-a")
+		return err == nil
+	}, nil)
+
+	// A relist replaces a poller: the watch it ends must stop its goroutine.
+	f.ReplaceStream(infs.ApplyDesires.Table(), "shard-new")
+	waitFor(t, 15*time.Second, "a relist", func() bool { return f.Calls("Scan") >= 4 }, nil)
+	waitFor(t, 10*time.Second, "3 stream pollers after the relist", func() bool { return stStreamPollers() == before+3 },
+		func() string { return fmt.Sprint(stStreamPollers()-before, " pollers") })
+
+	cancel()
+	goleak.VerifyNone(t, ignore)
+	if n := stStreamPollers(); n != before {
+		t.Errorf("%d stream pollers left running", n-before)
 	}
 }

@@ -140,7 +140,7 @@ func TestIntegrationInformerEvents(t *testing.T) {
 	env, specs := specsOnDynamoLocal(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs := NewInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
 	if err := infs.CheckStreams(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestIntegrationInformerScanStreamGap(t *testing.T) {
 	})
 	// Pages of 100 items, 100 ms apart: the Scan takes ~1.5 s, so the writes below land during it.
 	slow := &slowScan{DynamoDBAPI: env.Client, limit: 100, delay: 100 * time.Millisecond}
-	infs := NewKubeApplierInformers(slow, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs := NewInformers(slow, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
 	infs.Start(ctx)
 	waitFor(t, 5*time.Second, "the Scan to start", func() bool { return slow.pages.Load() > 0 })
 	// Write right away, while the Scan pages: 50 new, 50 modified.
@@ -213,7 +213,7 @@ func TestIntegrationInformerScanStreamGap(t *testing.T) {
 	cancel()
 	ctx2, cancel2 := context.WithCancel(t.Context())
 	defer cancel2()
-	infs2 := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs2 := NewInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
 	infs2.Start(ctx2)
 	if err := infs2.WaitForSync(ctx2); err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestIntegrationStreamReplaced(t *testing.T) {
 	if _, err := specs.Create(ctx, sampleApply("before")); err != nil {
 		t.Fatal(err)
 	}
-	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01",
+	infs := NewInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01",
 		StreamOptions{DiscoveryInterval: 500 * time.Millisecond})
 	infs.Start(ctx)
 	if err := infs.WaitForSync(ctx); err != nil {

@@ -19,11 +19,11 @@ import (
 // spec's time strings echoed byte for byte into its status.
 
 // startIncarnationInformers runs the informers of mc01 on env until the test ends.
-func startIncarnationInformers(t *testing.T, env testenv.Dynamo) *KubeApplierInformers {
+func startIncarnationInformers(t *testing.T, env testenv.Dynamo) *Informers {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	infs := NewKubeApplierInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
+	infs := NewInformers(env.Client, AWSStreams{DB: env.Client, Streams: env.Streams}, env.Prefix, "mc01", StreamOptions{})
 	if err := infs.CheckStreams(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func startIncarnationInformers(t *testing.T, env testenv.Dynamo) *KubeApplierInf
 }
 
 // cachedStates returns the ApplyDesire informer's desires as documentID -> version, incarnation.
-func cachedStates(infs *KubeApplierInformers) map[string]stState {
+func cachedStates(infs *Informers) map[string]stState {
 	out := map[string]stState{}
 	for _, d := range infs.ApplyDesires.Lister.List() {
 		out[d.DocumentID] = stState{d.Version, d.CreateTime.UTC()}

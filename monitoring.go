@@ -21,9 +21,9 @@ type desireCollector struct {
 	desc *prometheus.Desc
 
 	mu      sync.Mutex
-	at      time.Time             // when tallies were taken (zero: never)
-	reuse   time.Duration         // how long they are reused
-	caches  *KubeApplierInformers // the term's caches they were taken from
+	at      time.Time     // when tallies were taken (zero: never)
+	reuse   time.Duration // how long they are reused
+	caches  *Informers    // the term's caches they were taken from
 	tallies map[DesireKind]controller.Tally
 }
 

@@ -135,9 +135,9 @@ func (d *DB) TrimAll(arn, id string) {
 	s.trim = len(s.records)
 }
 
-// ExpireIterators makes every shard iterator handed out so far expired: GetRecords with one
+// expireIterators makes every shard iterator handed out so far expired: GetRecords with one
 // fails with ExpiredIteratorException (as after 15 minutes in DynamoDB).
-func (d *DB) ExpireIterators() {
+func (d *DB) expireIterators() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, p := range d.iters {

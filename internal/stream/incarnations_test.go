@@ -2,12 +2,12 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,36 +18,6 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 	"k8s.io/apimachinery/pkg/watch"
 )
-
-// The fixtures of the package's tests: one ApplyDesire specs table of dynamofake.DB.
-
-const (
-	stTable = "t-mc-unit-specs-applydesires"
-	stNAOI  = ddbtypes.StreamViewTypeNewAndOldImages
-)
-
-var stTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// stItemAt is the item of ApplyDesire id at version and incarnation created, built with the
-// real codec.
-func stItemAt(t testing.TB, id string, version int64, created time.Time) map[string]ddbtypes.AttributeValue {
-	t.Helper()
-	d := &api.ApplyDesire{
-		DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: created,
-			UpdateTime: stTime.Add(time.Duration(version) * time.Second)},
-		Spec: api.ApplyDesireSpec{CommonSpec: api.CommonSpec{ManagementCluster: "mc-unit"},
-			KubeContent: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + id + `","namespace":"default"}}`)},
-	}
-	item, err := api.EncodeItem(d)
-	if err != nil {
-		t.Fatalf("EncodeItem: %v", err)
-	}
-	return item
-}
-
-func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.AttributeValue {
-	return stItemAt(t, id, version, stTime)
-}
 
 func TestSeqAfter(t *testing.T) {
 	cases := []struct {
@@ -249,4 +219,269 @@ func rssBytes() uint64 {
 		return 0
 	}
 	return resident * uint64(os.Getpagesize())
+}
+
+// TestStreamInformerDropsReplays: records read again (the same sequence numbers, as DynamoDB
+// Streams gives a record read again) never reach the handlers: neither versions already
+// delivered nor, once a spec was deleted and created again, the old incarnation's records, so
+// its old REMOVE never deletes the new one; nor a parent shard's records read again in its
+// child after the deletion's tombstone was freed.
+func TestStreamInformerDropsReplays(t *testing.T) {
+	f := newStreamDB()
+	arn := f.AddTable(stTable, stNAOI, stShard0)
+	h := startInformer(t, f)
+	first := f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 2))
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+	h.waitStore(t, map[string]int64{"doc-a": 3})
+	f.ReplayFrom(arn, stShard0, 1) // versions 2 and 3 again
+	// The same documentID deleted and created again: a new incarnation (createTime later).
+	f.Remove(stTable, stShard0, "doc-a")
+	again := stDesire("doc-a", 1)
+	again.CreateTime = stTime.Add(time.Hour)
+	item, err := api.EncodeItem(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Put(stTable, stShard0, item)
+	// The old incarnation's records, its REMOVE included, read again after the re-creation.
+	f.ReplayFrom(arn, stShard0, 0)
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
+	f.Remove(stTable, stShard0, "doc-b")
+	f.Put(stTable, stShard0, stItem(t, "doc-z", 1)) // the newest write ends the expected events
+	h.rec.waitEvents(t, []stEvent{
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "update", ID: "doc-a", Version: 2},
+		{Type: "update", ID: "doc-a", Version: 3},
+		{Type: "delete", ID: "doc-a", Version: 3},
+		{Type: "add", ID: "doc-a", Version: 1},
+		{Type: "add", ID: "doc-b", Version: 1},
+		{Type: "delete", ID: "doc-b", Version: 1},
+		{Type: "add", ID: "doc-z", Version: 1},
+	})
+	// A split: the parent's records of doc-b (deleted; its tombstone freed) and doc-a's first
+	// record come again in the child, after a new write.
+	f.AddShard(arn, "shard-1", stShard0)
+	f.CloseShard(arn, stShard0)
+	f.Put(stTable, "shard-1", stItem(t, "doc-y", 1))
+	for _, r := range f.Records(arn, stShard0) {
+		if seq := aws.ToString(r.Dynamodb.SequenceNumber); r.EventName == streamtypes.OperationTypeInsert {
+			f.Redeliver(arn, "shard-1", seq)
+		}
+	}
+	f.Redeliver(arn, "shard-1", first)
+	f.Put(stTable, "shard-1", stItem(t, "doc-x", 1))
+	h.waitStore(t, map[string]int64{"doc-a": 1, "doc-x": 1, "doc-y": 1, "doc-z": 1})
+	got, err := h.lister.Get("doc-a")
+	if err != nil || !got.CreateTime.Equal(again.CreateTime) {
+		t.Fatalf("cached doc-a = %+v, %v; want the new incarnation", got, err)
+	}
+	// The handlers hear of a change after the cache holds it: wait for the tenth event.
+	waitFor(t, 10*time.Second, "the events of the split", func() bool { return len(h.rec.get()) >= 10 })
+	if evs := h.rec.get(); len(evs) != 10 {
+		t.Fatalf("events after the split %v, want only doc-y's and doc-x's adds", evs[8:])
+	}
+}
+
+// TestStreamInformerIncarnations: incarnations are told apart by stream order, not by
+// createTime being new: a spec deleted and put back unchanged (same createTime: an undo, a
+// restore) and a spec replaced in place by one PutItem as a new incarnation (a new createTime,
+// version 1, a MODIFY record and no REMOVE between; its createTime earlier when the backend's
+// clock is behind) reach the cache, whether the watch delivered the spec before or only its
+// List holds it.
+func TestStreamInformerIncarnations(t *testing.T) {
+	later, earlier := stTime.Add(time.Hour), stTime.Add(-time.Hour)
+	cases := []struct {
+		name   string
+		listed bool // doc-a exists before the informer starts (only its List holds it)
+		change func(t *testing.T, f *dynamofake.DB)
+		want   stState
+	}{
+		{"deleted and put back unchanged", false, func(t *testing.T, f *dynamofake.DB) {
+			f.Remove(stTable, stShard0, "doc-a")
+			f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+		}, stState{3, stTime}},
+		{"listed, deleted and put back unchanged", true, func(t *testing.T, f *dynamofake.DB) {
+			f.Remove(stTable, stShard0, "doc-a")
+			f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+		}, stState{3, stTime}},
+		{"replaced in place by a new incarnation", false, func(t *testing.T, f *dynamofake.DB) {
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
+		}, stState{1, later}},
+		{"listed, replaced in place by a new incarnation", true, func(t *testing.T, f *dynamofake.DB) {
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
+		}, stState{1, later}},
+		{"listed, replaced in place, then changed", true, func(t *testing.T, f *dynamofake.DB) {
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 2, later))
+		}, stState{2, later}},
+		{"replaced in place with a clock behind", false, func(t *testing.T, f *dynamofake.DB) {
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, earlier))
+		}, stState{1, earlier}},
+		{"replaced in place and back", false, func(t *testing.T, f *dynamofake.DB) {
+			f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
+			f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+		}, stState{3, stTime}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStreamDB()
+			f.AddTable(stTable, stNAOI, stShard0)
+			if tc.listed {
+				f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+			}
+			h := startInformer(t, f)
+			if !tc.listed {
+				f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+			}
+			h.waitStates(t, map[string]stState{"doc-a": {3, stTime}})
+			tc.change(t, f)
+			f.Put(stTable, stShard0, stItem(t, "doc-z", 1)) // the newest write: all before it were read
+			h.waitStates(t, map[string]stState{"doc-a": tc.want, "doc-z": {1, stTime}})
+		})
+	}
+}
+
+// TestStreamInformerPutBackAcrossRelist: a spec deleted while the informer relists (after the
+// new positions, before the Scan reads it) and put back unchanged afterwards reaches the cache:
+// the REMOVE and the INSERT of one incarnation are both delivered, in stream order.
+func TestStreamInformerPutBackAcrossRelist(t *testing.T) {
+	f := newStreamDB()
+	f.AddTable(stTable, stNAOI, stShard0)
+	f.PageSize = 1
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-x", 3))
+	var armed, fired atomic.Bool
+	f.ScanHook = func(table string, _ int) {
+		if table == stTable && armed.CompareAndSwap(true, false) {
+			f.Remove(stTable, "", "doc-x") // behind the Scan's cursor (doc-a's page)
+			fired.Store(true)
+		}
+	}
+	h := startInformer(t, f)
+	armed.Store(true)
+	f.ReplaceStream(stTable, "shard-r") // a new stream: the watch relists
+	waitFor(t, 5*time.Second, "the relist's Scan", fired.Load)
+	h.waitStates(t, map[string]stState{"doc-a": {1, stTime}})
+	f.Put(stTable, "", stItem(t, "doc-x", 3)) // put back unchanged
+	f.Put(stTable, "", stItem(t, "doc-z", 1))
+	h.waitStates(t, map[string]stState{"doc-a": {1, stTime}, "doc-x": {3, stTime}, "doc-z": {1, stTime}})
+	if n := h.relists.Load(); n != 1 {
+		t.Fatalf("relists = %d, want 1", n)
+	}
+}
+
+// TestStreamInformerManySpecsReplacedAfterStart: 100 specs rewritten in place as new
+// incarnations right after the informer listed them all reach the cache; telling them from
+// records older than the List costs one consistent read each, no more.
+func TestStreamInformerManySpecsReplacedAfterStart(t *testing.T) {
+	f := newStreamDB()
+	f.AddTable(stTable, stNAOI, stShard0)
+	want := map[string]stState{}
+	for i := range 100 {
+		f.Put(stTable, stShard0, stItem(t, fmt.Sprintf("doc-%03d", i), 4))
+	}
+	h := startInformer(t, f)
+	reads := f.Calls("GetItem")
+	later := stTime.Add(time.Minute)
+	for i := range 100 {
+		id := fmt.Sprintf("doc-%03d", i)
+		f.Put(stTable, stShard0, stItemAt(t, id, 1, later))
+		want[id] = stState{1, later}
+	}
+	h.waitStates(t, want)
+	if n := f.Calls("GetItem") - reads; n != 100 {
+		t.Fatalf("GetItem calls = %d, want 100 (one per spec whose only known state was the List's)", n)
+	}
+}
+
+// TestStreamInformerListWindowRecords: records that landed between the List's stream positions
+// and its Scan (read again by the watch) are older than the List's copy: an earlier
+// incarnation's records, its REMOVE included, and lower versions of the listed incarnation are
+// dropped after a consistent read says so; the listed state is not taken back.
+func TestStreamInformerListWindowRecords(t *testing.T) {
+	f := newStreamDB()
+	f.AddTable(stTable, stNAOI, stShard0)
+	f.PageSize = 1
+	later := stTime.Add(time.Hour)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 1))
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 3))
+	f.Put(stTable, stShard0, stItem(t, "doc-c", 3))
+	var once atomic.Bool
+	f.ScanHook = func(table string, _ int) {
+		if table != stTable || !once.CompareAndSwap(false, true) {
+			return
+		}
+		// After doc-a's page: what follows is seen by the Scan.
+		f.Put(stTable, "", stItem(t, "doc-b", 4))
+		f.Put(stTable, "", stItemAt(t, "doc-b", 1, later)) // replaced in place
+		f.Remove(stTable, "", "doc-c")
+		f.Put(stTable, "", stItemAt(t, "doc-c", 1, later)) // deleted and created again
+		f.Put(stTable, "", stItemAt(t, "doc-c", 2, later))
+	}
+	h := startInformer(t, f)
+	f.Put(stTable, "", stItem(t, "doc-z", 1))
+	h.waitStates(t, map[string]stState{"doc-a": {1, stTime}, "doc-b": {1, later}, "doc-c": {2, later}, "doc-z": {1, stTime}})
+	for _, e := range h.rec.get() {
+		if e.Type == "delete" || (e.ID == "doc-b" && e.Version == 4) || (e.ID == "doc-c" && e.Version == 1) {
+			t.Errorf("event %v: a record older than the List was delivered", e)
+		}
+	}
+}
+
+// TestStreamStampsBounded: a watch's bookkeeping holds the live desires, not every desire it
+// ever saw deleted: 1,500 specs created and deleted leave only the live ones.
+func TestStreamStampsBounded(t *testing.T) {
+	f := newStreamDB()
+	f.AddTable(stTable, stNAOI, stShard0)
+	var most, last atomic.Int64
+	opts := testOptions()
+	stamps := func(_ api.DesireKind, n int) {
+		last.Store(int64(n))
+		if int64(n) > most.Load() {
+			most.Store(int64(n))
+		}
+	}
+	opts.ObserveStamps = stamps
+	inf, lister := newTestInformer(f, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	waitFor(t, 5*time.Second, "sync", inf.HasSynced)
+	f.Put(stTable, stShard0, stItem(t, "doc-live", 1))
+	for i := range 1500 {
+		id := fmt.Sprintf("doc-%d", i)
+		f.Put(stTable, stShard0, stItemAt(t, id, 1, stTime.Add(time.Duration(i)*time.Second)))
+		f.Remove(stTable, stShard0, id)
+	}
+	f.Put(stTable, stShard0, stItem(t, "doc-z", 1))
+	waitFor(t, 5*time.Second, "doc-z", func() bool { _, err := lister.Get("doc-z"); return err == nil })
+	waitFor(t, 5*time.Second, "a poll round after doc-z", func() bool { return last.Load() <= 2 },
+		func() string { return fmt.Sprint("stamps: ", last.Load()) })
+	if n := most.Load(); n > 3 {
+		t.Fatalf("stamps after a poll round: up to %d, want at most 3 (the live desires and one created, not yet deleted)", n)
+	}
+}
+
+// TestStreamInformerSettleReadFails: when the consistent read that tells a listed spec's new
+// incarnation from an old record fails, the batch is read again (not guessed, not lost): the
+// record is delivered once the read succeeds, and the batch's earlier records are not
+// delivered twice.
+func TestStreamInformerSettleReadFails(t *testing.T) {
+	f := newStreamDB()
+	f.AddTable(stTable, stNAOI, stShard0)
+	f.Put(stTable, stShard0, stItem(t, "doc-a", 3))
+	h := startInformer(t, f)
+	f.FailNext("GetItem", errors.New("connection reset"))
+	f.Hold(f.StreamARN(stTable), stShard0, true) // one batch: doc-b, then doc-a's new incarnation
+	later := stTime.Add(time.Hour)
+	f.Put(stTable, stShard0, stItem(t, "doc-b", 1))
+	f.Put(stTable, stShard0, stItemAt(t, "doc-a", 1, later))
+	f.Hold(f.StreamARN(stTable), stShard0, false)
+	h.waitStates(t, map[string]stState{"doc-a": {1, later}, "doc-b": {1, stTime}})
+	// The handlers hear of a change after the cache holds it: wait for the events too.
+	h.rec.waitEvents(t, []stEvent{{Type: "add", ID: "doc-a", Version: 3, Initial: true}, {Type: "add", ID: "doc-b", Version: 1}, {Type: "update", ID: "doc-a", Version: 1}})
+	if n := f.Calls("GetItem"); n != 2 {
+		t.Fatalf("GetItem calls = %d, want 2 (the failed read and its retry)", n)
+	}
 }

@@ -12,8 +12,8 @@ type watchListUnsupported struct{}
 
 func (watchListUnsupported) IsWatchListSemanticsUnSupported() bool { return true }
 
-// NewListWatch returns the ListWatch of table, whose desires are of kind T.
-func NewListWatch[T api.Desire](db DB, streams API, table string, kind api.DesireKind, opts Options) *ListWatch[T] {
+// newListWatch returns the ListWatch of table, whose desires are of kind T.
+func newListWatch[T api.Desire](db DB, streams API, table string, kind api.DesireKind, opts Options) *ListWatch[T] {
 	return &ListWatch[T]{kind: kind, table: table, db: db, streams: streams, opts: opts.WithDefaults()}
 }
 
@@ -21,8 +21,8 @@ func NewListWatch[T api.Desire](db DB, streams API, table string, kind api.Desir
 // indexed by indexers) and its ListWatch, which asks the informer's cache what it holds
 // before it reports the stream caught up.
 func NewInformer[T api.Desire](db DB, streams API, table string, kind api.DesireKind, opts Options, indexers cache.Indexers) (cache.SharedIndexInformer, *ListWatch[T]) {
-	lw := NewListWatch[T](db, streams, table, kind, opts)
-	clw := &cache.ListWatch{ListWithContextFunc: lw.List, WatchFuncWithContext: lw.Watch}
+	lw := newListWatch[T](db, streams, table, kind, opts)
+	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
 		&Object{}, cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: indexers})
 	lw.stored = func(id string) (api.Desire, bool) {

@@ -112,7 +112,7 @@ func shardEmpty(ctx context.Context, streams API, arn string, shardID *string) (
 
 // list takes the stream positions first, then Scans: a write that lands during the Scan is
 // in the Scan, in the stream after those positions, or both. Duplicates are fine, loss is not.
-func (lw *ListWatch[T]) List(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+func (lw *ListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
 	arn, err := ARN(ctx, lw.streams, lw.table)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (lw *ListWatch[T]) List(ctx context.Context, _ metav1.ListOptions) (runtime
 	for i, d := range items {
 		objs[i] = &Object{d}
 	}
-	return &List{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
+	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
 }
 
 // scanAll Scans the table. Items that do not decode are kept as desires marked Invalid so
@@ -179,7 +179,9 @@ func scanAll[T api.Desire](ctx context.Context, db DB, table string, log logr.Lo
 	return out, err
 }
 
-func (lw *ListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+// watch polls the stream from the positions of the List whose resourceVersion opts names; any
+// other List's are gone, and the error makes the reflector list again.
+func (lw *ListWatch[T]) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	lw.mu.Lock()
 	start := lw.starts[opts.ResourceVersion]
 	delete(lw.starts, opts.ResourceVersion)

@@ -50,18 +50,18 @@ func As[T api.Desire](obj any) (T, bool) {
 	return t, ok && isT
 }
 
-// List is the runtime.Object a List returns to the reflector.
-type List struct {
+// objectList is the runtime.Object a List returns to the reflector.
+type objectList struct {
 	metav1.ListMeta
 	Items []*Object
 }
 
 // GetObjectKind implements runtime.Object.
-func (l *List) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (l *objectList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject implements runtime.Object.
-func (l *List) DeepCopyObject() runtime.Object {
-	out := &List{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]*Object, len(l.Items))}
+func (l *objectList) DeepCopyObject() runtime.Object {
+	out := &objectList{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]*Object, len(l.Items))}
 	for i, o := range l.Items {
 		out.Items[i] = o.DeepCopyObject().(*Object)
 	}
