@@ -2,15 +2,11 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -186,83 +182,5 @@ func TestNewestStatusTerm(t *testing.T) {
 	got, err := newestStatusTerm(ctx, db, []string{"apply-status", "delete-status", "read-status"})
 	if err != nil || got != 12 {
 		t.Fatalf("newest status term = %d, %v; want 12", got, err)
-	}
-}
-
-// applyThroughTheApplier applies a ConfigMap through the Applier's cluster client, as its
-// reconcilers do.
-func applyThroughTheApplier(a *Applier) error {
-	obj, err := ParseKubeContent(json.RawMessage(cmJSON("c9")))
-	if err != nil {
-		return err
-	}
-	_, err = a.opts.Kube.Apply(context.Background(), cmGVR, obj, "fm")
-	return err
-}
-
-// TestClusterClientFencedAfterTheTerm: once a term is over (its lease may have passed), the
-// Applier's cluster client stays fenced by it: no change lands before the next term.
-func TestClusterClientFencedAfterTheTerm(t *testing.T) {
-	_, opts := newOffline(t)
-	a, err := newApplier(opts, tuning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var valid atomic.Bool
-	valid.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.lead(ctx, term{Number: 1, Leader: "me", Valid: valid.Load, CallTimeout: time.Second})
-	}()
-	waitFor(t, 10*time.Second, "leading", a.Leading)
-	if err := applyThroughTheApplier(a); err != nil {
-		t.Fatalf("apply in a valid term: %v", err)
-	}
-	valid.Store(false)
-	cancel()
-	<-done
-	if err := applyThroughTheApplier(a); !errors.Is(err, fencing.ErrFenced) {
-		t.Fatalf("apply after the term ended (lease may have passed): %v, want ErrFenced", err)
-	}
-}
-
-// blockSpecs holds every whole-item Scan of one table until open.
-type blockSpecs struct {
-	DynamoDBAPI
-	held string
-	open chan struct{}
-}
-
-func (b *blockSpecs) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	if aws.ToString(in.TableName) == b.held && in.ProjectionExpression == nil {
-		select {
-		case <-b.open:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return b.DynamoDBAPI.Scan(ctx, in, o...)
-}
-
-// TestClusterClientFencedFromTheTermStart: from a term's start, before its informers have
-// synced, cluster changes are checked against it.
-func TestClusterClientFencedFromTheTermStart(t *testing.T) {
-	_, opts := newOffline(t)
-	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire), open: make(chan struct{})}
-	opts.DynamoDB = gate
-	a, err := newApplier(opts, tuning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.lead(ctx, term{Number: 1, Leader: "me", Valid: func() bool { return false }, CallTimeout: time.Second})
-	}()
-	defer func() { cancel(); close(gate.open); <-done }()
-	waitFor(t, 10*time.Second, "syncing", func() bool { return a.getPhase() == phaseSyncing })
-	if err := applyThroughTheApplier(a); !errors.Is(err, fencing.ErrFenced) {
-		t.Fatalf("apply while syncing a term that is not valid: %v, want ErrFenced", err)
 	}
 }
