@@ -211,7 +211,7 @@ func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLis
 		Reconciler: r, Forget: forget, KindsChanged: a.kindsChanged, Resync: resync,
 		MaxRetryDelay: a.opts.MaxRetryDelay, ReconcileTime: a.opts.ReconcileTimeout, Workers: a.opts.Workers, FIFOQueue: a.opts.FIFOQueue,
 		Log: a.opts.Log.WithValues("kind", kind), Metrics: a.metrics, Now: a.wiring.clock,
-		Observe: logConditions(a.conditions, kind, func(id string) bool { _, err := lister.Get(id); return err == nil })}
+		Observe: conditionlog.Observer[Verdict](a.conditions, kind, func(id string) bool { _, err := lister.Get(id); return err == nil })}
 }
 
 // targetChanged routes a target watch's event to the controller of the desire interested.
