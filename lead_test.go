@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -196,5 +197,44 @@ func TestTermStartsBesideSpecScan(t *testing.T) {
 	})
 	if a.watches.Of(cmGVR) == nil {
 		t.Fatal("the configmaps watch, which desires registered with, stopped at the end of the prewarm")
+	}
+}
+
+// TestLostTerm: a term's context says it was lost only when a newer term ended it; a
+// shutdown or a Lease passed on is no loss.
+func TestLostTerm(t *testing.T) {
+	newer := &fencing.NewerTermError{Stored: 7}
+	for _, tc := range []struct {
+		name  string
+		cause error // nil: the context is cancelled without a cause
+		lost  bool
+	}{
+		{"a newer term met", newer, true},
+		{"a newer term met, wrapped", fmt.Errorf("status write: %w", newer), true},
+		{"fenced: the Lease may have passed", fencing.ErrFenced, false},
+		{"shutdown", nil, false},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if lostTerm(ctx) != nil {
+			t.Fatalf("%s: a live term's context says lost", tc.name)
+		}
+		cancel(tc.cause)
+		if got := lostTerm(ctx); (got != nil) != tc.lost || tc.lost && fencing.NewerTermOf(got) != 7 {
+			t.Errorf("%s: lostTerm = %v, want lost %v (the newer term 7)", tc.name, got, tc.lost)
+		}
+	}
+}
+
+// TestStoreMax: the newest term met only grows, whatever the order terms are met in.
+func TestStoreMax(t *testing.T) {
+	var v atomic.Int64
+	var wg sync.WaitGroup
+	for n := range int64(50) {
+		wg.Go(func() { storeMax(&v, n) })
+	}
+	wg.Wait()
+	storeMax(&v, 3)
+	if got := v.Load(); got != 49 {
+		t.Fatalf("storeMax kept %d, want the greatest, 49", got)
 	}
 }

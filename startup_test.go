@@ -343,3 +343,26 @@ func TestTermStartupCheckFailFast(t *testing.T) {
 		t.Fatalf("rejoin = %v, want the failure", err)
 	}
 }
+
+// TestMissingOnly: a start-up check's failure counts as DynamoDB's answer only when every
+// failure joined in it is a missing table or stream.
+func TestMissingOnly(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:8000: connect: connection refused")
+	table := fmt.Errorf("t-mc01-status-readdesires: %w", ErrTableNotFound)
+	stream := fmt.Errorf("t-mc01-specs-applydesires: %w", ErrStreamNotConfigured)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"none", nil, false},
+		{"a table missing", table, true},
+		{"a table and a stream missing, nested", errors.Join(errors.Join(stream), table), true},
+		{"unreachable", refused, false},
+		{"a table missing and unreachable", errors.Join(table, refused), false},
+	} {
+		if got := missingOnly(tc.err); got != tc.want {
+			t.Errorf("%s: missingOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
