@@ -2,39 +2,37 @@ package kubeapplier
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
 
-// TestPrewarmer: the prewarm takes the first prewarmMax desires offered and none after it
-// stopped (the term's informers synced: a relist later in the term prewarms nothing).
-func TestPrewarmer(t *testing.T) {
+// TestPrewarmTakesThisClustersValidApplyDesires: of the desires a term's specs Scan decodes,
+// the prewarm takes only the ApplyDesires of this management cluster that decoded whole; with
+// no prewarm running (between terms, or after the term's informers synced) it takes none.
+func TestPrewarmTakesThisClustersValidApplyDesires(t *testing.T) {
+	_, opts := newOffline(t)
+	a, err := newApplier(opts, tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
-	started := 0
-	p := newPrewarmer(context.Background(), func(context.Context, *ApplyDesire) { mu.Lock(); started++; mu.Unlock() })
-	for i := range prewarmMax + 500 {
-		p.offer(applyDesire(fmt.Sprint(i), cmJSON("c")))
+	var got []string
+	record := func(_ context.Context, d *ApplyDesire) { mu.Lock(); got = append(got, d.DocumentID); mu.Unlock() }
+	a.prewarm(applyDesire("before", cmJSON("c"))) // no prewarm running
+	p := newPrewarmer(context.Background(), record)
+	a.prewarming.Store(p)
+	elsewhere := applyDesire("elsewhere", cmJSON("c"))
+	elsewhere.Spec.ManagementCluster = "mc02"
+	invalid := applyDesire("invalid", cmJSON("c"))
+	invalid.Invalid = "kubeContent: not JSON"
+	for _, d := range []Desire{applyDesire("a", cmJSON("c")), elsewhere, invalid,
+		deleteDesire("del", TargetItem{Version: "v1", Resource: "configmaps", Name: "c"}),
+		readDesire("read", TargetItem{Version: "v1", Resource: "configmaps", Name: "c"}), applyDesire("b", cmJSON("c"))} {
+		a.prewarm(d)
 	}
 	p.stop()
-	p.offer(applyDesire("after", cmJSON("c")))
-	p.stop() // idempotent
-	if started != prewarmMax {
-		t.Fatalf("prewarmed %d desires, want the first %d and none after stop", started, prewarmMax)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("prewarmed %v, want this cluster's valid ApplyDesires [a b]", got)
 	}
-	if !stoppedPrewarm(p) {
-		t.Fatal("stopped prewarmer says it is not")
-	}
-	q := newPrewarmer(context.Background(), func(context.Context, *ApplyDesire) { mu.Lock(); started++; mu.Unlock() })
-	q.stop()
-	q.offer(applyDesire("late", cmJSON("c")))
-	if started != prewarmMax {
-		t.Fatal("a stopped prewarmer took a desire")
-	}
-}
-
-func stoppedPrewarm(p *prewarmer) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stopped
 }
