@@ -39,7 +39,8 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	pw := a.startPrewarm(ctx)
 	defer pw.stop()
 	inf := a.informers.Load()
-	defer a.runInformers(ctx, inf)()
+	stopInformers := a.runInformers(ctx, inf)
+	defer stopInformers()
 	// Before the informers stop: the last heartbeat still counts this term's desires.
 	defer a.stopHeartbeat(ctx, t)
 	starts, synced := a.syncTerm(ctx, t, inf)
@@ -48,7 +49,8 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	}
 	pw.end() // relists later in the term start no watch ahead of their desires
 	took := time.Since(start)
-	defer a.beginLeading(took)()
+	endLeading := a.beginLeading(took)
+	defer endLeading()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.Number, "synced", took.Round(time.Millisecond).String(),
 		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
 		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
