@@ -132,3 +132,40 @@ func TestStoreMax(t *testing.T) {
 		t.Fatalf("storeMax kept %d, want the greatest, 49", got)
 	}
 }
+
+// TestLogTermEndSaysWhy: the line ending a term names its cause: a newer term met (whatever
+// else happened), a shutdown (the Lease released after it only under the applier's own
+// election), its own Lease lost, or the followed Lease passed on.
+func TestLogTermEndSaysWhy(t *testing.T) {
+	_, opts := newOffline(t)
+	a, err := newApplier(opts, tuning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name            string
+		newer, stopping bool
+		ownElection     bool
+		want            string
+	}{
+		{"a newer term met while stopping", true, true, true, `"cause"="a write met a newer leadership term in DynamoDB: another replica leads"`},
+		{"shutdown, own election", false, true, true, `"cause"="shutdown: in-flight status writes finished, then the lease is released"`},
+		{"shutdown, a manager's election", false, true, false, `"cause"="shutdown: in-flight status writes finished"`},
+		{"own Lease lost", false, false, true, `"cause"="lease lost: not renewed within the renew deadline; another replica may take over"`},
+		{"the followed Lease passed on", false, false, false, `"cause"="the followed Lease may have passed to another holder"`},
+	} {
+		var c logCapture
+		a.opts.Log, a.opts.LeaderElection = c.logger(), tc.ownElection
+		a.stopping.Store(tc.stopping)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if tc.newer {
+			cancel(&fencing.NewerTermError{Stored: 4})
+		} else {
+			cancel(nil)
+		}
+		a.logTermEnd(ctx, term{Number: 3, Leader: "me"}, time.Now())
+		if !c.has(`"msg"="leadership term ended"`, `"term"=3`, `"leader"="me"`, tc.want) {
+			t.Errorf("%s: logged\n%s\nwant the term's end with %s", tc.name, c.dump(), tc.want)
+		}
+	}
+}
