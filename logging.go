@@ -6,8 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/conditionlog"
 )
 
 // logRoute is where the applier's logs go: Options.Log when set, else the logger of Run's
@@ -122,33 +120,4 @@ func (s *routedSink) WithCallDepth(depth int) logr.LogSink {
 	c := *s
 	c.depth += depth
 	return &c
-}
-
-// logConditions returns the outcomes' observer of kind that tells l of each verdict recorded
-// in a status, and of a desire forgotten (a Pending verdict): when cached(id) says its spec
-// is gone, it leaves the state its last line said it entered (conditionlog.Removed: a
-// desire removed while refused, e.g. by the DeleteDesire of its object, is never left logged
-// as in TargetConflict); else (a status the writer no longer vouches for) the log keeps what
-// it said, and the next verdict recorded says what changed.
-func logConditions(l *conditionlog.Log, kind DesireKind, cached func(id string) bool) func(id string, v Verdict) {
-	return func(id string, v Verdict) {
-		if v.IsPending() {
-			if !cached(id) {
-				l.Removed(kind, id)
-			}
-			return
-		}
-		l.Observe(kind, id, conditionlog.Change{State: loggedState(v), Reason: v.Reason(), Message: v.Message()})
-	}
-}
-
-// loggedState is the condition log's state of a verdict.
-func loggedState(v Verdict) string {
-	switch {
-	case v.Degraded():
-		return "Degraded"
-	case v.Reason() == ReasonDriftConflict, v.Reason() == ReasonTargetConflict:
-		return v.Reason()
-	}
-	return ""
 }

@@ -2,7 +2,6 @@ package kubeapplier
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -171,26 +170,6 @@ func TestOnCallLinesAtDefaultLevel(t *testing.T) {
 	} {
 		if !c.has(want...) {
 			t.Errorf("no line with %q in:\n%s", want, c.dump())
-		}
-	}
-}
-
-// TestLoggedState: which verdicts the condition log follows (Degraded, DriftConflict,
-// TargetConflict) and which it takes for none of them.
-func TestLoggedState(t *testing.T) {
-	for _, tc := range []struct {
-		v    Verdict
-		want string
-	}{
-		{Transient(ReasonKubeAPIError, errors.New("503")), "Degraded"},
-		{Refused(ReasonDriftConflict, "re-taken"), "DriftConflict"},
-		{Refused(ReasonTargetConflict, "b keeps it"), "TargetConflict"},
-		{NotYet(ReasonKindNotServed, "no CRD yet"), ""},
-		{Refused(ReasonPreCheckFailed, "bad manifest"), ""},
-		{Applied(1, "applied"), ""},
-	} {
-		if got := loggedState(tc.v); got != tc.want {
-			t.Errorf("%v: logged state %q, want %q", tc.v, got, tc.want)
 		}
 	}
 }

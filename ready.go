@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -143,40 +142,4 @@ func (r *reachability) check(ctx context.Context) error {
 	}
 	r.at, r.err = r.now(), errors.Join(errs...)
 	return r.err
-}
-
-// startupDiagnosis prefixes a start-up check's failure err (checkTables: the failures of the
-// tables joined) with what it means, so that a missing table does not read as an unreachable
-// DynamoDB: "the table is missing" (ErrTableNotFound), "a specs table's stream is not
-// configured" (ErrStreamNotConfigured), "cannot reach DynamoDB" (any other: no answer,
-// credentials refused), joined with "; " when several apply. err stays wrapped.
-func startupDiagnosis(err error) error {
-	var missing, streams, unreached int
-	for _, e := range leafErrors(err) {
-		switch {
-		case errors.Is(e, awscall.ErrTableNotFound):
-			missing++
-		case errors.Is(e, ErrStreamNotConfigured):
-			streams++
-		default:
-			unreached++
-		}
-	}
-	var what []string
-	if unreached > 0 {
-		what = append(what, "cannot reach DynamoDB")
-	}
-	switch {
-	case missing == 1:
-		what = append(what, "the table is missing")
-	case missing > 1:
-		what = append(what, fmt.Sprintf("%d tables are missing", missing))
-	}
-	if streams > 0 {
-		what = append(what, "a specs table's stream is not configured")
-	}
-	if len(what) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s: %w", strings.Join(what, "; "), err)
 }

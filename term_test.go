@@ -2,16 +2,10 @@ package kubeapplier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,96 +13,6 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 )
-
-// TestTakeTermOnlyGrows: a term is taken in DynamoDB one above the stored one and the newest
-// met, whatever a Lease says: a Lease deleted and re-created (0 transitions) cannot give the
-// next leader a term below the one its statuses carry.
-func TestTakeTermOnlyGrows(t *testing.T) {
-	ctx := context.Background()
-	table := TableName("", "mc01", StatusTable, KindApplyDesire)
-	hbItem := func(term string) map[string]types.AttributeValue {
-		item := map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
-			"leader": &types.AttributeValueMemberS{Value: "old"}}
-		if term != "" {
-			item[attrApplierTerm] = &types.AttributeValueMemberN{Value: term}
-		}
-		return item
-	}
-	tests := []struct {
-		name    string
-		stored  map[string]types.AttributeValue // the heartbeat document; nil: none
-		floor   int64
-		seed    int64 // the newest term the statuses carry
-		want    int64
-		wantErr error
-	}{
-		{name: "first term of a table", want: 1},
-		{name: "after term 7 (any Lease: re-created, renamed, restored)", stored: hbItem("7"), want: 8},
-		{name: "a newer term was met on a status", stored: hbItem("3"), floor: 10, want: 11},
-		{name: "heartbeat of an applier that numbered no term", stored: hbItem(""), want: 1},
-		{name: "heartbeat deleted by an operator: above the statuses' newest term", seed: 9, want: 10},
-		{name: "heartbeat without a term: above the statuses' newest term", stored: hbItem(""), seed: 4, want: 5},
-		{name: "a stored term below the statuses' (the heartbeat restored): above the statuses'", stored: hbItem("7"), seed: 99, want: 100},
-		{name: "a stored term above the statuses'", stored: hbItem("7"), seed: 5, want: 8},
-		{name: "applierTerm that is no number: written over, above the statuses' newest term", stored: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID},
-			attrApplierTerm: &types.AttributeValueMemberS{Value: "7"}}, seed: 9, want: 10},
-		{name: "applierTerm beyond int64: written over", stored: hbItem("123456789012345678901234567890"), seed: 2, want: 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			db := newMemDB()
-			if tt.stored != nil {
-				db.PutRaw(table, tt.stored)
-			}
-			seed := func(context.Context) (int64, error) { return tt.seed, nil }
-			hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "pod-1"}, tt.floor, seed)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("err = %v, want %v", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || hb.ApplierTerm != tt.want {
-				t.Fatalf("took term %d, %v; want %d", hb.ApplierTerm, err, tt.want)
-			}
-			stored, err := ReadHeartbeat(ctx, db, "", "mc01")
-			if err != nil || stored.ApplierTerm != tt.want || stored.Leader != "pod-1" {
-				t.Fatalf("stored heartbeat %+v, %v; want term %d led by pod-1", stored, err, tt.want)
-			}
-		})
-	}
-}
-
-// TestTakeTermConcurrently: replicas taking terms at once each get a term of their own.
-func TestTakeTermConcurrently(t *testing.T) {
-	ctx := context.Background()
-	db := newMemDB()
-	table := TableName("", "mc01", StatusTable, KindApplyDesire)
-	const replicas = 4
-	var (
-		mu    sync.Mutex
-		terms = map[int64]bool{}
-		wg    sync.WaitGroup
-	)
-	for range replicas {
-		wg.Go(func() {
-			hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01"}, 0, nil)
-			if err != nil {
-				return // conflicts past takeTermAttempts: tolerated, no term
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if terms[hb.ApplierTerm] {
-				t.Errorf("term %d taken twice", hb.ApplierTerm)
-			}
-			terms[hb.ApplierTerm] = true
-		})
-	}
-	wg.Wait()
-	if len(terms) == 0 {
-		t.Fatal("no replica took a term")
-	}
-}
 
 // deadlineRecorder records the deadline of each cluster call.
 type deadlineRecorder struct {
@@ -186,83 +90,5 @@ func TestNewestStatusTerm(t *testing.T) {
 	got, err := newestStatusTerm(ctx, db, []string{"apply-status", "delete-status", "read-status"})
 	if err != nil || got != 12 {
 		t.Fatalf("newest status term = %d, %v; want 12", got, err)
-	}
-}
-
-// applyThroughTheApplier applies a ConfigMap through the Applier's cluster client, as its
-// reconcilers do.
-func applyThroughTheApplier(a *Applier) error {
-	obj, err := ParseKubeContent(json.RawMessage(cmJSON("c9")))
-	if err != nil {
-		return err
-	}
-	_, err = a.opts.Kube.Apply(context.Background(), cmGVR, obj, "fm")
-	return err
-}
-
-// TestClusterClientFencedAfterTheTerm: once a term is over (its lease may have passed), the
-// Applier's cluster client stays fenced by it: no change lands before the next term.
-func TestClusterClientFencedAfterTheTerm(t *testing.T) {
-	_, opts := newOffline(t)
-	a, err := newApplier(opts, tuning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var valid atomic.Bool
-	valid.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.lead(ctx, term{Number: 1, Leader: "me", Valid: valid.Load, CallTimeout: time.Second})
-	}()
-	waitFor(t, 10*time.Second, "leading", a.Leading)
-	if err := applyThroughTheApplier(a); err != nil {
-		t.Fatalf("apply in a valid term: %v", err)
-	}
-	valid.Store(false)
-	cancel()
-	<-done
-	if err := applyThroughTheApplier(a); !errors.Is(err, fencing.ErrFenced) {
-		t.Fatalf("apply after the term ended (lease may have passed): %v, want ErrFenced", err)
-	}
-}
-
-// blockSpecs holds every whole-item Scan of one table until open.
-type blockSpecs struct {
-	DynamoDBAPI
-	held string
-	open chan struct{}
-}
-
-func (b *blockSpecs) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	if aws.ToString(in.TableName) == b.held && in.ProjectionExpression == nil {
-		select {
-		case <-b.open:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return b.DynamoDBAPI.Scan(ctx, in, o...)
-}
-
-// TestClusterClientFencedFromTheTermStart: from a term's start, before its informers have
-// synced, cluster changes are checked against it.
-func TestClusterClientFencedFromTheTermStart(t *testing.T) {
-	_, opts := newOffline(t)
-	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire), open: make(chan struct{})}
-	opts.DynamoDB = gate
-	a, err := newApplier(opts, tuning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.lead(ctx, term{Number: 1, Leader: "me", Valid: func() bool { return false }, CallTimeout: time.Second})
-	}()
-	defer func() { cancel(); close(gate.open); <-done }()
-	waitFor(t, 10*time.Second, "syncing", func() bool { return a.getPhase() == phaseSyncing })
-	if err := applyThroughTheApplier(a); !errors.Is(err, fencing.ErrFenced) {
-		t.Fatalf("apply while syncing a term that is not valid: %v, want ErrFenced", err)
 	}
 }

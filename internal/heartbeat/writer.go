@@ -26,12 +26,12 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
-// Cadence: a write at most every Interval, and only when the content changed or MaxAge passed
-// since the last one (idle: 12 writes an hour). 5 s: a reader (desirectl status) sees a change
-// within ~5 s.
+// Cadence: a write at most every defaultInterval, and only when the content changed or
+// defaultMaxAge passed since the last one (idle: 12 writes an hour). 5 s: a reader (desirectl
+// status) sees a change within ~5 s.
 const (
-	Interval = 5 * time.Second
-	MaxAge   = 5 * time.Minute
+	defaultInterval = 5 * time.Second
+	defaultMaxAge   = 5 * time.Minute
 )
 
 // PutItemAPI is the DynamoDB call the heartbeat makes.
@@ -46,7 +46,7 @@ type Config struct {
 	Cluster  string // the management cluster
 	Identity string // this process's name: the leader, when the term names none
 	Version  string // the binary's version (Version())
-	// Interval, MaxAge and Visibility: 0 for Interval, MaxAge and RecordVisibility.
+	// Interval, MaxAge and Visibility: 0 for defaultInterval, defaultMaxAge and RecordVisibility.
 	Interval, MaxAge, Visibility time.Duration
 	Now                          func() time.Time // nil: time.Now
 	Log                          logr.Logger
@@ -85,10 +85,10 @@ func New(c Config) *Writer {
 	w := &Writer{db: c.DB, table: c.Table, cluster: c.Cluster, identity: c.Identity, version: c.Version,
 		interval: c.Interval, maxAge: c.MaxAge, visibility: c.Visibility, now: c.Now, log: c.Log, kinds: c.Kinds, written: c.Written}
 	if w.interval <= 0 {
-		w.interval = Interval
+		w.interval = defaultInterval
 	}
 	if w.maxAge <= 0 {
-		w.maxAge = MaxAge
+		w.maxAge = defaultMaxAge
 	}
 	if w.visibility <= 0 {
 		w.visibility = RecordVisibility

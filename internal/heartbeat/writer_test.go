@@ -54,7 +54,7 @@ func TestHeartbeatWriteRate(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		// change says whether the content changes before beat number b (Interval apart).
+		// change says whether the content changes before beat number b (defaultInterval apart).
 		change func(beat int) bool
 		want   int
 	}{
@@ -73,8 +73,8 @@ func TestHeartbeatWriteRate(t *testing.T) {
 				return map[string]api.HeartbeatKind{"ApplyDesire": {Desires: 1, Watermark: &w, QueueDepth: int(now.Unix() % 7)}}
 			})
 			var last *api.Heartbeat
-			for beat := range int(time.Hour / Interval) { // one hour
-				now = start.Add(time.Duration(beat) * Interval)
+			for beat := range int(time.Hour / defaultInterval) { // one hour
+				now = start.Add(time.Duration(beat) * defaultInterval)
 				if tt.change(beat) {
 					n++
 				}

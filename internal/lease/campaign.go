@@ -50,15 +50,15 @@ type Won struct {
 	Valid func() bool
 	// Expiry is the lease's earliest expiry: no call of the term may run past it.
 	Expiry func() time.Time
-	// Margin is the deadline of each call (WriteMargin).
+	// Margin is the deadline of each call (writeMargin).
 	Margin time.Duration
 }
 
-// WriteMargin is how long before the lease could expire a leader stops starting writes, and
+// writeMargin is how long before the lease could expire a leader stops starting writes, and
 // the deadline of each: the slack between the renew deadline (after which client-go steps
 // down) and the lease duration (after which a standby may take over), at least 500 ms and at
 // most callTimeout.
-func WriteMargin(leaseDuration, renewDeadline, callTimeout time.Duration) time.Duration {
+func writeMargin(leaseDuration, renewDeadline, callTimeout time.Duration) time.Duration {
 	return min(max(leaseDuration-renewDeadline, 500*time.Millisecond), callTimeout)
 }
 
@@ -98,10 +98,10 @@ func (c Campaign) Run(ctx context.Context) error {
 // returns only once the term's Lead has returned. A term whose Lead fails gives the lease up
 // (gaveUp): the next campaign (or another replica) starts afresh.
 func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) (gaveUp bool, err error) {
-	term := NewLeadership()
+	term := newLeadership()
 	var gave atomic.Bool
 	leaseName := lock.LeaseMeta.Namespace + "/" + lock.LeaseMeta.Name
-	renewals := NewTracker(lock, c.LeaseDuration, func(left time.Duration) {
+	renewals := newTracker(lock, c.LeaseDuration, func(left time.Duration) {
 		c.Log.Info("the Lease is missing: creating it once it has been missing for the lease duration (its holder, were it deleted, can no longer be leading then)",
 			"lease", leaseName, "after", left.Round(time.Millisecond).String())
 	})
@@ -162,9 +162,9 @@ func (c Campaign) campaign(ctx context.Context, lock *resourcelock.LeaseLock) (g
 
 // won checks, with one read, that the Lease just won names this process, and returns what
 // fences the term's calls: a call is valid while one started now still ends before the lease
-// could expire (WriteMargin before it), and none runs past the lease's earliest expiry
+// could expire (writeMargin before it), and none runs past the lease's earliest expiry
 // (renewals).
-func (c Campaign) won(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector, renewals *Tracker) (Won, error) {
+func (c Campaign) won(ctx context.Context, lock *resourcelock.LeaseLock, le *leaderelection.LeaderElector, renewals *tracker) (Won, error) {
 	// Read with the client, not the LeaseLock: the elector's renewals write the lock's copy
 	// of the Lease from their own goroutine (a data race, go test -race).
 	rctx, cancel := context.WithTimeout(ctx, c.CallTimeout)
@@ -176,7 +176,7 @@ func (c Campaign) won(ctx context.Context, lock *resourcelock.LeaseLock, le *lea
 	if holder := ptr.Deref(l.Spec.HolderIdentity, ""); holder != lock.Identity() {
 		return Won{}, fmt.Errorf("lease %s/%s is held by %q, not %q", c.Namespace, c.Name, holder, lock.Identity())
 	}
-	margin := WriteMargin(c.LeaseDuration, c.RenewDeadline, c.CallTimeout)
+	margin := writeMargin(c.LeaseDuration, c.RenewDeadline, c.CallTimeout)
 	return Won{
 		Identity: lock.Identity(),
 		Valid:    func() bool { return le.IsLeader() && le.Check(-margin) == nil && renewals.Held() },

@@ -23,7 +23,7 @@ func TestWriteMargin(t *testing.T) {
 		{4 * time.Second, 3900 * time.Millisecond, 10 * time.Second, 500 * time.Millisecond},
 		{60 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second},
 	} {
-		if got := WriteMargin(tc.lease, tc.renew, tc.call); got != tc.want {
+		if got := writeMargin(tc.lease, tc.renew, tc.call); got != tc.want {
 			t.Errorf("lease %v renew %v call %v: margin %v, want %v", tc.lease, tc.renew, tc.call, got, tc.want)
 		}
 	}

@@ -78,11 +78,11 @@ func (f *Followed) Valid(margin time.Duration) bool {
 	return !f.lost && time.Now().Before(f.renew.Add(f.duration-margin))
 }
 
-// Expiry is the Lease's earliest expiry as last read, less Safety.
+// Expiry is the Lease's earliest expiry as last read, less safety.
 func (f *Followed) Expiry() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.renew.Add(f.duration - Safety(f.duration))
+	return f.renew.Add(f.duration - safety(f.duration))
 }
 
 // Run reads the Lease every period until ctx ends or another holder has it (then it calls

@@ -2,9 +2,9 @@ package lease
 
 import "sync"
 
-// Leadership is the span one campaign leads: it starts at most once, never after the
+// leadership is the span one campaign leads: it starts at most once, never after the
 // campaign is over, and Wait returns once it has finished (at once when it never started).
-type Leadership struct {
+type leadership struct {
 	mu       sync.Mutex
 	started  bool
 	over     bool
@@ -12,10 +12,10 @@ type Leadership struct {
 	once     sync.Once
 }
 
-func NewLeadership() *Leadership { return &Leadership{finished: make(chan struct{})} }
+func newLeadership() *leadership { return &leadership{finished: make(chan struct{})} }
 
 // Begin reports whether the term may start: false once the campaign is over.
-func (t *Leadership) Begin() bool {
+func (t *leadership) Begin() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.over {
@@ -26,10 +26,10 @@ func (t *Leadership) Begin() bool {
 }
 
 // End marks the term's work finished.
-func (t *Leadership) End() { t.once.Do(func() { close(t.finished) }) }
+func (t *leadership) End() { t.once.Do(func() { close(t.finished) }) }
 
 // Stop ends the campaign: a term not started by now never starts.
-func (t *Leadership) Stop() {
+func (t *leadership) Stop() {
 	t.mu.Lock()
 	t.over = true
 	started := t.started
@@ -40,4 +40,4 @@ func (t *Leadership) Stop() {
 }
 
 // Wait blocks until the term has finished (or the campaign ended without one).
-func (t *Leadership) Wait() { <-t.finished }
+func (t *leadership) Wait() { <-t.finished }

@@ -9,7 +9,7 @@ import (
 // wait returns once it has finished (at once when it never started), so a term's in-flight
 // writes end before the next campaign and before the lease is released.
 func TestLeadership(t *testing.T) {
-	waited := func(lt *Leadership) bool {
+	waited := func(lt *leadership) bool {
 		done := make(chan struct{})
 		go func() { lt.Wait(); close(done) }()
 		select {
@@ -19,7 +19,7 @@ func TestLeadership(t *testing.T) {
 			return false
 		}
 	}
-	never := NewLeadership()
+	never := newLeadership()
 	never.Stop()
 	if never.Begin() {
 		t.Fatal("a term began after its campaign was over")
@@ -27,7 +27,7 @@ func TestLeadership(t *testing.T) {
 	if !waited(never) {
 		t.Fatal("wait blocks for a term that never started")
 	}
-	running := NewLeadership()
+	running := newLeadership()
 	if !running.Begin() {
 		t.Fatal("a term could not begin")
 	}

@@ -1,7 +1,7 @@
 // Package lease holds what the applier knows of a Lease: the campaigns for its own (Campaign:
 // client-go's leader election, each won election one term handed to Lead, released only once
-// the term's work is done), its renewals (Tracker: when it last renewed, whether the Lease is
-// still its own), the span one campaign leads (Leadership), and a manager's Lease it follows
+// the term's work is done), its renewals (tracker: when it last renewed, whether the Lease is
+// still its own), the span one campaign leads (leadership), and a manager's Lease it follows
 // (Followed). Every rule on how long a Lease can be trusted is here; the fencing term built on
 // it is internal/fencing's.
 package lease
@@ -21,11 +21,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Tracker is the applier's Lease lock, recording when the last successful write of the
+// tracker is the applier's Lease lock, recording when the last successful write of the
 // Lease (an acquire or a renewal) started: no other process can hold the Lease until
 // LeaseDuration after that (client-go's standbys wait LeaseDuration from when they saw it
 // change, which is later).
-type Tracker struct {
+type tracker struct {
 	resourcelock.Interface
 	last atomic.Int64 // unix nanoseconds; 0: never written
 	// elsewhere: the last read found the Lease gone (deleted: a standby may create it at once,
@@ -43,16 +43,16 @@ type Tracker struct {
 	waiting       func(left time.Duration)
 }
 
-// NewTracker wraps lock; a missing Lease is created only once it has been seen missing for
+// newTracker wraps lock; a missing Lease is created only once it has been seen missing for
 // leaseDuration (the election's LeaseDuration): Create waits until then, calling waiting
 // (unless nil) with the time left when it starts to wait.
-func NewTracker(lock resourcelock.Interface, leaseDuration time.Duration, waiting func(left time.Duration)) *Tracker {
-	return &Tracker{Interface: lock, leaseDuration: leaseDuration, waiting: waiting}
+func newTracker(lock resourcelock.Interface, leaseDuration time.Duration, waiting func(left time.Duration)) *tracker {
+	return &tracker{Interface: lock, leaseDuration: leaseDuration, waiting: waiting}
 }
 
 // Get reads the Lease, noting when it is gone or held by another process: from then on the
 // term is not valid, whatever the last renewal (client-go's standbys take a deleted Lease at once).
-func (r *Tracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+func (r *tracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := r.Interface.Get(ctx)
 	if err == nil {
 		r.absentSince.Store(0)
@@ -70,7 +70,7 @@ func (r *Tracker) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, 
 // Create creates the Lease once it has been missing for the lease duration, waiting until
 // then (ctx's error if it ends first); a Lease another process created meanwhile makes it fail
 // as AlreadyExists. client-go calls it only after a Get found the Lease missing.
-func (r *Tracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+func (r *tracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	since := r.absentSince.Load()
 	if since == 0 { // not seen missing by this tracker's own read: time the absence from now
 		r.absentSince.CompareAndSwap(0, time.Now().UnixNano())
@@ -96,7 +96,7 @@ func (r *Tracker) Create(ctx context.Context, ler resourcelock.LeaderElectionRec
 	return err
 }
 
-func (r *Tracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+func (r *tracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	start := time.Now()
 	err := r.Interface.Update(ctx, ler)
 	if err == nil {
@@ -108,14 +108,14 @@ func (r *Tracker) Update(ctx context.Context, ler resourcelock.LeaderElectionRec
 }
 
 // Held reports whether the Lease, as last read, written or watched, is ours.
-func (r *Tracker) Held() bool { return !r.elsewhere.Load() }
+func (r *tracker) Held() bool { return !r.elsewhere.Load() }
 
 // Watch follows the Lease until ctx ends: a Lease deleted or held by another ends the term's
 // validity within the watch's latency, not at the leader's next renewal. A failed watch is
 // opened again after a second; failed (unless nil) hears of each failure whose message differs
 // from the last one's (RBAC must grant watch on the Lease; a deletion is then seen at the next
 // renewal, and the lease-duration wait before a re-creation still keeps two terms apart).
-func (r *Tracker) Watch(ctx context.Context, leases coordinationv1client.LeaseInterface, name string, failed func(error)) {
+func (r *tracker) Watch(ctx context.Context, leases coordinationv1client.LeaseInterface, name string, failed func(error)) {
 	last := ""
 	for ctx.Err() == nil {
 		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
@@ -145,13 +145,13 @@ func (r *Tracker) Watch(ctx context.Context, leases coordinationv1client.LeaseIn
 	}
 }
 
-// Safety is kept between a call's deadline and the Lease's earliest expiry, for the
+// safety is kept between a call's deadline and the Lease's earliest expiry, for the
 // clocks' drift between the holder and a standby: a tenth of the lease duration.
-func Safety(leaseDuration time.Duration) time.Duration { return leaseDuration / 10 }
+func safety(leaseDuration time.Duration) time.Duration { return leaseDuration / 10 }
 
-// expiry is the earliest instant another process could hold the Lease, less Safety;
+// expiry is the earliest instant another process could hold the Lease, less safety;
 // zero before the first write; now once the Lease was found gone or another's.
-func (r *Tracker) Expiry(leaseDuration time.Duration) time.Time {
+func (r *tracker) Expiry(leaseDuration time.Duration) time.Time {
 	last := r.last.Load()
 	if last == 0 {
 		return time.Time{}
@@ -159,5 +159,5 @@ func (r *Tracker) Expiry(leaseDuration time.Duration) time.Time {
 	if !r.Held() {
 		return time.Now()
 	}
-	return time.Unix(0, last).Add(leaseDuration - Safety(leaseDuration))
+	return time.Unix(0, last).Add(leaseDuration - safety(leaseDuration))
 }

@@ -25,12 +25,12 @@ const (
 	rvLD     = 3 * time.Second
 	rvRD     = 2 * time.Second
 	rvRP     = 250 * time.Millisecond
-	rvMargin = time.Second // WriteMargin: min(max(LD-RD, 500ms), CallTimeout)
+	rvMargin = time.Second // writeMargin: min(max(LD-RD, 500ms), CallTimeout)
 )
 
 type rvElector struct {
 	le       *leaderelection.LeaderElector
-	renewals *Tracker
+	renewals *tracker
 	leading  atomic.Bool
 }
 
@@ -83,7 +83,7 @@ func rvStart(t *testing.T, ctx context.Context, client *fake.Clientset, id strin
 func rvStartWith(t *testing.T, ctx context.Context, getter coordinationv1client.LeasesGetter, id string, leases coordinationv1client.LeaseInterface) *rvElector {
 	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kaa"}, Client: getter,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
-	e := &rvElector{renewals: NewTracker(lock, rvLD, nil)} // as the applier's campaign does
+	e := &rvElector{renewals: newTracker(lock, rvLD, nil)} // as the applier's campaign does
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: e.renewals, Name: "kaa",
 		LeaseDuration: rvLD, RenewDeadline: rvRD, RetryPeriod: rvRP,
 		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) { e.leading.Store(true) }, OnStoppedLeading: func() { e.leading.Store(false) }}})
