@@ -62,7 +62,7 @@ func TestStatusFollowsASpecTakenBackToALowerVersion(t *testing.T) {
 		{"the table holds version 3: version 2 is older", 3, StatusStale, 3, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			statuses, specs := newMemTable("status"), &countingTable{memTable: newMemTable("specs"), gets: new(int)}
+			statuses, specs := newMemTable[*api.ApplyDesire]("status"), &countingTable{memTable: newMemTable[*api.ApplyDesire]("specs"), gets: new(int)}
 			if _, err := statuses.Create(ctx, StatusDocument(at(3), Applied(1, "applied v3"), false, nil, false, testTime)); err != nil {
 				t.Fatal(err)
 			}
