@@ -8,7 +8,8 @@ import (
 )
 
 // memTable fakes a StatusTable (and a SpecReader) in memory: documents by ID, versions
-// counted on write as the root's Table counts them, every call counted by method name, and
+// counted on write as the root's Table counts them, an item over DynamoDB's limit refused
+// as the Table refuses it (api.ItemTooLargeError), every call counted by method name, and
 // errors injected per method; name tells the tables of a test apart.
 type memTable[T api.Desire] struct {
 	name  string
@@ -53,6 +54,18 @@ func (m *memTable[T]) put(d T) {
 	m.docs[d.Meta().DocumentID] = d.DeepCopyDesire().(T)
 }
 
+// fits refuses a document whose item would be over DynamoDB's item limit.
+func (m *memTable[T]) fits(d T) error {
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		return err
+	}
+	if size := api.ItemSize(item); size > api.MaxItemSize {
+		return &api.ItemTooLargeError{Table: m.name, DocumentID: d.Meta().DocumentID, Size: size, Limit: api.MaxItemSize}
+	}
+	return nil
+}
+
 func (m *memTable[T]) Get(_ context.Context, id string) (T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,6 +104,9 @@ func (m *memTable[T]) Create(_ context.Context, d T) (T, error) {
 	}
 	d = d.DeepCopyDesire().(T)
 	d.Meta().Version, d.Meta().UpdateTime = 1, testTime
+	if err := m.fits(d); err != nil {
+		return zero, err
+	}
 	m.docs[d.Meta().DocumentID] = d
 	return d.DeepCopyDesire().(T), nil
 }
@@ -108,6 +124,9 @@ func (m *memTable[T]) Replace(_ context.Context, d T) (T, error) {
 	}
 	d = d.DeepCopyDesire().(T)
 	d.Meta().Version++
+	if err := m.fits(d); err != nil {
+		return zero, err
+	}
 	m.docs[d.Meta().DocumentID] = d
 	return d.DeepCopyDesire().(T), nil
 }
