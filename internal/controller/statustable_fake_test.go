@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
@@ -155,6 +156,21 @@ func (m *memTable[T]) ListIDs(context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// stamps lists the stamp of every document, as the root's Table lists them for the status
+// check (Config.ListStamps: one projected Scan, counted as "ListStamps").
+func (m *memTable[T]) stamps(context.Context) (map[string]Stamp, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("ListStamps"); err != nil {
+		return nil, err
+	}
+	out := map[string]Stamp{}
+	for id, d := range m.docs {
+		out[id] = Stamp{Version: d.Meta().Version, UpdateTime: d.Meta().UpdateTime.Format(time.RFC3339Nano)}
+	}
+	return out, nil
 }
 
 // specLister fakes an informer's cache (a Lister) of fixed desires.
