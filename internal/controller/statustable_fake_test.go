@@ -18,6 +18,8 @@ type memTable[T api.Desire] struct {
 	docs  map[string]T
 	calls map[string]int
 	fail  map[string][]error
+	// clock stamps the updateTime of each write (testTime when nil), as the Table's clock.
+	clock func() time.Time
 }
 
 func newMemTable[T api.Desire](name string) *memTable[T] {
@@ -53,6 +55,13 @@ func (m *memTable[T]) put(d T) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.docs[d.Meta().DocumentID] = d.DeepCopyDesire().(T)
+}
+
+func (m *memTable[T]) now() time.Time {
+	if m.clock == nil {
+		return testTime
+	}
+	return m.clock()
 }
 
 // fits refuses a document whose item would be over DynamoDB's item limit.
@@ -104,7 +113,7 @@ func (m *memTable[T]) Create(_ context.Context, d T) (T, error) {
 		return zero, api.ErrAlreadyExists
 	}
 	d = d.DeepCopyDesire().(T)
-	d.Meta().Version, d.Meta().UpdateTime = 1, testTime
+	d.Meta().Version, d.Meta().UpdateTime = 1, m.now()
 	if err := m.fits(d); err != nil {
 		return zero, err
 	}
@@ -125,6 +134,7 @@ func (m *memTable[T]) Replace(_ context.Context, d T) (T, error) {
 	}
 	d = d.DeepCopyDesire().(T)
 	d.Meta().Version++
+	d.Meta().UpdateTime = m.now()
 	if err := m.fits(d); err != nil {
 		return zero, err
 	}
