@@ -123,7 +123,7 @@ func TestLastStatus(t *testing.T) {
 	if got["old"] != (seen{true, true, 4}) || got["new"] != (seen{}) || reads != readsBefore {
 		t.Fatalf("last statuses %v, %d reads for the new desire; want old's (generation 4), none for the new one and no read", got, reads-readsBefore)
 	}
-	// Fresh only for its first look: the next one sees what the first wrote.
+	// isFresh only for its first look: the next one sees what the first wrote.
 	if _, err := c.Sync(ctx, "new"); err != nil {
 		t.Fatal(err)
 	}
@@ -180,12 +180,12 @@ func TestRequeueFollowsTheVerdict(t *testing.T) {
 		{"back-off", Transient(api.ReasonKubeAPIError, errors.New("x")), true, 0},
 		{"soon, default recheck", WaitingForDeletion("held"), false, 3 * time.Second},
 		{"soon, own delay", Pending(time.Second), false, time.Second},
-		{"never", Never("SpecDeleted"), false, 0},
+		{"never", never("SpecDeleted"), false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &recordingQueue{}
-			h.c.Requeue(q, "a", tc.v)
+			h.c.requeue(q, "a", tc.v)
 			if (q.limited > 0) != tc.wantLimit {
 				t.Fatalf("rate-limited adds = %d, want %v", q.limited, tc.wantLimit)
 			}
@@ -260,11 +260,11 @@ func TestHandlerQueuesChangesOnly(t *testing.T) {
 			}
 		})
 	}
-	if h.c.Fresh("a") {
+	if h.c.isFresh("a") {
 		t.Fatal("an add from the initial list was taken for a new desire")
 	}
 	handler.OnAdd(applyDesire("b", cmJSON("c2")), false)
-	if !h.c.Fresh("b") {
+	if !h.c.isFresh("b") {
 		t.Fatal("an add from the stream while leading is not fresh")
 	}
 }
@@ -326,7 +326,7 @@ func TestOrphanSweepRetries(t *testing.T) {
 	defer q.ShutDown()
 	sweepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	h.c.SweepOrphans(sweepCtx, q)
+	h.c.sweepOrphans(sweepCtx, q)
 	if q.Len() != 1 {
 		t.Fatalf("queued %d, want the one orphan", q.Len())
 	}
@@ -363,10 +363,10 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 				burst = append(burst, desire("hc-a", i))
 			}
 			other := desire("hc-b", 0)
-			if got := h.c.ClusterOf(other.DocumentID); got != "hc-b" {
+			if got := h.c.clusterOf(other.DocumentID); got != "hc-b" {
 				t.Fatalf("clusterOf = %q, want hc-b", got)
 			}
-			if got := h.c.ClusterOf("missing"); got != "" {
+			if got := h.c.clusterOf("missing"); got != "" {
 				t.Fatalf("clusterOf(missing) = %q, want \"\"", got)
 			}
 			position := func(q workqueue.TypedInterface[string], id string) int {
@@ -403,7 +403,7 @@ func TestControllerQueueFairByCluster(t *testing.T) {
 
 			// A new term queues every desire; a change that arrives meanwhile goes first.
 			q = h.c.NewQueue()
-			h.c.EnqueueAll(context.Background(), q)
+			h.c.enqueueAll(context.Background(), q)
 			handler.OnUpdate(burst[200], burst[200].DeepCopy()) // no change: not queued again
 			handler.OnUpdate(other, changed)
 			handler.OnUpdate(burst[100], func() *api.ApplyDesire { d := burst[100].DeepCopy(); d.Version++; return d }())
@@ -459,7 +459,7 @@ func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	// The spec change arrives while a renewal is late: the status write is refused.
 	valid.Store(false)
 	q.Add("a")
-	h.c.ProcessNext(ctx, q)
+	h.c.processNext(ctx, q)
 	// The renewal comes through: the term goes on.
 	valid.Store(true)
 	ids, err := h.c.CheckStatuses(ctx, w)
@@ -472,7 +472,7 @@ func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if q.Len() > 0 {
-			h.c.ProcessNext(ctx, q)
+			h.c.processNext(ctx, q)
 			continue
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -101,17 +101,17 @@ func (w *StatusWriter[T]) WithCache() *StatusWriter[T] { w.cache = newStatusCach
 // Term returns the term the writer writes in.
 func (w *StatusWriter[T]) Term() fencing.Term { return w.term }
 
-// Cached returns what the term's cache knows of id's status: the document and whether it
+// cachedStatus returns what the term's cache knows of id's status: the document and whether it
 // exists; known is false when the cache cannot tell (or there is no cache).
-func (w *StatusWriter[T]) Cached(id string) (d T, found, known bool) {
+func (w *StatusWriter[T]) cachedStatus(id string) (d T, found, known bool) {
 	if w.cache == nil {
 		return d, false, false
 	}
 	return w.cache.get(id)
 }
 
-// CachedLen is how many status documents the term's cache holds.
-func (w *StatusWriter[T]) CachedLen() int {
+// cachedLen is how many status documents the term's cache holds.
+func (w *StatusWriter[T]) cachedLen() int {
 	if w.cache == nil {
 		return 0
 	}

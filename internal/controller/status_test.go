@@ -205,7 +205,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 		t.Fatalf("calls = %v, want no read and still one write", h.status.calls)
 	}
 
-	// Fresh again (deleted and re-created in the specs table before its status went away),
+	// isFresh again (deleted and re-created in the specs table before its status went away),
 	// with a newer version: the create fails, the status is read and replaced.
 	d2 := applyDesire("a", cmJSON("c1"))
 	d2.Version = 4
@@ -227,7 +227,7 @@ func TestFreshDesireStatusCreatedWithoutRead(t *testing.T) {
 	h.c.Queue().ShutDown()
 	objectHandler{h.c.Handler()}.OnAdd(applyDesire("c", cmJSON("c3")), false)
 	for _, id := range []string{"b", "c"} {
-		if h.c.Fresh(id) {
+		if h.c.isFresh(id) {
 			t.Fatalf("%s recorded as fresh", id)
 		}
 	}

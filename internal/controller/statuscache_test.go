@@ -128,7 +128,7 @@ func TestStatusCacheSparesReads(t *testing.T) {
 
 	// A new term's writer starts empty.
 	w := h.c.NewWriter(fencing.Term{CallTimeout: time.Second})
-	if _, _, known := w.Cached("a"); known {
+	if _, _, known := w.cachedStatus("a"); known {
 		t.Fatal("a new term's cache knows a status")
 	}
 }
@@ -143,9 +143,9 @@ func TestStatusPreload(t *testing.T) {
 	}
 	scans, gets := h.status.callsOf("List"), h.status.callsOf("Get")
 	w := h.c.NewWriter(fencing.Term{CallTimeout: time.Second}) // the next term
-	h.c.PreloadStatuses(ctx, w)
-	if w.CachedLen() != 3 || h.status.callsOf("List") != scans+1 {
-		t.Fatalf("preloaded %d statuses with %d Scans, want 3 with one", w.CachedLen(), h.status.callsOf("List")-scans)
+	h.c.preloadStatuses(ctx, w)
+	if w.cachedLen() != 3 || h.status.callsOf("List") != scans+1 {
+		t.Fatalf("preloaded %d statuses with %d Scans, want 3 with one", w.cachedLen(), h.status.callsOf("List")-scans)
 	}
 	h.c.SetWriter(w)
 	if _, err := h.c.Sync(ctx, "b"); err != nil {
@@ -158,8 +158,8 @@ func TestStatusPreload(t *testing.T) {
 	r := newHarness[*api.ReadDesire](api.KindReadDesire, readReconcilerFunc(func(context.Context, *api.ReadDesire) Verdict { return Absent("none") }))
 	r.sync(t, readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}))
 	rw := r.c.NewWriter(fencing.Term{CallTimeout: time.Second})
-	r.c.PreloadStatuses(ctx, rw)
-	if rw.CachedLen() != 0 {
+	r.c.preloadStatuses(ctx, rw)
+	if rw.cachedLen() != 0 {
 		t.Fatal("ReadDesire statuses were scanned into the cache")
 	}
 }
