@@ -98,8 +98,8 @@ func NewStatusWriter[T api.Desire](crud StatusTable[T], now func() time.Time, t 
 // the writer of a controller's term does).
 func (w *StatusWriter[T]) WithCache() *StatusWriter[T] { w.cache = newStatusCache[T](); return w }
 
-// Term returns the term the writer writes in.
-func (w *StatusWriter[T]) Term() fencing.Term { return w.term }
+// currentTerm returns the term the writer writes in.
+func (w *StatusWriter[T]) currentTerm() fencing.Term { return w.term }
 
 // cachedStatus returns what the term's cache knows of id's status: the document and whether it
 // exists; known is false when the cache cannot tell (or there is no cache).

@@ -371,7 +371,7 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	if after := status.calls; !maps.Equal(after, calls) {
 		t.Fatalf("calls %v -> %v: the ended term still called the status table", calls, after)
 	}
-	kube := kubecall.WithDeadline(nopKube{}, time.Second, w.Term)
+	kube := kubecall.WithDeadline(nopKube{}, time.Second, w.currentTerm)
 	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	if _, err := kube.Apply(ctx, cm, &unstructured.Unstructured{}, "fm"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("apply through a cluster client fenced by the writer's term: %v, want fencing.ErrFenced for cluster changes too", err)
