@@ -554,7 +554,7 @@ func (c *Controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], 
 		if c.Resync > 0 {
 			fairqueue.AddPeriodic(q, id, wait.Jitter(c.Resync, 0.1))
 		}
-	default: // LookNever: the spec is gone
+	default: // lookNever: the spec is gone
 		q.Forget(id)
 	}
 }
@@ -597,7 +597,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		return v, nil
 	}
 	result, written, err := c.writer.Load().Write(ctx, d, v, fresh)
-	c.Metrics.ObserveStatusWrite(string(c.Kind), string(result), result == StatusCreated || result == StatusReplaced, err, d.Meta().UpdateTime)
+	c.Metrics.ObserveStatusWrite(string(c.Kind), string(result), result == StatusCreated || result == statusReplaced, err, d.Meta().UpdateTime)
 	if v, fenced := c.fenced(id, err); fenced {
 		return v, nil
 	}
@@ -609,7 +609,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		}
 		return Backoff("StatusWriteFailed"), err
 	}
-	if result != StatusStale {
+	if result != statusStale {
 		c.outcomes.record(d.Meta(), written)
 	}
 	return written, nil
@@ -670,7 +670,7 @@ func (c *Controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 	}
 	c.forgetDesire(id)
 	c.waitingKind.Delete(id)
-	err := c.writer.Load().Delete(ctx, id)
+	err := c.writer.Load().remove(ctx, id)
 	if v, fenced := c.fenced(id, err); fenced {
 		return v, nil
 	}

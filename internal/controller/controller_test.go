@@ -301,7 +301,7 @@ func TestSpecDeletedOnlyWhenConfirmed(t *testing.T) {
 	if err := specs.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := h.c.Sync(ctx, "a"); err != nil || againOf(v) != LookNever {
+	if v, err := h.c.Sync(ctx, "a"); err != nil || againOf(v) != lookNever {
 		t.Fatalf("confirmed gone: %v %v", v, err)
 	}
 	if _, err := h.status.Get(ctx, "a"); !isNotFound(err) {
@@ -436,7 +436,7 @@ func takeTwo(q workqueue.TypedInterface[string]) []string {
 // (the renewal is late, term.valid false) is deliberately not ended: client-go may still renew
 // it, and the heartbeat just skips a beat. But a status write refused then (ErrFenced, not
 // ErrNewerTerm) is treated by the controller as "another term owns this status now": verdict
-// Fenced, LookNever, dropped from the queue for the rest of the term. When the renewal comes
+// Fenced, lookNever, dropped from the queue for the rest of the term. When the renewal comes
 // through, the desire whose change was already applied keeps the status of its previous spec
 // version for the rest of the term (the periodic status check finds the cache true to the
 // table, so it does not re-queue it either).
@@ -483,7 +483,7 @@ func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	}
 	if got := st.Status.ObservedSpecVersion(); got != 4 {
 		t.Fatalf("the term went on after a late renewal, but the status still answers spec version %d (want 4): the write refused during the gap "+
-			"was dropped (Fenced, LookNever) and nothing re-queued it (status check re-queued %v; queue empty for 3 s); heartbeat unanswered=%d",
+			"was dropped (Fenced, lookNever) and nothing re-queued it (status check re-queued %v; queue empty for 3 s); heartbeat unanswered=%d",
 			got, ids, h.c.Tally().Unanswered)
 	}
 }

@@ -65,9 +65,9 @@ func TestStatusFollowsASpecTakenBackToALowerVersion(t *testing.T) {
 		wantFor   int64 // the spec version the stored status answers after the write
 		wantReads int   // consistent reads of the specs table
 	}{
-		{"the table went back to version 2", 2, StatusReplaced, 2, 1},
-		{"the table moved on to version 4", 4, StatusStale, 3, 1},
-		{"the table holds version 3: version 2 is older", 3, StatusStale, 3, 1},
+		{"the table went back to version 2", 2, statusReplaced, 2, 1},
+		{"the table moved on to version 4", 4, statusStale, 3, 1},
+		{"the table holds version 3: version 2 is older", 3, statusStale, 3, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			statuses, specs := newMemTable[*api.ApplyDesire]("status"), &countingTable{memTable: newMemTable[*api.ApplyDesire]("specs"), gets: new(int)}
@@ -365,7 +365,7 @@ func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	if !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("write after the term ended: %v, want fencing.ErrFenced", err)
 	}
-	if err := w.Delete(ctx, "a"); !errors.Is(err, fencing.ErrFenced) {
+	if err := w.remove(ctx, "a"); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete after the term ended: %v, want fencing.ErrFenced", err)
 	}
 	if after := status.calls; !maps.Equal(after, calls) {
@@ -393,7 +393,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	if res, _, err := w.Write(ctx, newer, Applied(2, "newer"), false); err != nil || res != StatusCreated {
 		t.Fatalf("newer incarnation: %v %v", res, err)
 	}
-	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != StatusStale {
+	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != statusStale {
 		t.Fatalf("older incarnation over the newer one's status: %v %v, want stale", res, err)
 	}
 	st, _ := status.Get(ctx, "a")
@@ -406,7 +406,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs.put(older)
-	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != StatusReplaced {
+	if res, _, err := w.Write(ctx, older, Applied(1, "older"), false); err != nil || res != statusReplaced {
 		t.Fatalf("current incarnation: %v %v, want replaced", res, err)
 	}
 }
@@ -463,16 +463,16 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 		want          WriteResult
 	}{
 		{"re-created, updateTime earlier", spec(3, old, old.Add(time.Minute)), false,
-			spec(1, recreated, recreated), spec(1, recreated, recreated), StatusReplaced},
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
 		{"re-created, updateTime later", spec(3, old, old), false,
-			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), StatusReplaced},
+			spec(1, old.Add(time.Hour), old.Add(time.Hour)), spec(1, old.Add(time.Hour), old.Add(time.Hour)), statusReplaced},
 		{"same incarnation, the cache lags", spec(3, old, old.Add(3*time.Second)), false,
-			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), StatusStale},
-		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), StatusStale},
+			spec(3, old, old.Add(3*time.Second)), spec(2, old, old.Add(2*time.Second)), statusStale},
+		{"spec gone", spec(3, old, old), false, nil, spec(1, recreated, recreated), statusStale},
 		{"another incarnation's status, the table moved past the cache", spec(3, old, old), true,
-			spec(2, recreated, recreated), spec(1, recreated, recreated), StatusStale},
+			spec(2, recreated, recreated), spec(1, recreated, recreated), statusStale},
 		{"another incarnation's status, the cache is current", spec(3, old, old), true,
-			spec(1, recreated, recreated), spec(1, recreated, recreated), StatusReplaced},
+			spec(1, recreated, recreated), spec(1, recreated, recreated), statusReplaced},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,7 +497,7 @@ func TestStatusOfAnUnknownIncarnationSettledByTheSpecsTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			answered := condition(got, api.ConditionSuccessful).ObservedGeneration
-			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == StatusReplaced]; answered != wantGen {
+			if wantGen := map[bool]int64{true: tc.cached.Version, false: tc.status.Version}[tc.want == statusReplaced]; answered != wantGen {
 				t.Fatalf("status answers version %d, want %d", answered, wantGen)
 			}
 		})
