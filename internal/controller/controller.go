@@ -113,8 +113,8 @@ type Config[T api.Desire] struct {
 	Unelected fencing.Term
 }
 
-// New returns the controller of cfg, its queue shut down until its first term (Run, or
-// Begin and RunStarted).
+// New returns the controller of cfg, its queue shut down until its first term (Begin, then
+// RunStarted).
 func New[T api.Desire](cfg Config[T]) *Controller[T] {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = defaultRecheck
@@ -473,11 +473,8 @@ func (s *TermStart[T]) Abandon() {
 	}
 }
 
-// Run processes the queue with c.Workers goroutines during term t, until ctx ends, then
-// drains in-flight work.
-func (c *Controller[T]) Run(ctx context.Context, t term) { c.RunStarted(ctx, c.Begin(ctx, t)) }
-
-// RunStarted is Run for a term begun before (Begin).
+// RunStarted processes the queue with c.Workers goroutines during the term s began (Begin),
+// until ctx ends, then drains in-flight work.
 func (c *Controller[T]) RunStarted(ctx context.Context, s *TermStart[T]) {
 	q := c.NewQueue()
 	w := s.w
