@@ -336,9 +336,6 @@ func TestOrphanSweepRetries(t *testing.T) {
 	if n := h.status.callsOf("ListIDs"); n != 3 {
 		t.Fatalf("ListIDs calls = %d, want 2 failures and 1 success", n)
 	}
-	if n := h.status.callsOf("List"); n != 0 {
-		t.Fatalf("List calls = %d, want keys only", n)
-	}
 }
 
 // TestControllerQueueFairByCluster: the controller's queue shards by spec.clusterID: one
