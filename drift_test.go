@@ -480,3 +480,34 @@ func TestDriftUnderOwnFieldManager(t *testing.T) {
 		})
 	}
 }
+
+// TestDriftRecordNamesTheWriteNotTheVersion: the unit form, with drift
+// watching (the production wiring): the drift record names a spec by (createTime, version);
+// after a restore to v2 and a new write of v3 with other content, the reconcile of the new
+// v3 is "verified as applied" from v3's old record and applies nothing, yet says Successful.
+func TestDriftRecordNamesTheWriteNotTheVersion(t *testing.T) {
+	f := newDriftFixture(t)
+	ctx := context.Background()
+	content := func(v string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"` + v + `"}}`
+	}
+	created := time.Now().UTC().Add(-time.Hour)
+	d := applyDesire("a", content("Y"))
+	d.CreateTime, d.UpdateTime = created, created.Add(time.Minute)
+	if v := f.rec.Reconcile(ctx, d); !v.Successful() {
+		t.Fatalf("first apply: %v", v)
+	}
+	f.settle(t, "c1", false)
+	// The table went back to v2, then a new write made v3 again: other content, other updateTime.
+	d2 := applyDesire("a", content("Z"))
+	d2.CreateTime, d2.UpdateTime = created, time.Now().UTC()
+	v := f.rec.Reconcile(ctx, d2)
+	live, err := f.kube.Object("default", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(live.Object, "data", "k")
+	if v.Successful() && got != "Z" {
+		t.Fatalf("verdict Successful (%q) for content k=Z, but the cluster holds k=%s: nothing was applied", v.Message(), got)
+	}
+}

@@ -27,7 +27,7 @@ import (
 // (kube_applier_desires has every count).
 type Log struct {
 	log logr.Logger
-	// Every is how long after a desire's line its next change waits (New sets DefaultEvery).
+	// Every is how long after a desire's line its next change waits (New sets defaultEvery).
 	Every time.Duration
 	now   func() time.Time
 	lines *rate.Limiter
@@ -60,7 +60,7 @@ type Change struct {
 
 // Defaults of Log.
 const (
-	DefaultEvery = time.Minute
+	defaultEvery = time.Minute
 	lineLimit    = 5 // lines per second across desires
 	lineBurst    = 50
 	// messageMax shortens a condition's message in the log line.
@@ -69,7 +69,7 @@ const (
 
 // New returns a Log writing to log, with clock now.
 func New(log logr.Logger, now func() time.Time) *Log {
-	return &Log{log: log, Every: DefaultEvery, now: now,
+	return &Log{log: log, Every: defaultEvery, now: now,
 		lines:   rate.NewLimiter(lineLimit, lineBurst),
 		desires: map[loggedDesire]*loggedState{}, dropped: map[string]int{}}
 }
@@ -173,20 +173,20 @@ func (l *Log) forgetIfClear(ref loggedDesire, s *loggedState) {
 	}
 }
 
-// Forget drops what the log holds of a desire without a line: a change not logged yet is
+// forget drops what the log holds of a desire without a line: a change not logged yet is
 // never logged.
-func (l *Log) Forget(kind api.DesireKind, id string) {
+func (l *Log) forget(kind api.DesireKind, id string) {
 	l.mu.Lock()
 	delete(l.desires, loggedDesire{kind: kind, id: id})
 	l.mu.Unlock()
 }
 
-// ReasonSpecDeleted is the reason of the line that says a desire whose spec was deleted left
+// reasonSpecDeleted is the reason of the line that says a desire whose spec was deleted left
 // the state its last line said it entered (Removed).
-const ReasonSpecDeleted = "SpecDeleted"
+const reasonSpecDeleted = "SpecDeleted"
 
 // Removed drops a desire whose spec is gone. When its last line said it entered a state, it
-// logs that it left it, reason ReasonSpecDeleted, at once (no later line of the desire can
+// logs that it left it, reason reasonSpecDeleted, at once (no later line of the desire can
 // follow it, so the per-desire wait does not apply) within the limit across desires (else it
 // is summed up as "removed"): the log never leaves a deleted desire in a state. A change not
 // logged yet is dropped: nothing was said of it.
@@ -203,7 +203,7 @@ func (l *Log) Removed(kind api.DesireKind, id string) {
 		l.dropped[removed]++
 		return
 	}
-	kv := []any{"kind", ref.kind, "desire", ref.id, "reason", ReasonSpecDeleted, "message", "its spec was deleted: the applier no longer acts on it"}
+	kv := []any{"kind", ref.kind, "desire", ref.id, "reason", reasonSpecDeleted, "message", "its spec was deleted: the applier no longer acts on it"}
 	if s.changes > 0 {
 		kv = append(kv, "changes", s.changes)
 	}

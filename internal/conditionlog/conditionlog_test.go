@@ -98,7 +98,7 @@ func TestConditionLog(t *testing.T) {
 				now = start.Add(s.at)
 				switch {
 				case s.gone:
-					l.Forget(api.KindApplyDesire, s.id)
+					l.forget(api.KindApplyDesire, s.id)
 				case s.v == nil:
 					l.Flush()
 				default:

@@ -113,8 +113,8 @@ type Config[T api.Desire] struct {
 	Unelected fencing.Term
 }
 
-// New returns the controller of cfg, its queue shut down until its first term (Run, or
-// Begin and RunStarted).
+// New returns the controller of cfg, its queue shut down until its first term (Begin, then
+// RunStarted).
 func New[T api.Desire](cfg Config[T]) *Controller[T] {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = defaultRecheck
@@ -162,14 +162,14 @@ func (c *Controller[T]) NewQueue() workqueue.TypedRateLimitingInterface[string] 
 		q = workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
 			Name: string(c.Kind), MetricsProvider: c.Metrics.WorkqueueProvider()})
 	} else {
-		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.Kind), MetricsProvider: c.Metrics.WorkqueueProvider(), LaneOf: c.ClusterOf})
+		q = fairqueue.New(rl, fairqueue.Config{Name: string(c.Kind), MetricsProvider: c.Metrics.WorkqueueProvider(), LaneOf: c.clusterOf})
 	}
 	c.queue.Store(&q)
 	return q
 }
 
-// ClusterOf is a desire's shard in the fair queue: its spec.clusterID ("" when not cached).
-func (c *Controller[T]) ClusterOf(id string) string {
+// clusterOf is a desire's shard in the fair queue: its spec.clusterID ("" when not cached).
+func (c *Controller[T]) clusterOf(id string) string {
 	d, err := c.Lister.Get(id)
 	if err != nil {
 		return ""
@@ -183,9 +183,9 @@ func (c *Controller[T]) Writer() *StatusWriter[T] { return c.writer.Load() }
 // SetWriter makes w the status writer (a test's term).
 func (c *Controller[T]) SetWriter(w *StatusWriter[T]) { c.writer.Store(w) }
 
-// Fresh reports whether desire id arrived from the stream as a new item while leading (its
+// isFresh reports whether desire id arrived from the stream as a new item while leading (its
 // status is created without reading it first).
-func (c *Controller[T]) Fresh(id string) bool { _, ok := c.fresh.Load(id); return ok }
+func (c *Controller[T]) isFresh(id string) bool { _, ok := c.fresh.Load(id); return ok }
 
 // WaitingForKind lists the desires whose last verdict was KindNotServed.
 func (c *Controller[T]) WaitingForKind() []string {
@@ -263,25 +263,25 @@ func (c *Controller[T]) WakeWaitingForKind() {
 	})
 }
 
-// EnqueueAll puts every cached desire on the queue (new leader), then sweeps for status
+// enqueueAll puts every cached desire on the queue (new leader), then sweeps for status
 // documents without a spec (deleted while no applier ran) so their statuses are removed. It
 // is periodic work: changes that arrive meanwhile go first.
-func (c *Controller[T]) EnqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
+func (c *Controller[T]) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	for _, d := range c.Lister.List() {
 		fairqueue.AddPeriodic(q, d.Meta().DocumentID, 0)
 	}
-	go c.SweepOrphans(ctx, q)
+	go c.sweepOrphans(ctx, q)
 }
 
 // preloadTimeout bounds the Scan that fills a new term's status cache.
 const preloadTimeout = 30 * time.Second
 
-// PreloadStatuses fills a new term's status cache with one paged Scan of the status table
+// preloadStatuses fills a new term's status cache with one paged Scan of the status table
 // (pages of 1,000 items) instead of a GetItem per desire in the first pass: the pass that
 // verifies 10k ApplyDesires then reads DynamoDB ~10 times, not 10,000. ReadDesire statuses
 // are not scanned (their content may be up to 400 KB each): they are read when needed. A
 // failed or partial Scan leaves the rest to be read one by one.
-func (c *Controller[T]) PreloadStatuses(ctx context.Context, w *StatusWriter[T]) {
+func (c *Controller[T]) preloadStatuses(ctx context.Context, w *StatusWriter[T]) {
 	if !statusKinds[c.Kind].preloaded() || w.cache == nil {
 		return
 	}
@@ -421,11 +421,11 @@ func (c *Controller[T]) clock() time.Time {
 	return time.Now()
 }
 
-// SweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
+// sweepOrphans lists the status table's keys (a projection: no 400 KB items are read) and
 // queues every status whose spec is not cached; sync deletes it once a consistent read of the
 // specs table confirms the spec is gone. A failed listing is retried with back-off until it
 // succeeds or the term ends; undecodable status items are keys like any other.
-func (c *Controller[T]) SweepOrphans(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
+func (c *Controller[T]) sweepOrphans(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 100, Cap: c.MaxRetryDelay}
 	for ctx.Err() == nil {
 		ids, err := c.Statuses.ListIDs(ctx)
@@ -460,7 +460,7 @@ type TermStart[T api.Desire] struct {
 func (c *Controller[T]) Begin(ctx context.Context, t term) *TermStart[T] {
 	s := &TermStart[T]{w: c.NewWriter(t), preloaded: make(chan struct{})}
 	s.w.preloaded = s.preloaded
-	s.preload.Go(func() { defer close(s.preloaded); c.PreloadStatuses(ctx, s.w) })
+	s.preload.Go(func() { defer close(s.preloaded); c.preloadStatuses(ctx, s.w) })
 	return s
 }
 
@@ -473,11 +473,8 @@ func (s *TermStart[T]) Abandon() {
 	}
 }
 
-// Run processes the queue with c.Workers goroutines during term t, until ctx ends, then
-// drains in-flight work.
-func (c *Controller[T]) Run(ctx context.Context, t term) { c.RunStarted(ctx, c.Begin(ctx, t)) }
-
-// RunStarted is Run for a term begun before (Begin).
+// RunStarted processes the queue with c.Workers goroutines during the term s began (Begin),
+// until ctx ends, then drains in-flight work.
 func (c *Controller[T]) RunStarted(ctx context.Context, s *TermStart[T]) {
 	q := c.NewQueue()
 	w := s.w
@@ -493,12 +490,12 @@ func (c *Controller[T]) RunStarted(ctx context.Context, s *TermStart[T]) {
 	stopped := make(chan struct{})
 	// ShutDownWithDrain leaves the delaying queue's goroutine running; ShutDown stops it.
 	go func() { <-ctx.Done(); q.ShutDownWithDrain(); q.ShutDown(); close(stopped) }()
-	c.EnqueueAll(ctx, q)
+	c.enqueueAll(ctx, q)
 	preload.Go(func() { c.refreshStatuses(ctx, w, q, preloaded) })
 	var wg sync.WaitGroup
 	for i := 0; i < c.Workers; i++ {
 		wg.Go(func() {
-			for c.ProcessNext(ctx, q) {
+			for c.processNext(ctx, q) {
 			}
 		})
 	}
@@ -508,7 +505,7 @@ func (c *Controller[T]) RunStarted(ctx context.Context, s *TermStart[T]) {
 	c.writer.Load().cache.clear() // the next term reads each status again
 }
 
-func (c *Controller[T]) ProcessNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+func (c *Controller[T]) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
 	id, quit := q.Get()
 	if quit {
 		return false
@@ -532,13 +529,13 @@ func (c *Controller[T]) ProcessNext(ctx context.Context, q workqueue.TypedRateLi
 		v.again = LookBackoff
 	}
 	if ctx.Err() == nil {
-		c.Requeue(q, id, v)
+		c.requeue(q, id, v)
 	}
 	return true
 }
 
-// Requeue turns a verdict's intent into the workqueue's terms.
-func (c *Controller[T]) Requeue(q workqueue.TypedRateLimitingInterface[string], id string, v Verdict) {
+// requeue turns a verdict's intent into the workqueue's terms.
+func (c *Controller[T]) requeue(q workqueue.TypedRateLimitingInterface[string], id string, v Verdict) {
 	switch v.again {
 	case LookBackoff:
 		q.AddRateLimited(id)
@@ -554,7 +551,7 @@ func (c *Controller[T]) Requeue(q workqueue.TypedRateLimitingInterface[string], 
 		if c.Resync > 0 {
 			fairqueue.AddPeriodic(q, id, wait.Jitter(c.Resync, 0.1))
 		}
-	default: // LookNever: the spec is gone
+	default: // lookNever: the spec is gone
 		q.Forget(id)
 	}
 }
@@ -565,10 +562,10 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 	if api.IsReservedID(id) {
 		// Not a desire: a status write would overwrite the applier's own document.
 		c.Log.Info("ignoring a spec with a reserved documentID (starting with _)", "desire", id)
-		return Never("ReservedID"), nil
+		return never("ReservedID"), nil
 	}
 	d, err := c.Lister.Get(id)
-	// Fresh for this look only; while it lasts, LastStatus reads no status for it.
+	// isFresh for this look only; while it lasts, LastStatus reads no status for it.
 	_, fresh := c.fresh.Load(id)
 	defer c.fresh.Delete(id)
 	if isNotFound(err) {
@@ -597,7 +594,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		return v, nil
 	}
 	result, written, err := c.writer.Load().Write(ctx, d, v, fresh)
-	c.Metrics.ObserveStatusWrite(string(c.Kind), string(result), result == StatusCreated || result == StatusReplaced, err, d.Meta().UpdateTime)
+	c.Metrics.ObserveStatusWrite(string(c.Kind), string(result), result == StatusCreated || result == statusReplaced, err, d.Meta().UpdateTime)
 	if v, fenced := c.fenced(id, err); fenced {
 		return v, nil
 	}
@@ -609,7 +606,7 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 		}
 		return Backoff("StatusWriteFailed"), err
 	}
-	if result != StatusStale {
+	if result != statusStale {
 		c.outcomes.record(d.Meta(), written)
 	}
 	return written, nil
@@ -670,7 +667,7 @@ func (c *Controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 	}
 	c.forgetDesire(id)
 	c.waitingKind.Delete(id)
-	err := c.writer.Load().Delete(ctx, id)
+	err := c.writer.Load().remove(ctx, id)
 	if v, fenced := c.fenced(id, err); fenced {
 		return v, nil
 	}
@@ -678,7 +675,7 @@ func (c *Controller[T]) specDeleted(ctx context.Context, id string) (Verdict, er
 	case err != nil && !isNotFound(err):
 		return Backoff("StatusDeleteFailed"), err
 	}
-	return Never("SpecDeleted"), nil
+	return never("SpecDeleted"), nil
 }
 
 // fenced turns a fenced status call into its verdict: a newer term owns the status (the term
@@ -688,7 +685,7 @@ func (c *Controller[T]) fenced(id string, err error) (Verdict, bool) {
 	switch {
 	case errors.Is(err, fencing.ErrNewerTerm):
 		c.Log.Info("status write fenced off by a newer leadership term", "desire", id, "err", err.Error())
-		return Never("Fenced"), true
+		return never("Fenced"), true
 	case errors.Is(err, fencing.ErrFenced):
 		c.Log.V(1).Info("status write held: the lease may have passed; retried", "desire", id, "err", err.Error())
 		return Backoff("LeaseUncertain"), true

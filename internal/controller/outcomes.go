@@ -134,8 +134,8 @@ func (o *outcomes) clear() {
 // TallyKey is one series of kube_applier_desires.
 type TallyKey struct{ Successful, Degraded, Reason string }
 
-// PendingKey counts cached desires without a status written this term.
-var PendingKey = TallyKey{Successful: "Unknown", Degraded: "Unknown", Reason: "Pending"}
+// pendingKey counts cached desires without a status written this term.
+var pendingKey = TallyKey{Successful: "Unknown", Degraded: "Unknown", Reason: "Pending"}
 
 // Tally is the state of one kind's cached desires: counts by outcome, and the watermark.
 type Tally struct {
@@ -202,7 +202,7 @@ func tallyDesires[T api.Desire](specs []T, o *outcomes) Tally {
 		}
 	}
 	if pending > 0 {
-		t.Counts[PendingKey] += pending
+		t.Counts[pendingKey] += pending
 	}
 	switch {
 	case bounded:

@@ -51,7 +51,7 @@ func TestTallyDesiresWatermark(t *testing.T) {
 			specs:     []*api.ApplyDesire{specAt("a", 1, at(3), at(3)), specAt("b", 2, at(1), at(2))},
 			recorded:  map[string]recorded{"a": ok(at(0), 4, at(0))},
 			watermark: func() *time.Time { w := at(1).Add(-time.Nanosecond); return &w }(), unanswered: 2,
-			counts: map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, PendingKey: 1}},
+			counts: map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, pendingKey: 1}},
 		{name: "a backend clock behind: version 2 earlier than its answered version 1 stays above the watermark",
 			specs:     []*api.ApplyDesire{specAt("a", 2, at(0), at(4)), specAt("b", 1, at(0), at(9))},
 			recorded:  map[string]recorded{"a": ok(at(0), 1, at(6)), "b": ok(at(0), 1, at(9))},
@@ -61,7 +61,7 @@ func TestTallyDesiresWatermark(t *testing.T) {
 			specs:     []*api.ApplyDesire{specAt("a", 1, at(5), at(2)), specAt("b", 1, at(0), at(9))},
 			recorded:  map[string]recorded{"b": ok(at(0), 1, at(9))},
 			watermark: func() *time.Time { w := at(2).Add(-time.Nanosecond); return &w }(), unanswered: 1,
-			counts: map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, PendingKey: 1}},
+			counts: map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, pendingKey: 1}},
 		{name: "degraded and refused outcomes count as answers",
 			specs: []*api.ApplyDesire{specAt("a", 1, at(0), at(1)), specAt("b", 1, at(0), at(2))},
 			recorded: map[string]recorded{"a": {created: at(0), version: 1, updated: at(1), key: TallyKey{"False", "True", api.ReasonKubeAPIError}},
@@ -132,7 +132,7 @@ func TestTallyCountsWhatTheVerdictsSaid(t *testing.T) {
 	o.record(b.Meta(), Verdict{degraded: true, reason: api.ReasonKubeAPIError})
 	o.record(c.Meta(), Verdict{reason: api.ReasonPreCheckFailed})
 	o.forget("c")
-	want := map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, {"False", "True", api.ReasonKubeAPIError}: 1, PendingKey: 1}
+	want := map[TallyKey]int{{"True", "False", api.ReasonNoErrors}: 1, {"False", "True", api.ReasonKubeAPIError}: 1, pendingKey: 1}
 	if got := tallyDesires([]*api.ApplyDesire{a, b, c}, &o).Counts; !maps.Equal(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}

@@ -24,9 +24,9 @@ type WriteResult string
 
 const (
 	StatusCreated   WriteResult = "created"
-	StatusReplaced  WriteResult = "replaced"
+	statusReplaced  WriteResult = "replaced"
 	StatusUnchanged WriteResult = "unchanged"
-	StatusStale     WriteResult = "stale" // a newer spec version is already recorded
+	statusStale     WriteResult = "stale" // a newer spec version is already recorded
 )
 
 // Conditions returns the Successful and Degraded conditions the controller writes for v (and
@@ -98,28 +98,28 @@ func NewStatusWriter[T api.Desire](crud StatusTable[T], now func() time.Time, t 
 // the writer of a controller's term does).
 func (w *StatusWriter[T]) WithCache() *StatusWriter[T] { w.cache = newStatusCache[T](); return w }
 
-// Term returns the term the writer writes in.
-func (w *StatusWriter[T]) Term() fencing.Term { return w.term }
+// currentTerm returns the term the writer writes in.
+func (w *StatusWriter[T]) currentTerm() fencing.Term { return w.term }
 
-// Cached returns what the term's cache knows of id's status: the document and whether it
+// cachedStatus returns what the term's cache knows of id's status: the document and whether it
 // exists; known is false when the cache cannot tell (or there is no cache).
-func (w *StatusWriter[T]) Cached(id string) (d T, found, known bool) {
+func (w *StatusWriter[T]) cachedStatus(id string) (d T, found, known bool) {
 	if w.cache == nil {
 		return d, false, false
 	}
 	return w.cache.get(id)
 }
 
-// CachedLen is how many status documents the term's cache holds.
-func (w *StatusWriter[T]) CachedLen() int {
+// cachedLen is how many status documents the term's cache holds.
+func (w *StatusWriter[T]) cachedLen() int {
 	if w.cache == nil {
 		return 0
 	}
 	return w.cache.len()
 }
 
-// Delete removes the status id within the term.
-func (w *StatusWriter[T]) Delete(ctx context.Context, id string) error {
+// remove removes the status id within the term.
+func (w *StatusWriter[T]) remove(ctx context.Context, id string) error {
 	if w.cache != nil {
 		w.cache.drop(id)
 	}
@@ -187,7 +187,7 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 		if found {
 			switch order := newerSpec(cur.StatusCommon(), spec.Meta()); {
 			case order == specNewer && w.specs == nil:
-				return StatusStale, nil
+				return statusStale, nil
 			case order != specNotNewer:
 				// The table moved past spec (its newer version comes next), or went back to it
 				// (a restore, an undo: the same incarnation at a lower version): then the
@@ -198,7 +198,7 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 					return "", err
 				}
 				if !current {
-					return StatusStale, nil
+					return statusStale, nil
 				}
 			}
 		}
@@ -208,7 +208,7 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 				return "", err
 			}
 			if !current {
-				return StatusStale, nil
+				return statusStale, nil
 			}
 		}
 		next := StatusDocument(spec, v, stripSpec, cur, found, w.now())
@@ -225,7 +225,7 @@ func (w *StatusWriter[T]) put(ctx context.Context, spec T, v Verdict, stripSpec,
 			return "", err
 		}
 		if err = w.replace(ctx, next); err == nil {
-			return StatusReplaced, nil
+			return statusReplaced, nil
 		}
 		if !isPreconditionFailed(err) {
 			return "", err

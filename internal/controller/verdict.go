@@ -25,8 +25,8 @@ const (
 	LookBackoff
 	// LookSoon: look again after the verdict's delay (0: the controller's default recheck).
 	LookSoon
-	// LookNever: the spec is gone.
-	LookNever
+	// lookNever: the spec is gone.
+	lookNever
 )
 
 // Verdict is the whole outcome of one reconcile: what happened (the Successful condition's
@@ -187,9 +187,9 @@ func WithMessage(v Verdict, m string) Verdict { v.message = m; return v }
 // (reason, for the reconcile metrics), and nothing is written.
 func Backoff(reason string) Verdict { return Verdict{reason: reason, again: LookBackoff} }
 
-// Never is no verdict, never looked at again (reason, for the reconcile metrics): the spec
+// never is no verdict, never looked at again (reason, for the reconcile metrics): the spec
 // is gone, or not the applier's to look at.
-func Never(reason string) Verdict { return Verdict{reason: reason, again: LookNever} }
+func never(reason string) Verdict { return Verdict{reason: reason, again: lookNever} }
 
 // Again returns when v asks to be looked at again, and after how long (LookSoon; 0: the
 // controller's recheck).

@@ -130,9 +130,9 @@ func NewDriftWatch(w *Watches, fieldManager string, now func() time.Time, repair
 }
 
 // Prewarm starts the watch of gvr in term before any desire registers with it
-// (Watches.Prewarm).
+// (Watches.prewarm).
 func (dw *DriftWatch) Prewarm(term context.Context, gvr schema.GroupVersionResource) {
-	dw.watches.Prewarm(term, gvr)
+	dw.watches.prewarm(term, gvr)
 }
 
 // Decision is what Check and Verify tell the reconciler to do before applying: at most one

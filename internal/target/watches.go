@@ -47,7 +47,7 @@ type Watches struct {
 	watches map[schema.GroupVersionResource]*Watch
 	regs    map[Ref]*registration
 	// prewarmed are the resources whose watch started before any desire registered
-	// (Prewarm): kept without a desire until EndPrewarm.
+	// (prewarm): kept without a desire until EndPrewarm.
 	prewarmed map[schema.GroupVersionResource]struct{}
 }
 
@@ -98,12 +98,12 @@ func (h *Watches) End() {
 	}
 }
 
-// Prewarm starts the watch of gvr within the term that term is the context of, when none
+// prewarm starts the watch of gvr within the term that term is the context of, when none
 // runs, before any desire registers: a new term learns the resources its desires target
 // while it lists them, and the watches' first lists then overlap that listing. A prewarmed
 // watch is kept without a desire until EndPrewarm, which stops those no desire registered
 // with. Outside that term (another term, or none) it does nothing.
-func (h *Watches) Prewarm(term context.Context, gvr schema.GroupVersionResource) {
+func (h *Watches) prewarm(term context.Context, gvr schema.GroupVersionResource) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.term == nil || h.term != term {

@@ -221,20 +221,20 @@ func TestPrewarm(t *testing.T) {
 		map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secrets: "SecretList"},
 		unstructuredObj("v1", "ConfigMap", "default", "a", nil))
 	h := NewWatches(dyn, nil, func(Ref) {})
-	h.Prewarm(context.Background(), cmGVR)
+	h.prewarm(context.Background(), cmGVR)
 	if n := h.Count(); n != 0 {
 		t.Fatalf("outside a term Prewarm started %d watches", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.Begin(ctx)
-	h.Prewarm(context.Background(), cmGVR) // another term's
+	h.prewarm(context.Background(), cmGVR) // another term's
 	if n := h.Count(); n != 0 {
 		t.Fatalf("a prewarm of another term started %d watches", n)
 	}
-	h.Prewarm(ctx, cmGVR)
-	h.Prewarm(ctx, secrets)
-	h.Prewarm(ctx, cmGVR) // once
+	h.prewarm(ctx, cmGVR)
+	h.prewarm(ctx, secrets)
+	h.prewarm(ctx, cmGVR) // once
 	if n := h.Count(); n != 2 {
 		t.Fatalf("watches = %d after prewarming two resources, want 2", n)
 	}
@@ -261,7 +261,7 @@ func TestPrewarm(t *testing.T) {
 		t.Fatalf("watches = %d after the last desire left, want 0 (stops with its last desire again)", n)
 	}
 	// A term that ends while watches are prewarmed: the next term keeps none of them.
-	h.Prewarm(ctx, secrets)
+	h.prewarm(ctx, secrets)
 	h.End()
 	next, cancelNext := context.WithCancel(context.Background())
 	defer cancelNext()

@@ -287,3 +287,21 @@ func TestStatusCheckFallsBackWhenTheIndexFails(t *testing.T) {
 		t.Fatalf("index Scan denied: check re-queues %v, %v; want [a] from the table's Scan", ids, err)
 	}
 }
+
+// sameSet reports whether a and b hold the same strings, counted, in any order.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, s := range a {
+		seen[s]++
+	}
+	for _, s := range b {
+		if seen[s] == 0 {
+			return false
+		}
+		seen[s]--
+	}
+	return true
+}

@@ -295,7 +295,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	const window = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	c.Run(ctx, unelected)
+	c.RunStarted(ctx, c.Begin(ctx, unelected))
 	for id, tc := range want {
 		got, err := st.Get(context.Background(), id)
 		if err != nil {

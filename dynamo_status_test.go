@@ -1,0 +1,104 @@
+package kubeapplier
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
+)
+
+// TestStatusEchoesSpecTimeSpellings: the status table receives the spec item's own strings for
+// observedDesireUpdateTime and observedDesireCreateTime, through the term's status cache and
+// re-writes: an unchanged verdict writes nothing more (the cached and the stored status compare
+// equal), and a writer of a new term that reads the status back does not rewrite it either.
+func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
+	cases := []struct{ name, created, updated string }{
+		{"fractional zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:00.200000Z"},
+		{"+00:00 offset", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.2+00:00"},
+		{"no fraction", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newMemDB()
+			item, err := EncodeItem(applyDesire("a", cmJSON("c1")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
+			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
+			spec := &ApplyDesire{}
+			if err := DecodeItem(item, spec); err != nil {
+				t.Fatal(err)
+			}
+			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
+				st := NewTable[*ApplyDesire](db, "status")
+				st.clock = fixedClock
+				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
+			}
+			w := newWriter()
+			if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != controller.StatusCreated {
+				t.Fatalf("first write: %v %v", res, err)
+			}
+			check := func() {
+				t.Helper()
+				st := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value
+				for attr, want := range map[string]string{"observedDesireCreateTime": tc.created, "observedDesireUpdateTime": tc.updated} {
+					if got := st[attr].(*types.AttributeValueMemberS).Value; got != want {
+						t.Errorf("stored status.%s = %q, want the spec's %q", attr, got, want)
+					}
+				}
+			}
+			check()
+			puts := db.Calls("PutItem")
+			for i, w := range []*controller.StatusWriter[*ApplyDesire]{w, newWriter()} {
+				if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != controller.StatusUnchanged {
+					t.Fatalf("re-write %d: %v %v, want unchanged", i, res, err)
+				}
+			}
+			if n := db.Calls("PutItem"); n != puts {
+				t.Fatalf("PutItem calls %d -> %d: an unchanged status was rewritten", puts, n)
+			}
+			check()
+		})
+	}
+}
+
+// TestConditionTimesAreUTC: every condition's lastTransitionTime is stored in UTC (the item
+// layout says so), whatever the clock's zone: the Ready condition a failed reconcile turns
+// Unknown takes the writer's clock, not a verdict's UTC time.
+func TestConditionTimesAreUTC(t *testing.T) {
+	ctx := context.Background()
+	cet := time.FixedZone("CET", 3600)
+	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
+	db := newMemDB()
+	st := NewTable[*ApplyDesire](db, "status")
+	st.clock = fixedClock
+	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
+	spec := applyDesire("a", cmJSON("c1"))
+	spec.CreateTime = testTime
+	ok := Applied(1, "applied")
+	ok = controller.WithReadiness(ok, &target.Readiness{Status: "Current", Message: "ok"})
+	if _, _, err := w.Write(ctx, spec, ok, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Write(ctx, spec, Transient(ReasonKubeAPIError, errors.New("boom")), false); err != nil {
+		t.Fatal(err)
+	}
+	conds := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value
+	if len(conds) != 3 {
+		t.Fatalf("%d conditions, want Successful, Degraded and Ready", len(conds))
+	}
+	for _, c := range conds {
+		m := c.(*types.AttributeValueMemberM).Value
+		if ltt := m["lastTransitionTime"].(*types.AttributeValueMemberS).Value; !strings.HasSuffix(ltt, "Z") {
+			t.Errorf("%s: lastTransitionTime %q is not UTC", m["type"].(*types.AttributeValueMemberS).Value, ltt)
+		}
+	}
+}
