@@ -1,8 +1,6 @@
 package kubeapplier
 
 import (
-	"strconv"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -46,12 +44,3 @@ func ItemSize(item map[string]types.AttributeValue) int { return api.ItemSize(it
 
 // valueSize is the size of one attribute value, its name not counted.
 func valueSize(v types.AttributeValue) int { return api.ItemSize(api.Item{"": v}) }
-
-// parseVersion reads the `version` attribute of an item; 0 when absent.
-func parseVersion(item map[string]types.AttributeValue) int64 {
-	if n, ok := item[attrVersion].(*types.AttributeValueMemberN); ok {
-		v, _ := strconv.ParseInt(n.Value, 10, 64)
-		return v
-	}
-	return 0
-}

@@ -43,12 +43,6 @@ var ErrInvalidItem = api.ErrInvalidItem
 // view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
 var ErrStreamNotConfigured = stream.ErrStreamNotConfigured
 
-// ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
-// updateTime-index has a `shard` hash key of type N (releases before the key became S). An
-// index cannot change its key type in place: delete the index (or move to a new table) and
-// run EnsureTables again (docs/operating.md "Index-poll backends").
-var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
-
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
 var ErrTableNotFound = awscall.ErrTableNotFound
 

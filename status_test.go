@@ -245,7 +245,7 @@ func TestOversizeSpecFieldsGiveAShortStatus(t *testing.T) {
 func TestStatusWriterStopsWhenTheTermMayBeOver(t *testing.T) {
 	db := newMemDB()
 	valid := true
-	w := controller.NewStatusWriter[*ApplyDesire](NewTable[*ApplyDesire](db, "status").fencedBy(3), fixedClock,
+	w := controller.NewStatusWriter[*ApplyDesire](NewTable[*ApplyDesire](db, "status").FencedBy(3), fixedClock,
 		term{Number: 3, Valid: func() bool { return valid }, CallTimeout: time.Second}, nil)
 	ctx := context.Background()
 	if _, _, err := w.Write(ctx, applyDesire("a", cmJSON("c1")), Applied(1, "ok"), true); err != nil {
@@ -282,7 +282,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	older.Version, older.CreateTime = 1, testTime
 	newer := applyDesire("a", cmJSON("c1"))
 	newer.Version, newer.CreateTime = 1, testTime.Add(-time.Hour) // created later, with a clock behind
-	specs.clock = func() time.Time { return newer.CreateTime }
+	specs.SetClock(func() time.Time { return newer.CreateTime })
 	if _, err := specs.Create(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestStatusOfAnotherIncarnationReplacedOnlyByTheCurrent(t *testing.T) {
 	if err := specs.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	specs.clock = func() time.Time { return older.CreateTime }
+	specs.SetClock(func() time.Time { return older.CreateTime })
 	if _, err := specs.Create(ctx, older); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 			}
 			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
 				st := NewTable[*ApplyDesire](db, "status")
-				st.clock = fixedClock
+				st.SetClock(fixedClock)
 				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
 			}
 			w := newWriter()
@@ -474,7 +474,7 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
 	db := newMemDB()
 	st := NewTable[*ApplyDesire](db, "status")
-	st.clock = fixedClock
+	st.SetClock(fixedClock)
 	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.CreateTime = testTime

@@ -38,7 +38,7 @@ func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	}
 	// The other writer stamps its own updateTime (the harness's table clock is fixed, which no
 	// writer's is: a write at the same version and updateTime is the same write).
-	h.status.clock = func() time.Time { return testTime.Add(time.Minute) }
+	h.status.SetClock(func() time.Time { return testTime.Add(time.Minute) })
 	if _, err := h.status.Create(ctx, older); err != nil {
 		t.Fatal(err)
 	}
