@@ -41,6 +41,3 @@ func newDesire[T Desire]() T { return api.NewDesire[T]() }
 // ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
 // values, with the per-type overheads of the DynamoDB developer guide (api.ItemSize).
 func ItemSize(item map[string]types.AttributeValue) int { return api.ItemSize(item) }
-
-// valueSize is the size of one attribute value, its name not counted.
-func valueSize(v types.AttributeValue) int { return api.ItemSize(api.Item{"": v}) }
