@@ -38,6 +38,6 @@ func idOf(item map[string]types.AttributeValue) string { return api.IDOf(item) }
 // newDesire returns a new zero desire of the same kind as T (api.NewDesire).
 func newDesire[T Desire]() T { return api.NewDesire[T]() }
 
-// ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
+// ItemSize (only the root's tests use it: drop for api.ItemSize, issue #39) returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
 // values, with the per-type overheads of the DynamoDB developer guide (api.ItemSize).
 func ItemSize(item map[string]types.AttributeValue) int { return api.ItemSize(item) }

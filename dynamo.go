@@ -60,7 +60,9 @@ func NewKubeApplierDBClient(db DynamoDBAPI, prefix, managementCluster string) *K
 // statusTable marks t as a status table (tables.AsStatus), for the root's tests.
 func statusTable[T Desire](t *Table[T]) *Table[T] { return tables.AsStatus(t) }
 
-// TableAdminAPI is the part of *dynamodb.Client EnsureTables uses (api.TableAdminAPI).
+// TableAdminAPI is the part of *dynamodb.Client EnsureTables uses (api.TableAdminAPI). It,
+// TableOption, WithStatusIndex and EnsureTables stay while the root's and desirectl's tests
+// create tables through the root; embedders and tools use api.EnsureTables.
 type TableAdminAPI = api.TableAdminAPI
 
 // TableOption changes what EnsureTables creates (api.TableOption).

@@ -10,7 +10,10 @@ import (
 
 // Sentinel errors of the DynamoDB layer: the api module's values, so errors.Is works across
 // both. Test with errors.Is or the Is*Error helpers; the AWS error stays reachable with
-// errors.As.
+// errors.As. Since the table layer moved to internal/tables, only the root's tests use
+// ErrAlreadyExists, ErrPreconditionFailed, ErrItemTooLarge, ItemTooLargeError,
+// IsAlreadyExistsError and IsPreconditionFailedError: drop them once those tests moved (issue
+// #39; api.ErrAlreadyExists etc.).
 var (
 	// ErrNotFound: no item with that documentID.
 	ErrNotFound = api.ErrNotFound

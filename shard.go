@@ -21,7 +21,7 @@ const (
 	attrUpdateTime = api.AttrUpdateTime
 )
 
-// StatusShard returns the `shard` of the status document documentID (api.StatusShard): its
+// StatusShard (only the root's tests use it: drop for api.StatusShard, issue #39) returns the `shard` of the status document documentID (api.StatusShard): its
 // first 8 hex digits once hyphens are removed, read as a number, modulo 4; ok is false when
 // the ID does not start with 8 hex digits: such a document is in shard 0.
 func StatusShard(documentID string) (shard int, ok bool) { return api.StatusShard(documentID) }
