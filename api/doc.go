@@ -1,7 +1,8 @@
 // Package api is the desire contract of kube-applier-aws, for backends that write desires and
 // read statuses: the item layout of the specs and status tables in Amazon DynamoDB, the types
-// and their codec, deterministic desire IDs, table names, the reserved-ID rule, the heartbeat,
-// and a small typed client (Client) that creates, replaces and deletes specs, reads statuses,
+// and their codec, deterministic desire IDs, table names and their creation (EnsureTables,
+// with the status tables' indexes), the reserved-ID rule, the heartbeat, the placeholder of a
+// redacted Secret value (RedactedValue), and a small typed client (Client) that creates, replaces and deletes specs, reads statuses,
 // waits until a status answers the spec as it is now, and polls the status index.
 //
 // It depends on the AWS SDK's DynamoDB packages and github.com/google/uuid only: no client-go,
