@@ -59,7 +59,7 @@ type Table[T api.Desire] struct {
 	// applierTerm); a write over an item of a newer term is refused by DynamoDB.
 	term   int64
 	fenced bool
-	// status: a status table, whose documents carry `shard` (shard.go) and whose reserved
+	// status: a status table, whose documents carry `shard` (shardattr.go) and whose reserved
 	// documentIDs (the heartbeat) are not desires.
 	status bool
 }
