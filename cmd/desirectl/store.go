@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -33,11 +34,42 @@ type statusReader[T api.Desire] interface {
 	Get(ctx context.Context, id string) (T, error)
 }
 
-// The item table serves both roles.
+// The contract's client serves both roles: api.Desires writes the specs, and statusOf reads
+// its statuses.
 var (
-	_ specWriter[*api.ApplyDesire]  = (*itemTable[*api.ApplyDesire])(nil)
-	_ statusReader[*api.ReadDesire] = (*itemTable[*api.ReadDesire])(nil)
+	_ specWriter[*api.ApplyDesire]  = (*api.Desires[*api.ApplyDesire])(nil)
+	_ statusReader[*api.ReadDesire] = statusOf[*api.ReadDesire]{}
 )
+
+// dynamoDB is the part of *dynamodb.Client desirectl uses, so a fake can stand in. Table
+// administration (api.TableAdminAPI, tableDeleter) is asked of it with a type assertion.
+type dynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// contractDB is desirectl's client as api.Client takes it. desirectl never polls the status
+// index (api.Desires.StatusesSince), so a client without Query serves: a test's fake.
+type contractDB struct{ dynamoDB }
+
+// Query passes the call on when the client has Query.
+func (db contractDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	q, ok := db.dynamoDB.(interface {
+		Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	})
+	if !ok {
+		return nil, errors.New("the DynamoDB client cannot Query")
+	}
+	return q.Query(ctx, in, opts...)
+}
+
+// statusOf reads the status table of one kind through the contract's client.
+type statusOf[T api.Desire] struct{ d *api.Desires[T] }
+
+// Get returns the status document id, or an error wrapping api.ErrNotFound.
+func (s statusOf[T]) Get(ctx context.Context, id string) (T, error) { return s.d.Status(ctx, id) }
 
 // store is the CLI's view of the six tables of one management cluster: it writes the specs
 // tables and only reads the status tables.
@@ -55,18 +87,16 @@ type kindTables[T api.Desire] struct {
 }
 
 func newStore(db dynamoDB, prefix, managementCluster string) *store {
+	c := api.NewClient(contractDB{db}, prefix, managementCluster)
 	return &store{
-		applies: newKindTables[*api.ApplyDesire](db, prefix, managementCluster, api.KindApplyDesire),
-		deletes: newKindTables[*api.DeleteDesire](db, prefix, managementCluster, api.KindDeleteDesire),
-		reads:   newKindTables[*api.ReadDesire](db, prefix, managementCluster, api.KindReadDesire),
+		applies: newKindTables(c.ApplyDesires(), api.KindApplyDesire),
+		deletes: newKindTables(c.DeleteDesires(), api.KindDeleteDesire),
+		reads:   newKindTables(c.ReadDesires(), api.KindReadDesire),
 	}
 }
 
-func newKindTables[T api.Desire](db dynamoDB, prefix, mc string, kind api.DesireKind) kindTables[T] {
-	return kindTables[T]{kind: kind,
-		specs:  newItemTable[T](db, api.TableName(prefix, mc, api.SpecsTable, kind)),
-		status: newItemTable[T](db, api.TableName(prefix, mc, api.StatusTable, kind)),
-	}
+func newKindTables[T api.Desire](d *api.Desires[T], kind api.DesireKind) kindTables[T] {
+	return kindTables[T]{kind: kind, specs: d, status: statusOf[T]{d}}
 }
 
 // desireTables is kindTables without its type parameter, for code that treats the three
