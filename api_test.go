@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +155,52 @@ func TestTablesFromOutside(t *testing.T) {
 	}
 	if _, err := client.DeleteDesireSpecs().List(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The common status a generic tool reads, and an item that is no desire.
+	var common *kubeapplier.CommonStatus = created.StatusCommon()
+	if common.ObservedSpecVersion() != 0 {
+		t.Fatalf("a status written without conditions answers version %d", common.ObservedSpecVersion())
+	}
+	if err := kubeapplier.DecodeItem(map[string]ddbtypes.AttributeValue{}, &decoded); !errors.Is(err, kubeapplier.ErrInvalidItem) {
+		t.Fatalf("DecodeItem of an item without documentID: %v", err)
+	}
+	// Table is the client behind the status and specs readers (to drop with NewTable once
+	// the root's tests use internal/tables: issue #39).
+	var plain *kubeapplier.Table[*kubeapplier.ApplyDesire] = kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, "p-plain")
+	if plain.Name() != "p-plain" {
+		t.Fatalf("Name = %q", plain.Name())
+	}
+}
+
+// indexAdmin is a TableAdminAPI that makes every table and index ACTIVE at once.
+type indexAdmin struct {
+	tables map[string][]ddbtypes.GlobalSecondaryIndexDescription
+}
+
+func (a *indexAdmin) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	for _, g := range in.GlobalSecondaryIndexes {
+		a.tables[*in.TableName] = append(a.tables[*in.TableName], ddbtypes.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: ddbtypes.IndexStatusActive})
+	}
+	return &dynamodb.CreateTableOutput{}, nil
+}
+
+func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: &ddbtypes.TableDescription{TableName: in.TableName, TableStatus: ddbtypes.TableStatusActive,
+		GlobalSecondaryIndexes: a.tables[*in.TableName]}}, nil
+}
+
+// TestEnsureTablesFromOutside: an embedder creates the tables through the root, and finds the
+// status tables' indexes under the names the root gives them.
+func TestEnsureTablesFromOutside(t *testing.T) {
+	admin := &indexAdmin{tables: map[string][]ddbtypes.GlobalSecondaryIndexDescription{}}
+	var db kubeapplier.TableAdminAPI = admin
+	created, err := kubeapplier.EnsureTables(context.Background(), db, "p-", "mc01", kubeapplier.WithStatusIndex())
+	if err != nil || len(created) != 6 {
+		t.Fatalf("EnsureTables = %v, %v", created, err)
+	}
+	status := admin.tables[kubeapplier.TableName("p-", "mc01", kubeapplier.StatusTable, kubeapplier.KindApplyDesire)]
+	if len(status) != 2 || *status[0].IndexName != kubeapplier.StatusCheckIndexName || *status[1].IndexName != kubeapplier.StatusIndexName {
+		t.Fatalf("status table indexes %+v", status)
 	}
 }
 

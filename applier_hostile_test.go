@@ -263,7 +263,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
 	cdb := &countingDB{DynamoDBAPI: h.db, gets: map[string]int{}}
 	st := NewTable[*ApplyDesire](cdb, "status")
-	st.clock = fixedClock
+	st.SetClock(fixedClock)
 	errs := map[string]error{}
 	for _, tc := range hostileCases() {
 		if tc.applyErr != nil {

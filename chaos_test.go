@@ -218,8 +218,8 @@ func TestChaosKubeAPIServerRestart(t *testing.T) {
 func TestChaosTwoAppliersNoElection(t *testing.T) {
 	chaosStack(t)
 	e := startE2E(t, nil)
-	second, err := New(Options{ManagementCluster: "mc01", TablePrefix: e.applyS.name[:strings.Index(e.applyS.name, "mc-mc01")],
-		DynamoDB: e.applyS.api, Streams: e.app.opts.Streams, RESTConfig: testenv.Kube(t), Log: testr.New(t)})
+	second, err := New(Options{ManagementCluster: "mc01", TablePrefix: e.prefix,
+		DynamoDB: e.db, Streams: e.app.opts.Streams, RESTConfig: testenv.Kube(t), Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

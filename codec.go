@@ -1,8 +1,6 @@
 package kubeapplier
 
 import (
-	"strconv"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -40,18 +38,6 @@ func idOf(item map[string]types.AttributeValue) string { return api.IDOf(item) }
 // newDesire returns a new zero desire of the same kind as T (api.NewDesire).
 func newDesire[T Desire]() T { return api.NewDesire[T]() }
 
-// ItemSize returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
+// ItemSize (only the root's tests use it: drop for api.ItemSize, issue #39) returns the size DynamoDB bills and limits for item, in bytes: attribute names plus
 // values, with the per-type overheads of the DynamoDB developer guide (api.ItemSize).
 func ItemSize(item map[string]types.AttributeValue) int { return api.ItemSize(item) }
-
-// valueSize is the size of one attribute value, its name not counted.
-func valueSize(v types.AttributeValue) int { return api.ItemSize(api.Item{"": v}) }
-
-// parseVersion reads the `version` attribute of an item; 0 when absent.
-func parseVersion(item map[string]types.AttributeValue) int64 {
-	if n, ok := item[attrVersion].(*types.AttributeValueMemberN); ok {
-		v, _ := strconv.ParseInt(n.Value, 10, 64)
-		return v
-	}
-	return 0
-}

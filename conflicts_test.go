@@ -240,11 +240,11 @@ func putSpecAt(t *testing.T, db *memDB, d Desire, at time.Time) Desire {
 	switch d := d.(type) {
 	case *DeleteDesire:
 		tbl := NewTable[*DeleteDesire](db, "specs-delete")
-		tbl.clock = clock
+		tbl.SetClock(clock)
 		out, err = tbl.Create(context.Background(), d)
 	case *ApplyDesire:
 		tbl := NewTable[*ApplyDesire](db, "specs-apply")
-		tbl.clock = clock
+		tbl.SetClock(clock)
 		out, err = tbl.Create(context.Background(), d)
 	}
 	if err != nil {

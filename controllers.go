@@ -22,8 +22,8 @@ func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T]
 	// never keeps the first one's fence.
 	cfg.Fence, cfg.ListStamps, cfg.ListIndexStamps = nil, nil, nil
 	if t, ok := cfg.Statuses.(*Table[T]); ok {
-		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.fencedBy(n) }
-		cfg.ListStamps, cfg.ListIndexStamps = t.listVersions, t.listIndexStamps
+		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.FencedBy(n) }
+		cfg.ListStamps, cfg.ListIndexStamps = t.ListStamps, t.ListIndexStamps
 	}
 	if cfg.Unelected.CallTimeout == 0 { // (a term without a call timeout is no term)
 		cfg.Unelected = unelected

@@ -62,7 +62,7 @@ func TestControllerConfigCopiedWithAnotherTable(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	other := NewTable[*ApplyDesire](newMemDB(), "status")
-	other.clock = fixedClock
+	other.SetClock(fixedClock)
 	cfg := h.c.Config
 	cfg.Statuses = other
 	c := newController(cfg)

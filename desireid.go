@@ -2,7 +2,7 @@ package kubeapplier
 
 import "github.com/kube-applier-aws/kubeapplier/api"
 
-// DesireIDNamespace is the UUID namespace shared by the applier and every backend for
+// DesireIDNamespace (only the root's tests use it: drop for api.DesireIDNamespace, issue #39) is the UUID namespace shared by the applier and every backend for
 // deterministic desire IDs (api.DesireIDNamespace). Never change it: IDs already stored would
 // no longer match.
 var DesireIDNamespace = api.DesireIDNamespace

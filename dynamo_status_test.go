@@ -39,7 +39,7 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 			}
 			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
 				st := NewTable[*ApplyDesire](db, "status")
-				st.clock = fixedClock
+				st.SetClock(fixedClock)
 				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
 			}
 			w := newWriter()
@@ -79,7 +79,7 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
 	db := newMemDB()
 	st := NewTable[*ApplyDesire](db, "status")
-	st.clock = fixedClock
+	st.SetClock(fixedClock)
 	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.CreateTime = testTime

@@ -58,7 +58,7 @@ func TestStatusCheckReadsTheIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			other.Status.Conditions = nil
-			h.status.clock = func() time.Time { return testTime.Add(time.Second) } // another writer's time
+			h.status.SetClock(func() time.Time { return testTime.Add(time.Second) }) // another writer's time
 			if _, err := h.status.Replace(ctx, other); err != nil {
 				t.Fatal(err)
 			}

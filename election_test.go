@@ -63,7 +63,7 @@ func TestTermRecoversFromTablesBackInTime(t *testing.T) {
 			statusTbl := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
 			st := statusTable(NewTable[*ApplyDesire](o.db, statusTbl))
 			// A status of term 10 (the statuses were not restored; or another table's were).
-			if _, err := st.fencedBy(10).Create(ctx, applyDesire("a", "")); err != nil {
+			if _, err := st.FencedBy(10).Create(ctx, applyDesire("a", "")); err != nil {
 				t.Fatal(err)
 			}
 			putHeartbeat(t, o, tc.heartbeat, "gone", time.Now().Add(-time.Hour))

@@ -10,7 +10,10 @@ import (
 
 // Sentinel errors of the DynamoDB layer: the api module's values, so errors.Is works across
 // both. Test with errors.Is or the Is*Error helpers; the AWS error stays reachable with
-// errors.As.
+// errors.As. Since the table layer moved to internal/tables, only the root's tests use
+// ErrAlreadyExists, ErrPreconditionFailed, ErrItemTooLarge, ItemTooLargeError,
+// IsAlreadyExistsError and IsPreconditionFailedError: drop them once those tests moved (issue
+// #39; api.ErrAlreadyExists etc.).
 var (
 	// ErrNotFound: no item with that documentID.
 	ErrNotFound = api.ErrNotFound
@@ -42,12 +45,6 @@ var ErrInvalidItem = api.ErrInvalidItem
 // ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
 // view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
 var ErrStreamNotConfigured = stream.ErrStreamNotConfigured
-
-// ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
-// updateTime-index has a `shard` hash key of type N (releases before the key became S). An
-// index cannot change its key type in place: delete the index (or move to a new table) and
-// run EnsureTables again (docs/operating.md "Index-poll backends").
-var ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 
 // ErrTableNotFound: a table the applier needs does not exist (create it, e.g. with EnsureTables).
 var ErrTableNotFound = awscall.ErrTableNotFound

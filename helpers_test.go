@@ -216,7 +216,7 @@ type harness[T Desire] struct {
 func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
 	st := NewTable[T](db, "status")
-	st.clock = fixedClock
+	st.SetClock(fixedClock)
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(kind))
 	cfg := controller.Config[T]{Kind: kind, Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
 		Reconciler: r, Resync: time.Minute, MaxRetryDelay: time.Second, Workers: 1,

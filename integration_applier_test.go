@@ -26,6 +26,8 @@ type e2e struct {
 	ns      string
 	dyn     dynamic.Interface
 	specs   *KubeApplierDBClient
+	db      DynamoDBAPI // the backend side's client of the test's tables, prefix their prefix
+	prefix  string
 	applyS  *Table[*ApplyDesire]
 	deleteS *Table[*DeleteDesire]
 	readS   *Table[*ReadDesire]
@@ -68,7 +70,7 @@ func startE2EWith(t *testing.T, mutate func(*Options), beforeRun func(*Applier))
 		}
 	})
 	waitFor(t, 30*time.Second, "applier ready", app.Ready)
-	e := &e2e{t: t, ns: testenv.Namespace(t, cfg), dyn: dyn, app: app,
+	e := &e2e{t: t, ns: testenv.Namespace(t, cfg), dyn: dyn, app: app, db: env.Client, prefix: env.Prefix,
 		specs:   NewKubeApplierDBClient(env.Client, env.Prefix, "mc01"),
 		applyS:  NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire)),
 		deleteS: NewTable[*DeleteDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindDeleteDesire)),

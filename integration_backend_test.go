@@ -21,15 +21,15 @@ import (
 // Local database (its access key), table prefix, management cluster and namespace.
 func backendEnv(t *testing.T, e *e2e) []string {
 	t.Helper()
-	db, ok := e.specs.api.(*dynamodb.Client)
+	db, ok := e.db.(*dynamodb.Client)
 	if !ok {
-		t.Fatalf("the backend side's DynamoDB client is a %T", e.specs.api)
+		t.Fatalf("the backend side's DynamoDB client is a %T", e.db)
 	}
 	creds, err := db.Options().Credentials.Retrieve(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint, prefix := os.Getenv(testenv.EnvDynamoDBEndpoint), e.specs.prefix
+	endpoint, prefix := os.Getenv(testenv.EnvDynamoDBEndpoint), e.prefix
 	return append(os.Environ(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+creds.SecretAccessKey,
 		"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_DYNAMODB="+endpoint, "AWS_EC2_METADATA_DISABLED=true",
 		"MANAGEMENT_CLUSTER=mc01", "TABLE_PREFIX="+prefix, "NAMESPACE="+e.ns, "TASK_KEY=hc-"+e.ns)

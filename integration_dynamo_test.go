@@ -342,7 +342,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*Table[*ApplyDesire])
-	term3, term2, term4 := st.fencedBy(3), st.fencedBy(2), st.fencedBy(4)
+	term3, term2, term4 := st.FencedBy(3), st.FencedBy(2), st.FencedBy(4)
 	created, err := term3.Create(ctx, sampleApply("f1"))
 	if err != nil {
 		t.Fatal(err)

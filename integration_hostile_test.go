@@ -144,8 +144,8 @@ func TestIntegrationHostileDesires(t *testing.T) {
 	})
 	ctx := context.Background()
 	cfg := testenv.Kube(t)
-	applyTable := e.applyS.name
-	specClient := e.applyS.api
+	applyTable := e.applyS.Name()
+	specClient := e.db
 
 	// A namespace that stays Terminating (no controller-manager), holding one ConfigMap.
 	doomedNS := testenv.Namespace(t, cfg)

@@ -56,13 +56,13 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fromTable, err := st.listVersions(ctx)
+	fromTable, err := st.ListStamps(ctx)
 	if err != nil || len(fromTable) != 2 {
 		t.Fatalf("table stamps %v, %v", fromTable, err)
 	}
 	var fromIndex map[string]controller.Stamp
 	waitFor(t, 5*time.Second, "index stamps equal the table's", func() bool {
-		fromIndex, err = st.listIndexStamps(ctx)
+		fromIndex, err = st.ListIndexStamps(ctx)
 		return err == nil && reflect.DeepEqual(fromIndex, fromTable)
 	})
 	// The index holds the keys, documentID, version and applierTerm: not the 100 KB content.
@@ -121,7 +121,7 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := statusTable(NewTable[*ReadDesire](env.Client, bare)).listIndexStamps(ctx); err == nil || !strings.Contains(err.Error(), StatusCheckIndexName) {
+	if _, err := statusTable(NewTable[*ReadDesire](env.Client, bare)).ListIndexStamps(ctx); err == nil || !strings.Contains(err.Error(), StatusCheckIndexName) {
 		t.Fatalf("a table without the index: %v, want an error naming %s (the check then Scans the table)", err, StatusCheckIndexName)
 	}
 }

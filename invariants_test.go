@@ -741,7 +741,7 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	default:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = json.RawMessage([]byte(w.content(id, cur.CreateTime, cur.Version+1)))
-		w.specs.clock = w.backendClock()
+		w.specs.SetClock(w.backendClock())
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
 		if err != nil {
@@ -756,7 +756,7 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
-	w.specs.clock = func() time.Time { return now }
+	w.specs.SetClock(func() time.Time { return now })
 	at := w.tick()
 	stored, err := w.specs.Create(ctx, d)
 	if err != nil {

@@ -3,11 +3,8 @@ package kubeapplier
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // term is the leadership term (internal/fencing: every rule that fences the applier's writes).
@@ -17,9 +14,7 @@ type term = fencing.Term
 var unelected = term{CallTimeout: defaultCallTimeout}
 
 // newestStatusTerm returns the newest applierTerm any item of tables carries (0 for none):
-// the floor of a term taken where the heartbeat holds none.
-func newestStatusTerm(ctx context.Context, api DynamoDBAPI, tables []string) (int64, error) {
-	return fencing.NewestStatus(ctx, func(ctx context.Context, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
-		return awscall.Scan(ctx, api, in, each)
-	}, tables)
+// the floor of a term taken where the heartbeat holds none (tables.NewestStatusTerm).
+func newestStatusTerm(ctx context.Context, db DynamoDBAPI, names []string) (int64, error) {
+	return tables.NewestStatusTerm(ctx, db, names)
 }

@@ -29,8 +29,8 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 		t.Fatalf("precondition: took %d, %v; want 5", hb.ApplierTerm, err)
 	}
 	st := statusTable(NewTable[*ApplyDesire](db, table))
-	st.clock = fixedClock
-	written, err := st.fencedBy(5).Create(ctx, applyDesire("a", cmJSON("a")))
+	st.SetClock(fixedClock)
+	written, err := st.FencedBy(5).Create(ctx, applyDesire("a", cmJSON("a")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, replaceErr := st.fencedBy(next.ApplierTerm).Replace(ctx, written)
+	_, replaceErr := st.FencedBy(next.ApplierTerm).Replace(ctx, written)
 	if next.ApplierTerm <= 5 {
 		t.Fatalf("after the heartbeat document was deleted a new process took term %d, not above term 5 that the statuses carry "+
 			"(its first status write then meets a 'newer' term: %v)", next.ApplierTerm, errors.Is(replaceErr, fencing.ErrNewerTerm))

@@ -49,15 +49,15 @@ func TestNewerTermEndsTheTerm(t *testing.T) {
 	ctx := context.Background()
 	db := newMemDB()
 	table := NewTable[*ApplyDesire](db, "status")
-	table.clock = fixedClock
-	newer := table.fencedBy(5)
+	table.SetClock(fixedClock)
+	newer := table.FencedBy(5)
 	d := applyDesire("a", cmJSON("c1"))
 	if _, err := newer.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	var lost []error
 	old := term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = append(lost, err) }}
-	w := controller.NewStatusWriter[*ApplyDesire](table.fencedBy(3), fixedClock, old, nil)
+	w := controller.NewStatusWriter[*ApplyDesire](table.FencedBy(3), fixedClock, old, nil)
 	_, _, err := w.Write(ctx, d, Applied(1, "ok"), false)
 	if !errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 5 {
 		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want fencing.ErrNewerTerm, the term ended having met term 5", err, lost)
@@ -69,26 +69,5 @@ func TestNewerTermEndsTheTerm(t *testing.T) {
 	maybe.Valid = func() bool { return false }
 	if err := maybe.Do(ctx, func(context.Context) error { return nil }); !errors.Is(err, fencing.ErrFenced) || errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 0 {
 		t.Fatalf("invalid term: err %v, lost %v; want fencing.ErrFenced only, the term going on", err, lost)
-	}
-}
-
-// TestNewestStatusTerm: the floor of a term taken without a heartbeat is the newest term any
-// status carries, in any of the status tables.
-func TestNewestStatusTerm(t *testing.T) {
-	ctx := context.Background()
-	db := newMemDB()
-	a, d := NewTable[*ApplyDesire](db, "apply-status"), NewTable[*DeleteDesire](db, "delete-status")
-	if _, err := a.fencedBy(3).Create(ctx, applyDesire("a1", cmJSON("c1"))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.fencedBy(12).Create(ctx, deleteDesire("d1", TargetItem{Version: "v1", Resource: "configmaps", Name: "x"})); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Create(ctx, applyDesire("a2", cmJSON("c2"))); err != nil { // no term
-		t.Fatal(err)
-	}
-	got, err := newestStatusTerm(ctx, db, []string{"apply-status", "delete-status", "read-status"})
-	if err != nil || got != 12 {
-		t.Fatalf("newest status term = %d, %v; want 12", got, err)
 	}
 }

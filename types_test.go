@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestTargetItem(t *testing.T) {
@@ -22,16 +20,5 @@ func TestTargetItem(t *testing.T) {
 		if tc.t.String() != tc.s || GVROf(tc.t) != tc.want {
 			t.Errorf("%+v: %q %v, want %q %v", tc.t, tc.t.String(), GVROf(tc.t), tc.s, tc.want)
 		}
-	}
-}
-
-// TestObservedSpecVersion: the highest spec version any condition was computed from.
-func TestObservedSpecVersion(t *testing.T) {
-	s := &CommonStatus{Conditions: []api.Condition{{Type: "A", ObservedGeneration: 3}, {Type: "B", ObservedGeneration: 5}}}
-	if v := s.ObservedSpecVersion(); v != 5 {
-		t.Fatalf("ObservedSpecVersion = %d, want 5", v)
-	}
-	if v := (&CommonStatus{}).ObservedSpecVersion(); v != 0 {
-		t.Fatalf("without conditions = %d, want 0", v)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -206,4 +208,147 @@ func TestItemJSONRoundTrip(t *testing.T) {
 			t.Errorf("ItemFromJSON(%s) = %v, want ErrInvalidItem", bad, err)
 		}
 	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	ltt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	observed := layoutTime
+	cases := []struct {
+		name string
+		in   Desire
+	}{
+		{"apply with content and conditions", func() Desire {
+			d := layoutApply("a1")
+			d.Version, d.CreateTime, d.UpdateTime = 7, layoutTime, layoutTime.Add(time.Millisecond)
+			d.Status.AppliedResourceGeneration = 3
+			d.Status.ObservedDesireUpdateTime = observed.Format(time.RFC3339Nano)
+			d.Status.Conditions = []Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors,
+				Message: "ok", ObservedGeneration: 7, LastTransitionTime: ltt}}
+			return d
+		}()},
+		{"apply without content", func() Desire { d := layoutApply("a2"); d.Spec.KubeContent = nil; return d }()},
+		{"delete cluster-scoped target", &DeleteDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "d1", Version: 1},
+			Spec: DeleteDesireSpec{CommonSpec: CommonSpec{ManagementCluster: "mc01"},
+				TargetItem: TargetItem{Version: "v1", Resource: "namespaces", Name: "ns1"}}}},
+		{"read with status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r1"},
+			Spec:   ReadDesireSpec{TargetItem: TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}},
+			Status: ReadDesireStatus{KubeContent: json.RawMessage([]byte(layoutConfigMap("x")))}}},
+		{"read without status content", &ReadDesire{DynamoDBMetadata: DynamoDBMetadata{DocumentID: "r2"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			item, err := EncodeItem(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, attr := range []string{AttrSpecKubeContent, AttrStatusKubeContent} {
+				if s, ok := item[attr].(*types.AttributeValueMemberS); ok && (s.Value == "null" || s.Value == "") {
+					t.Fatalf("%s stored as %q, want absent", attr, s.Value)
+				}
+			}
+			out := tc.in.DeepCopyDesire().(Desire)
+			out = newLikeDesire(out)
+			if err := DecodeItem(item, out); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(tc.in)
+			b, _ := json.Marshal(out)
+			if string(a) != string(b) {
+				t.Fatalf("round trip differs:\n in=%s\nout=%s", a, b)
+			}
+			if !out.Meta().UpdateTime.Equal(tc.in.Meta().UpdateTime) || out.Meta().UpdateTime.Nanosecond() != tc.in.Meta().UpdateTime.Nanosecond() {
+				t.Fatalf("updateTime %v != %v", out.Meta().UpdateTime, tc.in.Meta().UpdateTime)
+			}
+		})
+	}
+}
+
+func newLikeDesire(d Desire) Desire {
+	switch d.(type) {
+	case *ApplyDesire:
+		return &ApplyDesire{}
+	case *DeleteDesire:
+		return &DeleteDesire{}
+	}
+	return &ReadDesire{}
+}
+
+// The layout backends rely on (../shared README "Item layout").
+func TestItemLayout(t *testing.T) {
+	d := layoutApply("a1")
+	d.Status.Conditions = []Condition{{Type: ConditionSuccessful, Status: ConditionTrue, Reason: ReasonNoErrors, ObservedGeneration: 2}}
+	item, err := EncodeItem(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := item["documentID"].(*types.AttributeValueMemberS); !ok {
+		t.Fatal("documentID is not S")
+	}
+	if _, ok := item["version"].(*types.AttributeValueMemberN); !ok {
+		t.Fatal("version is not N")
+	}
+	spec := item["spec"].(*types.AttributeValueMemberM).Value
+	if spec["managementCluster"].(*types.AttributeValueMemberS).Value != "mc01" || spec["clusterID"].(*types.AttributeValueMemberS).Value != "hc-1" {
+		t.Fatalf("spec = %#v", spec)
+	}
+	if _, ok := spec["kubeContent"]; ok {
+		t.Fatal("kubeContent stored inside spec")
+	}
+	cond := item["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value[0].(*types.AttributeValueMemberM).Value
+	for _, k := range []string{"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"} {
+		if _, ok := cond[k]; !ok {
+			t.Errorf("condition lacks %q: %#v", k, cond)
+		}
+	}
+	if got := item["spec_kubeContent"].(*types.AttributeValueMemberS).Value; got != layoutConfigMap("c1") {
+		t.Fatalf("spec_kubeContent = %s", got)
+	}
+}
+
+func TestDecodeInvalidItems(t *testing.T) {
+	good, _ := EncodeItem(layoutApply("a1"))
+	cases := []struct {
+		name   string
+		mutate func(map[string]types.AttributeValue)
+		want   string
+	}{
+		{"no documentID", func(i map[string]types.AttributeValue) { delete(i, "documentID") }, `"documentID" missing`},
+		{"version of wrong type", func(i map[string]types.AttributeValue) { i["version"] = &types.AttributeValueMemberS{Value: "x"} }, "a1"},
+		{"spec of wrong type", func(i map[string]types.AttributeValue) { i["spec"] = &types.AttributeValueMemberS{Value: "x"} }, "a1"},
+		{"kubeContent not JSON", func(i map[string]types.AttributeValue) {
+			i["spec_kubeContent"] = &types.AttributeValueMemberS{Value: "{nope"}
+		}, "not valid JSON"},
+		{"kubeContent of wrong type", func(i map[string]types.AttributeValue) {
+			i["spec_kubeContent"] = &types.AttributeValueMemberN{Value: "1"}
+		}, "not a string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			item := map[string]types.AttributeValue{}
+			for k, v := range good {
+				item[k] = v
+			}
+			tc.mutate(item)
+			err := DecodeItem(item, &ApplyDesire{})
+			if !errors.Is(err, ErrInvalidItem) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidItem containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// layoutTime, layoutConfigMap and layoutApply are the fixtures of the codec tests moved from
+// the applier's package: a write time with nanoseconds, a ConfigMap and an ApplyDesire of it.
+var layoutTime = time.Date(2026, 11, 29, 8, 30, 15, 123456789, time.UTC)
+
+func layoutConfigMap(name string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"default"},"data":{"status":"s","name":"n","data":"d"}}`, name)
+}
+
+func layoutApply(id string) *ApplyDesire {
+	d := &ApplyDesire{}
+	d.DocumentID = id
+	d.Spec.ManagementCluster, d.Spec.ClusterID = "mc01", "hc-1"
+	d.Spec.KubeContent = json.RawMessage([]byte(layoutConfigMap("c1")))
+	return d
 }

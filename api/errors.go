@@ -22,6 +22,11 @@ var (
 	// desire no applier would answer: an empty or reserved documentID (IsReservedID), an
 	// ApplyDesire without kubeContent.
 	ErrInvalidItem = errors.New("invalid desire item")
+	// ErrStatusIndexOutdated: EnsureTables with WithStatusIndex found a status table whose
+	// updateTime-index has a `shard` hash key of type N (releases before the key became S). An
+	// index cannot change its key type in place: delete the index (or move to a new table) and
+	// run EnsureTables again (docs/operating.md "Index-poll backends").
+	ErrStatusIndexOutdated = errors.New("status index has an outdated key type")
 )
 
 // ItemTooLargeError is returned, before any call, for an item over DynamoDB's 400 KB limit.

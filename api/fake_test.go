@@ -157,3 +157,34 @@ func (f *fakeDB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dy
 	}
 	return &dynamodb.QueryOutput{}, nil
 }
+
+// Scan pages a table in documentID order, Limit items per page (one when none is given).
+func (f *fakeDB) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	limit := 1
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	var ids []string
+	for id := range f.table(aws.ToString(in.TableName)) {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	start := ""
+	if in.ExclusiveStartKey != nil {
+		start, _ = sval(in.ExclusiveStartKey[AttrDocumentID])
+	}
+	out := &dynamodb.ScanOutput{}
+	for _, id := range ids {
+		if id <= start && in.ExclusiveStartKey != nil {
+			continue
+		}
+		if len(out.Items) == limit {
+			out.LastEvaluatedKey = key(out.Items[len(out.Items)-1][AttrDocumentID].(*types.AttributeValueMemberS).Value)
+			break
+		}
+		out.Items = append(out.Items, f.tables[aws.ToString(in.TableName)][id])
+	}
+	return out, nil
+}

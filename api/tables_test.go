@@ -34,26 +34,6 @@ func TestDesireIDVectors(t *testing.T) {
 	}
 }
 
-func TestStatusShard(t *testing.T) {
-	tests := []struct {
-		id    string
-		shard int
-		ok    bool
-	}{
-		{"7b1fdb4e-decf-5d4c-a307-6718bada47d7", 2, true},
-		{"EF461CCD-0000-5000-8000-000000000000", 1, true},
-		{"ffffffff-ffff", 3, true},
-		{"task-1", 0, false},
-		{HeartbeatID, 0, false},
-		{"1234567", 0, false},
-	}
-	for _, tt := range tests {
-		if got, ok := StatusShard(tt.id); got != tt.shard || ok != tt.ok {
-			t.Errorf("StatusShard(%q) = %d, %v; want %d, %v", tt.id, got, ok, tt.shard, tt.ok)
-		}
-	}
-}
-
 func TestTableNameAndReservedIDs(t *testing.T) {
 	if got := TableName("t-", "mc01", StatusTable, KindDeleteDesire); got != "t-mc-mc01-status-deletedesires" {
 		t.Errorf("TableName = %q", got)

@@ -74,3 +74,14 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("unparsable or missing times read as %v %v, want zero", u, c)
 	}
 }
+
+// TestObservedSpecVersion: the highest spec version any condition was computed from.
+func TestObservedSpecVersion(t *testing.T) {
+	s := &CommonStatus{Conditions: []Condition{{Type: "A", ObservedGeneration: 3}, {Type: "B", ObservedGeneration: 5}}}
+	if v := s.ObservedSpecVersion(); v != 5 {
+		t.Fatalf("ObservedSpecVersion = %d, want 5", v)
+	}
+	if v := (&CommonStatus{}).ObservedSpecVersion(); v != 0 {
+		t.Fatalf("without conditions = %d, want 0", v)
+	}
+}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/kube-applier-aws/kubeapplier"
 )
 
 // defaultPollInterval is how often waits read the status tables.
@@ -51,7 +49,7 @@ type app struct {
 	// isTerminal reports whether a writer is a terminal: waits show progress on stderr then.
 	isTerminal func(io.Writer) bool
 	// newDynamoDB returns the DynamoDB client for the effective settings.
-	newDynamoDB func(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI, error)
+	newDynamoDB func(ctx context.Context, s settings) (dynamoDB, error)
 	// newDiscovery returns a resolver backed by the cluster of kubeconfig (a path or a
 	// $KUBECONFIG list), or an error when the cluster cannot be reached.
 	newDiscovery func(ctx context.Context, kubeconfig string, warn func(string)) (resolver, error)
@@ -131,12 +129,12 @@ func (a *app) store(ctx context.Context) (*store, settings, error) {
 	if err != nil {
 		return nil, s, err
 	}
-	api, err := a.newDynamoDB(ctx, s)
+	db, err := a.newDynamoDB(ctx, s)
 	if err != nil {
 		return nil, s, err
 	}
 	a.managementCluster = s.ManagementCluster
-	return newStore(api, s.TablePrefix, s.ManagementCluster), s, nil
+	return newStore(db, s.TablePrefix, s.ManagementCluster), s, nil
 }
 
 // clusterDiscovery returns the discovery resolver of --kubeconfig or $KUBECONFIG, or nil when

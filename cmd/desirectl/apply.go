@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func (a *app) newApplyCommand() *cobra.Command {
@@ -51,14 +51,14 @@ the applier's status answers the spec just written.`,
 		if err != nil {
 			return err
 		}
-		waits, err := writeDesires(ctx, a, st.applies, st.deletes, ds, targets, func(id string, t target) (*kubeapplier.ApplyDesire, error) {
+		waits, err := writeDesires(ctx, a, st.applies, st.deletes, ds, targets, func(id string, t target) (*api.ApplyDesire, error) {
 			content, err := json.Marshal(t.obj.Object)
 			if err != nil {
 				return nil, usageErrorf("%s: %v", t.label, err)
 			}
-			return &kubeapplier.ApplyDesire{
-				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
-				Spec:             kubeapplier.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: json.RawMessage(content)},
+			return &api.ApplyDesire{
+				DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
+				Spec:             api.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: json.RawMessage(content)},
 			}, nil
 		})
 		if err != nil {

@@ -12,14 +12,12 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/go-logr/logr"
-
-	"github.com/kube-applier-aws/kubeapplier"
 )
 
 // newDynamoDBClient builds a DynamoDB client from the AWS SDK's default configuration chain
 // (environment, shared config and credentials files, SSO, instance roles), with the region
 // and endpoint of the settings when set. The SDK logs through the logger of ctx.
-func newDynamoDBClient(ctx context.Context, s settings) (kubeapplier.DynamoDBAPI, error) {
+func newDynamoDBClient(ctx context.Context, s settings) (dynamoDB, error) {
 	var opts []func(*config.LoadOptions) error
 	if s.AWSRegion != "" {
 		opts = append(opts, config.WithRegion(s.AWSRegion))

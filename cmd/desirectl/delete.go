@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func (a *app) newDeleteCommand() *cobra.Command {
@@ -63,9 +63,9 @@ for the same object is deleted first, so its periodic re-apply cannot bring the 
 		if err != nil {
 			return err
 		}
-		waits, err := writeDesires(ctx, a, st.deletes, st.applies, ds, targets, func(id string, t target) (*kubeapplier.DeleteDesire, error) {
-			return &kubeapplier.DeleteDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
-				Spec: kubeapplier.DeleteDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}, nil
+		waits, err := writeDesires(ctx, a, st.deletes, st.applies, ds, targets, func(id string, t target) (*api.DeleteDesire, error) {
+			return &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
+				Spec: api.DeleteDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}, nil
 		})
 		if err != nil {
 			return err

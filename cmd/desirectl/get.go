@@ -9,16 +9,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // listedDesire is a desire about the requested objects, with its status document (nil when
 // there is none yet).
 type listedDesire struct {
-	kind      kubeapplier.DesireKind
+	kind      api.DesireKind
 	tables    desireTables
-	spec      kubeapplier.Desire
-	status    kubeapplier.Desire
+	spec      api.Desire
+	status    api.Desire
 	namespace string
 	name      string
 	typ       string // the target's type: resource or resource.group
@@ -41,11 +41,11 @@ func (f desireFilter) matches(group, version, resource, namespace, name string) 
 // degraded reports whether a desire's status says Degraded=True: the applier failed at its
 // job for it (what the KubeApplierDesiresDegraded alert counts), whichever spec version the
 // status answers.
-func degraded(status kubeapplier.Desire) bool {
-	return status != nil && status.StatusCommon().IsTrue(kubeapplier.ConditionDegraded)
+func degraded(status api.Desire) bool {
+	return status != nil && status.StatusCommon().IsTrue(api.ConditionDegraded)
 }
 
-var kindOrder = map[kubeapplier.DesireKind]int{kubeapplier.KindApplyDesire: 0, kubeapplier.KindDeleteDesire: 1, kubeapplier.KindReadDesire: 2}
+var kindOrder = map[api.DesireKind]int{api.KindApplyDesire: 0, api.KindDeleteDesire: 1, api.KindReadDesire: 2}
 
 func (a *app) newGetCommand() *cobra.Command {
 	var (
@@ -150,7 +150,7 @@ KubeApplierDesiresDegraded alert). It writes nothing.`,
 				ns = "<none>"
 			}
 			ready := "-"
-			if l.kind == kubeapplier.KindApplyDesire {
+			if l.kind == api.KindApplyDesire {
 				ready = readyColumn(l.status, m)
 			}
 			row := []string{string(l.kind), ns, l.name, succ, reason, ready, age(now, m.CreateTime)}
@@ -176,7 +176,7 @@ func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]lis
 	kr := newKindResolver(a.clusterDiscovery(ctx), nil, a.warnf)
 	for _, tables := range st.kinds() {
 		ds, err := tables.listSpecs(ctx)
-		if err != nil && !errors.Is(err, kubeapplier.ErrInvalidItem) {
+		if err != nil && !errors.Is(err, api.ErrInvalidItem) {
 			return nil, err
 		}
 		if err != nil {
@@ -215,22 +215,22 @@ func (a *app) listDesires(ctx context.Context, st *store, f desireFilter) ([]lis
 // targetOf returns the object a desire is about, as far as f needs it: an ApplyDesire's is
 // read from its kubeContent, and its resource resolved only when the group and version could
 // match f (false: it cannot be about f's objects).
-func targetOf(ctx context.Context, kr *kindResolver, d kubeapplier.Desire, f desireFilter) (kubeapplier.TargetItem, bool, error) {
+func targetOf(ctx context.Context, kr *kindResolver, d api.Desire, f desireFilter) (api.TargetItem, bool, error) {
 	switch d := d.(type) {
-	case *kubeapplier.DeleteDesire:
+	case *api.DeleteDesire:
 		return d.Spec.TargetItem, true, nil
-	case *kubeapplier.ReadDesire:
+	case *api.ReadDesire:
 		return d.Spec.TargetItem, true, nil
-	case *kubeapplier.ApplyDesire:
-		obj, err := kubeapplier.ParseKubeContent(d.Spec.KubeContent)
+	case *api.ApplyDesire:
+		obj, err := parseKubeContent(d.Spec.KubeContent)
 		if err != nil {
-			return kubeapplier.TargetItem{}, false, nil // cannot be about any object
+			return api.TargetItem{}, false, nil // cannot be about any object
 		}
 		gvk := obj.GroupVersionKind()
 		if !f.allTypes && (gvk.Group != f.rt.GVR.Group || (f.rt.exactVersion && gvk.Version != f.rt.GVR.Version)) {
-			return kubeapplier.TargetItem{}, false, nil
+			return api.TargetItem{}, false, nil
 		}
-		t := kubeapplier.TargetItem{Group: gvk.Group, Version: gvk.Version, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		t := api.TargetItem{Group: gvk.Group, Version: gvk.Version, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if f.allTypes {
 			// Every type: the resource names the row. An apiserver that does not answer (the
 			// very incident this listing may serve) costs the name's accuracy, not the list.
@@ -249,12 +249,12 @@ func targetOf(ctx context.Context, kr *kindResolver, d kubeapplier.Desire, f des
 		}
 		info, err := kr.forKind(ctx, gvk)
 		if err != nil {
-			return kubeapplier.TargetItem{}, false, err
+			return api.TargetItem{}, false, err
 		}
 		t.Resource = info.GVR.Resource
 		return t, true, nil
 	}
-	return kubeapplier.TargetItem{}, false, nil
+	return api.TargetItem{}, false, nil
 }
 
 func unwrapJoined(err error) []error {
@@ -273,13 +273,13 @@ func documentOf(l listedDesire) desireDocument {
 }
 
 // specAndStatus returns a desire's spec and status; nil for a nil desire.
-func specAndStatus(d kubeapplier.Desire) (spec, status any) {
+func specAndStatus(d api.Desire) (spec, status any) {
 	switch d := d.(type) {
-	case *kubeapplier.ApplyDesire:
+	case *api.ApplyDesire:
 		return d.Spec, d.Status
-	case *kubeapplier.DeleteDesire:
+	case *api.DeleteDesire:
 		return d.Spec, d.Status
-	case *kubeapplier.ReadDesire:
+	case *api.ReadDesire:
 		return d.Spec, d.Status
 	}
 	return nil, nil

@@ -127,7 +127,7 @@ func (h *harness) run(args ...string) (string, string, int) {
 	a.clock = h.clock
 	a.pollInterval = time.Second
 	a.isTerminal = func(io.Writer) bool { return h.tty }
-	a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return h.db, nil }
+	a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return h.db, nil }
 	a.newDiscovery = func(context.Context, string, func(string)) (resolver, error) {
 		if !h.discovery {
 			return nil, errors.New("connection refused")

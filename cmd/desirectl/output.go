@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
@@ -34,33 +33,33 @@ func age(now, created time.Time) string {
 }
 
 // successfulCondition returns d's Successful condition, or nil.
-func successfulCondition(d kubeapplier.Desire) *api.Condition {
+func successfulCondition(d api.Desire) *api.Condition {
 	if d == nil {
 		return nil
 	}
-	return d.StatusCommon().Condition(kubeapplier.ConditionSuccessful)
+	return d.StatusCommon().Condition(api.ConditionSuccessful)
 }
 
 // successColumns are the SUCCESSFUL, REASON and MESSAGE columns of a desire whose spec
 // document is spec: Unknown/Pending until the applier has reported on that spec.
-func successColumns(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) (successful, reason, message string) {
+func successColumns(status api.Desire, spec *api.DynamoDBMetadata) (successful, reason, message string) {
 	c := successfulCondition(status)
 	if c == nil || !answers(status.StatusCommon(), c, spec) {
-		return string(kubeapplier.ConditionUnknown), "Pending", describeStatus(status, spec, kubeapplier.ConditionSuccessful)
+		return string(api.ConditionUnknown), "Pending", describeStatus(status, spec, api.ConditionSuccessful)
 	}
 	return string(c.Status), c.Reason, oneLine(c.Message)
 }
 
 // readyColumn is the READY column of an ApplyDesire: its Ready condition (kstatus: the
 // applied object is Current) as reported for spec; Unknown until reported.
-func readyColumn(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) string {
-	a, ok := status.(*kubeapplier.ApplyDesire)
+func readyColumn(status api.Desire, spec *api.DynamoDBMetadata) string {
+	a, ok := status.(*api.ApplyDesire)
 	if !ok || a == nil {
-		return string(kubeapplier.ConditionUnknown)
+		return string(api.ConditionUnknown)
 	}
-	c := a.Status.Condition(kubeapplier.ConditionReady)
+	c := a.Status.Condition(api.ConditionReady)
 	if c == nil || !answers(&a.Status.CommonStatus, c, spec) {
-		return string(kubeapplier.ConditionUnknown)
+		return string(api.ConditionUnknown)
 	}
 	return string(c.Status)
 }
@@ -68,8 +67,8 @@ func readyColumn(status kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata) 
 // desireDocument is a desire as `get -o yaml|json` prints it: the spec document's metadata
 // and spec, and the status document's status.
 type desireDocument struct {
-	Kind kubeapplier.DesireKind `json:"kind"`
-	kubeapplier.DynamoDBMetadata
+	Kind api.DesireKind `json:"kind"`
+	api.DynamoDBMetadata
 	Spec   any `json:"spec"`
 	Status any `json:"status,omitempty"`
 }

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // isTerminal reports whether w is a terminal (progress is shown there, never in a pipe or file).
@@ -100,7 +100,7 @@ func pendingState(it *waitItem, want conditionWant) string {
 		return "status of an earlier spec"
 	}
 	st := c.Type + "=" + string(c.Status)
-	if s.IsTrue(kubeapplier.ConditionDegraded) {
+	if s.IsTrue(api.ConditionDegraded) {
 		st += " Degraded"
 	}
 	if c.Reason != "" {

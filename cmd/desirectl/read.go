@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func (a *app) newReadCommand() *cobra.Command {
@@ -57,12 +57,12 @@ existed before is reused and left as it was.`,
 			return err
 		}
 		spec := cur
-		if rd, _ := cur.(*kubeapplier.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
-			d := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: id},
-				Spec: kubeapplier.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
+		if rd, _ := cur.(*api.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
+			d := &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
+				Spec: api.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
 			var done putResult
 			if spec, done, err = put(ctx, st.reads, d, false); err != nil {
-				return fmt.Errorf("%s (%s): %w", desireRef(kubeapplier.KindReadDesire, id), t.label, err)
+				return fmt.Errorf("%s (%s): %w", desireRef(api.KindReadDesire, id), t.label, err)
 			}
 			if done == putCreated && !keep {
 				defer func() { err = errors.Join(err, a.removeReadDesire(st, id, t.label)) }()
@@ -72,17 +72,17 @@ existed before is reused and left as it was.`,
 		if err := a.waitFor(ctx, []*waitItem{w}, successfulTrue, timeout, false); err != nil {
 			return err
 		}
-		rd := w.last.(*kubeapplier.ReadDesire)
+		rd := w.last.(*api.ReadDesire)
 		cond := successfulCondition(rd)
-		if cond != nil && cond.Reason == kubeapplier.ReasonNotFound {
+		if cond != nil && cond.Reason == api.ReasonNotFound {
 			return failedErrorf("%s", oneLine(cond.Message))
 		}
 		if rd.Status.KubeContent == nil || len(rd.Status.KubeContent) == 0 {
-			return failedErrorf("%s: the status of %s has no kubeContent", t.label, desireRef(kubeapplier.KindReadDesire, id))
+			return failedErrorf("%s: the status of %s has no kubeContent", t.label, desireRef(api.KindReadDesire, id))
 		}
 		content, redacted, err := markRedacted(rd.Status.KubeContent)
 		if err != nil {
-			return failedErrorf("%s: the status of %s: %v", t.label, desireRef(kubeapplier.KindReadDesire, id), err)
+			return failedErrorf("%s: the status of %s: %v", t.label, desireRef(api.KindReadDesire, id), err)
 		}
 		if len(redacted) > 0 {
 			a.warnf("the applier redacted %d values of %s (%s): %s", len(redacted), t.label, strings.Join(redacted, ", "), redactedNote)
@@ -99,7 +99,7 @@ func (a *app) removeReadDesire(st *store, id, label string) error {
 	defer cancel()
 	if _, err := st.reads.deleteSpec(ctx, id); err != nil {
 		return fmt.Errorf("removing %s (%s), which read created: %w; remove it with 'desirectl remove' --kind read",
-			desireRef(kubeapplier.KindReadDesire, id), label, err)
+			desireRef(api.KindReadDesire, id), label, err)
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ const redactedNote = "the applier keeps Secret values out of status tables (its 
 	"they are printed as " + redactedMark + ", read the Secret in the cluster itself"
 
 // markRedacted returns a ReadDesire status's object with each Secret value the applier
-// redacted (kubeapplier.RedactedValue, secrets.go's SecretRedaction, in data and stringData
+// redacted (api.RedactedValue, secrets.go's SecretRedaction, in data and stringData
 // or in place of either field) replaced by redactedMark, so no placeholder is printed as if
 // it were the value, and the paths of those values ("data.password", "stringData"), sorted.
 // Objects other than a core Secret, and Secrets with nothing redacted, come back as they
@@ -151,13 +151,13 @@ func markRedacted(raw []byte) ([]byte, []string, error) {
 	for _, field := range []string{"data", "stringData"} {
 		switch v := obj[field].(type) {
 		case string:
-			if v == kubeapplier.RedactedValue {
+			if v == api.RedactedValue {
 				obj[field] = redactedMark
 				paths = append(paths, field)
 			}
 		case map[string]any:
 			for k, val := range v {
-				if val == kubeapplier.RedactedValue {
+				if val == api.RedactedValue {
 					v[k] = redactedMark
 					paths = append(paths, field+"."+k)
 				}

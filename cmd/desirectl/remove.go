@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func (a *app) newRemoveCommand() *cobra.Command {
@@ -71,15 +71,15 @@ that has no desire for the object is a failure (exit 1) after the others were re
 }
 
 // parseKinds reads --kind of remove.
-func parseKinds(s string) (map[kubeapplier.DesireKind]bool, error) {
+func parseKinds(s string) (map[api.DesireKind]bool, error) {
 	if s == "" {
 		return nil, usageErrorf("--kind is required: read, delete, apply, a comma-separated list, or all")
 	}
-	out := map[kubeapplier.DesireKind]bool{}
+	out := map[api.DesireKind]bool{}
 	for _, k := range strings.Split(s, ",") {
 		k = strings.ToLower(strings.TrimSpace(k))
 		if k == "all" {
-			for _, dk := range kubeapplier.DesireKinds {
+			for _, dk := range api.DesireKinds {
 				out[dk] = true
 			}
 			continue

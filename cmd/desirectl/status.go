@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // overdueAfter is how late a heartbeat may be before status calls it stale: the leader
@@ -21,7 +22,7 @@ const overdueAfter = 2 * time.Minute
 
 // staleAge is the age from which hb is stale: its keepalive plus overdueAfter, or staleAfter
 // when set.
-func staleAge(hb *kubeapplier.Heartbeat, staleAfter time.Duration) time.Duration {
+func staleAge(hb *api.Heartbeat, staleAfter time.Duration) time.Duration {
 	if staleAfter > 0 {
 		return staleAfter
 	}
@@ -92,17 +93,17 @@ status answering it), the workqueue depth, and the newest stream record read wit
 }
 
 // readHeartbeat reads the heartbeat of the context's management cluster; none is a failure.
-func (a *app) readHeartbeat(ctx context.Context) (*kubeapplier.Heartbeat, error) {
+func (a *app) readHeartbeat(ctx context.Context) (*api.Heartbeat, error) {
 	s, err := a.settings()
 	if err != nil {
 		return nil, err
 	}
-	api, err := a.newDynamoDB(ctx, s)
+	db, err := a.newDynamoDB(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	hb, err := kubeapplier.ReadHeartbeat(ctx, api, s.TablePrefix, s.ManagementCluster)
-	if kubeapplier.IsNotFoundError(err) {
+	hb, err := api.ReadHeartbeat(ctx, db, s.TablePrefix, s.ManagementCluster)
+	if errors.Is(err, api.ErrNotFound) {
 		return nil, failedErrorf("no heartbeat for management cluster %s: is kube-applier-aws running for it?", s.ManagementCluster)
 	}
 	if err != nil {
@@ -119,7 +120,7 @@ func roundAge(d time.Duration) time.Duration {
 }
 
 // printHeartbeat writes hb readably, ages relative to now.
-func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
+func printHeartbeat(w io.Writer, hb *api.Heartbeat, now time.Time) {
 	ago := func(t time.Time) string {
 		return t.UTC().Format(time.RFC3339) + " (" + roundAge(now.Sub(t)).String() + " ago)"
 	}
@@ -139,7 +140,7 @@ func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tDESIRES\tUNANSWERED\tWATERMARK\tQUEUE\tSTREAM LAG\tNEWEST RECORD\tOUTCOMES")
-	for _, k := range kubeapplier.DesireKinds {
+	for _, k := range api.DesireKinds {
 		hk, ok := hb.Kinds[string(k)]
 		if !ok {
 			continue
@@ -157,7 +158,7 @@ func printHeartbeat(w io.Writer, hb *kubeapplier.Heartbeat, now time.Time) {
 }
 
 // outcomes is "True/NoErrors=10 False/KubeAPIError=2 (Degraded: KubeAPIError=2)".
-func outcomes(hk kubeapplier.HeartbeatKind) string {
+func outcomes(hk api.HeartbeatKind) string {
 	join := func(m map[string]int) string {
 		keys := make([]string, 0, len(m))
 		for k := range m {
@@ -182,7 +183,7 @@ func outcomes(hk kubeapplier.HeartbeatKind) string {
 
 // waitWatermark waits until the heartbeat's watermark of kind reaches at, printing the
 // watermark it saw last on timeout.
-func (a *app) waitWatermark(ctx context.Context, kind kubeapplier.DesireKind, at time.Time, timeout time.Duration) error {
+func (a *app) waitWatermark(ctx context.Context, kind api.DesireKind, at time.Time, timeout time.Duration) error {
 	deadline := a.clock.Now().Add(timeout)
 	var last string
 	for {
@@ -218,7 +219,7 @@ func (a *app) runWaitWatermark(ctx context.Context, at, kind string, timeout tim
 	if err != nil {
 		return usageErrorf("--for=watermark=TIME: %q is not an RFC 3339 time", at)
 	}
-	k := kubeapplier.KindApplyDesire
+	k := api.KindApplyDesire
 	if kind != "" {
 		var ok bool
 		if k, ok = desireKindFlag[strings.ToLower(kind)]; !ok {

@@ -7,14 +7,15 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // specWriter is what desirectl does with a specs table: it is the backend's side, so it
 // creates, replaces and deletes desires there, and reads them back.
-type specWriter[T kubeapplier.Desire] interface {
+type specWriter[T api.Desire] interface {
 	// Get returns the desire with that documentID, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (T, error)
 	// List returns every desire of the table.
@@ -28,67 +29,96 @@ type specWriter[T kubeapplier.Desire] interface {
 }
 
 // statusReader is what desirectl does with a status table: only the applier writes there.
-type statusReader[T kubeapplier.Desire] interface {
+type statusReader[T api.Desire] interface {
 	// Get returns the status document with that documentID, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (T, error)
 }
 
-// The library's table client serves both roles.
+// The contract's client serves both roles: api.Desires writes the specs, and statusOf reads
+// its statuses.
 var (
-	_ specWriter[*kubeapplier.ApplyDesire]  = (*kubeapplier.Table[*kubeapplier.ApplyDesire])(nil)
-	_ statusReader[*kubeapplier.ReadDesire] = (*kubeapplier.Table[*kubeapplier.ReadDesire])(nil)
+	_ specWriter[*api.ApplyDesire]  = (*api.Desires[*api.ApplyDesire])(nil)
+	_ statusReader[*api.ReadDesire] = statusOf[*api.ReadDesire]{}
 )
+
+// dynamoDB is the part of *dynamodb.Client desirectl uses, so a fake can stand in. Table
+// administration (api.TableAdminAPI, tableDeleter) is asked of it with a type assertion.
+type dynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// contractDB is desirectl's client as api.Client takes it. desirectl never polls the status
+// index (api.Desires.StatusesSince), so a client without Query serves: a test's fake.
+type contractDB struct{ dynamoDB }
+
+// Query passes the call on when the client has Query.
+func (db contractDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	q, ok := db.dynamoDB.(interface {
+		Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	})
+	if !ok {
+		return nil, errors.New("the DynamoDB client cannot Query")
+	}
+	return q.Query(ctx, in, opts...)
+}
+
+// statusOf reads the status table of one kind through the contract's client.
+type statusOf[T api.Desire] struct{ d *api.Desires[T] }
+
+// Get returns the status document id, or an error wrapping api.ErrNotFound.
+func (s statusOf[T]) Get(ctx context.Context, id string) (T, error) { return s.d.Status(ctx, id) }
 
 // store is the CLI's view of the six tables of one management cluster: it writes the specs
 // tables and only reads the status tables.
 type store struct {
-	applies kindTables[*kubeapplier.ApplyDesire]
-	deletes kindTables[*kubeapplier.DeleteDesire]
-	reads   kindTables[*kubeapplier.ReadDesire]
+	applies kindTables[*api.ApplyDesire]
+	deletes kindTables[*api.DeleteDesire]
+	reads   kindTables[*api.ReadDesire]
 }
 
 // kindTables are the specs and status tables of one desire kind.
-type kindTables[T kubeapplier.Desire] struct {
-	kind   kubeapplier.DesireKind
+type kindTables[T api.Desire] struct {
+	kind   api.DesireKind
 	specs  specWriter[T]
 	status statusReader[T]
 }
 
-func newStore(api kubeapplier.DynamoDBAPI, prefix, managementCluster string) *store {
+func newStore(db dynamoDB, prefix, managementCluster string) *store {
+	c := api.NewClient(contractDB{db}, prefix, managementCluster)
 	return &store{
-		applies: newKindTables[*kubeapplier.ApplyDesire](api, prefix, managementCluster, kubeapplier.KindApplyDesire),
-		deletes: newKindTables[*kubeapplier.DeleteDesire](api, prefix, managementCluster, kubeapplier.KindDeleteDesire),
-		reads:   newKindTables[*kubeapplier.ReadDesire](api, prefix, managementCluster, kubeapplier.KindReadDesire),
+		applies: newKindTables(c.ApplyDesires(), api.KindApplyDesire),
+		deletes: newKindTables(c.DeleteDesires(), api.KindDeleteDesire),
+		reads:   newKindTables(c.ReadDesires(), api.KindReadDesire),
 	}
 }
 
-func newKindTables[T kubeapplier.Desire](api kubeapplier.DynamoDBAPI, prefix, mc string, kind kubeapplier.DesireKind) kindTables[T] {
-	return kindTables[T]{kind: kind,
-		specs:  kubeapplier.NewTable[T](api, kubeapplier.TableName(prefix, mc, kubeapplier.SpecsTable, kind)),
-		status: kubeapplier.NewTable[T](api, kubeapplier.TableName(prefix, mc, kubeapplier.StatusTable, kind)),
-	}
+func newKindTables[T api.Desire](d *api.Desires[T], kind api.DesireKind) kindTables[T] {
+	return kindTables[T]{kind: kind, specs: d, status: statusOf[T]{d}}
 }
 
 // desireTables is kindTables without its type parameter, for code that treats the three
 // desire kinds alike.
 type desireTables interface {
-	desireKind() kubeapplier.DesireKind
+	desireKind() api.DesireKind
 	// getSpec returns the spec document id and whether there is one.
-	getSpec(ctx context.Context, id string) (kubeapplier.Desire, bool, error)
+	getSpec(ctx context.Context, id string) (api.Desire, bool, error)
 	// listSpecs scans the specs table; documents that do not decode are returned as an error
 	// wrapping ErrInvalidItem beside the others.
-	listSpecs(ctx context.Context) ([]kubeapplier.Desire, error)
+	listSpecs(ctx context.Context) ([]api.Desire, error)
 	// deleteSpec removes the spec document id; false when there was none.
 	deleteSpec(ctx context.Context, id string) (bool, error)
 	// getStatus returns the status document id, or nil when the applier has written none.
-	getStatus(ctx context.Context, id string) (kubeapplier.Desire, error)
+	getStatus(ctx context.Context, id string) (api.Desire, error)
 }
 
 // kinds returns the tables of every desire kind, in the order desires are listed.
 func (s *store) kinds() []desireTables { return []desireTables{s.applies, s.deletes, s.reads} }
 
 // of returns the tables of one desire kind.
-func (s *store) of(kind kubeapplier.DesireKind) desireTables {
+func (s *store) of(kind api.DesireKind) desireTables {
 	for _, t := range s.kinds() {
 		if t.desireKind() == kind {
 			return t
@@ -97,11 +127,11 @@ func (s *store) of(kind kubeapplier.DesireKind) desireTables {
 	panic("unknown desire kind " + string(kind))
 }
 
-func (t kindTables[T]) desireKind() kubeapplier.DesireKind { return t.kind }
+func (t kindTables[T]) desireKind() api.DesireKind { return t.kind }
 
-func (t kindTables[T]) getSpec(ctx context.Context, id string) (kubeapplier.Desire, bool, error) {
+func (t kindTables[T]) getSpec(ctx context.Context, id string) (api.Desire, bool, error) {
 	d, err := t.specs.Get(ctx, id)
-	if kubeapplier.IsNotFoundError(err) {
+	if errors.Is(err, api.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -110,11 +140,11 @@ func (t kindTables[T]) getSpec(ctx context.Context, id string) (kubeapplier.Desi
 	return d, true, nil
 }
 
-func (t kindTables[T]) listSpecs(ctx context.Context) ([]kubeapplier.Desire, error) {
+func (t kindTables[T]) listSpecs(ctx context.Context) ([]api.Desire, error) {
 	ds, err := t.specs.List(ctx)
-	out := make([]kubeapplier.Desire, 0, len(ds))
+	out := make([]api.Desire, 0, len(ds))
 	for _, d := range ds {
-		if !kubeapplier.IsReservedID(d.Meta().DocumentID) { // not a desire (docs/contract.md "Reserved documentIDs")
+		if !api.IsReservedID(d.Meta().DocumentID) { // not a desire (docs/contract.md "Reserved documentIDs")
 			out = append(out, d)
 		}
 	}
@@ -123,15 +153,15 @@ func (t kindTables[T]) listSpecs(ctx context.Context) ([]kubeapplier.Desire, err
 
 func (t kindTables[T]) deleteSpec(ctx context.Context, id string) (bool, error) {
 	err := t.specs.Delete(ctx, id)
-	if kubeapplier.IsNotFoundError(err) {
+	if errors.Is(err, api.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, dbError(err)
 }
 
-func (t kindTables[T]) getStatus(ctx context.Context, id string) (kubeapplier.Desire, error) {
+func (t kindTables[T]) getStatus(ctx context.Context, id string) (api.Desire, error) {
 	d, err := t.status.Get(ctx, id)
-	if kubeapplier.IsNotFoundError(err) {
+	if errors.Is(err, api.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -154,14 +184,14 @@ const (
 // (sameSpec) is left as it is unless rewrite: every write bumps the version, which the applier
 // answers with a reconcile and a status write, for nothing. A write that loses a race with
 // another writer is retried once. It returns the stored desire and what put did.
-func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T, rewrite bool) (T, putResult, error) {
+func put[T api.Desire](ctx context.Context, t kindTables[T], d T, rewrite bool) (T, putResult, error) {
 	var zero T
 	id := d.Meta().DocumentID
 	for attempt := 0; ; attempt++ {
 		cur, err := t.specs.Get(ctx, id)
-		if kubeapplier.IsNotFoundError(err) {
+		if errors.Is(err, api.ErrNotFound) {
 			stored, err := t.specs.Create(ctx, d)
-			if kubeapplier.IsAlreadyExistsError(err) && attempt == 0 {
+			if errors.Is(err, api.ErrAlreadyExists) && attempt == 0 {
 				continue
 			}
 			return stored, putCreated, dbError(err)
@@ -175,7 +205,7 @@ func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T, rewrit
 		d.Meta().Version = cur.Meta().Version
 		d.Meta().CreateTime = cur.Meta().CreateTime
 		stored, err := t.specs.Replace(ctx, d)
-		if kubeapplier.IsPreconditionFailedError(err) && attempt == 0 {
+		if errors.Is(err, api.ErrPreconditionFailed) && attempt == 0 {
 			continue
 		}
 		return stored, putConfigured, dbError(err)
@@ -186,28 +216,28 @@ func put[T kubeapplier.Desire](ctx context.Context, t kindTables[T], d T, rewrit
 // applying the same manifest again is how a user retries a verdict that waits for a new spec
 // (PreCheckFailed, KubeAPIError after its cause was fixed), so it is written again, not
 // "unchanged". A status that cannot be read counts as not failed.
-func failedAt[T kubeapplier.Desire](ctx context.Context, t kindTables[T], cur T) bool {
+func failedAt[T api.Desire](ctx context.Context, t kindTables[T], cur T) bool {
 	st, err := t.status.Get(ctx, cur.Meta().DocumentID)
 	if err != nil {
 		return false
 	}
-	c := st.StatusCommon().Condition(kubeapplier.ConditionSuccessful)
-	return c != nil && c.ObservedGeneration == cur.Meta().Version && c.Status != kubeapplier.ConditionTrue
+	c := st.StatusCommon().Condition(api.ConditionSuccessful)
+	return c != nil && c.ObservedGeneration == cur.Meta().Version && c.Status != api.ConditionTrue
 }
 
 // sameSpec reports whether two desires of one kind ask for the same thing: equal spec
 // fields, and for ApplyDesires kubeContent equal as JSON (key order and layout aside; numbers
 // compared as written, so 1 and 1.0 count as a change).
-func sameSpec(a, b kubeapplier.Desire) bool {
+func sameSpec(a, b api.Desire) bool {
 	switch x := a.(type) {
-	case *kubeapplier.ApplyDesire:
-		y, ok := b.(*kubeapplier.ApplyDesire)
+	case *api.ApplyDesire:
+		y, ok := b.(*api.ApplyDesire)
 		return ok && x.Spec.CommonSpec == y.Spec.CommonSpec && jsonEqual(x.Spec.KubeContent, y.Spec.KubeContent)
-	case *kubeapplier.DeleteDesire:
-		y, ok := b.(*kubeapplier.DeleteDesire)
+	case *api.DeleteDesire:
+		y, ok := b.(*api.DeleteDesire)
 		return ok && x.Spec == y.Spec
-	case *kubeapplier.ReadDesire:
-		y, ok := b.(*kubeapplier.ReadDesire)
+	case *api.ReadDesire:
+		y, ok := b.(*api.ReadDesire)
 		return ok && x.Spec == y.Spec
 	}
 	return false

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func (a *app) newTablesCommand() *cobra.Command {
@@ -24,7 +24,7 @@ func (a *app) newTablesCommand() *cobra.Command {
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
 		Long: `Create mc-{cluster}-specs-{apply,delete,read}desires (with Streams NEW_AND_OLD_IMAGES) and
 mc-{cluster}-status-{apply,delete,read}desires, each keyed by documentID and billed per request.
-Each status table gets the global secondary index ` + kubeapplier.StatusCheckIndexName + ` (partition key shard S,
+Each status table gets the global secondary index ` + api.StatusCheckIndexName + ` (partition key shard S,
 sort key updateTime S, projecting version and applierTerm) that the applier's periodic status
 check reads instead of Scanning the statuses; it is added to status tables that exist without
 it. Tables that exist are otherwise left alone. For local development and tests; production
@@ -39,32 +39,32 @@ that exist without it.`,
 			if err != nil {
 				return err
 			}
-			api, err := a.newDynamoDB(cmd.Context(), s)
+			db, err := a.newDynamoDB(cmd.Context(), s)
 			if err != nil {
 				return err
 			}
-			admin, ok := api.(kubeapplier.TableAdminAPI)
+			admin, ok := db.(api.TableAdminAPI)
 			if !ok {
 				return fmt.Errorf("the DynamoDB client cannot create tables")
 			}
-			var opts []kubeapplier.TableOption
+			var opts []api.TableOption
 			if statusIndex {
-				opts = append(opts, kubeapplier.WithStatusIndex())
+				opts = append(opts, api.WithStatusIndex())
 			}
-			created, err := kubeapplier.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
+			created, err := api.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
 			for _, name := range created {
 				a.line(outputRecord{Event: "created", Table: name}, "table/"+name+" created")
 			}
-			if errors.Is(err, kubeapplier.ErrStatusIndexOutdated) {
+			if errors.Is(err, api.ErrStatusIndexOutdated) {
 				return fmt.Errorf("%w\nan index cannot change its key type: delete %s (aws dynamodb update-table --table-name TABLE --global-secondary-index-updates '[{\"Delete\":{\"IndexName\":\"%s\"}}]'), wait until it is gone, then run this again",
-					err, kubeapplier.StatusIndexName, kubeapplier.StatusIndexName)
+					err, api.StatusIndexName, api.StatusIndexName)
 			}
 			if err != nil {
 				return err
 			}
-			for _, kind := range []kubeapplier.TableKind{kubeapplier.SpecsTable, kubeapplier.StatusTable} {
-				for _, k := range kubeapplier.DesireKinds {
-					name := kubeapplier.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
+				for _, k := range api.DesireKinds {
+					name := api.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
 					if a.output != "" && !slices.Contains(created, name) {
 						a.collected = append(a.collected, outputRecord{Event: "ready", Table: name})
 					}
@@ -74,8 +74,8 @@ that exist without it.`,
 				fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
 			}
 			if statusIndex {
-				a.line(outputRecord{Event: "ready", Detail: "index " + kubeapplier.StatusIndexName + " on the 3 status tables"},
-					fmt.Sprintf("index %s ready on the 3 status tables", kubeapplier.StatusIndexName))
+				a.line(outputRecord{Event: "ready", Detail: "index " + api.StatusIndexName + " on the 3 status tables"},
+					fmt.Sprintf("index %s ready on the 3 status tables", api.StatusIndexName))
 			}
 			return nil
 		}),
@@ -116,18 +116,18 @@ local development and tests, like 'tables create'.`,
 			if err != nil {
 				return err
 			}
-			api, err := a.newDynamoDB(cmd.Context(), s)
+			db, err := a.newDynamoDB(cmd.Context(), s)
 			if err != nil {
 				return err
 			}
-			admin, ok := api.(tableDeleter)
+			admin, ok := db.(tableDeleter)
 			if !ok {
 				return fmt.Errorf("the DynamoDB client cannot delete tables")
 			}
 			deleted, missing := 0, 0
-			for _, kind := range []kubeapplier.TableKind{kubeapplier.SpecsTable, kubeapplier.StatusTable} {
-				for _, k := range kubeapplier.DesireKinds {
-					name := kubeapplier.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
+				for _, k := range api.DesireKinds {
+					name := api.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
 					_, err := admin.DeleteTable(cmd.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 					var notFound *types.ResourceNotFoundException
 					if errors.As(err, &notFound) {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/kube-applier-aws/kubeapplier"
 )
 
 // adminDB adds the two table calls EnsureTables makes to the fake.
@@ -58,7 +56,7 @@ func TestTablesCreate(t *testing.T) {
 		var out, errb bytes.Buffer
 		a := newApp(strings.NewReader(""), &out, &errb)
 		a.getenv = func(k string) string { return h.env[k] }
-		a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return admin, nil }
+		a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return admin, nil }
 		code := a.run(context.Background(), append([]string{"tables", "create"}, args...))
 		return out.String(), errb.String(), code
 	}
@@ -110,7 +108,7 @@ func TestTablesDelete(t *testing.T) {
 		var out, errb bytes.Buffer
 		a := newApp(strings.NewReader(""), &out, &errb)
 		a.getenv = func(k string) string { return h.env[k] }
-		a.newDynamoDB = func(context.Context, settings) (kubeapplier.DynamoDBAPI, error) { return admin, nil }
+		a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return admin, nil }
 		code := a.run(context.Background(), append([]string{"tables", "delete"}, args...))
 		return out.String(), errb.String(), code
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // defaultNamespace is used for namespaced objects that name none, as kubectl does.
@@ -14,7 +14,7 @@ const defaultNamespace = "default"
 
 // target is one object a desire is about.
 type target struct {
-	item  kubeapplier.TargetItem
+	item  api.TargetItem
 	label string                     // "ConfigMap default/foo"
 	obj   *unstructured.Unstructured // the manifest object (namespace settled); nil for TYPE NAME
 }
@@ -54,7 +54,7 @@ func (a *app) manifestTargets(ctx context.Context, ms []manifest, namespace stri
 			return nil, usageErrorf("%s: the namespace from the object %q does not match --namespace %q", m.source, ns, namespace)
 		}
 		out = append(out, target{
-			item: kubeapplier.TargetItem{Group: gvk.Group, Version: gvk.Version, Resource: info.GVR.Resource,
+			item: api.TargetItem{Group: gvk.Group, Version: gvk.Version, Resource: info.GVR.Resource,
 				Namespace: ns, Name: o.GetName()},
 			label: objectLabel(gvk.Kind, ns, o.GetName()),
 			obj:   o,
@@ -81,7 +81,7 @@ func (a *app) typeTarget(ctx context.Context, ta typeArgs, name, namespace strin
 		}
 	}
 	return target{
-		item: kubeapplier.TargetItem{Group: rt.GVR.Group, Version: rt.GVR.Version, Resource: rt.GVR.Resource,
+		item: api.TargetItem{Group: rt.GVR.Group, Version: rt.GVR.Version, Resource: rt.GVR.Resource,
 			Namespace: ns, Name: name},
 		label: objectLabel(typeLabel(rt.resourceInfo), ns, name),
 	}, nil
@@ -90,7 +90,7 @@ func (a *app) typeTarget(ctx context.Context, ta typeArgs, name, namespace strin
 // desireSettings are what every written desire needs from the settings.
 type desireSettings struct {
 	taskKey string
-	common  kubeapplier.CommonSpec
+	common  api.CommonSpec
 }
 
 func (s settings) forDesires() (desireSettings, error) {
@@ -98,10 +98,10 @@ func (s settings) forDesires() (desireSettings, error) {
 	if err != nil {
 		return desireSettings{}, err
 	}
-	return desireSettings{taskKey: tk, common: kubeapplier.CommonSpec{ManagementCluster: s.ManagementCluster, ClusterID: s.ClusterID}}, nil
+	return desireSettings{taskKey: tk, common: api.CommonSpec{ManagementCluster: s.ManagementCluster, ClusterID: s.ClusterID}}, nil
 }
 
-func (d desireSettings) id(t target) string { return kubeapplier.DesireID(d.taskKey, t.item) }
+func (d desireSettings) id(t target) string { return api.DesireID(d.taskKey, t.item) }
 
 // desireStore connects to the tables of the effective settings, for commands that address
 // desires by their ID.

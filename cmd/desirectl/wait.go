@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // desireKindFlag maps --kind values to desire kinds.
-var desireKindFlag = map[string]kubeapplier.DesireKind{
-	"apply": kubeapplier.KindApplyDesire, "delete": kubeapplier.KindDeleteDesire, "read": kubeapplier.KindReadDesire,
+var desireKindFlag = map[string]api.DesireKind{
+	"apply": api.KindApplyDesire, "delete": api.KindDeleteDesire, "read": api.KindReadDesire,
 }
 
 func (a *app) newWaitCommand() *cobra.Command {
@@ -50,7 +50,7 @@ before TIME has a status answering it.`,
 		}),
 	}
 	addObjectNamespaceFlag(cmd, &namespace)
-	cmd.Flags().StringVar(&forCond, "for", "condition="+kubeapplier.ConditionSuccessful, "condition=TYPE[=STATUS] to wait for; STATUS defaults to True")
+	cmd.Flags().StringVar(&forCond, "for", "condition="+api.ConditionSuccessful, "condition=TYPE[=STATUS] to wait for; STATUS defaults to True")
 	cmd.Flags().StringVar(&kind, "kind", "", "desire kind: apply, delete or read (default the ApplyDesire or DeleteDesire that exists, else the ReadDesire)")
 	addTimeoutFlag(cmd, &timeout, "how long to wait")
 	addTypeFlags(cmd, &ta)
@@ -64,7 +64,7 @@ before TIME has a status answering it.`,
 		if err != nil {
 			return err
 		}
-		var only kubeapplier.DesireKind
+		var only api.DesireKind
 		if kind != "" {
 			var ok bool
 			if only, ok = desireKindFlag[strings.ToLower(kind)]; !ok {
@@ -87,8 +87,8 @@ before TIME has a status answering it.`,
 // findWaitItem reads the spec document id of kind only, or, when only is "", of the kind
 // wait chooses: the ApplyDesire or the DeleteDesire, else the ReadDesire. A missing desire is
 // a not-found failure; an ApplyDesire beside a DeleteDesire is a usage error (choose --kind).
-func findWaitItem(ctx context.Context, st *store, id, label string, only kubeapplier.DesireKind) (*waitItem, error) {
-	found := map[kubeapplier.DesireKind]*waitItem{}
+func findWaitItem(ctx context.Context, st *store, id, label string, only api.DesireKind) (*waitItem, error) {
+	found := map[api.DesireKind]*waitItem{}
 	for _, tables := range st.kinds() {
 		if only != "" && tables.desireKind() != only {
 			continue
@@ -101,7 +101,7 @@ func findWaitItem(ctx context.Context, st *store, id, label string, only kubeapp
 			found[tables.desireKind()] = newWaitItem(tables, d, label)
 		}
 	}
-	apply, del := found[kubeapplier.KindApplyDesire], found[kubeapplier.KindDeleteDesire]
+	apply, del := found[api.KindApplyDesire], found[api.KindDeleteDesire]
 	switch {
 	case apply != nil && del != nil:
 		return nil, usageErrorf("%s has both an ApplyDesire and a DeleteDesire (ID %s): choose one with --kind apply or --kind delete", label, id)
@@ -109,8 +109,8 @@ func findWaitItem(ctx context.Context, st *store, id, label string, only kubeapp
 		return apply, nil
 	case del != nil:
 		return del, nil
-	case found[kubeapplier.KindReadDesire] != nil:
-		return found[kubeapplier.KindReadDesire], nil
+	case found[api.KindReadDesire] != nil:
+		return found[api.KindReadDesire], nil
 	case only != "":
 		return nil, failedErrorf("%s (%s) not found", desireRef(only, id), label)
 	}

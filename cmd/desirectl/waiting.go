@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
@@ -20,7 +19,7 @@ type conditionWant struct {
 	status string
 }
 
-var successfulTrue = conditionWant{typ: kubeapplier.ConditionSuccessful, status: kubeapplier.ConditionTrue}
+var successfulTrue = conditionWant{typ: api.ConditionSuccessful, status: api.ConditionTrue}
 
 func (w conditionWant) String() string { return w.typ + "=" + string(w.status) }
 
@@ -31,19 +30,19 @@ func parseFor(s string) (conditionWant, error) {
 		return conditionWant{}, usageErrorf("--for must be condition=TYPE[=STATUS], e.g. condition=Successful, not %q", s)
 	}
 	typ, status, hasStatus := strings.Cut(rest, "=")
-	w := conditionWant{typ: typ, status: kubeapplier.ConditionTrue}
+	w := conditionWant{typ: typ, status: api.ConditionTrue}
 	if hasStatus {
 		switch strings.ToLower(status) {
 		case "true":
 		case "false":
-			w.status = kubeapplier.ConditionFalse
+			w.status = api.ConditionFalse
 		case "unknown":
-			w.status = kubeapplier.ConditionUnknown
+			w.status = api.ConditionUnknown
 		default:
 			return conditionWant{}, usageErrorf("--for condition status must be True, False or Unknown, not %q", status)
 		}
 	}
-	for _, known := range []string{kubeapplier.ConditionSuccessful, kubeapplier.ConditionDegraded, kubeapplier.ConditionReady} {
+	for _, known := range []string{api.ConditionSuccessful, api.ConditionDegraded, api.ConditionReady} {
 		if strings.EqualFold(typ, known) {
 			w.typ = known
 		}
@@ -55,13 +54,13 @@ func parseFor(s string) (conditionWant, error) {
 type waitItem struct {
 	tables desireTables
 	id     string
-	label  string                       // "ConfigMap default/foo"
-	spec   kubeapplier.DynamoDBMetadata // the spec document the status must answer
-	last   kubeapplier.Desire           // the last status document read; nil when there was none
+	label  string               // "ConfigMap default/foo"
+	spec   api.DynamoDBMetadata // the spec document the status must answer
+	last   api.Desire           // the last status document read; nil when there was none
 }
 
 // newWaitItem waits for the status of the spec document spec (as stored) of tables' kind.
-func newWaitItem(tables desireTables, spec kubeapplier.Desire, label string) *waitItem {
+func newWaitItem(tables desireTables, spec api.Desire, label string) *waitItem {
 	m := *spec.Meta()
 	return &waitItem{tables: tables, id: m.DocumentID, label: label, spec: m}
 }
@@ -69,7 +68,7 @@ func newWaitItem(tables desireTables, spec kubeapplier.Desire, label string) *wa
 func (w *waitItem) ref() string { return desireRef(w.tables.desireKind(), w.id) }
 
 // desireRef is "applydesire/<id>".
-func desireRef(kind kubeapplier.DesireKind, id string) string {
+func desireRef(kind api.DesireKind, id string) string {
 	return strings.ToLower(string(kind)) + "/" + id
 }
 
@@ -83,7 +82,7 @@ const (
 )
 
 // evaluate compares a status document with want, for the spec document spec.
-func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want conditionWant) waitState {
+func evaluate(d api.Desire, spec *api.DynamoDBMetadata, want conditionWant) waitState {
 	if d == nil {
 		return waitPending
 	}
@@ -95,7 +94,7 @@ func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want con
 	if c.Status == want.status {
 		return waitMet
 	}
-	if want == successfulTrue && c.Status == kubeapplier.ConditionFalse && permanentFailure(s) {
+	if want == successfulTrue && c.Status == api.ConditionFalse && permanentFailure(s) {
 		return waitFailed
 	}
 	return waitPending
@@ -107,7 +106,7 @@ func evaluate(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, want con
 // one may still be there (Successful, at version 1 or more); observedDesireUpdateTime, the
 // updateTime of the spec the status answers, tells them apart. A status without it (an
 // applier that does not write it) is judged by the version alone.
-func answers(s *kubeapplier.CommonStatus, c *api.Condition, spec *kubeapplier.DynamoDBMetadata) bool {
+func answers(s *api.CommonStatus, c *api.Condition, spec *api.DynamoDBMetadata) bool {
 	if c.ObservedGeneration < spec.Version {
 		return false
 	}
@@ -120,12 +119,12 @@ func answers(s *kubeapplier.CommonStatus, c *api.Condition, spec *kubeapplier.Dy
 // kind the cluster does not serve yet (KindNotServed: typically a CRD applied alongside) and
 // an object still being deleted (WaitingForDeletion) are retried by the applier; PreCheckFailed
 // and every other reason wait for a new spec.
-func permanentFailure(s *kubeapplier.CommonStatus) bool {
-	if s.IsTrue(kubeapplier.ConditionDegraded) {
+func permanentFailure(s *api.CommonStatus) bool {
+	if s.IsTrue(api.ConditionDegraded) {
 		return false
 	}
-	switch s.Condition(kubeapplier.ConditionSuccessful).Reason {
-	case kubeapplier.ReasonKindNotServed, kubeapplier.ReasonWaitingForDeletion:
+	switch s.Condition(api.ConditionSuccessful).Reason {
+	case api.ReasonKindNotServed, api.ReasonWaitingForDeletion:
 		return false
 	}
 	return true
@@ -202,7 +201,7 @@ func noStatusHint(managementCluster string) string {
 }
 
 // describeStatus says what a status document holds about condition typ, for errors.
-func describeStatus(d kubeapplier.Desire, spec *kubeapplier.DynamoDBMetadata, typ string) string {
+func describeStatus(d api.Desire, spec *api.DynamoDBMetadata, typ string) string {
 	if d == nil {
 		return "the applier has written no status yet"
 	}

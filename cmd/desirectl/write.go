@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // writeDesires writes one desire of tables' kind per target, made by build from the target's
@@ -13,7 +13,7 @@ import (
 // desire is written, the opposite desire of the same object (same ID, other table) is removed,
 // so the object is not applied and deleted in turn forever; removing it first keeps the
 // applier from carrying it out once more after the new desire.
-func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kindTables[T], opposite desireTables,
+func writeDesires[T api.Desire](ctx context.Context, a *app, tables kindTables[T], opposite desireTables,
 	ds desireSettings, targets []target, build func(id string, t target) (T, error)) ([]*waitItem, error) {
 	var waits []*waitItem
 	for _, t := range targets {
@@ -25,7 +25,7 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 		// Read first: a conditional delete that finds nothing is still a write, billed as
 		// one, and an unchanged desire writes nothing.
 		_, removed, err := opposite.getSpec(ctx, id)
-		if errors.Is(err, kubeapplier.ErrInvalidItem) {
+		if errors.Is(err, api.ErrInvalidItem) {
 			removed, err = true, nil // an undecodable one is removed all the same (how a broken desire is cleared)
 		}
 		if err == nil && removed {
@@ -54,7 +54,7 @@ func writeDesires[T kubeapplier.Desire](ctx context.Context, a *app, tables kind
 
 // printWritten prints kubectl's line for a desire written (created, configured) or found
 // as it would be written (unchanged).
-func (a *app) printWritten(kind kubeapplier.DesireKind, id, label string, done putResult) {
+func (a *app) printWritten(kind api.DesireKind, id, label string, done putResult) {
 	verb := string(done)
 	ref := desireRef(kind, id)
 	a.line(outputRecord{Event: verb, Desire: ref, Object: label}, fmt.Sprintf("%s %s (%s)", ref, verb, label))
