@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -123,7 +124,7 @@ func parseHead(raw json.RawMessage) (contentHead, error) {
 	hasItems := len(h.Items) > 0
 	isArray := bytes.HasPrefix(bytes.TrimLeft(h.Items, " \t\r\n"), []byte("["))
 	if isArray || kind == "List" || (strings.HasSuffix(kind, "List") && hasItems) {
-		return contentHead{}, preCheck("kubeContent is a %s: one ApplyDesire holds one object, not a list", kind)
+		return contentHead{}, preCheck("kubeContent is a %s: one api.ApplyDesire holds one object, not a list", kind)
 	}
 	if name == "" {
 		if generateName != "" {
@@ -151,7 +152,7 @@ func checkScope(mapping *meta.RESTMapping, namespace, what string) error {
 }
 
 // validateTarget checks a Delete/Read target's required fields.
-func validateTarget(t TargetItem) error {
+func validateTarget(t api.TargetItem) error {
 	var missing []string
 	if t.Version == "" {
 		missing = append(missing, "version")
