@@ -153,7 +153,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	applyCtl.ObjectRules = a.conflicts
 	a.apply = newController(applyCtl)
 	// The default reconcilers verify against the last status the controller's writer holds.
-	a.applyRec.SetLastStatus(a.apply.LastStatus)
+	a.applyRec.Last = a.apply.LastStatus
 	if w.watchTargets {
 		a.streamObs.scanned = a.prewarm
 	}
@@ -164,7 +164,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		termLister[*ReadDesire]{a, func(i *KubeApplierInformers) DesireLister[*ReadDesire] { return i.ReadDesires.Lister }},
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
-	a.readRec.SetLastStatus(a.read.LastStatus)
+	a.readRec.Last = a.read.LastStatus
 	a.read.HoldContent(a.readRec.Held) // large mirrored statuses are cached compact
 
 	inf, err := a.newInformers()

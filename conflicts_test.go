@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 )
 
@@ -107,7 +108,7 @@ func TestDeleteDesireWinsOverApplyDesire(t *testing.T) {
 			mapper := newMapper()
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(KindDeleteDesire))}
-			h.c.ObjectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper)}}
+			h.c.ObjectRules = reconcile.NewConflicts(rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes}, mapper)
 			if err := deletes.Add(tc.del); err != nil {
 				t.Fatal(err)
 			}
@@ -179,8 +180,8 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, mapper, "fm"))
 			specs := newMemDB()
 			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(KindDeleteDesire))}
-			h.c.ObjectRules = objectConflicts{rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes, Resource: kindResource(mapper),
-				ApplySpecs: NewTable[*ApplyDesire](specs, "specs-apply"), DeleteSpecs: NewTable[*DeleteDesire](specs, "specs-delete")}}
+			h.c.ObjectRules = reconcile.NewConflicts(rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes,
+				ApplySpecs: NewTable[*ApplyDesire](specs, "specs-apply"), DeleteSpecs: NewTable[*DeleteDesire](specs, "specs-delete")}, mapper)
 			var rival Desire = deleteDesire("zz-del", cm)
 			if tc.rival == "apply" {
 				rival = applyDesire("a-keeper", cmJSON("shared"))

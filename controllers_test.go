@@ -89,7 +89,7 @@ func TestDefaultReconcilersGetTheLastStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.applyRec.last == nil || a.readRec.last == nil {
+	if a.applyRec.Last == nil || a.readRec.Last == nil {
 		t.Fatal("the default ApplyDesire/ReadDesire reconcilers were handed no last status")
 	}
 	st := applyDesire("x", cmJSON("c9"))
@@ -97,7 +97,7 @@ func TestDefaultReconcilersGetTheLastStatus(t *testing.T) {
 	if _, err := a.db.ApplyDesireStatus().Create(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	load := a.applyRec.last(context.Background(), "x")
+	load := a.applyRec.Last(context.Background(), "x")
 	if load == nil {
 		t.Fatal("no last status to load for a desire that is not new")
 	}

@@ -15,6 +15,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 
@@ -156,12 +158,12 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	if err := kube.Store(obj, true); err != nil {
 		t.Fatal(err)
 	}
-	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), watches: w}
+	rec := reconcile.NewDelete(reconcile.DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Watches: w})
 	d := deleteDesire("d1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
 	var v Verdict
 	waitFor(t, 5*time.Second, "waiting with the watch synced", func() bool {
 		v = rec.Reconcile(ctx, d)
-		return afterOf(v) == watchedRecheck
+		return afterOf(v) == 2*time.Minute // the watched recheck
 	})
 	if v.Reason() != ReasonWaitingForDeletion || againOf(v) != controller.LookSoon {
 		t.Fatalf("verdict %v (again %d after %s), want WaitingForDeletion with the long recheck", v, againOf(v), afterOf(v))
@@ -188,7 +190,7 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	if v = rec.Reconcile(ctx, d); !v.Successful() || !strings.Contains(v.Message(), "is gone") {
 		t.Fatalf("after the finalizer went: %v", v)
 	}
-	rec.forget("d1")
+	rec.Forget("d1")
 	if w.Count() != 0 || w.Registered() != 0 {
 		t.Fatalf("watches %d, registrations %d after forget, want 0", w.Count(), w.Registered())
 	}
@@ -244,8 +246,8 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 			if tc.fail {
 				specs.FailNext("GetItem", errors.New("injected: connection reset"))
 			}
-			rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)),
-				specs: NewTable[*DeleteDesire](specs, "specs-delete")}
+			rec := reconcile.NewDelete(reconcile.DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false),
+				Specs: NewTable[*DeleteDesire](specs, "specs-delete")})
 			h := newHarness[*DeleteDesire](KindDeleteDesire, rec)
 			v, st := h.sync(t, d)
 			deleted := slices.Contains(kube.calls, "delete c1")
@@ -362,7 +364,7 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			kube := ssafake.New()
-			applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+			applier := reconcile.NewApply(reconcile.ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
 			if v := applier.Reconcile(ctx, applyDesire("a", content("v1"))); !v.Successful() {
 				t.Fatalf("setup apply: %v", v)
 			}
@@ -375,7 +377,7 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 					go func() {
 						// As the controller's Judge does: the object's lock around the apply.
 						d := applyDesire("a", tc.apply)
-						unlock, err := lockApplyObject(ctx, d)
+						unlock, err := reconcile.NewConflicts(rivals.Rules{}, nil).Lock(ctx, d)
 						if err != nil {
 							applied <- result{Pending(time.Second)}
 							return
@@ -395,7 +397,7 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 				}
 				return false
 			}}
-			rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+			rec := reconcile.NewDelete(reconcile.DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: specs})
 			v := rec.Reconcile(ctx, specs.d)
 			var av Verdict
 			if ran {
@@ -440,7 +442,7 @@ func TestApplyWaitingOnTheLockMeetsTheDeleteDesire(t *testing.T) {
 	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"v1"}}`
 	ctx := context.Background()
 	kube := ssafake.New()
-	applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+	applier := reconcile.NewApply(reconcile.ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
 	if v := applier.Reconcile(ctx, applyDesire("a", content)); !v.Successful() {
 		t.Fatalf("setup apply: %v", v)
 	}
@@ -452,7 +454,7 @@ func TestApplyWaitingOnTheLockMeetsTheDeleteDesire(t *testing.T) {
 		}
 		return false // the DeleteDesire stays
 	}}
-	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+	rec := reconcile.NewDelete(reconcile.DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: specs})
 	dv := rec.Reconcile(ctx, specs.d)
 	av := <-applied
 	_, err := kube.Object("default", "c1")

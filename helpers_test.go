@@ -33,6 +33,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
@@ -225,7 +226,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 		cfg.Forget = f.Forget
 	}
 	if kind == KindApplyDesire {
-		cfg.ObjectRules = any(objectConflicts{rivals.Rules{Applies: idx, Cluster: "mc01"}}).(controller.ObjectRules[T])
+		cfg.ObjectRules = any(reconcile.NewConflicts(rivals.Rules{Applies: idx, Cluster: "mc01"}, nil)).(controller.ObjectRules[T])
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }
@@ -318,15 +319,22 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// testReadReconciler is a ReadDesire reconciler with the watches it was built over.
+type testReadReconciler struct {
+	*reconcile.Read
+	watches *target.Watches
+}
+
 // newTestReadReconciler returns a ReadDesire reconciler over fake clients whose watches live
 // until the test ends; notify (optional) receives the watches' events.
-func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(target.Ref)) *readReconciler {
+func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(target.Ref)) *testReadReconciler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := target.NewWatches(dyn, md, notify)
 	w.Begin(ctx)
 	t.Cleanup(func() { cancel(); w.End() })
-	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
+	rec := reconcile.NewRead(reconcile.ReadConfig{Kube: DynamicKube{Client: dyn}, Mapper: mapper, Discovery: newTestDiscovery(false), Redaction: redaction, Watches: w})
+	return &testReadReconciler{Read: rec, watches: w}
 }
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }

@@ -309,7 +309,7 @@ func TestReadSeededFromLastStatus(t *testing.T) {
 			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 			last := d.DeepCopyDesire().(*ReadDesire)
 			last.Status.KubeContent = rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","resourceVersion":"` + tc.statusRV + `"},"data":{"k":"1"}}`)
-			rec.last = func(context.Context, string) func() *ReadDesire { return func() *ReadDesire { return last } }
+			rec.Last = func(context.Context, string) func() *ReadDesire { return func() *ReadDesire { return last } }
 			ctx := context.Background()
 			var v Verdict
 			waitFor(t, 5*time.Second, "mirrored", func() bool { v = rec.Reconcile(ctx, d); return v.Successful() })

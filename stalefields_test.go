@@ -134,16 +134,3 @@ func TestStaleFieldOwners(t *testing.T) {
 		})
 	}
 }
-
-// TestManagedFieldsPatch: the patch tests the resourceVersion, then replaces the list; an
-// empty list is written as one empty entry (an empty list would be ignored).
-func TestManagedFieldsPatch(t *testing.T) {
-	p, err := managedFieldsPatch("7", nil)
-	if err != nil || string(p) != `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"replace","path":"/metadata/managedFields","value":[{}]}]` {
-		t.Fatalf("patch = %s, %v", p, err)
-	}
-	p, _ = managedFieldsPatch("8", []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}})
-	if !strings.Contains(string(p), `"value":[{"manager":"m","operation":"Apply","apiVersion":"v1"}]`) {
-		t.Fatalf("patch = %s", p)
-	}
-}

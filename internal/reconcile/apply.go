@@ -30,9 +30,11 @@ type Apply struct {
 	drift *target.DriftWatch
 	// health computes the Ready condition (kstatus); nil: none.
 	health *target.HealthCheck
-	// last returns a desire's last status (the controller's LastStatus); nil: none is known
-	// (every first look in a term applies).
-	last LastStatus[*api.ApplyDesire]
+	// Last returns a desire's last status (the controller's LastStatus, which the wiring
+	// sets once the controller, built after the reconciler, exists): the first look of a term
+	// verifies an object from it instead of applying again. nil: none is known (every first
+	// look in a term applies).
+	Last LastStatus[*api.ApplyDesire]
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -61,11 +63,6 @@ func NewApply(cfg ApplyConfig) *Apply {
 	}
 	return r
 }
-
-// SetLastStatus hands r the loader of each desire's last status (the controller's
-// LastStatus, built after r): the first look of a term verifies an object from it instead of
-// applying again. nil: none is known.
-func (r *Apply) SetLastStatus(last LastStatus[*api.ApplyDesire]) { r.last = last }
 
 // Reconcile carries out d (the root's Reconciler).
 func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Verdict {
@@ -103,10 +100,10 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
-		if dec.Unknown && r.last != nil {
+		if dec.Unknown && r.Last != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply (a desire just created has none).
-			if load := r.last(ctx, d.DocumentID); load != nil {
+			if load := r.Last(ctx, d.DocumentID); load != nil {
 				dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
 			}
 		}

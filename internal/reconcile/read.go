@@ -31,8 +31,10 @@ type Read struct {
 	redaction   SecretRedaction
 	watches     *target.Watches
 	syncTimeout time.Duration
-	// last returns a desire's last status (the controller's LastStatus); nil: none is known.
-	last LastStatus[*api.ReadDesire]
+	// Last returns a desire's last status (the controller's LastStatus, which the wiring sets
+	// once the controller, built after the reconciler, exists): a new term GETs only the
+	// objects that changed since. nil: none is known.
+	Last LastStatus[*api.ReadDesire]
 
 	mu      sync.Mutex
 	fetched map[string]*fetchedObject // by ReadDesire ID
@@ -89,11 +91,6 @@ func NewRead(cfg ReadConfig) *Read {
 	return &Read{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), redaction: cfg.Redaction, watches: cfg.Watches,
 		syncTimeout: cfg.SyncTimeout, fetched: map[string]*fetchedObject{}}
 }
-
-// SetLastStatus hands r the loader of each desire's last status (the controller's
-// LastStatus, built after r): a new term GETs only the objects that changed since. nil: none
-// is known.
-func (r *Read) SetLastStatus(last LastStatus[*api.ReadDesire]) { r.last = last }
 
 // Reconcile carries out d (the root's Reconciler). Verdicts: Mirrored; Absent (NotFound); Pending while the
 // target's watch syncs; Refused(PreCheckFailed) for an invalid target; NotYet(KindNotServed)
@@ -181,7 +178,7 @@ func (r *Read) fetch(ctx context.Context, id string, t api.TargetItem, watchedRV
 // objects that changed since. Secrets are always fetched again (the redaction options may
 // have changed with the process).
 func (r *Read) seed(ctx context.Context, id string, t api.TargetItem, watchedRV string) {
-	if r.last == nil || (t.Group == "" && t.Resource == "secrets") {
+	if r.Last == nil || (t.Group == "" && t.Resource == "secrets") {
 		return
 	}
 	r.mu.Lock()
@@ -190,7 +187,7 @@ func (r *Read) seed(ctx context.Context, id string, t api.TargetItem, watchedRV 
 	if have {
 		return
 	}
-	load := r.last(ctx, id)
+	load := r.Last(ctx, id)
 	if load == nil {
 		return
 	}
