@@ -107,7 +107,7 @@ func (*Conflicts) Scrub(ad *api.ApplyDesire, v controller.Verdict) controller.Ve
 // applyConflictVerdict is ad's refusal while the older ApplyDesire keeper keeps its object.
 func applyConflictVerdict(ad, keeper *api.ApplyDesire) controller.Verdict {
 	return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
-		"%s is also the target of api.ApplyDesire %s (created %s), which keeps it; this desire is not applied until only one desire targets the object",
+		"%s is also the target of ApplyDesire %s (created %s), which keeps it; this desire is not applied until only one desire targets the object",
 		objectName(ad), keeper.DocumentID, keeper.CreateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00")))
 }
 
@@ -118,7 +118,7 @@ func deleteConflictVerdict(ad *api.ApplyDesire, dels []*api.DeleteDesire) contro
 		ids[i] = d.DocumentID
 	}
 	return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
-		"%s is the target of api.DeleteDesire %s, which wins while it exists: this api.ApplyDesire applies nothing until no api.DeleteDesire targets the object",
+		"%s is the target of DeleteDesire %s, which wins while it exists: this ApplyDesire applies nothing until no DeleteDesire targets the object",
 		objectName(ad), strings.Join(ids, ", ")))
 }
 

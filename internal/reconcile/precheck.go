@@ -124,7 +124,7 @@ func parseHead(raw json.RawMessage) (contentHead, error) {
 	hasItems := len(h.Items) > 0
 	isArray := bytes.HasPrefix(bytes.TrimLeft(h.Items, " \t\r\n"), []byte("["))
 	if isArray || kind == "List" || (strings.HasSuffix(kind, "List") && hasItems) {
-		return contentHead{}, preCheck("kubeContent is a %s: one api.ApplyDesire holds one object, not a list", kind)
+		return contentHead{}, preCheck("kubeContent is a %s: one ApplyDesire holds one object, not a list", kind)
 	}
 	if name == "" {
 		if generateName != "" {
