@@ -129,14 +129,14 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
-	applyCfg := reconcile.ApplyConfig{Kube: opts.Kube, Mapper: w.mapper, FieldManager: opts.FieldManager, Readiness: true}
-	deleteCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Specs: a.db.DeleteDesireSpecs()}
+	applyRecCfg := reconcile.ApplyConfig{Kube: opts.Kube, Mapper: w.mapper, FieldManager: opts.FieldManager, Readiness: true}
+	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Specs: a.db.DeleteDesireSpecs()}
 	if w.watchTargets {
-		applyCfg.Drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
-		a.watches.Adopt = applyCfg.Drift.Adopt
-		deleteCfg.Watches = a.watches
+		applyRecCfg.Drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
+		a.watches.Adopt = applyRecCfg.Drift.Adopt
+		deleteRecCfg.Watches = a.watches
 	}
-	a.applyRec, a.deleteRec = reconcile.NewApply(applyCfg), reconcile.NewDelete(deleteCfg)
+	a.applyRec, a.deleteRec = reconcile.NewApply(applyRecCfg), reconcile.NewDelete(deleteRecCfg)
 	// The rival rules read the indexes of each term's informers (handed over in newInformers).
 	a.conflicts = reconcile.NewConflicts(rivals.Rules{Cluster: opts.ManagementCluster,
 		ApplySpecs: a.db.ApplyDesireSpecs(), DeleteSpecs: a.db.DeleteDesireSpecs()}, w.mapper)
@@ -147,11 +147,11 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 		return nil, err
 	}
 	a.conditions = conditionlog.New(opts.Log, w.clock)
-	applyCtl := controllerConfigFor(a, KindApplyDesire,
+	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		termLister[*ApplyDesire]{a, func(i *KubeApplierInformers) DesireLister[*ApplyDesire] { return i.ApplyDesires.Lister }},
 		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.Forget, opts.ApplyResync)
-	applyCtl.ObjectRules = a.conflicts
-	a.apply = newController(applyCtl)
+	applyCfg.ObjectRules = a.conflicts
+	a.apply = newController(applyCfg)
 	// The default reconcilers verify against the last status the controller's writer holds.
 	a.applyRec.Last = a.apply.LastStatus
 	if w.watchTargets {
