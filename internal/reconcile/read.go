@@ -21,10 +21,11 @@ import (
 // before the desires it serves report KubeAPIError.
 const defaultWatchSyncTimeout = 30 * time.Second
 
-// Read is the default ReadDesire reconciler: it mirrors each ReadDesire's target into its status. Targets are observed
-// through the shared metadata-only watches (one per resource, cluster-wide); when a target's resourceVersion changes, the
-// object is fetched once with a GET. A thousand ReadDesires over any number of namespaces thus
-// hold one watch per resource, not a thousand, and resyncs of unchanged objects cost no request.
+// Read is the default ReadDesire reconciler: it mirrors each ReadDesire's target into its
+// status. Targets are observed through the shared metadata-only watches (one per resource,
+// cluster-wide); when a target's resourceVersion changes, the object is fetched once with a
+// GET. A thousand ReadDesires over any number of namespaces thus hold one watch per resource,
+// not a thousand, and resyncs of unchanged objects cost no request.
 type Read struct {
 	kube        Kube
 	targets     *targetResolver
@@ -92,10 +93,10 @@ func NewRead(cfg ReadConfig) *Read {
 		syncTimeout: cfg.SyncTimeout, fetched: map[string]*fetchedObject{}}
 }
 
-// Reconcile carries out d (the root's Reconciler). Verdicts: Mirrored; Absent (NotFound); Pending while the
-// target's watch syncs; Refused(PreCheckFailed) for an invalid target; NotYet(KindNotServed)
-// for a resource the cluster does not serve; Transient(KubeAPIError) when the watch or the
-// GET fails.
+// Reconcile carries out d (the root's Reconciler). Verdicts: Mirrored; Absent (NotFound);
+// Pending while the target's watch syncs; Refused(PreCheckFailed) for an invalid target;
+// NotYet(KindNotServed) for a resource the cluster does not serve; Transient(KubeAPIError)
+// when the watch or the GET fails.
 func (r *Read) Reconcile(ctx context.Context, d *api.ReadDesire) controller.Verdict {
 	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
 	switch res {
