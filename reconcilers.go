@@ -14,6 +14,10 @@ import (
 // The default reconcilers live in internal/reconcile; this file is their face: what an
 // embedder builds on, and how Options.Reconcilers wraps them.
 
+// The default reconcilers take a KubeClient as their reconcile.Kube: it must keep at least
+// that method set.
+var _ reconcile.Kube = KubeClient(nil)
+
 // NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
 // kubeContent, map its kind through mapper (reset once when unknown), server-side apply with
 // force as fieldManager. Its verdicts: Applied; Refused(PreCheckFailed) for a bad manifest;
