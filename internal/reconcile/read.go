@@ -80,17 +80,12 @@ type ReadConfig struct {
 	Redaction SecretRedaction
 	// Watches observe the targets (one metadata-only watch per resource); required.
 	Watches *target.Watches
-	// SyncTimeout bounds how long a target's watch may stay unsynced; 0: 30 s.
-	SyncTimeout time.Duration
 }
 
 // NewRead returns the ReadDesire reconciler of cfg.
 func NewRead(cfg ReadConfig) *Read {
-	if cfg.SyncTimeout <= 0 {
-		cfg.SyncTimeout = defaultWatchSyncTimeout
-	}
 	return &Read{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), redaction: cfg.Redaction, watches: cfg.Watches,
-		syncTimeout: cfg.SyncTimeout, fetched: map[string]*fetchedObject{}}
+		syncTimeout: defaultWatchSyncTimeout, fetched: map[string]*fetchedObject{}}
 }
 
 // Reconcile carries out d (the root's Reconciler). Verdicts: Mirrored; Absent (NotFound);
