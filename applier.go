@@ -23,6 +23,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
@@ -46,9 +47,10 @@ type Applier struct {
 	apply     *controller.Controller[*ApplyDesire]
 	delete    *controller.Controller[*DeleteDesire]
 	read      *controller.Controller[*ReadDesire]
-	readRec   *readReconciler
-	applyRec  *applyReconciler
-	deleteRec *deleteReconciler
+	readRec   *reconcile.Read
+	applyRec  *reconcile.Apply
+	deleteRec *reconcile.Delete
+	conflicts *reconcile.Conflicts
 	watches   *target.Watches
 	phase     atomic.Int32 // a phase (ready.go)
 	failure   atomic.Pointer[error]
@@ -119,18 +121,22 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.watches.Synced = func(gvr schema.GroupVersionResource, objects int, took time.Duration) {
 		opts.Log.V(1).Info("target watch synced", "resource", target.GVRString(gvr), "objects", objects, "took", took.Round(time.Millisecond).String())
 	}
-	a.readRec = newReadReconciler(opts.Kube, newTargetResolver(w.mapper, opts.Discovery), opts.SecretRedaction, a.watches, 0)
+	a.readRec = reconcile.NewRead(reconcile.ReadConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Redaction: opts.SecretRedaction, Watches: a.watches})
 	a.reach = newReachability(a.probes())
 
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
-	a.applyRec = &applyReconciler{kube: opts.Kube, mapper: w.mapper, fieldManager: opts.FieldManager, health: target.NewHealthCheck(getTarget(opts.Kube))}
-	a.deleteRec = &deleteReconciler{kube: opts.Kube, targets: newTargetResolver(w.mapper, opts.Discovery), specs: a.db.DeleteDesireSpecs()}
+	applyRecCfg := reconcile.ApplyConfig{Kube: opts.Kube, Mapper: w.mapper, FieldManager: opts.FieldManager, Readiness: true}
+	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Specs: a.db.DeleteDesireSpecs()}
 	if w.watchTargets {
-		a.applyRec.drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
-		a.watches.Adopt = a.applyRec.drift.Adopt
-		a.deleteRec.watches = a.watches
+		applyRecCfg.Drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
+		a.watches.Adopt = applyRecCfg.Drift.Adopt
+		deleteRecCfg.Watches = a.watches
 	}
+	a.applyRec, a.deleteRec = reconcile.NewApply(applyRecCfg), reconcile.NewDelete(deleteRecCfg)
+	// The rival rules read the indexes of each term's informers (handed over in newInformers).
+	a.conflicts = reconcile.NewConflicts(rivals.Rules{Cluster: opts.ManagementCluster,
+		ApplySpecs: a.db.ApplyDesireSpecs(), DeleteSpecs: a.db.DeleteDesireSpecs()}, w.mapper)
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))
 	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, Reconciler[*DeleteDesire](a.deleteRec))
 	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))
@@ -140,23 +146,23 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.conditions = conditionlog.New(opts.Log, w.clock)
 	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		stream.NewCurrentLister[*ApplyDesire](&a.current),
-		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.forget, opts.ApplyResync)
-	applyCfg.ObjectRules = termConflicts{a}
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.Forget, opts.ApplyResync)
+	applyCfg.ObjectRules = a.conflicts
 	a.apply = newController(applyCfg)
 	// The default reconcilers verify against the last status the controller's writer holds.
-	a.applyRec.last = a.apply.LastStatus
+	a.applyRec.Last = a.apply.LastStatus
 	if w.watchTargets {
 		a.streamObs.scanned = a.prewarm
 	}
 	a.delete = newController(controllerConfigFor(a, KindDeleteDesire,
 		stream.NewCurrentLister[*DeleteDesire](&a.current),
-		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.forget, opts.DeleteResync))
+		a.db.DeleteDesireSpecs(), a.db.DeleteDesireStatus(), deleteR, a.deleteRec.Forget, opts.DeleteResync))
 	// The default reconciler's cleanup runs even when a wrapper replaces it.
 	a.read = newController(controllerConfigFor(a, KindReadDesire,
 		stream.NewCurrentLister[*ReadDesire](&a.current),
 		a.db.ReadDesireSpecs(), a.db.ReadDesireStatus(), readR, a.readRec.Forget, opts.ReadResync))
-	a.readRec.last = a.read.LastStatus
-	a.read.HoldContent(a.readRec.held) // large mirrored statuses are cached compact
+	a.readRec.Last = a.read.LastStatus
+	a.read.HoldContent(a.readRec.Held) // large mirrored statuses are cached compact
 
 	inf, err := a.newInformers()
 	if err != nil {
@@ -179,27 +185,11 @@ func (a *Applier) newInformers() (*Informers, error) {
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())
 	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
 	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.Enqueue))
+	// Made when the last term's reconciles have drained: the rival rules read these from now on.
+	a.conflicts.Use(inf.ApplyDesires.Informer.GetIndexer(), inf.DeleteDesires.Informer.GetIndexer())
 	return inf, errors.Join(err1, err2, err3, err4)
 }
 
-// termConflicts is the ApplyDesire controller's objectConflicts over the current term's index.
-type termConflicts struct{ a *Applier }
-
-func (c termConflicts) current() objectConflicts {
-	inf := c.a.informers.Load()
-	return objectConflicts{rivals.Rules{Applies: inf.ApplyDesires.Informer.GetIndexer(), Deletes: inf.DeleteDesires.Informer.GetIndexer(),
-		Cluster: c.a.opts.ManagementCluster, Resource: kindResource(c.a.wiring.mapper),
-		ApplySpecs: c.a.db.ApplyDesireSpecs(), DeleteSpecs: c.a.db.DeleteDesireSpecs()}}
-}
-
-func (c termConflicts) Check(ctx context.Context, d *ApplyDesire) (Verdict, bool, string) {
-	return c.current().Check(ctx, d)
-}
-func (c termConflicts) Others(obj any) []string               { return c.current().Others(obj) }
-func (termConflicts) Scrub(d *ApplyDesire, v Verdict) Verdict { return scrubVerdict(d, v) }
-func (termConflicts) Lock(ctx context.Context, d *ApplyDesire) (func(), error) {
-	return lockApplyObject(ctx, d)
-}
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
 	return controller.Config[T]{Kind: kind, Cluster: a.opts.ManagementCluster, Lister: lister, Specs: specs, Statuses: status,

@@ -1,9 +1,9 @@
 package kubeapplier
 
 import (
-	"context"
-
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 )
 
 // newController builds the controller of cfg (internal/controller) with the root's parts:
@@ -14,7 +14,9 @@ import (
 // is not checked.
 func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T] {
 	if cfg.ObjectRules == nil {
-		if r, ok := any(scrubOnly{}).(controller.ObjectRules[T]); ok {
+		// An ApplyDesire controller built without rivals (a test harness): no rival, but every
+		// verdict scrubbed of its Secret values.
+		if r, ok := any(reconcile.NewConflicts(rivals.Rules{}, nil)).(controller.ObjectRules[T]); ok {
 			cfg.ObjectRules = r
 		}
 	}
@@ -30,16 +32,3 @@ func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T]
 	}
 	return controller.New(cfg)
 }
-
-// scrubOnly is the ApplyDesire rules of a controller built without rivals (a test harness):
-// no rival, but every verdict scrubbed of its Secret values.
-type scrubOnly struct{}
-
-func (scrubOnly) Check(context.Context, *ApplyDesire) (Verdict, bool, string) {
-	return Verdict{}, false, ""
-}
-func (scrubOnly) Others(any) []string { return nil }
-func (scrubOnly) Lock(ctx context.Context, ad *ApplyDesire) (func(), error) {
-	return lockApplyObject(ctx, ad)
-}
-func (scrubOnly) Scrub(ad *ApplyDesire, v Verdict) Verdict { return scrubVerdict(ad, v) }

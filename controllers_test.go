@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestDefaultReconcilersGetTheLastStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.applyRec.last == nil || a.readRec.last == nil {
+	if a.applyRec.Last == nil || a.readRec.Last == nil {
 		t.Fatal("the default ApplyDesire/ReadDesire reconcilers were handed no last status")
 	}
 	st := applyDesire("x", cmJSON("c9"))
@@ -97,11 +98,27 @@ func TestDefaultReconcilersGetTheLastStatus(t *testing.T) {
 	if _, err := a.db.ApplyDesireStatus().Create(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	load := a.applyRec.last(context.Background(), "x")
+	load := a.applyRec.Last(context.Background(), "x")
 	if load == nil {
 		t.Fatal("no last status to load for a desire that is not new")
 	}
 	if last := load(); last == nil || last.Status.AppliedUID != "u1" {
 		t.Fatalf("last status %+v, want the stored one (appliedUID u1)", last)
+	}
+}
+
+// TestApplyControllerScrubsWithoutRivalRules: an ApplyDesire controller built without rival
+// rules still scrubs every verdict of its Secret's values (a wrapper's too).
+func TestApplyControllerScrubsWithoutRivalRules(t *testing.T) {
+	const value = "s3cr3t-value-no-one-may-read"
+	manifest := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"k":"` + value + `"}}`
+	r := ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
+		return Refused(ReasonPreCheckFailed, "the apiserver refused "+value)
+	})
+	cfg := newHarness[*ApplyDesire](KindApplyDesire, r).c.Config
+	cfg.ObjectRules = nil
+	v := newController(cfg).Judge(context.Background(), applyDesire("s", manifest))
+	if strings.Contains(v.Message(), value) || !strings.Contains(v.Message(), "[redacted]") {
+		t.Fatalf("verdict message %q: want the Secret's value scrubbed", v.Message())
 	}
 }

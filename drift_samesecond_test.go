@@ -101,8 +101,8 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	f.mu.Lock()
 	f.useReal, f.clock = false, time.Now().Add(target.RecentOwnWrite+5*time.Second) // the new term starts a minute later
 	f.mu.Unlock()
-	f.rec.endTerm()
-	f.rec.last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
+	f.rec.EndTerm()
+	f.rec.Last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
 	var v2 Verdict
 	waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })
 	if got := reviewValue(t, f); v2.Successful() && got != "4" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -25,7 +26,7 @@ import (
 type driftFixture struct {
 	kube    *ssafake.Kube
 	watches *target.Watches
-	rec     *applyReconciler
+	rec     *reconcile.Apply
 	m       *metrics.Metrics
 	mu      sync.Mutex
 	events  int
@@ -48,9 +49,9 @@ func newDriftFixture(t *testing.T) *driftFixture {
 	w.Begin(ctx)
 	f.watches = w
 	t.Cleanup(func() { cancel(); w.End() })
-	f.rec = &applyReconciler{kube: f.kube, mapper: newMapper(), fieldManager: "kaa",
-		drift: target.NewDriftWatch(w, "kaa", f.now, f.m.CountDriftRepair)}
-	w.Adopt = f.rec.drift.Adopt
+	drift := target.NewDriftWatch(w, "kaa", f.now, f.m.CountDriftRepair)
+	f.rec = reconcile.NewApply(reconcile.ApplyConfig{Kube: f.kube, Mapper: newMapper(), FieldManager: "kaa", Drift: drift})
+	w.Adopt = drift.Adopt
 	return f
 }
 
@@ -153,7 +154,7 @@ func TestDriftRepairedByWatch(t *testing.T) {
 	if n := f.kube.Applies(); n != 4 {
 		t.Fatalf("applies = %d after a spec change, want 4", n)
 	}
-	f.rec.forget("a1")
+	f.rec.Forget("a1")
 	f.watches.Forget(target.Ref{Kind: KindApplyDesire, ID: "probe"})
 	if n := f.watches.Count(); n != 0 {
 		t.Fatalf("watches = %d after forget, want 0", n)
@@ -272,14 +273,14 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 				f.useReal, f.clock = false, time.Now().Add(target.RecentOwnWrite)
 				f.mu.Unlock()
 			}
-			f.rec.endTerm() // a new term
+			f.rec.EndTerm() // a new term
 			before := f.kube.Applies()
 			if tc.newerSpec {
 				d.Version++
 			}
-			f.rec.last = nil
+			f.rec.Last = nil
 			if !tc.noStatus {
-				f.rec.last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
+				f.rec.Last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
 			}
 			var v2 Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })

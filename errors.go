@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
@@ -57,10 +58,9 @@ var ErrLeaseGivenUp = errors.New("lease given up: the start-up check kept failin
 var ErrInvalidOptions = errors.New("invalid options")
 
 // PreCheckError is a desire refused before any API call; Message says why in words a person
-// can act on. It is permanent until the spec changes.
-type PreCheckError struct{ Message string }
-
-func (e *PreCheckError) Error() string { return e.Message }
+// can act on. It is permanent until the spec changes. (Defined by the default reconcilers,
+// internal/reconcile.)
+type PreCheckError = reconcile.PreCheckError
 
 // ErrKindNotServed: the cluster's discovery does not know the kind or resource (yet).
-var ErrKindNotServed = errors.New("resource type not served by the cluster")
+var ErrKindNotServed = reconcile.ErrKindNotServed

@@ -26,17 +26,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
-	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured
@@ -225,7 +223,7 @@ func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 		cfg.Forget = f.Forget
 	}
 	if kind == KindApplyDesire {
-		cfg.ObjectRules = any(objectConflicts{rivals.Rules{Applies: idx, Cluster: "mc01"}}).(controller.ObjectRules[T])
+		cfg.ObjectRules = any(reconcile.NewConflicts(rivals.Rules{Applies: idx, Cluster: "mc01"}, nil)).(controller.ObjectRules[T])
 	}
 	return &harness[T]{c: newController(cfg), db: db, status: st, cache: desireIndexer{idx}}
 }
@@ -301,32 +299,6 @@ func readDesire(id string, t TargetItem) *ReadDesire {
 	d.DocumentID, d.Version = id, 1
 	d.Spec.ManagementCluster, d.Spec.TargetItem = "mc01", t
 	return d
-}
-
-func countVerb(actions []k8stesting.Action, verb string) int {
-	n := 0
-	for _, a := range actions {
-		if a.GetVerb() == verb {
-			n++
-		}
-	}
-	return n
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// newTestReadReconciler returns a ReadDesire reconciler over fake clients whose watches live
-// until the test ends; notify (optional) receives the watches' events.
-func newTestReadReconciler(t *testing.T, dyn dynamic.Interface, md metadata.Interface, mapper meta.ResettableRESTMapper, redaction SecretRedaction, notify func(target.Ref)) *readReconciler {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := target.NewWatches(dyn, md, notify)
-	w.Begin(ctx)
-	t.Cleanup(func() { cancel(); w.End() })
-	return newReadReconciler(DynamicKube{Client: dyn}, newTargetResolver(mapper, newTestDiscovery(false)), redaction, w, 0)
 }
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
@@ -442,18 +414,6 @@ func (d *testDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 	return groups, lists, err
 }
 
-// withGadgets adds the CRD kind crd.example.net/v1 Gadget (resource gadgets) to a test mapper.
-func withGadgets(m *resettingMapper) *resettingMapper {
-	m.Add(schema.GroupVersionKind{Group: "crd.example.net", Version: "v1", Kind: "Gadget"}, meta.RESTScopeNamespace)
-	return m
-}
-
-// withSecrets adds the Secret kind to a test mapper.
-func withSecrets(m *resettingMapper) *resettingMapper {
-	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
-	return m
-}
-
 // parsedTime is an observed spec time of a status (RFC 3339), zero when empty or unparsable.
 func parsedTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
@@ -471,8 +431,10 @@ func asObject(obj any) any {
 	return obj
 }
 
-func (i desireIndexer) Add(obj any) error    { return i.Indexer.Add(asObject(obj)) }
+func (i desireIndexer) Add(obj any) error { return i.Indexer.Add(asObject(obj)) }
+
 func (i desireIndexer) Update(obj any) error { return i.Indexer.Update(asObject(obj)) }
+
 func (i desireIndexer) Delete(obj any) error { return i.Indexer.Delete(asObject(obj)) }
 
 // objectHandler hands an event handler desires as the informer does (desireObject, a
@@ -480,7 +442,9 @@ func (i desireIndexer) Delete(obj any) error { return i.Indexer.Delete(asObject(
 type objectHandler struct{ h cache.ResourceEventHandler }
 
 func (o objectHandler) OnAdd(obj any, initial bool) { o.h.OnAdd(asObject(obj), initial) }
-func (o objectHandler) OnUpdate(old, obj any)       { o.h.OnUpdate(asObject(old), asObject(obj)) }
+
+func (o objectHandler) OnUpdate(old, obj any) { o.h.OnUpdate(asObject(old), asObject(obj)) }
+
 func (o objectHandler) OnDelete(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		tomb.Obj = asObject(tomb.Obj)

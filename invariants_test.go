@@ -30,6 +30,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
+	"k8s.io/apimachinery/pkg/api/meta"
 )
 
 // The status tables are the backend's only view of the cluster. This model-based test runs
@@ -129,7 +131,7 @@ type world struct {
 
 	db     *memDB
 	kube   *fakeKube
-	mapper *throttledMapper
+	mapper meta.ResettableRESTMapper
 	specs  *Table[*ApplyDesire]
 	dspecs *Table[*DeleteDesire]
 	inst   [2]*instance
@@ -312,7 +314,7 @@ var (
 
 func newWorld(t *testing.T, seed int64) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
-		mapper: &throttledMapper{ResettableRESTMapper: newMapper()}, incs: map[string][]incarnation{},
+		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
 		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, TableName("", "mc01", SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")

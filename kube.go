@@ -3,17 +3,12 @@ package kubeapplier
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 // KubeClient is what the controllers do on the cluster. DynamicKube implements it with
@@ -81,77 +76,4 @@ func managedFieldsPatch(resourceVersion string, fields []metav1.ManagedFieldsEnt
 		{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion},
 		{"op": "replace", "path": "/metadata/managedFields", "value": value},
 	})
-}
-
-// isTransient tells the kube errors worth a rate-limited retry (5xx, 429, timeouts, conflicts,
-// terminating or missing namespace) from permanent ones (400, 403, 413, 422), which wait for a
-// spec change or the periodic resync.
-func isTransient(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsRequestEntityTooLargeError(err),
-		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
-		return false
-	case badManifest(err):
-		return false
-	case apierrors.IsForbidden(err):
-		return apierrors.HasStatusCause(err, "NamespaceTerminating") || strings.Contains(err.Error(), "being terminated")
-	}
-	return true
-}
-
-// objectNotFound reports whether err is the apiserver's NotFound for the object name itself,
-// not for its resource type (a 404 for a resource the apiserver no longer serves, e.g. a
-// deleted CRD, names no object) nor for its namespace.
-func objectNotFound(err error, name string) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
-		return false
-	}
-	d := status.Status().Details
-	return d != nil && d.Name == name && d.Kind != "namespaces"
-}
-
-// resourceNotServed reports whether err is a 404 for the resource type itself (its CRD was
-// deleted, or discovery is stale): not for an object, and not for a missing namespace.
-func resourceNotServed(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
-		return false
-	}
-	d := status.Status().Details
-	return d == nil || (d.Name == "" && d.Kind != "namespaces")
-}
-
-// badManifestMessages are what kube-apiserver says, with a 500, about a manifest it cannot
-// decode or match to the schema (a number where a string belongs, invalid base64 in a Secret's
-// data): only a spec change can fix those.
-var badManifestMessages = []string{
-	"failed to create typed patch object",
-	"failed to convert new object",
-	"unable to convert unstructured object",
-	"error decoding from json",
-}
-
-// badManifest reports whether err is the apiserver refusing a manifest it cannot decode.
-func badManifest(err error) bool {
-	for _, m := range badManifestMessages {
-		if strings.Contains(err.Error(), m) {
-			return true
-		}
-	}
-	return false
-}
-
-// getTarget reads a target through kube for the readiness check: nil and no error when the
-// object does not exist.
-func getTarget(kube KubeClient) target.GetFunc {
-	return func(ctx context.Context, t TargetItem) (*unstructured.Unstructured, error) {
-		u, err := kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
-		if objectNotFound(err, t.Name) {
-			return nil, nil
-		}
-		return u, err
-	}
 }

@@ -164,8 +164,8 @@ func (a *Applier) beginLeading(synced time.Duration) (end func()) {
 	a.setPhase(phaseLeading)
 	a.metrics.SetLeader(true)
 	return func() {
-		a.applyRec.endTerm()
-		a.readRec.endTerm()
+		a.applyRec.EndTerm()
+		a.readRec.EndTerm()
 		a.setPhase(phaseStandby)
 		a.metrics.SetLeader(false)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
+	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
@@ -407,7 +408,7 @@ func (o *Options) completeKube(w *wiring) error {
 		}
 	}
 	if o.RESTMapper != nil {
-		w.mapper = &throttledMapper{ResettableRESTMapper: resettable(o.RESTMapper, w.discoveryReset)}
+		w.mapper = reconcile.NewMapper(o.RESTMapper, w.discoveryReset)
 	}
 	if o.Kube == nil && o.DynamicClient != nil {
 		o.Kube = DynamicKube{Client: o.DynamicClient}

@@ -24,7 +24,7 @@ type prewarmer struct {
 
 // startPrewarm starts term's prewarmer; Applier.prewarm feeds it until stop.
 func (a *Applier) startPrewarm(term context.Context) *prewarmer {
-	p := newPrewarmer(term, a.applyRec.prewarm)
+	p := newPrewarmer(term, a.applyRec.Prewarm)
 	a.prewarming.Store(p)
 	return p
 }

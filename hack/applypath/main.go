@@ -214,7 +214,10 @@ func has(e event, suffix string) bool { return strings.HasSuffix(e.fn, suffix) }
 // wayOf picks the three segments of the ApplyDesire's way out of every event recorded.
 func wayOf(ev []event) ([]event, error) {
 	emit := slices.IndexFunc(ev, func(e event) bool { return has(e, ".emit") && strings.Contains(e.fn, "streamWatcher") })
-	rec := slices.IndexFunc(ev, func(e event) bool { return strings.Contains(e.fn, "applyReconciler).Reconcile") })
+	rec := slices.IndexFunc(ev, func(e event) bool {
+		// The default ApplyDesire reconciler: the root's applyReconciler until internal/reconcile's Apply.
+		return strings.Contains(e.fn, "applyReconciler).Reconcile") || strings.Contains(e.fn, "/internal/reconcile.(*Apply).Reconcile")
+	})
 	if emit < 0 || rec < 0 {
 		return nil, fmt.Errorf("no emit (%d) or no ApplyDesire reconcile (%d) recorded", emit, rec)
 	}

@@ -55,7 +55,7 @@ type Controller[T api.Desire] struct {
 }
 
 // ObjectRules is what the controller of a kind whose desires write objects (ApplyDesires:
-// the root's conflicts.go over internal/rivals, and secrets.go) does around the reconciler.
+// internal/reconcile's Conflicts over internal/rivals, with the Secret scrub) does around the reconciler.
 type ObjectRules[T api.Desire] interface {
 	// Check refuses d while another desire keeps its object, else returns the note for the
 	// keeper's message ("" without rivals).

@@ -3,7 +3,7 @@
 // fields and a requeue (controller.go), and it alone writes the status tables
 // (status.go), from a per-term cache of what they hold (statuscache.go) and with one small
 // interface per desire kind for its status fields (kindstatus.go). The root package builds
-// it from Config, re-exports Verdict and its constructors, and holds the reconcilers.
+// it from Config and re-exports Verdict and its constructors; the reconcilers are internal/reconcile.
 //
 // Dependencies point down: api (the desire contract), internal/fencing (the term),
 // internal/stream (the informer's desire envelope),

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -151,7 +152,7 @@ func checkScope(mapping *meta.RESTMapping, namespace, what string) error {
 }
 
 // validateTarget checks a Delete/Read target's required fields.
-func validateTarget(t TargetItem) error {
+func validateTarget(t api.TargetItem) error {
 	var missing []string
 	if t.Version == "" {
 		missing = append(missing, "version")

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -235,7 +236,7 @@ func scrubValueRenderings(msg string) string {
 // scrubVerdict returns v without the values of the Secret that ApplyDesire ad carries. The
 // controller applies it to every ApplyDesire verdict, the default reconciler's and a
 // wrapper's alike.
-func scrubVerdict(ad *ApplyDesire, v Verdict) Verdict {
+func scrubVerdict(ad *api.ApplyDesire, v controller.Verdict) controller.Verdict {
 	if ad.Spec.KubeContent == nil || v.Message() == "" {
 		return v
 	}

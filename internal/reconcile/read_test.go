@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -29,36 +31,36 @@ func TestReadController(t *testing.T) {
 	cm := unstructuredObj("v1", "ConfigMap", "default", "c1", map[string]any{"data": map[string]any{"status": "s", "name": "n"}})
 	secret := unstructuredObj("v1", "Secret", "default", "s1", map[string]any{"data": map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="}})
 	big := unstructuredObj("v1", "ConfigMap", "default", "big", map[string]any{"data": map[string]any{"blob": strings.Repeat("x", 500000)}})
-	cmTarget := func(name string) TargetItem {
-		return TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}
+	cmTarget := func(name string) api.TargetItem {
+		return api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}
 	}
 	cases := []struct {
 		name       string
-		target     TargetItem
+		target     api.TargetItem
 		redaction  SecretRedaction
 		wantStatus string
 		wantReason string
 		wantMsg    string
 		wantJSON   map[string]any // fields of status.kubeContent; nil = no content
 	}{
-		{name: "object mirrored without managedFields", target: cmTarget("c1"), wantStatus: "True", wantReason: ReasonNoErrors,
+		{name: "object mirrored without managedFields", target: cmTarget("c1"), wantStatus: "True", wantReason: api.ReasonNoErrors,
 			wantMsg: "mirrored", wantJSON: map[string]any{"data": map[string]any{"status": "s", "name": "n"}}},
-		{name: "absent object", target: cmTarget("missing"), wantStatus: "True", wantReason: ReasonNotFound, wantMsg: "does not exist"},
-		{name: "secret redacted", target: TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
-			wantStatus: "True", wantReason: ReasonNoErrors, wantJSON: map[string]any{"data": map[string]any{"password": RedactedValue, "user": RedactedValue}}},
-		{name: "secret allowlisted key", target: TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
-			redaction: SecretRedaction{AllowKeys: []string{"user"}}, wantStatus: "True", wantReason: ReasonNoErrors,
+		{name: "absent object", target: cmTarget("missing"), wantStatus: "True", wantReason: api.ReasonNotFound, wantMsg: "does not exist"},
+		{name: "secret redacted", target: api.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
+			wantStatus: "True", wantReason: api.ReasonNoErrors, wantJSON: map[string]any{"data": map[string]any{"password": RedactedValue, "user": RedactedValue}}},
+		{name: "secret allowlisted key", target: api.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
+			redaction: SecretRedaction{AllowKeys: []string{"user"}}, wantStatus: "True", wantReason: api.ReasonNoErrors,
 			wantJSON: map[string]any{"data": map[string]any{"password": RedactedValue, "user": "YWRtaW4="}}},
-		{name: "secret redaction disabled", target: TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
-			redaction: SecretRedaction{Disabled: true}, wantStatus: "True", wantReason: ReasonNoErrors,
+		{name: "secret redaction disabled", target: api.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "s1"},
+			redaction: SecretRedaction{Disabled: true}, wantStatus: "True", wantReason: api.ReasonNoErrors,
 			wantJSON: map[string]any{"data": map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="}}},
-		{name: "too large for an item", target: cmTarget("big"), wantStatus: "False", wantReason: ReasonContentTooLarge, wantMsg: "over DynamoDB's item limit of 409600 bytes"},
-		{name: "resource not served", target: TargetItem{Group: "nope.example.com", Version: "v1", Resource: "gizmos", Namespace: "default", Name: "g"},
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "gizmos.nope.example.com/v1 is not served"},
-		{name: "missing name", target: TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "missing name"},
-		{name: "cluster-scoped with namespace", target: TargetItem{Version: "v1", Resource: "namespaces", Namespace: "x", Name: "n"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "cluster-scoped"},
+		{name: "too large for an item", target: cmTarget("big"), wantStatus: "False", wantReason: api.ReasonContentTooLarge, wantMsg: "over DynamoDB's item limit of 409600 bytes"},
+		{name: "resource not served", target: api.TargetItem{Group: "nope.example.com", Version: "v1", Resource: "gizmos", Namespace: "default", Name: "g"},
+			wantStatus: "False", wantReason: api.ReasonKindNotServed, wantMsg: "gizmos.nope.example.com/v1 is not served"},
+		{name: "missing name", target: api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "missing name"},
+		{name: "cluster-scoped with namespace", target: api.TargetItem{Version: "v1", Resource: "namespaces", Namespace: "x", Name: "n"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "cluster-scoped"},
 	}
 	for _, tc := range cases {
 		for _, watchWith := range []string{"metadata", "dynamic"} {
@@ -78,9 +80,9 @@ func TestReadController(t *testing.T) {
 					md = metadatafake.NewSimpleMetadataClient(ms, partialMetadata(objs...)...)
 				}
 				rec := newTestReadReconciler(t, dyn, md, mapper, tc.redaction, nil)
-				h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
+				h := newHarness[*api.ReadDesire](api.KindReadDesire, controller.Reconciler[*api.ReadDesire](rec))
 				d := readDesire("r", tc.target)
-				var st *ReadDesire
+				var st *api.ReadDesire
 				deadline := time.Now().Add(5 * time.Second)
 				for {
 					res, got := h.sync(t, d)
@@ -98,7 +100,7 @@ func TestReadController(t *testing.T) {
 							st.Version, again.Version, st.Status.Conditions, again.Status.Conditions)
 					}
 				}
-				succ := condition(st, ConditionSuccessful)
+				succ := condition(st, api.ConditionSuccessful)
 				if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
 					t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
 				}
@@ -141,29 +143,29 @@ func partialMetadata(objs ...*unstructured.Unstructured) []runtime.Object {
 func TestReadForgottenWhenNotOurs(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(d *ReadDesire)
+		mutate func(d *api.ReadDesire)
 	}{
-		{"another management cluster", func(d *ReadDesire) { d.Spec.ManagementCluster = "elsewhere" }},
-		{"undecodable document", func(d *ReadDesire) { d.Invalid = "spec: not an object" }},
+		{"another management cluster", func(d *api.ReadDesire) { d.Spec.ManagementCluster = "elsewhere" }},
+		{"undecodable document", func(d *api.ReadDesire) { d.Invalid = "spec: not an object" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"})
 			rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, nil)
-			h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
-			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+			h := newHarness[*api.ReadDesire](api.KindReadDesire, controller.Reconciler[*api.ReadDesire](rec))
+			d := readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 			h.sync(t, d)
 			if n := rec.watches.Count(); n != 1 {
 				t.Fatalf("watches = %d after the first reconcile, want 1", n)
 			}
-			d = d.DeepCopyDesire().(*ReadDesire)
+			d = d.DeepCopyDesire().(*api.ReadDesire)
 			d.Version = 2
 			tc.mutate(d)
 			_, st := h.sync(t, d)
 			if n := rec.watches.Count(); n != 0 {
 				t.Fatalf("watches = %d, want 0", n)
 			}
-			if c := condition(st, ConditionSuccessful); c.Reason != ReasonPreCheckFailed {
+			if c := condition(st, api.ConditionSuccessful); c.Reason != api.ReasonPreCheckFailed {
 				t.Fatalf("Successful = %s/%s, want PreCheckFailed", c.Status, c.Reason)
 			}
 		})
@@ -178,12 +180,12 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 		unstructuredObj("v1", "ConfigMap", "default", "a", map[string]any{"data": map[string]any{"k": "1"}}))
 	ctx := context.Background()
 	rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, nil)
-	h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
-	d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+	h := newHarness[*api.ReadDesire](api.KindReadDesire, controller.Reconciler[*api.ReadDesire](rec))
+	d := readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
 	gets := func() int { return countVerb(dyn.Actions(), "get") }
-	syncUntil := func(want string) *ReadDesire {
+	syncUntil := func(want string) *api.ReadDesire {
 		t.Helper()
-		var st *ReadDesire
+		var st *api.ReadDesire
 		waitFor(t, 5*time.Second, "content "+want, func() bool {
 			_, st = h.sync(t, d)
 			return st != nil && st.Status.KubeContent != nil && strings.Contains(string(st.Status.KubeContent), want)
@@ -206,7 +208,7 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 	if n := gets(); n != 2 {
 		t.Fatalf("GETs = %d after one change, want 2", n)
 	}
-	if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, "resourceVersion 2") {
+	if msg := condition(st, api.ConditionSuccessful).Message; !strings.Contains(msg, "resourceVersion 2") {
 		t.Fatalf("message %q does not name the mirrored resourceVersion", msg)
 	}
 	if err := dyn.Resource(cmGVR).Namespace("default").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
@@ -214,7 +216,7 @@ func TestReadFetchesOncePerChange(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "NotFound after delete", func() bool {
 		_, st = h.sync(t, d)
-		return condition(st, ConditionSuccessful).Reason == ReasonNotFound && st.Status.KubeContent == nil
+		return condition(st, api.ConditionSuccessful).Reason == api.ReasonNotFound && st.Status.KubeContent == nil
 	})
 }
 
@@ -250,12 +252,12 @@ func TestReadWatchFailureReported(t *testing.T) {
 		return false, nil, nil
 	})
 	rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, func(target.Ref) { mu.Lock(); notified++; mu.Unlock() })
-	h := newHarness[*ReadDesire](KindReadDesire, Reconciler[*ReadDesire](rec))
-	d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
-	var st *ReadDesire
+	h := newHarness[*api.ReadDesire](api.KindReadDesire, controller.Reconciler[*api.ReadDesire](rec))
+	d := readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+	var st *api.ReadDesire
 	waitFor(t, 5*time.Second, "mirrored", func() bool {
 		_, st = h.sync(t, d)
-		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
+		return st != nil && condition(st, api.ConditionSuccessful).Status == api.ConditionTrue
 	})
 	mu.Lock()
 	failing, before := true, notified
@@ -265,15 +267,15 @@ func TestReadWatchFailureReported(t *testing.T) {
 	mu.Unlock()
 	// (A notification may also come from the first sync, which wakes the ReadDesire that
 	// looked before it: the watch's failure is awaited too.)
-	w := rec.watches.Watch(target.Ref{Kind: KindReadDesire, ID: "r"}, d.Spec.TargetItem, target.EveryVersion)
+	w := rec.watches.Watch(target.Ref{Kind: api.KindReadDesire, ID: "r"}, d.Spec.TargetItem, target.EveryVersion)
 	waitFor(t, 5*time.Second, "the failing watch notifies its ReadDesire", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return notified > before && w.Err() != nil
 	})
 	_, st = h.sync(t, d)
-	succ, deg := condition(st, ConditionSuccessful), condition(st, ConditionDegraded)
-	if succ.Status != ConditionFalse || succ.Reason != ReasonKubeAPIError || !strings.Contains(succ.Message, "RBAC changed") || deg.Status != ConditionTrue {
+	succ, deg := condition(st, api.ConditionSuccessful), condition(st, api.ConditionDegraded)
+	if succ.Status != api.ConditionFalse || succ.Reason != api.ReasonKubeAPIError || !strings.Contains(succ.Message, "RBAC changed") || deg.Status != api.ConditionTrue {
 		t.Fatalf("after the watch failed: Successful %s/%s %q, Degraded %s", succ.Status, succ.Reason, succ.Message, deg.Status)
 	}
 	if st.Status.KubeContent == nil || !strings.Contains(succ.Message, "as last read") {
@@ -284,7 +286,7 @@ func TestReadWatchFailureReported(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, 10*time.Second, "Successful again once the watch works", func() bool {
 		_, st = h.sync(t, d)
-		return condition(st, ConditionSuccessful).Status == ConditionTrue
+		return condition(st, api.ConditionSuccessful).Status == api.ConditionTrue
 	})
 }
 
@@ -306,12 +308,12 @@ func TestReadSeededFromLastStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, cm.DeepCopy())
 			rec := newTestReadReconciler(t, dyn, nil, newMapper(), SecretRedaction{}, nil)
-			d := readDesire("r", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
-			last := d.DeepCopyDesire().(*ReadDesire)
+			d := readDesire("r", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "a"})
+			last := d.DeepCopyDesire().(*api.ReadDesire)
 			last.Status.KubeContent = rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","resourceVersion":"` + tc.statusRV + `"},"data":{"k":"1"}}`)
-			rec.last = func(context.Context, string) func() *ReadDesire { return func() *ReadDesire { return last } }
+			rec.Last = func(context.Context, string) func() *api.ReadDesire { return func() *api.ReadDesire { return last } }
 			ctx := context.Background()
-			var v Verdict
+			var v controller.Verdict
 			waitFor(t, 5*time.Second, "mirrored", func() bool { v = rec.Reconcile(ctx, d); return v.Successful() })
 			if got := countVerb(dyn.Actions(), "get"); got != tc.wantGets {
 				t.Fatalf("GETs = %d, want %d (%v)", got, tc.wantGets, v)

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -8,8 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -17,18 +21,21 @@ import (
 // before the desires it serves report KubeAPIError.
 const defaultWatchSyncTimeout = 30 * time.Second
 
-// readReconciler mirrors each ReadDesire's target into its status. Targets are observed
-// through the shared metadata-only watches (one per resource, cluster-wide); when a target's resourceVersion changes, the
-// object is fetched once with a GET. A thousand ReadDesires over any number of namespaces thus
-// hold one watch per resource, not a thousand, and resyncs of unchanged objects cost no request.
-type readReconciler struct {
-	kube        KubeClient
+// Read is the default ReadDesire reconciler: it mirrors each ReadDesire's target into its
+// status. Targets are observed through the shared metadata-only watches (one per resource,
+// cluster-wide); when a target's resourceVersion changes, the object is fetched once with a
+// GET. A thousand ReadDesires over any number of namespaces thus hold one watch per resource,
+// not a thousand, and resyncs of unchanged objects cost no request.
+type Read struct {
+	kube        Kube
 	targets     *targetResolver
 	redaction   SecretRedaction
 	watches     *target.Watches
 	syncTimeout time.Duration
-	// last returns a desire's last status (the controller's LastStatus); nil: none is known.
-	last lastStatus[*ReadDesire]
+	// Last returns a desire's last status (the controller's LastStatus, which the wiring sets
+	// once the controller, built after the reconciler, exists): a new term GETs only the
+	// objects that changed since. nil: none is known.
+	Last LastStatus[*api.ReadDesire]
 
 	mu      sync.Mutex
 	fetched map[string]*fetchedObject // by ReadDesire ID
@@ -38,7 +45,7 @@ type readReconciler struct {
 // resourceVersion stays watchedRV. Only that ReadDesire's reconcile (serialized by the
 // workqueue) uses it.
 type fetchedObject struct {
-	target    TargetItem
+	target    api.TargetItem
 	watchedRV string // the watched resourceVersion the content was fetched for
 	objectRV  string // the fetched object's own resourceVersion
 	raw       []byte // the object as status content
@@ -47,13 +54,13 @@ type fetchedObject struct {
 
 // newFetched returns the fetched object, with its content's digest (the status cache checks
 // its compact statuses against it: held).
-func newFetched(t TargetItem, watchedRV, objectRV string, raw []byte) *fetchedObject {
+func newFetched(t api.TargetItem, watchedRV, objectRV string, raw []byte) *fetchedObject {
 	return &fetchedObject{target: t, watchedRV: watchedRV, objectRV: objectRV, raw: raw, digest: sha256.Sum256(raw)}
 }
 
-// held returns the content last fetched (or seeded) for ReadDesire id and its digest: what
+// Held returns the content last fetched (or seeded) for ReadDesire id and its digest: what
 // its next Mirrored verdict carries while the object does not change (controller.Held).
-func (r *readReconciler) held(id string) ([]byte, [sha256.Size]byte, bool) {
+func (r *Read) Held(id string) ([]byte, [sha256.Size]byte, bool) {
 	r.mu.Lock()
 	f := r.fetched[id]
 	r.mu.Unlock()
@@ -63,19 +70,29 @@ func (r *readReconciler) held(id string) ([]byte, [sha256.Size]byte, bool) {
 	return f.raw, f.digest, true
 }
 
-func newReadReconciler(kube KubeClient, targets *targetResolver, redaction SecretRedaction, watches *target.Watches, syncTimeout time.Duration) *readReconciler {
-	if syncTimeout <= 0 {
-		syncTimeout = defaultWatchSyncTimeout
-	}
-	return &readReconciler{kube: kube, targets: targets, redaction: redaction, watches: watches,
-		syncTimeout: syncTimeout, fetched: map[string]*fetchedObject{}}
+// ReadConfig is what a Read is built from.
+type ReadConfig struct {
+	Kube   Kube
+	Mapper meta.ResettableRESTMapper
+	// Discovery proves a resource type not served; nil: never proven.
+	Discovery discovery.DiscoveryInterface
+	// Redaction says which Secret values a status may hold.
+	Redaction SecretRedaction
+	// Watches observe the targets (one metadata-only watch per resource); required.
+	Watches *target.Watches
 }
 
-// Reconcile implements Reconciler. Verdicts: Mirrored; Absent (NotFound); Pending while the
-// target's watch syncs; Refused(PreCheckFailed) for an invalid target; NotYet(KindNotServed)
-// for a resource the cluster does not serve; Transient(KubeAPIError) when the watch or the
-// GET fails.
-func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
+// NewRead returns the ReadDesire reconciler of cfg.
+func NewRead(cfg ReadConfig) *Read {
+	return &Read{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), redaction: cfg.Redaction, watches: cfg.Watches,
+		syncTimeout: defaultWatchSyncTimeout, fetched: map[string]*fetchedObject{}}
+}
+
+// Reconcile carries out d (the root's Reconciler). Verdicts: Mirrored; Absent (NotFound);
+// Pending while the target's watch syncs; Refused(PreCheckFailed) for an invalid target;
+// NotYet(KindNotServed) for a resource the cluster does not serve; Transient(KubeAPIError)
+// when the watch or the GET fails.
+func (r *Read) Reconcile(ctx context.Context, d *api.ReadDesire) controller.Verdict {
 	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
 	switch res {
 	case targetVerdict:
@@ -83,14 +100,14 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 		return v
 	case targetNotServed:
 		r.Forget(d.DocumentID)
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(GVROf(rt.TargetItem))))
+		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("%s is not served at any version: the object cannot exist now", gvrString(gvrOf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
-	w := r.watches.Watch(target.Ref{Kind: KindReadDesire, ID: d.DocumentID}, t, target.EveryVersion)
+	w := r.watches.Watch(target.Ref{Kind: api.KindReadDesire, ID: d.DocumentID}, t, target.EveryVersion)
 	if err := w.Err(); err != nil {
 		// A watch that fails, before or after it synced (forbidden after an RBAC change, a
 		// resource no longer served), is reported: its store may be stale.
-		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
+		return controller.Transient(api.ReasonKubeAPIError, fmt.Errorf("watching %s: %w", t, err))
 	}
 	if !w.Synced() {
 		return r.unsynced(w, t, d.DocumentID)
@@ -98,7 +115,7 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 	stamp, exists := w.Lookup(t.Namespace, t.Name)
 	if !exists {
 		r.drop(d.DocumentID)
-		return Absent(fmt.Sprintf("%s does not exist", t))
+		return controller.Absent(fmt.Sprintf("%s does not exist", t))
 	}
 	r.seed(ctx, d.DocumentID, t, stamp.ResourceVersion())
 	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.ResourceVersion())
@@ -106,38 +123,38 @@ func (r *readReconciler) Reconcile(ctx context.Context, d *ReadDesire) Verdict {
 	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.
 		r.drop(d.DocumentID)
-		return Absent(fmt.Sprintf("%s does not exist", t))
+		return controller.Absent(fmt.Sprintf("%s does not exist", t))
 	case resourceNotServed(err):
 		r.targets.mapper.Reset()
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(GVROf(t)), err))
+		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("reading %s: the apiserver no longer serves %s: %v", t, gvrString(gvrOf(t)), err))
 	case err != nil:
-		return Transient(ReasonKubeAPIError, err)
+		return controller.Transient(api.ReasonKubeAPIError, err)
 	}
-	return Mirrored(obj.raw, fmt.Sprintf("%s mirrored at resourceVersion %s", t, obj.objectRV))
+	return controller.Mirrored(obj.raw, fmt.Sprintf("%s mirrored at resourceVersion %s", t, obj.objectRV))
 }
 
 // unsynced is the verdict while a target's watch has not completed its first list: a
 // timeout, or Pending (nothing written yet).
-func (r *readReconciler) unsynced(w *target.Watch, t TargetItem, id string) Verdict {
+func (r *Read) unsynced(w *target.Watch, t api.TargetItem, id string) controller.Verdict {
 	if waited := time.Since(w.Started()); waited > r.syncTimeout {
-		return Transient(ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
+		return controller.Transient(api.ReasonKubeAPIError, fmt.Errorf("watching %s: not synced after %s", t, waited.Round(time.Second)))
 	}
-	if w.WakeOnSync(target.Ref{Kind: KindReadDesire, ID: id}) {
-		return Pending(10 * time.Millisecond) // synced meanwhile
+	if w.WakeOnSync(target.Ref{Kind: api.KindReadDesire, ID: id}) {
+		return controller.Pending(10 * time.Millisecond) // synced meanwhile
 	}
-	return Pending(time.Second) // the watch's sync notifies the desire; this is a fallback
+	return controller.Pending(time.Second) // the watch's sync notifies the desire; this is a fallback
 }
 
 // fetch returns the target's content, with a GET only when the watched resourceVersion moved
 // since the last fetch (or the target changed).
-func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, watchedRV string) (*fetchedObject, error) {
+func (r *Read) fetch(ctx context.Context, id string, t api.TargetItem, watchedRV string) (*fetchedObject, error) {
 	r.mu.Lock()
 	f := r.fetched[id]
 	r.mu.Unlock()
 	if f != nil && f.target == t && f.watchedRV == watchedRV {
 		return f, nil
 	}
-	u, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+	u, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", t, err)
 	}
@@ -156,8 +173,8 @@ func (r *readReconciler) fetch(ctx context.Context, id string, t TargetItem, wat
 // when it is the watched resourceVersion of the same target: a new leader then GETs only the
 // objects that changed since. Secrets are always fetched again (the redaction options may
 // have changed with the process).
-func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watchedRV string) {
-	if r.last == nil || (t.Group == "" && t.Resource == "secrets") {
+func (r *Read) seed(ctx context.Context, id string, t api.TargetItem, watchedRV string) {
+	if r.Last == nil || (t.Group == "" && t.Resource == "secrets") {
 		return
 	}
 	r.mu.Lock()
@@ -166,7 +183,7 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 	if have {
 		return
 	}
-	load := r.last(ctx, id)
+	load := r.Last(ctx, id)
 	if load == nil {
 		return
 	}
@@ -187,7 +204,7 @@ func (r *readReconciler) seed(ctx context.Context, id string, t TargetItem, watc
 	r.mu.Unlock()
 }
 
-func (r *readReconciler) drop(id string) {
+func (r *Read) drop(id string) {
 	r.mu.Lock()
 	delete(r.fetched, id)
 	r.mu.Unlock()
@@ -195,7 +212,7 @@ func (r *readReconciler) drop(id string) {
 
 // content returns the live object as compact JSON: managedFields stripped, Secret data redacted.
 // u is the reconciler's own copy (a GET's result) and is modified.
-func (r *readReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]byte, error) {
+func (r *Read) content(u *unstructured.Unstructured, t api.TargetItem) ([]byte, error) {
 	u.SetManagedFields(nil)
 	if t.Group == "" && t.Resource == "secrets" {
 		r.redaction.redact(u)
@@ -204,13 +221,13 @@ func (r *readReconciler) content(u *unstructured.Unstructured, t TargetItem) ([]
 }
 
 // Forget drops what the reconciler holds for ReadDesire id and its watch registration.
-func (r *readReconciler) Forget(id string) {
+func (r *Read) Forget(id string) {
 	r.drop(id)
-	r.watches.Forget(target.Ref{Kind: KindReadDesire, ID: id})
+	r.watches.Forget(target.Ref{Kind: api.KindReadDesire, ID: id})
 }
 
-// endTerm drops every fetched object: a new term fetches again.
-func (r *readReconciler) endTerm() {
+// EndTerm drops every fetched object: a new term fetches again.
+func (r *Read) EndTerm() {
 	r.mu.Lock()
 	r.fetched = map[string]*fetchedObject{}
 	r.mu.Unlock()

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
 
 // staleKube is a fakeKube whose applies fail, as kube-apiserver's do, while the object holds
@@ -58,7 +60,7 @@ type strErr struct{ s string }
 func (e *strErr) Error() string { return e.s }
 
 // noEditor hides ReplaceManagedFields: a KubeClient of one's own without it.
-type noEditor struct{ KubeClient }
+type noEditor struct{ Kube }
 
 // TestStaleFieldOwners: a custom resource whose managedFields hold another manager's entry at a
 // version its CRD no longer serves cannot be applied at all. The reconciler removes that entry
@@ -85,36 +87,36 @@ func TestStaleFieldOwners(t *testing.T) {
 		wantReason string
 		wantMsg    []string
 	}{
-		{"removed then applied", true, nil, ReasonNoErrors,
+		{"removed then applied", true, nil, api.ReasonNoErrors,
 			[]string{"applied Gadget default/g1; removed managedFields entries at apiVersions the cluster no longer serves", "old-operator (Apply) at crd.example.net/v1alpha1"}},
-		{"a KubeClient that cannot edit managedFields", false, nil, ReasonStaleFieldOwners,
+		{"a KubeClient that cannot edit managedFields", false, nil, api.ReasonStaleFieldOwners,
 			[]string{"managedFields entries of old-operator (Apply) at crd.example.net/v1alpha1, which the cluster no longer serves", "cannot edit managedFields", "invalid group/version"}},
-		{"removal forbidden", true, apierrors.NewForbidden(gadgetGVR.GroupResource(), "g1", &strErr{"RBAC"}), ReasonStaleFieldOwners,
+		{"removal forbidden", true, apierrors.NewForbidden(gadgetGVR.GroupResource(), "g1", &strErr{"RBAC"}), api.ReasonStaleFieldOwners,
 			[]string{"old-operator (Apply) at crd.example.net/v1alpha1", "removing them failed", "forbidden"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sk := &staleKube{fakeKube: newFakeKube(), unserved: "crd.example.net/v1alpha1", failWith: tc.failWith}
 			seed(sk.fakeKube)
-			var kube KubeClient = sk
+			var kube Kube = sk
 			if !tc.editor {
 				kube = noEditor{sk}
 			}
-			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, withGadgets(newMapper()), "fm"))
-			var st *ApplyDesire
+			h := newHarness[*api.ApplyDesire](api.KindApplyDesire, NewApply(ApplyConfig{Kube: kube, Mapper: withGadgets(newMapper()), FieldManager: "fm"}))
+			var st *api.ApplyDesire
 			for i := 0; i < controller.SameFailureLimit+2; i++ { // repeated failures stay the cluster's
 				if i > 0 {
 					// Another desire succeeds meanwhile (what turns a streak into the desire's fault).
 					h.sync(t, applyDesire("other", cmJSON("fine")))
 				}
 				_, st = h.sync(t, applyDesire("g", content))
-				if tc.wantReason == ReasonNoErrors {
+				if tc.wantReason == api.ReasonNoErrors {
 					break
 				}
 			}
-			c := condition(st, ConditionSuccessful)
-			if c.Reason != tc.wantReason || condition(st, ConditionDegraded).Status != ConditionFalse {
-				t.Fatalf("Successful = %s/%s %q, Degraded %s", c.Status, c.Reason, c.Message, condition(st, ConditionDegraded).Status)
+			c := condition(st, api.ConditionSuccessful)
+			if c.Reason != tc.wantReason || condition(st, api.ConditionDegraded).Status != api.ConditionFalse {
+				t.Fatalf("Successful = %s/%s %q, Degraded %s", c.Status, c.Reason, c.Message, condition(st, api.ConditionDegraded).Status)
 			}
 			for _, want := range tc.wantMsg {
 				if !strings.Contains(c.Message, want) {
@@ -124,7 +126,7 @@ func TestStaleFieldOwners(t *testing.T) {
 			if tc.editor && (sk.replaces == 0 || sk.replaceRV[0] != "41") {
 				t.Fatalf("replaces %d with resourceVersions %v, want the precondition 41", sk.replaces, sk.replaceRV)
 			}
-			if tc.wantReason == ReasonNoErrors {
+			if tc.wantReason == api.ReasonNoErrors {
 				for _, e := range sk.objects[objKey(gadgetGVR, "default", "g1")].GetManagedFields() {
 					if e.APIVersion == sk.unserved {
 						t.Fatalf("the stale entry is still there: %+v", e)
@@ -132,18 +134,5 @@ func TestStaleFieldOwners(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestManagedFieldsPatch: the patch tests the resourceVersion, then replaces the list; an
-// empty list is written as one empty entry (an empty list would be ignored).
-func TestManagedFieldsPatch(t *testing.T) {
-	p, err := managedFieldsPatch("7", nil)
-	if err != nil || string(p) != `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"replace","path":"/metadata/managedFields","value":[{}]}]` {
-		t.Fatalf("patch = %s, %v", p, err)
-	}
-	p, _ = managedFieldsPatch("8", []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}})
-	if !strings.Contains(string(p), `"value":[{"manager":"m","operation":"Apply","apiVersion":"v1"}]`) {
-		t.Fatalf("patch = %s", p)
 	}
 }

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -128,6 +130,13 @@ func (m *throttledMapper) RESTMapping(gk schema.GroupKind, versions ...string) (
 	return &found, nil
 }
 
+// NewMapper returns the reconcilers' RESTMapper over m: throttled (throttledMapper: one
+// discovery reset per second, its mappings kept until a reset), after m is made resettable
+// when it is not (resettable: its Reset then only calls reset, which may be nil).
+func NewMapper(m meta.RESTMapper, reset func()) meta.ResettableRESTMapper {
+	return &throttledMapper{ResettableRESTMapper: resettable(m, reset)}
+}
+
 // resettable returns m as a meta.ResettableRESTMapper. A mapper without Reset finds new kinds
 // on its own (or not at all); its Reset only calls also (nil: nothing), e.g. to invalidate a
 // discovery cache beside it.
@@ -203,8 +212,8 @@ func discoveryGroups(d discovery.DiscoveryInterface) servedGroups {
 // resolvedTarget is a Delete or Read target resolved once: every check and every call uses
 // its canonical resource, never the spelling of the spec.
 type resolvedTarget struct {
-	TargetItem // canonical: Group, Version and Resource as discovery serves them
-	kind       string
+	api.TargetItem // canonical: Group, Version and Resource as discovery serves them
+	kind           string
 }
 
 // targetResolution says what resolving a target found.
@@ -233,11 +242,11 @@ type targetResolver struct {
 // proven not to serve (its whole API group is absent from a complete discovery) is
 // targetNotServed; one it may not serve yet (an unknown resource of a served CRD group among
 // them) is NotYet(KindNotServed), naming the group's served resources.
-func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
+func (r *targetResolver) resolve(t api.TargetItem) (resolvedTarget, controller.Verdict, targetResolution) {
 	if err := validateTarget(t); err != nil {
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, err.Error()), targetVerdict
 	}
-	gvr := GVROf(t)
+	gvr := gvrOf(t)
 	canon, err := r.mapper.ResourceFor(gvr)
 	if meta.IsNoMatchError(err) {
 		r.mapper.Reset()
@@ -249,7 +258,7 @@ func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetR
 	case err != nil:
 		return resolvedTarget{}, r.mapperFailure(err), targetVerdict
 	case canon != gvr:
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 			"targetItem names %s, which is not how the cluster serves it: did you mean %s (group %q, version %q, resource %q)?",
 			gvrString(gvr), gvrString(canon), canon.Group, canon.Version, canon.Resource)), targetVerdict
 	}
@@ -262,26 +271,26 @@ func (r *targetResolver) resolve(t TargetItem) (resolvedTarget, Verdict, targetR
 		return resolvedTarget{}, r.mapperFailure(err), targetVerdict
 	}
 	if err := checkScope(mapping, t.Namespace, "targetItem"); err != nil {
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, err.Error()), targetVerdict
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, err.Error()), targetVerdict
 	}
-	return resolvedTarget{TargetItem: t, kind: gvk.Kind}, Verdict{}, targetResolved
+	return resolvedTarget{TargetItem: t, kind: gvk.Kind}, controller.Verdict{}, targetResolved
 }
 
 // mapperFailure is the verdict of a mapper error other than "no match".
-func (r *targetResolver) mapperFailure(err error) Verdict {
+func (r *targetResolver) mapperFailure(err error) controller.Verdict {
 	var amb *meta.AmbiguousResourceError
 	switch {
 	case errors.As(err, &amb):
-		return Refused(ReasonPreCheckFailed, "targetItem is ambiguous: "+err.Error())
+		return controller.Refused(api.ReasonPreCheckFailed, "targetItem is ambiguous: "+err.Error())
 	case errors.Is(err, ErrKindNotServed), meta.IsNoMatchError(err):
-		return NotYet(ReasonKindNotServed, err.Error())
+		return controller.NotYet(api.ReasonKindNotServed, err.Error())
 	}
-	return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
+	return controller.Transient(api.ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
 }
 
 // unknown is the resolution of a target whose exact group/version/resource is not served.
-func (r *targetResolver) unknown(t TargetItem) (resolvedTarget, Verdict, targetResolution) {
-	gvr := GVROf(t)
+func (r *targetResolver) unknown(t api.TargetItem) (resolvedTarget, controller.Verdict, targetResolution) {
+	gvr := gvrOf(t)
 	var sameGroup, otherGroups []string
 	if all, err := r.mapper.ResourcesFor(schema.GroupVersionResource{Group: t.Group, Resource: t.Resource}); err == nil {
 		for _, other := range all {
@@ -294,32 +303,32 @@ func (r *targetResolver) unknown(t TargetItem) (resolvedTarget, Verdict, targetR
 	}
 	switch {
 	case len(sameGroup) > 0:
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 			"%s is not served at version %s but at %s: the object may well exist; name a served version",
 			groupResource(t), t.Version, strings.Join(sameGroup, ", "))), targetVerdict
 	case len(otherGroups) > 0:
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 			"%s is not served; did you mean %s?", gvrString(gvr), strings.Join(otherGroups, " or "))), targetVerdict
 	}
 	groups, err := r.proof()
 	if err != nil {
-		return resolvedTarget{}, NotYet(ReasonKindNotServed, fmt.Sprintf(
+		return resolvedTarget{}, controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf(
 			"%s is not served as far as the cluster's discovery shows, but that cannot be proven yet: %v", gvrString(gvr), err)), targetVerdict
 	}
 	served, groupServed := groups[t.Group]
 	switch {
 	case groupServed && builtinGroup(t.Group):
-		return resolvedTarget{}, Refused(ReasonPreCheckFailed, fmt.Sprintf(
+		return resolvedTarget{}, controller.Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 			"%s: the cluster serves API group %q but no resource %q in it (a typo?); it serves %s",
 			gvrString(gvr), coreName(t.Group), t.Resource, resourceList(served))), targetVerdict
 	case groupServed:
 		// A CRD group: a typo or a singular is not proof the type is unserved, and another
 		// CRD of the group may be on its way. The target is not called gone.
-		return resolvedTarget{}, NotYet(ReasonKindNotServed, fmt.Sprintf(
+		return resolvedTarget{}, controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf(
 			"%s: the cluster serves API group %q but no resource %q in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves %s",
 			gvrString(gvr), t.Group, t.Resource, resourceList(served))), targetVerdict
 	}
-	return resolvedTarget{TargetItem: t}, Verdict{}, targetNotServed
+	return resolvedTarget{TargetItem: t}, controller.Verdict{}, targetNotServed
 }
 
 // proof returns the served groups when "not served" can be proven: discovery complete and no
@@ -356,7 +365,7 @@ func coreName(group string) string {
 	return group
 }
 
-func groupResource(t TargetItem) string {
+func groupResource(t api.TargetItem) string {
 	if t.Group == "" {
 		return t.Resource
 	}

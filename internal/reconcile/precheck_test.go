@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"encoding/json"

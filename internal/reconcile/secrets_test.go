@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -12,7 +12,64 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
+
+func TestSecretRedaction(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data": map[string]any{"user": "YWRtaW4=", "password": "aHVudGVyMg=="}, "stringData": map[string]any{"token": "t"}}}
+	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"})
+	SecretRedaction{AllowKeys: []string{"user"}}.redact(u)
+	data := u.Object["data"].(map[string]any)
+	if data["user"] != "YWRtaW4=" || data["password"] != RedactedValue || u.Object["stringData"].(map[string]any)["token"] != RedactedValue {
+		t.Fatalf("redacted = %v / %v", data, u.Object["stringData"])
+	}
+	if anns := u.GetAnnotations(); anns["keep"] != "me" || anns["kubectl.kubernetes.io/last-applied-configuration"] != "" {
+		t.Fatalf("annotations = %v", anns)
+	}
+	v := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"password": "aHVudGVyMg=="}}}
+	SecretRedaction{Disabled: true}.redact(v)
+	if v.Object["data"].(map[string]any)["password"] != "aHVudGVyMg==" {
+		t.Fatal("redaction not disabled")
+	}
+}
+
+// TestSecretRedactionAnyShape: a ReadDesire's mirror redacts data and stringData whatever
+// their shape (a map's values at any depth are replaced whole; anything else entirely).
+func TestSecretRedactionAnyShape(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data":       []any{"Zq7x-list"},
+		"stringData": map[string]any{"k": map[string]any{"inner": "Zq7x-nested"}, "n": int64(987654321)}}}
+	SecretRedaction{}.redact(u)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "Zq7x") || strings.Contains(string(b), "987654321") || strings.Contains(string(b), "inner") {
+		t.Fatalf("mirror reveals a value: %s", b)
+	}
+}
+
+// TestUndecodableNonSecretKeepsItsMessage: content that is no Secret keeps its message as the
+// decoder wrote it, undecodable or not.
+func TestUndecodableNonSecretKeepsItsMessage(t *testing.T) {
+	digits := strings.Repeat("1234567890", 10)
+	cases := []struct{ name, content, keep string }{
+		{"ConfigMap with a number beyond float64", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"},"data":{"k":` + digits + `e999}}`, digits[:40]},
+		{"Secret of another group", `{"apiVersion":"example.com/v1","kind":"Secret","metadata":{"name":"c","namespace":"default"},"stringData":{"k":` + digits + `e999}}`, digits[:40]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := "cannot apply " + tc.content
+			v := scrubVerdict(applyDesire("c", tc.content), controller.Refused(api.ReasonPreCheckFailed, msg))
+			if v.Message() != msg || !strings.Contains(v.Message(), tc.keep) {
+				t.Fatalf("message %q, want it unchanged", v.Message())
+			}
+		})
+	}
+}
 
 // TestSecretValuesNeverReachAStatus: an apiserver error about a Secret an ApplyDesire carries
 // quotes offending values (as kube-apiserver does for a stringData value of the wrong type);
@@ -45,7 +102,7 @@ func TestSecretValuesNeverReachAStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := newFakeKube()
 			kube.errs["apply"] = tc.applyErr
-			h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(kube, withSecrets(newMapper()), "fm"))
+			h := newHarness[*api.ApplyDesire](api.KindApplyDesire, NewApply(ApplyConfig{Kube: kube, Mapper: withSecrets(newMapper()), FieldManager: "fm"}))
 			_, st := h.sync(t, applyDesire("s", tc.manifest))
 			for _, c := range st.Status.Conditions {
 				for _, secret := range tc.secrets {
@@ -54,29 +111,10 @@ func TestSecretValuesNeverReachAStatus(t *testing.T) {
 					}
 				}
 			}
-			if msg := condition(st, ConditionSuccessful).Message; !strings.Contains(msg, tc.keep) || !strings.Contains(msg, "[redacted]") {
+			if msg := condition(st, api.ConditionSuccessful).Message; !strings.Contains(msg, tc.keep) || !strings.Contains(msg, "[redacted]") {
 				t.Fatalf("message %q lost its sense or was not scrubbed", msg)
 			}
 		})
-	}
-}
-
-func TestSecretRedaction(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"data": map[string]any{"user": "YWRtaW4=", "password": "aHVudGVyMg=="}, "stringData": map[string]any{"token": "t"}}}
-	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"})
-	SecretRedaction{AllowKeys: []string{"user"}}.redact(u)
-	data := u.Object["data"].(map[string]any)
-	if data["user"] != "YWRtaW4=" || data["password"] != RedactedValue || u.Object["stringData"].(map[string]any)["token"] != RedactedValue {
-		t.Fatalf("redacted = %v / %v", data, u.Object["stringData"])
-	}
-	if anns := u.GetAnnotations(); anns["keep"] != "me" || anns["kubectl.kubernetes.io/last-applied-configuration"] != "" {
-		t.Fatalf("annotations = %v", anns)
-	}
-	v := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"password": "aHVudGVyMg=="}}}
-	SecretRedaction{Disabled: true}.redact(v)
-	if v.Object["data"].(map[string]any)["password"] != "aHVudGVyMg==" {
-		t.Fatal("redaction not disabled")
 	}
 }
 
@@ -140,20 +178,22 @@ func TestSecretValuesRedactedAsAClass(t *testing.T) {
 						if encoded != "" && rd.name == "Go %v" {
 							msg += " (" + encoded + ")"
 						}
-						var r Reconciler[*ApplyDesire]
+						var r controller.Reconciler[*api.ApplyDesire]
 						switch via {
 						case "apply error":
 							kube := newFakeKube()
 							kube.errs["apply"] = apierrors.NewBadRequest(msg)
-							r = NewApplyReconciler(kube, withSecrets(newMapper()), "fm")
+							r = NewApply(ApplyConfig{Kube: kube, Mapper: withSecrets(newMapper()), FieldManager: "fm"})
 						case "wrapper refusal":
-							r = ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict { return Refused(ReasonPreCheckFailed, msg) })
+							r = reconcilerFunc[*api.ApplyDesire](func(context.Context, *api.ApplyDesire) controller.Verdict {
+								return controller.Refused(api.ReasonPreCheckFailed, msg)
+							})
 						default:
-							r = ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
-								return Transient(ReasonKubeAPIError, errors.New(msg))
+							r = reconcilerFunc[*api.ApplyDesire](func(context.Context, *api.ApplyDesire) controller.Verdict {
+								return controller.Transient(api.ReasonKubeAPIError, errors.New(msg))
 							})
 						}
-						h := newHarness[*ApplyDesire](KindApplyDesire, r)
+						h := newHarness[*api.ApplyDesire](api.KindApplyDesire, r)
 						_, st := h.sync(t, applyDesire("s", string(manifest)))
 						for _, c := range st.Status.Conditions {
 							for _, leak := range sh.leaks {
@@ -162,45 +202,13 @@ func TestSecretValuesRedactedAsAClass(t *testing.T) {
 								}
 							}
 						}
-						if m := condition(st, ConditionSuccessful).Message; !strings.Contains(m, "[redacted]") {
+						if m := condition(st, api.ConditionSuccessful).Message; !strings.Contains(m, "[redacted]") {
 							t.Fatalf("message %q was not scrubbed or lost its sense", m)
 						}
 					})
 				}
 			}
 		}
-	}
-}
-
-// TestSecretRedactionAnyShape: a ReadDesire's mirror redacts data and stringData whatever
-// their shape (a map's values at any depth are replaced whole; anything else entirely).
-func TestSecretRedactionAnyShape(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"data":       []any{"Zq7x-list"},
-		"stringData": map[string]any{"k": map[string]any{"inner": "Zq7x-nested"}, "n": int64(987654321)}}}
-	SecretRedaction{}.redact(u)
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), "Zq7x") || strings.Contains(string(b), "987654321") || strings.Contains(string(b), "inner") {
-		t.Fatalf("mirror reveals a value: %s", b)
-	}
-}
-
-// TestApplyControllerScrubsWithoutRivalRules: an ApplyDesire controller built without rival
-// rules still scrubs every verdict of its Secret's values (a wrapper's too).
-func TestApplyControllerScrubsWithoutRivalRules(t *testing.T) {
-	const value = "s3cr3t-value-no-one-may-read"
-	manifest := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"stringData":{"k":"` + value + `"}}`
-	r := ReconcilerFunc[*ApplyDesire](func(context.Context, *ApplyDesire) Verdict {
-		return Refused(ReasonPreCheckFailed, "the apiserver refused "+value)
-	})
-	cfg := newHarness[*ApplyDesire](KindApplyDesire, r).c.Config
-	cfg.ObjectRules = nil
-	v := newController(cfg).Judge(context.Background(), applyDesire("s", manifest))
-	if strings.Contains(v.Message(), value) || !strings.Contains(v.Message(), "[redacted]") {
-		t.Fatalf("verdict message %q: want the Secret's value scrubbed", v.Message())
 	}
 }
 
@@ -233,17 +241,17 @@ func TestUndecodableSecretValuesNeverQuoted(t *testing.T) {
 		{name: "broken before the kind", content: `{"stringData":{"k":"Zq7x-first"} x "kind":"Secret","apiVersion":"v1"}`, leaks: []string{"Zq7x"}},
 		{name: "another value after the object", content: head + `"stringData":{"k":"Zq7x-one"}} {"stringData":{"j":"Zq7x-two"}}`, leaks: []string{"Zq7x"}},
 	}
-	quoting := ReconcilerFunc[*ApplyDesire](func(_ context.Context, d *ApplyDesire) Verdict {
-		return Refused(ReasonPreCheckFailed, "cannot apply "+string(d.Spec.KubeContent))
+	quoting := reconcilerFunc[*api.ApplyDesire](func(_ context.Context, d *api.ApplyDesire) controller.Verdict {
+		return controller.Refused(api.ReasonPreCheckFailed, "cannot apply "+string(d.Spec.KubeContent))
 	})
 	for _, tc := range cases {
 		for _, via := range []string{"default reconciler", "wrapper quoting the content"} {
 			t.Run(tc.name+"/"+via, func(t *testing.T) {
-				var r Reconciler[*ApplyDesire] = quoting
+				var r controller.Reconciler[*api.ApplyDesire] = quoting
 				if via == "default reconciler" {
-					r = NewApplyReconciler(newFakeKube(), withSecrets(newMapper()), "fm")
+					r = NewApply(ApplyConfig{Kube: newFakeKube(), Mapper: withSecrets(newMapper()), FieldManager: "fm"})
 				}
-				h := newHarness[*ApplyDesire](KindApplyDesire, r)
+				h := newHarness[*api.ApplyDesire](api.KindApplyDesire, r)
 				_, st := h.sync(t, applyDesire("s", tc.content))
 				for _, c := range st.Status.Conditions {
 					for _, leak := range tc.leaks {
@@ -252,8 +260,8 @@ func TestUndecodableSecretValuesNeverQuoted(t *testing.T) {
 						}
 					}
 				}
-				succ := condition(st, ConditionSuccessful)
-				if succ.Reason != ReasonPreCheckFailed || succ.Message == "" {
+				succ := condition(st, api.ConditionSuccessful)
+				if succ.Reason != api.ReasonPreCheckFailed || succ.Message == "" {
 					t.Fatalf("Successful = %s %q, want a PreCheckFailed refusal that says why", succ.Reason, succ.Message)
 				}
 				if tc.keep != "" && via == "wrapper quoting the content" && !strings.Contains(succ.Message, tc.keep) {
@@ -261,24 +269,5 @@ func TestUndecodableSecretValuesNeverQuoted(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestUndecodableNonSecretKeepsItsMessage: content that is no Secret keeps its message as the
-// decoder wrote it, undecodable or not.
-func TestUndecodableNonSecretKeepsItsMessage(t *testing.T) {
-	digits := strings.Repeat("1234567890", 10)
-	cases := []struct{ name, content, keep string }{
-		{"ConfigMap with a number beyond float64", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"},"data":{"k":` + digits + `e999}}`, digits[:40]},
-		{"Secret of another group", `{"apiVersion":"example.com/v1","kind":"Secret","metadata":{"name":"c","namespace":"default"},"stringData":{"k":` + digits + `e999}}`, digits[:40]},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			msg := "cannot apply " + tc.content
-			v := scrubVerdict(applyDesire("c", tc.content), Refused(ReasonPreCheckFailed, msg))
-			if v.Message() != msg || !strings.Contains(v.Message(), tc.keep) {
-				t.Fatalf("message %q, want it unchanged", v.Message())
-			}
-		})
 	}
 }

@@ -1,35 +1,31 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/controller"
-	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
-	"github.com/kube-applier-aws/kubeapplier/internal/target"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
+	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
 func TestDeleteController(t *testing.T) {
-	cm := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	cm := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
 	cases := []struct {
 		name        string
-		target      TargetItem
+		target      api.TargetItem
 		finalizers  []string
 		exists      bool
 		getErr      error
@@ -41,50 +37,50 @@ func TestDeleteController(t *testing.T) {
 		// failingDiscovery: an API group fails discovery; noDiscovery: no discovery client.
 		failingDiscovery, noDiscovery bool
 	}{
-		{name: "not found", target: cm, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
-		{name: "deleted", target: cm, exists: true, wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "is gone", wantGone: true},
+		{name: "not found", target: cm, wantStatus: "True", wantReason: api.ReasonNoErrors, wantMsg: "is gone", wantGone: true},
+		{name: "deleted", target: cm, exists: true, wantStatus: "True", wantReason: api.ReasonNoErrors, wantMsg: "is gone", wantGone: true},
 		{name: "held by finalizer", target: cm, exists: true, finalizers: []string{"example.com/hold"}, wantStatus: "False",
-			wantReason: ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: controller.LookSoon},
-		{name: "kind not served", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
-			wantStatus: "True", wantReason: ReasonNoErrors, wantMsg: "things.gone.example.com/v1 is not served", wantGone: true},
-		{name: "missing name", target: TargetItem{Version: "v1", Resource: "configmaps"}, wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "missing name"},
-		{name: "namespaced without namespace", target: TargetItem{Version: "v1", Resource: "configmaps", Name: "c1"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "namespaced"},
+			wantReason: api.ReasonWaitingForDeletion, wantMsg: "waiting for finalizers: example.com/hold", wantRequeue: controller.LookSoon},
+		{name: "kind not served", target: api.TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
+			wantStatus: "True", wantReason: api.ReasonNoErrors, wantMsg: "things.gone.example.com/v1 is not served", wantGone: true},
+		{name: "missing name", target: api.TargetItem{Version: "v1", Resource: "configmaps"}, wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "missing name"},
+		{name: "namespaced without namespace", target: api.TargetItem{Version: "v1", Resource: "configmaps", Name: "c1"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "namespaced"},
 		{name: "apiserver down", target: cm, getErr: apierrors.NewServiceUnavailable("down"), wantStatus: "False",
-			wantReason: ReasonKubeAPIError, wantMsg: "down", wantRequeue: controller.LookBackoff},
+			wantReason: api.ReasonKubeAPIError, wantMsg: "down", wantRequeue: controller.LookBackoff},
 		// Target identity: every spelling the mapper accepts but the apiserver does not serve
 		// is refused naming the canonical one, never called gone.
-		{name: "singular resource", target: TargetItem{Version: "v1", Resource: "configmap", Namespace: "default", Name: "c1"}, exists: true,
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `did you mean configmaps/v1 (group "", version "v1", resource "configmaps")?`},
-		{name: "capitalised resource", target: TargetItem{Version: "v1", Resource: "ConfigMaps", Namespace: "default", Name: "c1"}, exists: true,
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean configmaps/v1"},
-		{name: "group-less resource of a named group", target: TargetItem{Version: "v1", Resource: "deployments", Namespace: "default", Name: "web"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean deployments.apps/v1"},
-		{name: "group prefix", target: TargetItem{Group: "rbac", Version: "v1", Resource: "clusterroles", Name: "r"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "did you mean clusterroles.rbac.authorization.k8s.io/v1"},
-		{name: "version not served while another is", target: TargetItem{Group: "apps", Version: "v1beta1", Resource: "deployments", Namespace: "default", Name: "web"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "deployments.apps is not served at version v1beta1 but at v1: the object may well exist"},
-		{name: "typo in a served built-in group", target: TargetItem{Version: "v1", Resource: "configmapz", Namespace: "default", Name: "c1"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `serves API group "core" but no resource "configmapz" in it (a typo?)`},
+		{name: "singular resource", target: api.TargetItem{Version: "v1", Resource: "configmap", Namespace: "default", Name: "c1"}, exists: true,
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: `did you mean configmaps/v1 (group "", version "v1", resource "configmaps")?`},
+		{name: "capitalised resource", target: api.TargetItem{Version: "v1", Resource: "ConfigMaps", Namespace: "default", Name: "c1"}, exists: true,
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "did you mean configmaps/v1"},
+		{name: "group-less resource of a named group", target: api.TargetItem{Version: "v1", Resource: "deployments", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "did you mean deployments.apps/v1"},
+		{name: "group prefix", target: api.TargetItem{Group: "rbac", Version: "v1", Resource: "clusterroles", Name: "r"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "did you mean clusterroles.rbac.authorization.k8s.io/v1"},
+		{name: "version not served while another is", target: api.TargetItem{Group: "apps", Version: "v1beta1", Resource: "deployments", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "deployments.apps is not served at version v1beta1 but at v1: the object may well exist"},
+		{name: "typo in a served built-in group", target: api.TargetItem{Version: "v1", Resource: "configmapz", Namespace: "default", Name: "c1"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: `serves API group "core" but no resource "configmapz" in it (a typo?)`},
 		// Subresources and unknown resources of a served group are never called gone.
-		{name: "subresource of a CRD", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/status", Namespace: "default", Name: "g1"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `"gadgets/status" names a subresource: a target is a whole object; name its resource "gadgets"`},
-		{name: "scale subresource of a CRD", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/scale", Namespace: "default", Name: "g1"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "names a subresource"},
-		{name: "built-in subresource", target: TargetItem{Group: "apps", Version: "v1", Resource: "deployments/scale", Namespace: "default", Name: "web"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "names a subresource"},
-		{name: "typo in a served CRD group", target: TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgetz", Namespace: "default", Name: "g1"},
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantRequeue: controller.LookBackoff,
+		{name: "subresource of a CRD", target: api.TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/status", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: `"gadgets/status" names a subresource: a target is a whole object; name its resource "gadgets"`},
+		{name: "scale subresource of a CRD", target: api.TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgets/scale", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "names a subresource"},
+		{name: "built-in subresource", target: api.TargetItem{Group: "apps", Version: "v1", Resource: "deployments/scale", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: "names a subresource"},
+		{name: "typo in a served CRD group", target: api.TargetItem{Group: "crd.example.net", Version: "v1", Resource: "gadgetz", Namespace: "default", Name: "g1"},
+			wantStatus: "False", wantReason: api.ReasonKindNotServed, wantRequeue: controller.LookBackoff,
 			wantMsg: `serves API group "crd.example.net" but no resource "gadgetz" in it: a typo, or a CustomResourceDefinition not (or no longer) established; it serves gadgets`},
-		{name: "typo in a served built-in group names what it serves", target: TargetItem{Group: "apps", Version: "v1", Resource: "deploymentz", Namespace: "default", Name: "web"},
-			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `no resource "deploymentz" in it (a typo?); it serves deployments`},
-		{name: "unknown resource while discovery is incomplete", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
-			failingDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: controller.LookBackoff},
-		{name: "unknown resource without discovery", target: TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
-			noDiscovery: true, wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "no discovery client to prove it", wantRequeue: controller.LookBackoff},
+		{name: "typo in a served built-in group names what it serves", target: api.TargetItem{Group: "apps", Version: "v1", Resource: "deploymentz", Namespace: "default", Name: "web"},
+			wantStatus: "False", wantReason: api.ReasonPreCheckFailed, wantMsg: `no resource "deploymentz" in it (a typo?); it serves deployments`},
+		{name: "unknown resource while discovery is incomplete", target: api.TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
+			failingDiscovery: true, wantStatus: "False", wantReason: api.ReasonKindNotServed, wantMsg: "cannot be proven yet: discovery is incomplete", wantRequeue: controller.LookBackoff},
+		{name: "unknown resource without discovery", target: api.TargetItem{Group: "gone.example.com", Version: "v1", Resource: "things", Namespace: "default", Name: "t1"},
+			noDiscovery: true, wantStatus: "False", wantReason: api.ReasonKindNotServed, wantMsg: "no discovery client to prove it", wantRequeue: controller.LookBackoff},
 		{name: "resource type gone since discovery (404 without a name)", target: cm,
 			getErr:     apierrors.NewGenericServerResponse(404, "get", cmGVR.GroupResource(), "", "the server could not find the requested resource", 0, false),
-			wantStatus: "False", wantReason: ReasonKindNotServed, wantMsg: "the apiserver no longer serves configmaps/v1", wantRequeue: controller.LookBackoff},
+			wantStatus: "False", wantReason: api.ReasonKindNotServed, wantMsg: "the apiserver no longer serves configmaps/v1", wantRequeue: controller.LookBackoff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,16 +93,16 @@ func TestDeleteController(t *testing.T) {
 			if tc.noDiscovery {
 				disc = nil
 			}
-			h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, withGadgets(newMapper()), disc))
+			h := newHarness[*api.DeleteDesire](api.KindDeleteDesire, NewDelete(DeleteConfig{Kube: kube, Mapper: withGadgets(newMapper()), Discovery: disc}))
 			res, st := h.sync(t, deleteDesire("d", tc.target))
-			succ := condition(st, ConditionSuccessful)
+			succ := condition(st, api.ConditionSuccessful)
 			if succ.Status != tc.wantStatus || succ.Reason != tc.wantReason || !strings.Contains(succ.Message, tc.wantMsg) {
 				t.Fatalf("Successful = %s/%s %q, want %s/%s containing %q", succ.Status, succ.Reason, succ.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
 			}
 			if againOf(res) != tc.wantRequeue {
 				t.Fatalf("requeue = %v, want %v", againOf(res), tc.wantRequeue)
 			}
-			if tc.wantStatus == ConditionFalse && tc.exists && len(kube.objects) == 0 {
+			if tc.wantStatus == api.ConditionFalse && tc.exists && len(kube.objects) == 0 {
 				t.Fatal("the object was deleted although the desire was refused")
 			}
 			if gone := len(kube.objects) == 0; tc.exists && gone != tc.wantGone {
@@ -119,14 +115,14 @@ func TestDeleteController(t *testing.T) {
 func TestDeleteFinalizerThenGone(t *testing.T) {
 	kube := newFakeKube()
 	kube.Apply(context.Background(), cmGVR, configMapObject("held", "example.com/hold"), "setup")
-	h := newHarness[*DeleteDesire](KindDeleteDesire, NewDeleteReconciler(kube, newMapper(), newTestDiscovery(false)))
-	d := deleteDesire("d", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
-	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Reason != ReasonWaitingForDeletion {
+	h := newHarness[*api.DeleteDesire](api.KindDeleteDesire, NewDelete(DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false)}))
+	d := deleteDesire("d", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
+	if _, st := h.sync(t, d); condition(st, api.ConditionSuccessful).Reason != api.ReasonWaitingForDeletion {
 		t.Fatalf("first: %+v", st.Status.Conditions)
 	}
 	// The finalizer's owner removes it; there is no garbage collector here, so do what it would.
 	delete(kube.objects, objKey(cmGVR, "default", "held"))
-	if _, st := h.sync(t, d); condition(st, ConditionSuccessful).Status != ConditionTrue {
+	if _, st := h.sync(t, d); condition(st, api.ConditionSuccessful).Status != api.ConditionTrue {
 		t.Fatalf("after finalizer removed: %+v", st.Status.Conditions)
 	}
 }
@@ -143,7 +139,7 @@ func TestDeleteWokenByWatch(t *testing.T) {
 		woken int
 	)
 	w := target.NewWatches(kube.Dyn, nil, func(ref target.Ref) {
-		if ref.Kind == KindDeleteDesire && ref.ID == "d1" {
+		if ref.Kind == api.KindDeleteDesire && ref.ID == "d1" {
 			mu.Lock()
 			woken++
 			mu.Unlock()
@@ -156,14 +152,14 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	if err := kube.Store(obj, true); err != nil {
 		t.Fatal(err)
 	}
-	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), watches: w}
-	d := deleteDesire("d1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
-	var v Verdict
+	rec := NewDelete(DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Watches: w})
+	d := deleteDesire("d1", api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "held"})
+	var v controller.Verdict
 	waitFor(t, 5*time.Second, "waiting with the watch synced", func() bool {
 		v = rec.Reconcile(ctx, d)
-		return afterOf(v) == watchedRecheck
+		return afterOf(v) == 2*time.Minute // the watched recheck
 	})
-	if v.Reason() != ReasonWaitingForDeletion || againOf(v) != controller.LookSoon {
+	if v.Reason() != api.ReasonWaitingForDeletion || againOf(v) != controller.LookSoon {
 		t.Fatalf("verdict %v (again %d after %s), want WaitingForDeletion with the long recheck", v, againOf(v), afterOf(v))
 	}
 	mu.Lock()
@@ -188,80 +184,9 @@ func TestDeleteWokenByWatch(t *testing.T) {
 	if v = rec.Reconcile(ctx, d); !v.Successful() || !strings.Contains(v.Message(), "is gone") {
 		t.Fatalf("after the finalizer went: %v", v)
 	}
-	rec.forget("d1")
+	rec.Forget("d1")
 	if w.Count() != 0 || w.Registered() != 0 {
 		t.Fatalf("watches %d, registrations %d after forget, want 0", w.Count(), w.Registered())
-	}
-}
-
-// TestDeleteConfirmsItsSpec: the informer's cache lags its table, so a DeleteDesire removed
-// (or retargeted) a moment ago may still be reconciled while an ApplyDesire, which confirms
-// its rival gone with a consistent read, has already re-created the object. The delete call
-// is made only once a consistent read shows the spec still there, decodable and aimed at the
-// object; otherwise nothing is deleted or written and the desire is looked at again.
-func TestDeleteConfirmsItsSpec(t *testing.T) {
-	cm := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
-	other := cm
-	other.Name = "c2"
-	cases := []struct {
-		name string
-		// table puts the table's version of the cached desire d (nothing: removed).
-		table   func(t *testing.T, db *memDB, d *DeleteDesire)
-		fail    bool // the consistent read fails
-		deletes bool
-	}{
-		{name: "still in its table", table: func(t *testing.T, db *memDB, d *DeleteDesire) { putSpec(t, db, d) }, deletes: true},
-		{name: "a newer version, same target", deletes: true, table: func(t *testing.T, db *memDB, d *DeleteDesire) {
-			n := d.DeepCopyDesire().(*DeleteDesire)
-			n.Version = 2
-			putSpec(t, db, n)
-		}},
-		{name: "removed, cache behind", table: func(*testing.T, *memDB, *DeleteDesire) {}},
-		{name: "retargeted, cache behind", table: func(t *testing.T, db *memDB, d *DeleteDesire) {
-			putSpec(t, db, deleteDesire(d.DocumentID, other))
-		}},
-		{name: "another management cluster's since", table: func(t *testing.T, db *memDB, d *DeleteDesire) {
-			n := deleteDesire(d.DocumentID, cm)
-			n.Spec.ManagementCluster = "mc02"
-			putSpec(t, db, n)
-		}},
-		{name: "undecodable since", table: func(t *testing.T, db *memDB, d *DeleteDesire) {
-			if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("specs-delete"), Item: map[string]ddbtypes.AttributeValue{
-				"documentID": &ddbtypes.AttributeValueMemberS{Value: d.DocumentID},
-				"spec":       &ddbtypes.AttributeValueMemberN{Value: "7"}}}); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{name: "the read fails", table: func(t *testing.T, db *memDB, d *DeleteDesire) { putSpec(t, db, d) }, fail: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			kube := newFakeKube()
-			kube.Apply(context.Background(), cmGVR, configMapObject("c1"), "an-apply-desire")
-			specs := newMemDB()
-			d := deleteDesire("d", cm)
-			tc.table(t, specs, d)
-			if tc.fail {
-				specs.FailNext("GetItem", errors.New("injected: connection reset"))
-			}
-			rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)),
-				specs: NewTable[*DeleteDesire](specs, "specs-delete")}
-			h := newHarness[*DeleteDesire](KindDeleteDesire, rec)
-			v, st := h.sync(t, d)
-			deleted := slices.Contains(kube.calls, "delete c1")
-			if deleted != tc.deletes {
-				t.Fatalf("delete call made = %v, want %v (calls %v)", deleted, tc.deletes, kube.calls)
-			}
-			if tc.deletes {
-				if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue {
-					t.Fatalf("Successful = %+v, want True", c)
-				}
-				return
-			}
-			if !v.IsPending() || st != nil || len(kube.objects) != 1 {
-				t.Fatalf("unconfirmed: verdict %v, status %+v, objects %d; want nothing written or deleted, looked at again", v, st, len(kube.objects))
-			}
-		})
 	}
 }
 
@@ -281,19 +206,19 @@ func configMapObject(name string, finalizers ...string) *unstructured.Unstructur
 // stands for what happens on the cluster before the delete call that read confirms.
 type confirmingSpecs struct {
 	mu      sync.Mutex
-	d       *DeleteDesire
+	d       *api.DeleteDesire
 	removed bool
 	reads   int
 	between func(n int) (remove bool)
 }
 
-func (s *confirmingSpecs) Get(_ context.Context, id string) (*DeleteDesire, error) {
+func (s *confirmingSpecs) Get(_ context.Context, id string) (*api.DeleteDesire, error) {
 	s.mu.Lock()
 	s.reads++
 	n, removed := s.reads, s.removed
 	s.mu.Unlock()
 	if removed {
-		return nil, ErrNotFound
+		return nil, api.ErrNotFound
 	}
 	if s.between != nil && s.between(n) {
 		s.mu.Lock()
@@ -303,7 +228,7 @@ func (s *confirmingSpecs) Get(_ context.Context, id string) (*DeleteDesire, erro
 	return s.d, nil
 }
 
-func (s *confirmingSpecs) List(context.Context) ([]*DeleteDesire, error) {
+func (s *confirmingSpecs) List(context.Context) ([]*api.DeleteDesire, error) {
 	return nil, errors.New("not listed here")
 }
 
@@ -315,7 +240,7 @@ func (s *confirmingSpecs) List(context.Context) ([]*DeleteDesire, error) {
 // re-creates what it deleted), an apply elsewhere, or any other change since the GET, fails
 // the delete's resourceVersion precondition and the DeleteDesire looks again, never failing.
 func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
-	cmTarget := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	cmTarget := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
 	content := func(v string) string {
 		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"` + v + `"}}`
 	}
@@ -362,11 +287,11 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			kube := ssafake.New()
-			applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+			applier := NewApply(ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
 			if v := applier.Reconcile(ctx, applyDesire("a", content("v1"))); !v.Successful() {
 				t.Fatalf("setup apply: %v", v)
 			}
-			type result struct{ v Verdict }
+			type result struct{ v controller.Verdict }
 			applied := make(chan result, 1)
 			ran := false
 			specs := &confirmingSpecs{d: deleteDesire("d", cmTarget), between: func(n int) bool {
@@ -375,9 +300,9 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 					go func() {
 						// As the controller's Judge does: the object's lock around the apply.
 						d := applyDesire("a", tc.apply)
-						unlock, err := lockApplyObject(ctx, d)
+						unlock, err := NewConflicts(rivals.Rules{}, nil).Lock(ctx, d)
 						if err != nil {
-							applied <- result{Pending(time.Second)}
+							applied <- result{controller.Pending(time.Second)}
 							return
 						}
 						defer unlock()
@@ -395,9 +320,9 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 				}
 				return false
 			}}
-			rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+			rec := NewDelete(DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: specs})
 			v := rec.Reconcile(ctx, specs.d)
-			var av Verdict
+			var av controller.Verdict
 			if ran {
 				select {
 				case r := <-applied:
@@ -436,15 +361,15 @@ func TestDeleteSparesAnObjectAppliedAfterItsConfirmation(t *testing.T) {
 // of the two statuses claims what the cluster does not show (and the DeleteDesire's watch
 // then deletes what the ApplyDesire just said it applied).
 func TestApplyWaitingOnTheLockMeetsTheDeleteDesire(t *testing.T) {
-	cmTarget := TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	cmTarget := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
 	content := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default"},"data":{"k":"v1"}}`
 	ctx := context.Background()
 	kube := ssafake.New()
-	applier := &applyReconciler{kube: kube, mapper: newMapper(), fieldManager: "fm"}
+	applier := NewApply(ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "fm"})
 	if v := applier.Reconcile(ctx, applyDesire("a", content)); !v.Successful() {
 		t.Fatalf("setup apply: %v", v)
 	}
-	applied := make(chan Verdict, 1)
+	applied := make(chan controller.Verdict, 1)
 	specs := &confirmingSpecs{d: deleteDesire("d", cmTarget), between: func(n int) bool {
 		if n == 1 {
 			go func() { applied <- applier.Reconcile(ctx, applyDesire("a", content)) }()
@@ -452,7 +377,7 @@ func TestApplyWaitingOnTheLockMeetsTheDeleteDesire(t *testing.T) {
 		}
 		return false // the DeleteDesire stays
 	}}
-	rec := &deleteReconciler{kube: kube, targets: newTargetResolver(newMapper(), newTestDiscovery(false)), specs: specs}
+	rec := NewDelete(DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: specs})
 	dv := rec.Reconcile(ctx, specs.d)
 	av := <-applied
 	_, err := kube.Object("default", "c1")

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -12,14 +12,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
-// deleteReconciler deletes a DeleteDesire's target and reports success only once it is gone.
-type deleteReconciler struct {
-	kube    KubeClient
+// Delete is the default DeleteDesire reconciler: resolve the target to its canonical
+// resource through the mapper, delete it with Background propagation and UID and
+// resourceVersion preconditions (an object changed since its GET is read and deleted again,
+// or looked at again soon), then GET it again. Its verdicts: Gone only when that GET answers
+// NotFound for the object, or when discovery proves the resource type is served at no version
+// (no discovery client: never proven, such a target waits as KindNotServed);
+// WaitingForDeletion while a deletionTimestamp and finalizers remain; Refused(PreCheckFailed)
+// for an invalid or non-canonical target; Refused/Transient(KubeAPIError) for apiserver errors
+// as for ApplyDesires.
+type Delete struct {
+	kube    Kube
 	targets *targetResolver
 	// watches, when set, observe each target: a target waiting for finalizers is looked at
 	// again when its watch sees it change or vanish, not polled. nil: polled.
@@ -28,24 +37,31 @@ type deleteReconciler struct {
 	// the desire still exists and targets the object: the informer's cache lags its table
 	// (a DeleteDesire removed and replaced by an ApplyDesire a moment ago is still cached,
 	// and the ApplyDesire, which confirms its rival gone, may already have applied).
-	specs SpecReader[*DeleteDesire]
+	specs controller.SpecReader[*api.DeleteDesire]
+}
+
+// DeleteConfig is what a Delete is built from.
+type DeleteConfig struct {
+	Kube   Kube
+	Mapper meta.ResettableRESTMapper
+	// Discovery proves a resource type not served (the mapper's own cached client); nil:
+	// never proven.
+	Discovery discovery.DiscoveryInterface
+	// Watches, when set, observe each target (a deletion is seen at once); nil: polled.
+	Watches *target.Watches
+	// Specs, when set, confirms each delete against the specs table; nil: the cache is
+	// trusted.
+	Specs controller.SpecReader[*api.DeleteDesire]
+}
+
+// NewDelete returns the DeleteDesire reconciler of cfg.
+func NewDelete(cfg DeleteConfig) *Delete {
+	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs}
 }
 
 // watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
 // is watched (the watch event normally comes first).
 const watchedRecheck = 2 * time.Minute
-
-// NewDeleteReconciler returns the default DeleteDesire reconciler: resolve the target to its
-// canonical resource through mapper, delete it with Background propagation and UID and
-// resourceVersion preconditions (an object changed since its GET is read and deleted again,
-// or looked at again soon), then GET it again. Its verdicts: Gone only when that GET answers NotFound for
-// the object, or when disc proves the resource type is served at no version (disc nil: never
-// proven, such a target waits as KindNotServed); WaitingForDeletion while a deletionTimestamp
-// and finalizers remain; Refused(PreCheckFailed) for an invalid or non-canonical target;
-// Refused/Transient(KubeAPIError) for apiserver errors as for ApplyDesires.
-func NewDeleteReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, disc discovery.DiscoveryInterface) Reconciler[*DeleteDesire] {
-	return &deleteReconciler{kube: kube, targets: newTargetResolver(mapper, disc)}
-}
 
 func newTargetResolver(mapper meta.ResettableRESTMapper, disc discovery.DiscoveryInterface) *targetResolver {
 	r := &targetResolver{mapper: mapper}
@@ -55,22 +71,22 @@ func newTargetResolver(mapper meta.ResettableRESTMapper, disc discovery.Discover
 	return r
 }
 
-// Reconcile implements Reconciler.
-func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdict {
+// Reconcile carries out d (the root's Reconciler).
+func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.Verdict {
 	rt, v, res := r.targets.resolve(d.Spec.TargetItem)
 	switch res {
 	case targetVerdict:
 		return v
 	case targetNotServed:
-		return Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(GVROf(rt.TargetItem))))
+		return controller.Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(gvrOf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
 	var w *target.Watch
 	if r.watches != nil {
 		// Registered before the GET: a change after it is an event, not missed.
-		w = r.watches.Watch(target.Ref{Kind: KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
+		w = r.watches.Watch(target.Ref{Kind: api.KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
 	}
-	obj, err := r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+	obj, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
 		var stop bool
 		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj); stop {
@@ -81,23 +97,23 @@ func (r *deleteReconciler) Reconcile(ctx context.Context, d *DeleteDesire) Verdi
 		}
 		if attempt == deleteAttempts {
 			// Changed under every attempt: nothing deleted, looked at again soon.
-			return Pending(specGoneRecheck)
+			return controller.Pending(specGoneRecheck)
 		}
 		// Changed since the GET (an apply, a status write) or re-created: read it and confirm
 		// the spec again before deleting what is there now.
-		obj, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+		obj, err = r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	}
 	switch {
 	case objectNotFound(err, t.Name):
-		return Gone(fmt.Sprintf("%s is gone", t))
+		return controller.Gone(fmt.Sprintf("%s is gone", t))
 	case resourceNotServed(err):
 		// The resource type went away (a CRD deleted) since discovery said otherwise.
 		r.targets.mapper.Reset()
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("deleting %s: the apiserver no longer serves %s: %v", t, gvrString(GVROf(t)), err))
+		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("deleting %s: the apiserver no longer serves %s: %v", t, gvrString(gvrOf(t)), err))
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	v = WaitingForDeletion(waitingMessage(t, obj))
+	v = controller.WaitingForDeletion(waitingMessage(t, obj))
 	if w != nil && w.Synced() && w.Err() == nil {
 		v = v.After(watchedRecheck)
 	}
@@ -120,23 +136,23 @@ var objectLocks rivals.ObjectLocks
 // the object), never between. The delete is preconditioned on obj's uid and resourceVersion:
 // an object changed since the GET (by an apply elsewhere too) fails it with a Conflict. stop:
 // v is the verdict, nothing was deleted.
-func (r *deleteReconciler) deleteConfirmed(ctx context.Context, d *DeleteDesire, t TargetItem, obj *unstructured.Unstructured) (
-	live *unstructured.Unstructured, v Verdict, stop bool, err error) {
+func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api.TargetItem, obj *unstructured.Unstructured) (
+	live *unstructured.Unstructured, v controller.Verdict, stop bool, err error) {
 	unlock, err := objectLocks.Lock(ctx, rivals.TargetObject(t))
 	if err != nil {
 		// The reconcile's time is up while an apply of the object runs: nothing is deleted.
-		return nil, Pending(specGoneRecheck), true, nil
+		return nil, controller.Pending(specGoneRecheck), true, nil
 	}
 	defer unlock()
 	if v, ok := r.stillWanted(ctx, d); !ok {
 		return nil, v, true, nil
 	}
-	err = r.kube.Delete(ctx, GVROf(t), t.Namespace, t.Name, obj.GetUID(), obj.GetResourceVersion())
+	err = r.kube.Delete(ctx, gvrOf(t), t.Namespace, t.Name, obj.GetUID(), obj.GetResourceVersion())
 	if err == nil || objectNotFound(err, t.Name) {
 		// Read under the lock: an apply waiting for it re-creates the object only after.
-		live, err = r.kube.Get(ctx, GVROf(t), t.Namespace, t.Name)
+		live, err = r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	}
-	return live, Verdict{}, false, err
+	return live, controller.Verdict{}, false, err
 }
 
 // specGoneRecheck is how soon a DeleteDesire whose spec a consistent read no longer shows (the
@@ -147,31 +163,31 @@ const specGoneRecheck = time.Second
 // stillWanted confirms d against its table (when r.specs is set): ok when the spec exists,
 // decodes and targets the same object for the same management cluster; otherwise the
 // verdict that waits for the cache to catch up.
-func (r *deleteReconciler) stillWanted(ctx context.Context, d *DeleteDesire) (Verdict, bool) {
+func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controller.Verdict, bool) {
 	if r.specs == nil {
-		return Verdict{}, true
+		return controller.Verdict{}, true
 	}
 	cur, err := r.specs.Get(ctx, d.DocumentID)
 	switch {
 	case err == nil && cur.Invalid == "" && cur.Spec.TargetItem == d.Spec.TargetItem &&
 		cur.Spec.ManagementCluster == d.Spec.ManagementCluster:
-		return Verdict{}, true
-	case err == nil || IsNotFoundError(err) || errors.Is(err, ErrInvalidItem):
-		return Pending(specGoneRecheck), false
+		return controller.Verdict{}, true
+	case err == nil || errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalidItem):
+		return controller.Pending(specGoneRecheck), false
 	}
 	// Nothing is written or deleted; backed off as any failing call (reason SpecReadFailed in
 	// the reconcile metrics), not retried every 2 s for ever.
 	return controller.Backoff("SpecReadFailed"), false
 }
 
-// forget drops DeleteDesire id's watch registration.
-func (r *deleteReconciler) forget(id string) {
+// Forget drops DeleteDesire id's watch registration.
+func (r *Delete) Forget(id string) {
 	if r.watches != nil {
-		r.watches.Forget(target.Ref{Kind: KindDeleteDesire, ID: id})
+		r.watches.Forget(target.Ref{Kind: api.KindDeleteDesire, ID: id})
 	}
 }
 
-func waitingMessage(t TargetItem, obj *unstructured.Unstructured) string {
+func waitingMessage(t api.TargetItem, obj *unstructured.Unstructured) string {
 	if f := obj.GetFinalizers(); len(f) > 0 {
 		return fmt.Sprintf("%s is being deleted; waiting for finalizers: %s", t, strings.Join(f, ", "))
 	}

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -43,7 +43,7 @@ const staleRepairAttempts = 3
 // applyRepairingStaleFields applies obj; when the apiserver refuses it for managedFields of a
 // version no longer served, it removes those entries and applies again. note says what was
 // removed ("" when nothing); stale is set when the refusal remains, with what blocks it.
-func (r *applyReconciler) applyRepairingStaleFields(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (live *unstructured.Unstructured, note string, stale error, err error) {
+func (r *Apply) applyRepairingStaleFields(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (live *unstructured.Unstructured, note string, stale error, err error) {
 	var removed []string
 	for attempt := 0; ; attempt++ {
 		live, err = r.kube.Apply(ctx, gvr, obj, r.fieldManager)
@@ -74,7 +74,7 @@ func (r *applyReconciler) applyRepairingStaleFields(ctx context.Context, gvr sch
 
 // removeStaleEntries removes the object's managedFields entries at apiVersion gv, under a
 // resourceVersion precondition, and returns their managers ("manager (Update)").
-func (r *applyReconciler) removeStaleEntries(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, gv string) ([]string, error) {
+func (r *Apply) removeStaleEntries(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, gv string) ([]string, error) {
 	cur, err := r.kube.Get(ctx, gvr, namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the object: %w", err)

@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -7,14 +7,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
-// applyReconciler server-side applies an ApplyDesire's kubeContent with force, as the field
-// manager: the applier takes ownership of fields another manager held (the seed's rule).
-type applyReconciler struct {
-	kube         KubeClient
+// Apply is the default ApplyDesire reconciler: parse and pre-check kubeContent, map its kind
+// through the mapper (reset once when unknown), server-side apply with force as the field
+// manager, which takes ownership of fields another manager held (the seed's rule). Its
+// verdicts: Applied; Refused(PreCheckFailed) for a bad manifest; NotYet(KindNotServed) for a
+// kind the cluster does not serve yet; Refused(KubeAPIError) for an apiserver refusal (4xx);
+// Transient(KubeAPIError) for 5xx, 429, timeouts and conflicts. An apply refused for
+// managedFields entries at a version the CRD no longer serves removes those entries (when the
+// Kube has ReplaceManagedFields, kubecall.ManagedFieldsEditor) and applies again; else
+// NotYet(StaleFieldOwners) names the version and the managers (stalefields.go).
+type Apply struct {
+	kube         Kube
 	mapper       meta.ResettableRESTMapper
 	fieldManager string
 	// drift, when set, watches applied objects: an object still as applied is not applied
@@ -22,33 +30,45 @@ type applyReconciler struct {
 	drift *target.DriftWatch
 	// health computes the Ready condition (kstatus); nil: none.
 	health *target.HealthCheck
-	// last returns a desire's last status (the controller's LastStatus); nil: none is known
-	// (every first look in a term applies).
-	last lastStatus[*ApplyDesire]
+	// Last returns a desire's last status (the controller's LastStatus, which the wiring
+	// sets once the controller, built after the reconciler, exists): the first look of a term
+	// verifies an object from it instead of applying again. nil: none is known (every first
+	// look in a term applies).
+	Last LastStatus[*api.ApplyDesire]
 }
 
-// lastStatus returns the loader of desire id's status document as last stored (which
+// LastStatus returns the loader of desire id's status document as last stored (which
 // returns nil when there is none), or nil when there is nothing to load: a desire just
-// created (internal/controller's Controller.LastStatus).
-type lastStatus[T Desire] func(ctx context.Context, id string) (load func() T)
+// created (internal/controller's Controller.LastStatus has this shape).
+type LastStatus[T api.Desire] func(ctx context.Context, id string) (load func() T)
 
-// NewApplyReconciler returns the default ApplyDesire reconciler: parse and pre-check
-// kubeContent, map its kind through mapper (reset once when unknown), server-side apply with
-// force as fieldManager. Its verdicts: Applied; Refused(PreCheckFailed) for a bad manifest;
-// NotYet(KindNotServed) for a kind the cluster does not serve yet; Refused(KubeAPIError) for
-// an apiserver refusal (4xx); Transient(KubeAPIError) for 5xx, 429, timeouts and conflicts.
-// An apply refused for managedFields entries at a version the CRD no longer serves removes
-// those entries (when kube has ReplaceManagedFields, as DynamicKube does) and applies again;
-// else NotYet(StaleFieldOwners) names the version and the managers.
-func NewApplyReconciler(kube KubeClient, mapper meta.ResettableRESTMapper, fieldManager string) Reconciler[*ApplyDesire] {
-	return &applyReconciler{kube: kube, mapper: mapper, fieldManager: fieldManager}
+// ApplyConfig is what an Apply is built from.
+type ApplyConfig struct {
+	Kube         Kube
+	Mapper       meta.ResettableRESTMapper
+	FieldManager string
+	// Drift, when set, watches applied objects (target.DriftWatch); nil: every reconcile
+	// applies.
+	Drift *target.DriftWatch
+	// Readiness computes each applied object's Ready condition (kstatus, through Kube's Get);
+	// false: none.
+	Readiness bool
 }
 
-// Reconcile implements Reconciler.
-func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict {
+// NewApply returns the ApplyDesire reconciler of cfg.
+func NewApply(cfg ApplyConfig) *Apply {
+	r := &Apply{kube: cfg.Kube, mapper: cfg.Mapper, fieldManager: cfg.FieldManager, drift: cfg.Drift}
+	if cfg.Readiness {
+		r.health = target.NewHealthCheck(getTarget(cfg.Kube))
+	}
+	return r
+}
+
+// Reconcile carries out d (the root's Reconciler).
+func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Verdict {
 	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error())
+		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
 	// The apiserver quotes offending values in its errors.
 	return scrubVerdict(d, r.apply(ctx, d, head))
@@ -56,21 +76,21 @@ func (r *applyReconciler) Reconcile(ctx context.Context, d *ApplyDesire) Verdict
 
 // apply maps the object head names and verifies it from its watch as still applied; only when
 // it is not does it decode the whole content and apply it.
-func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head contentHead) Verdict {
+func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead) controller.Verdict {
 	gvk := head.gvk
 	mapping, err := mapKind(r.mapper, gvk)
 	switch {
 	case errors.Is(err, ErrKindNotServed):
 		// Likely a CRD not applied yet: retried with back-off, and at once when a CRD is applied.
-		return NotYet(ReasonKindNotServed, err.Error())
+		return controller.NotYet(api.ReasonKindNotServed, err.Error())
 	case err != nil:
-		return Transient(ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
+		return controller.Transient(api.ReasonKubeAPIError, fmt.Errorf("discovery failed: %w", err))
 	}
 	if err := checkScope(mapping, head.namespace, "kubeContent"); err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error())
+		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
 	ref := gvk.Kind + " " + objectRef(head.namespace, head.name)
-	t := TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
+	t := api.TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: head.namespace, Name: head.name}
 	var repair *target.Drift
 	// Kinds with a status are told of every new resourceVersion: their readiness may change.
@@ -80,10 +100,10 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head conten
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
-		if dec.Unknown && r.last != nil {
+		if dec.Unknown && r.Last != nil {
 			// First look in this term (a new leader): the last status may prove the object
 			// still as applied, without an apply (a desire just created has none).
-			if load := r.last(ctx, d.DocumentID); load != nil {
+			if load := r.Last(ctx, d.DocumentID); load != nil {
 				dec = r.drift.Verify(d.DocumentID, d.Meta(), t, ref, what, load)
 			}
 		}
@@ -93,33 +113,33 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head conten
 			if r.health != nil {
 				ready, err := r.health.OfStamp(ctx, d.DocumentID, t, gvk.GroupKind(), dec.Stamp, true)
 				if err != nil {
-					return Transient(ReasonKubeAPIError, err)
+					return controller.Transient(api.ReasonKubeAPIError, err)
 				}
 				v = controller.WithReadiness(v, ready)
 			}
 			return v
 		case dec.Held != "":
-			return Refused(ReasonDriftConflict, dec.Held).After(dec.HeldFor)
+			return controller.Refused(api.ReasonDriftConflict, dec.Held).After(dec.HeldFor)
 		case dec.Wait > 0:
-			return Pending(dec.Wait)
+			return controller.Pending(dec.Wait)
 		}
 		repair = dec.Drift
 	}
 	obj, err := decodeObject(d.Spec.KubeContent, head)
 	if err != nil {
-		return Refused(ReasonPreCheckFailed, err.Error())
+		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
 	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.
-		return NotYet(ReasonStaleFieldOwners, fmt.Sprintf("server-side apply of %s failed: %v (the apiserver said: %v)", ref, stale, err))
+		return controller.NotYet(api.ReasonStaleFieldOwners, fmt.Sprintf("server-side apply of %s failed: %v (the apiserver said: %v)", ref, stale, err))
 	}
 	if resourceNotServed(err) {
 		// The kind went away (its CRD deleted) since discovery said otherwise: refresh it, and
 		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
 		r.mapper.Reset()
-		return NotYet(ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
+		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
 	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
@@ -141,8 +161,8 @@ func (r *applyReconciler) apply(ctx context.Context, d *ApplyDesire, head conten
 	return v
 }
 
-// forget drops what the reconciler holds for ApplyDesire id (its record and watch).
-func (r *applyReconciler) forget(id string) {
+// Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
+func (r *Apply) Forget(id string) {
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -151,11 +171,11 @@ func (r *applyReconciler) forget(id string) {
 	}
 }
 
-// prewarm starts, in term, the watch of the resource d's content names (d: an ApplyDesire a
+// Prewarm starts, in term, the watch of the resource d's content names (d: an ApplyDesire a
 // new term's specs Scan has just decoded), so the watch's first list runs while the desires
 // are still being listed. It never resets discovery (a kind not served waits for its desire's
 // own reconcile) and starts nothing for a content its pre-checks refuse.
-func (r *applyReconciler) prewarm(term context.Context, d *ApplyDesire) {
+func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 	if r.drift == nil || d.Spec.KubeContent == nil {
 		return
 	}
@@ -168,8 +188,8 @@ func (r *applyReconciler) prewarm(term context.Context, d *ApplyDesire) {
 	}
 }
 
-// endTerm drops every record: a new term verifies each object again.
-func (r *applyReconciler) endTerm() {
+// EndTerm drops every record: a new term verifies each object again.
+func (r *Apply) EndTerm() {
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}
@@ -180,11 +200,11 @@ func (r *applyReconciler) endTerm() {
 
 // kubeFailure is the verdict of a failed kube call: Transient when retrying may help,
 // Refused when only a spec change can.
-func kubeFailure(err error) Verdict {
+func kubeFailure(err error) controller.Verdict {
 	if isTransient(err) {
-		return Transient(ReasonKubeAPIError, err)
+		return controller.Transient(api.ReasonKubeAPIError, err)
 	}
-	return Refused(ReasonKubeAPIError, err.Error())
+	return controller.Refused(api.ReasonKubeAPIError, err.Error())
 }
 
 func objectRef(ns, name string) string {
@@ -195,6 +215,6 @@ func objectRef(ns, name string) string {
 }
 
 // appliedVerdict repeats an apply the drift watch verified: the object is as that apply left it.
-func appliedVerdict(s target.AppliedState) Verdict {
+func appliedVerdict(s target.AppliedState) controller.Verdict {
 	return controller.AppliedObject(s.Generation, s.Message, s.UID, s.ResourceVersion, s.FieldsDigest)
 }
