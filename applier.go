@@ -190,7 +190,6 @@ func (a *Applier) newInformers() (*Informers, error) {
 	return inf, errors.Join(err1, err2, err3, err4)
 }
 
-
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
 	return controller.Config[T]{Kind: kind, Cluster: a.opts.ManagementCluster, Lister: lister, Specs: specs, Statuses: status,
 		Reconciler: r, Forget: forget, KindsChanged: a.kindsChanged, Resync: resync,
