@@ -902,8 +902,8 @@ func TestChaosAPIServerRestartDuringDriftRepair(t *testing.T) {
 		}
 		live, _ := res.Get(ctx, "drifty", metav1.GetOptions{})
 		w := e.app.watches.Of(cmGVR)
-		stamp, ok := w.Lookup(e.ns, "drifty")
-		t.Fatalf("a drift after the restart not repaired in 5s; live rv %s, watched %v %+v (err %v); status: %+v", live.GetResourceVersion(), ok, stamp, w.Err(), st.Status)
+		sighting, ok := w.Lookup(e.ns, "drifty")
+		t.Fatalf("a drift after the restart not repaired in 5s; live rv %s, watched %v %+v (err %v); status: %+v", live.GetResourceVersion(), ok, sighting, w.Err(), st.Status)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("a drift after the restart repaired in %s, want <= 1s (the watch did not come back?)", d)

@@ -253,7 +253,7 @@ func wayOf(ev []event) ([]event, error) {
 	noise := map[uint64]bool{gs: true, gw: true}
 	for _, e := range ev {
 		if has(e, ".pollOnce") || has(e, ".poll") || strings.Contains(e.file, "heartbeat") || strings.Contains(e.fn, "Writer).beat") ||
-			strings.Contains(e.file, "watches.go") || strings.Contains(e.file, "stamp.go") {
+			strings.Contains(e.file, "watches.go") || strings.Contains(e.file, "sighting.go") {
 			noise[e.g] = true
 		}
 	}

@@ -111,7 +111,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 		case dec.Verified != nil:
 			v := appliedVerdict(*dec.Verified)
 			if r.health != nil {
-				ready, err := r.health.OfStamp(ctx, d.DocumentID, t, gvk.GroupKind(), dec.Stamp, true)
+				ready, err := r.health.OfSighting(ctx, d.DocumentID, t, gvk.GroupKind(), dec.Sighting, true)
 				if err != nil {
 					return controller.Transient(api.ReasonKubeAPIError, err)
 				}

@@ -112,13 +112,13 @@ func (r *Read) Reconcile(ctx context.Context, d *api.ReadDesire) controller.Verd
 	if !w.Synced() {
 		return r.unsynced(w, t, d.DocumentID)
 	}
-	stamp, exists := w.Lookup(t.Namespace, t.Name)
+	sighting, exists := w.Lookup(t.Namespace, t.Name)
 	if !exists {
 		r.drop(d.DocumentID)
 		return controller.Absent(fmt.Sprintf("%s does not exist", t))
 	}
-	r.seed(ctx, d.DocumentID, t, stamp.ResourceVersion())
-	obj, err := r.fetch(ctx, d.DocumentID, t, stamp.ResourceVersion())
+	r.seed(ctx, d.DocumentID, t, sighting.ResourceVersion())
+	obj, err := r.fetch(ctx, d.DocumentID, t, sighting.ResourceVersion())
 	switch {
 	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.

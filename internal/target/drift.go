@@ -48,7 +48,7 @@ const (
 )
 
 // DriftWatch is what the ApplyDesire reconciler knows of its applies in this leadership term:
-// per desire, the stamp its last apply left on the object, and the target's shared watch.
+// per desire, the sighting its last apply left on the object, and the target's shared watch.
 // With it a reconcile tells an object still as applied (nothing to do: a resync, a status
 // update, another manager's labels) from one that drifted (deleted, replaced, fields taken
 // by another manager, a generation we did not cause), and a repair that another writer keeps
@@ -66,15 +66,15 @@ type DriftWatch struct {
 
 // appliedRecord is one desire's last apply in this term.
 type appliedRecord struct {
-	target  api.TargetItem
-	spec    specIdentity
-	stamp   *Stamp // the object as the apply's response showed it (then as last verified)
-	message string // the verdict's message, repeated while nothing drifted
+	target   api.TargetItem
+	spec     specIdentity
+	sighting *Sighting // the object as the apply's response showed it (then as last verified)
+	message  string    // the verdict's message, repeated while nothing drifted
 	// uid and resourceVersion of the object after the apply, for the status.
 	uid, resourceVersion string
 	// checkedRV is the version up to which the object's changes were looked at: the apply's
 	// response, or the version a new term verified. A suspicion of a traceless write under our
-	// field manager after it is repaired; rec.stamp, the baseline for naming managers, moves
+	// field manager after it is repaired; rec.sighting, the baseline for naming managers, moves
 	// on with every look, this only with an apply or a verification.
 	checkedRV    string
 	fieldsDigest string    // our Apply entry's field set after the apply (AppliedFieldsDigest)
@@ -139,9 +139,9 @@ func (dw *DriftWatch) Prewarm(term context.Context, gvr schema.GroupVersionResou
 // of Verified, Held and Wait is set; with none, it applies (repairing Drift, when set).
 type Decision struct {
 	// Verified: the object is as applied; nothing to do. The verdict repeats this apply, and
-	// Stamp is what the watch shows of the object.
+	// Sighting is what the watch shows of the object.
 	Verified *AppliedState
-	Stamp    *Stamp
+	Sighting *Sighting
 	// Held: the repair is held back (the drift is fought over, DriftConflict) for HeldFor;
 	// the message says by whom and until when.
 	Held    string
@@ -184,7 +184,7 @@ func (dw *DriftWatch) Check(id string, m *api.DynamoDBMetadata, t api.TargetItem
 		return Decision{}
 	}
 	st, exists := w.Lookup(t.Namespace, t.Name)
-	d := detectDrift(rec.stamp, st, rec.checkedRV, exists, dw.fieldManager, dw.now())
+	d := detectDrift(rec.sighting, st, rec.checkedRV, exists, dw.fieldManager, dw.now())
 	now := dw.now()
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
@@ -206,13 +206,13 @@ func (dw *DriftWatch) Check(id string, m *api.DynamoDBMetadata, t api.TargetItem
 		}
 	}
 	if d == nil {
-		if exists && !olderVersion(st.resourceVersion, rec.stamp.resourceVersion) {
+		if exists && !olderVersion(st.resourceVersion, rec.sighting.resourceVersion) {
 			// Still as applied: the new baseline, so a later drift names only the managers
 			// that changed something since (not a labeler that came by meanwhile).
-			rec.stamp = st
+			rec.sighting = st
 		}
-		return Decision{Verified: &AppliedState{Generation: rec.stamp.generation, Message: rec.message,
-			UID: rec.uid, ResourceVersion: rec.resourceVersion, FieldsDigest: rec.fieldsDigest}, Stamp: st}
+		return Decision{Verified: &AppliedState{Generation: rec.sighting.generation, Message: rec.message,
+			UID: rec.uid, ResourceVersion: rec.resourceVersion, FieldsDigest: rec.fieldsDigest}, Sighting: st}
 	}
 	switch {
 	case !rec.counted && !rec.lastRepair.IsZero() && now.Sub(rec.lastRepair) < FightWindow && overlap(rec.lastBy, d.managers):
@@ -281,11 +281,11 @@ func (dw *DriftWatch) Verify(id string, m *api.DynamoDBMetadata, t api.TargetIte
 	// The last message stays (it may name the last drift repaired): the status is unchanged.
 	message := c.Message
 	dw.mu.Lock()
-	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), stamp: st, message: message, checkedRV: st.resourceVersion,
+	dw.records[id] = &appliedRecord{target: t, spec: identityOf(m), sighting: st, message: message, checkedRV: st.resourceVersion,
 		uid: s.AppliedUID, resourceVersion: s.AppliedResourceVersion, fieldsDigest: s.AppliedFieldsDigest, lastApply: dw.now()}
 	dw.mu.Unlock()
 	return Decision{Verified: &AppliedState{Generation: s.AppliedResourceGeneration, Message: message,
-		UID: s.AppliedUID, ResourceVersion: s.AppliedResourceVersion, FieldsDigest: s.AppliedFieldsDigest}, Stamp: st}
+		UID: s.AppliedUID, ResourceVersion: s.AppliedResourceVersion, FieldsDigest: s.AppliedFieldsDigest}, Sighting: st}
 }
 
 // observedWrite reports whether s answers m's write (its updateTime), when s says which: a
@@ -306,13 +306,13 @@ func observedCreate(s *api.CommonStatus) time.Time {
 	return created
 }
 
-// unchangedSince reports whether the watched stamp st shows the object as the apply recorded
+// unchangedSince reports whether the watched sighting st shows the object as the apply recorded
 // in s left it: at the applied resourceVersion, or later with the same generation, our entry
 // in managedFields holding the same field set (a field removed or taken by another client's
 // Update changes only that), no other manager's main-resource entry as recent as ours (a
 // status update, a subresource, does not count), and our entry neither later than the
 // status's write (written) nor younger than RecentOwnWrite at now.
-func unchangedSince(st *Stamp, s *api.ApplyDesireStatus, written time.Time, fieldManager string, now time.Time) bool {
+func unchangedSince(st *Sighting, s *api.ApplyDesireStatus, written time.Time, fieldManager string, now time.Time) bool {
 	if st.resourceVersion == s.AppliedResourceVersion {
 		return true
 	}
@@ -400,11 +400,11 @@ func (dw *DriftWatch) Applied(id string, m *api.DynamoDBMetadata, t api.TargetIt
 		}
 	}
 	rec.spec = identityOf(m)
-	rec.stamp = stampOf(acc, &w.strings)
+	rec.sighting = sightingOf(acc, &w.strings)
 	rec.checkedRV = acc.GetResourceVersion()
 	rec.message = message // without the watch's failure: a recovered watch drops it
 	rec.uid, rec.resourceVersion = string(acc.GetUID()), acc.GetResourceVersion()
-	rec.fieldsDigest, rec.lastApply = ownFieldsDigest(rec.stamp, dw.fieldManager), now
+	rec.fieldsDigest, rec.lastApply = ownFieldsDigest(rec.sighting, dw.fieldManager), now
 	if rec.driftHistory != nil {
 		rec.driftSeen = time.Time{}
 	}
@@ -419,17 +419,17 @@ func (dw *DriftWatch) Applied(id string, m *api.DynamoDBMetadata, t api.TargetIt
 	return message, rec.fieldsDigest
 }
 
-// Adopt makes the watch's stamp st the record's stamp of desire ref when it shows the very
-// version the record holds (its own apply's): one stamp per object, not two.
-func (dw *DriftWatch) Adopt(ref Ref, st *Stamp) {
+// Adopt makes the watch's sighting st the record's sighting of desire ref when it shows the very
+// version the record holds (its own apply's): one sighting per object, not two.
+func (dw *DriftWatch) Adopt(ref Ref, st *Sighting) {
 	if ref.Kind != api.KindApplyDesire {
 		return
 	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
-	if rec := dw.records[ref.ID]; rec != nil && rec.stamp != nil && rec.stamp != st &&
-		rec.stamp.resourceVersion == st.resourceVersion && rec.stamp.uid == st.uid {
-		rec.stamp = st
+	if rec := dw.records[ref.ID]; rec != nil && rec.sighting != nil && rec.sighting != st &&
+		rec.sighting.resourceVersion == st.resourceVersion && rec.sighting.uid == st.uid {
+		rec.sighting = st
 	}
 }
 
@@ -448,12 +448,12 @@ func (dw *DriftWatch) EndTerm() {
 	dw.mu.Unlock()
 }
 
-// detectDrift compares the watched stamp of an applied object with the stamp the apply left,
-// and returns nil when nothing that was applied may have changed: the same object, our
+// detectDrift compares the watched sighting of an applied object with the sighting the apply
+// left, and returns nil when nothing that was applied may have changed: the same object, our
 // field set untouched and no generation we did not cause. A resourceVersion-only change
 // (status, another manager's labels or annotations) is no drift; nor is a watch that has not
 // yet seen our apply.
-func detectDrift(applied, st *Stamp, checked string, exists bool, fieldManager string, now time.Time) *Drift {
+func detectDrift(applied, st *Sighting, checked string, exists bool, fieldManager string, now time.Time) *Drift {
 	switch {
 	case !exists:
 		return &Drift{what: "deleted", at: now}
@@ -467,7 +467,7 @@ func detectDrift(applied, st *Stamp, checked string, exists bool, fieldManager s
 	if had == has && mine.digest == now1.digest && mine.time == now1.time && st.generation == applied.generation {
 		// Entry times are whole seconds: another write under our field manager in the second
 		// of its last change leaves every entry as it was. A change the watch marked so (see
-		// Stamp.follow), after the version last applied or verified, is re-applied (an
+		// Sighting.follow), after the version last applied or verified, is re-applied (an
 		// apply that changes nothing when it was another writer's).
 		if sus := st.suspect.Load(); has && sus != nil && olderVersion(checked, sus.resourceVersion) {
 			return &Drift{what: "unattributed", managers: []string{fieldManager}, at: now}
@@ -547,9 +547,9 @@ func compactStrings(s []string) []string {
 	return out
 }
 
-// ownFieldsDigest is the status's AppliedFieldsDigest of stamp st: our Apply entry's field set
+// ownFieldsDigest is the status's AppliedFieldsDigest of sighting st: our Apply entry's field set
 // ("" without one).
-func ownFieldsDigest(st *Stamp, fieldManager string) string {
+func ownFieldsDigest(st *Sighting, fieldManager string) string {
 	if f, ok := st.entry(fieldManager, true); ok {
 		return formatDigest(f.digest)
 	}

@@ -133,11 +133,11 @@ func reviewValue(t *testing.T, f *driftFixture) string {
 	return v
 }
 
-// TestDetectDrift: what counts as drift of an applied object, from the stamps alone.
+// TestDetectDrift: what counts as drift of an applied object, from the sightings alone.
 func TestDetectDrift(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *Stamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &intern.Strings{})
+	meta := func(rv string, gen int64, uid string, entries ...metav1.ManagedFieldsEntry) *Sighting {
+		return sightingOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: types.UID(uid), Generation: gen, ManagedFields: entries}, &intern.Strings{})
 	}
 	ours := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{},"f:b":{}}}`, 100)
 	oursLess := managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:a":{}}}`, 100)
@@ -148,7 +148,7 @@ func TestDetectDrift(t *testing.T) {
 	applied := meta("10", 1, "u", ours)
 	cases := []struct {
 		name     string
-		st       *Stamp
+		st       *Sighting
 		exists   bool
 		want     string // "" no drift
 		managers string
@@ -196,7 +196,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data}}
 	}
-	stampAt := func(f managedfieldstest.TestFieldManager, rv string) *Stamp {
+	sightingAt := func(f managedfieldstest.TestFieldManager, rv string) *Sighting {
 		acc, err := meta.Accessor(f.Live())
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +204,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 		acc.SetResourceVersion(rv)
 		acc.SetUID("u-1")
 		var in intern.Strings
-		return stampOf(acc, &in)
+		return sightingOf(acc, &in)
 	}
 	cases := []struct {
 		name   string
@@ -228,7 +228,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 			if err := f.Apply(obj(map[string]any{"a": "1", "b": "2"}, map[string]any{"team": "x"}), fm, true); err != nil {
 				t.Fatal(err)
 			}
-			applied := stampAt(f, "100")
+			applied := sightingAt(f, "100")
 			s := &api.ApplyDesireStatus{AppliedUID: "u-1", AppliedResourceVersion: "100", AppliedFieldsDigest: ownFieldsDigest(applied, fm)}
 			if s.AppliedFieldsDigest == "" {
 				t.Fatal("no digest of our Apply entry")
@@ -249,7 +249,7 @@ func TestUnchangedSinceSeesRemovedFields(t *testing.T) {
 			if tc.recent {
 				now = time.Now()
 			}
-			if got := unchangedSince(stampAt(f, "105"), s, time.Time{}, fm, now); got != tc.want {
+			if got := unchangedSince(sightingAt(f, "105"), s, time.Time{}, fm, now); got != tc.want {
 				t.Fatalf("unchangedSince = %v, want %v (managedFields %+v)", got, tc.want, f.ManagedFields())
 			}
 		})
@@ -328,53 +328,54 @@ func TestDriftUnseenDeletionNotClaimed(t *testing.T) {
 	}
 }
 
-// TestDriftRecordAdoptsWatchStamp: once the watch delivers the version the apply left, the
-// apply's record holds the watch's stamp, not a copy of its own (one stamp per object).
-func TestDriftRecordAdoptsWatchStamp(t *testing.T) {
+// TestDriftRecordAdoptsWatchSighting: once the watch delivers the version the apply left, the
+// apply's record holds the watch's sighting, not a copy of its own (one sighting per object).
+func TestDriftRecordAdoptsWatchSighting(t *testing.T) {
 	f := newDriftFixture(t)
 	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
 	f.reconcile(t, d)
 	f.settle(t, "cm", false)
 	w := f.watches.Watch(Ref{Kind: api.KindApplyDesire, ID: "a1"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, MetadataOnly)
 	st, _ := w.Lookup("default", "cm")
-	testenv.WaitUntil(t, 5*time.Second, "the record holds the watch's stamp", func() bool {
+	testenv.WaitUntil(t, 5*time.Second, "the record holds the watch's sighting", func() bool {
 		f.dw.mu.Lock()
 		defer f.dw.mu.Unlock()
-		return f.dw.records["a1"].stamp == st
+		return f.dw.records["a1"].sighting == st
 	})
 }
 
-func reviewStamp(rv string, listed bool, entries ...metav1.ManagedFieldsEntry) *Stamp {
+func reviewSighting(rv string, listed bool, entries ...metav1.ManagedFieldsEntry) *Sighting {
 	m := &metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: entries}
 	if listed {
 		m.Annotations = map[string]string{listedAnnotation: "true"}
 	}
-	return stampOf(m, &intern.Strings{})
+	return sightingOf(m, &intern.Strings{})
 }
 
-// Finding 1a: the watch's stamp never went through the applied version (relist after a 410,
-// a re-opened watch): the Replace path calls UpdateFunc(pre-apply stamp, post-stale stamp),
+// Finding 1a: the watch's sighting never went through the applied version (relist after a 410,
+// a re-opened watch): the Replace path calls UpdateFunc(pre-apply sighting, post-stale sighting),
 // our entry's time moved between the two (our apply), so the change looks explained; a
 // listed version is a gap instead.
 func TestReviewRelistSkipsAppliedVersion(t *testing.T) {
 	ours := func(at int64) metav1.ManagedFieldsEntry {
 		return managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, at)
 	}
-	pre := reviewStamp("99", false, ours(50))       // v=3, an earlier apply
-	applied := reviewStamp("100", false, ours(100)) // v=4, our apply's response
-	stale := reviewStamp("101", true, ours(100))    // v=2, same second: no trace; from the relist
-	pre.follow(stale, "kaa")                        // informer Replace: old=store, new=listed
+	pre := reviewSighting("99", false, ours(50))       // v=3, an earlier apply
+	applied := reviewSighting("100", false, ours(100)) // v=4, our apply's response
+	stale := reviewSighting("101", true, ours(100))    // v=2, same second: no trace; from the relist
+	pre.follow(stale, "kaa")                           // informer Replace: old=store, new=listed
 	if d := detectDrift(applied, stale, applied.resourceVersion, true, "kaa", time.Unix(101, 0)); d == nil {
 		t.Errorf("relist path: a same-second rewrite after our apply (rv 100 -> 101, nothing moved) is not seen as drift")
 	}
-	// The add path (a new watch's first list) is the root package's TestReviewStaleWriteBeforeFirstList, end to end.
+	// The add path (a new watch's first list) is the root package's
+	// TestReviewStaleWriteBeforeFirstList, end to end.
 }
 
 // Finding 2: the informer updates its store before it calls UpdateFunc (processDeltas), and
 // follow marks the suspicion in UpdateFunc. A check running in between (a reconcile woken by
 // anything else, e.g. the DynamoDB stream of our own status write) sees no suspicion, finds
-// no drift, and moves rec.stamp to the stale version; the suspicion then marked on that very
-// stamp is never newer than the baseline. Emulated step by step on the real watch.
+// no drift, and moves rec.sighting to the stale version; the suspicion then marked on that very
+// sighting is never newer than the baseline. Emulated step by step on the real watch.
 func TestReviewBaselineAdvancedBeforeSuspicion(t *testing.T) {
 	f, d := reviewApplied(t)
 	w := f.watches.Watch(Ref{Kind: api.KindApplyDesire, ID: "a1"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, MetadataOnly)
@@ -383,7 +384,7 @@ func TestReviewBaselineAdvancedBeforeSuspicion(t *testing.T) {
 	stale := live.DeepCopy()
 	_ = unstructured.SetNestedField(stale.Object, "2", "data", "v")
 	stale.SetResourceVersion(strconv.Itoa(f.kube.RV() + 1)) // the version rewrite below makes
-	ns := stampOf(stale, &w.strings)
+	ns := sightingOf(stale, &w.strings)
 	// 1. the informer's clientState.Update(ns)
 	if err := w.store.Update(ns); err != nil {
 		t.Fatal(err)
@@ -413,10 +414,10 @@ func TestReviewNewerSuspicionHidesStaleWrite(t *testing.T) {
 	status := func(at int64) metav1.ManagedFieldsEntry {
 		return managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, at)
 	}
-	applied := reviewStamp("100", false, ours, status(100))
-	v101 := reviewStamp("101", false, ours, status(100)) // the stale write: no trace
-	v102 := reviewStamp("102", false, ours, status(108)) // a status update: explained
-	v103 := reviewStamp("103", false, ours, status(108)) // another, same second
+	applied := reviewSighting("100", false, ours, status(100))
+	v101 := reviewSighting("101", false, ours, status(100)) // the stale write: no trace
+	v102 := reviewSighting("102", false, ours, status(108)) // a status update: explained
+	v103 := reviewSighting("103", false, ours, status(108)) // another, same second
 	applied.follow(v101, "kaa")
 	v101.follow(v102, "kaa")
 	if d := detectDrift(applied, v102, applied.resourceVersion, true, "kaa", time.Unix(108, 2e8)); d == nil {

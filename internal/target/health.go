@@ -76,7 +76,7 @@ func NewHealthCheck(get GetFunc) *HealthCheck {
 func (h *HealthCheck) OfObject(id string, t api.TargetItem, live *unstructured.Unstructured) *Readiness {
 	r := compute(live)
 	if !HasStatus(live.GroupVersionKind().GroupKind()) {
-		return r // never looked up: OfStamp answers such kinds from the stamp
+		return r // never looked up: OfSighting answers such kinds from the sighting
 	}
 	h.mu.Lock()
 	h.last[id] = readAt{target: t, rv: live.GetResourceVersion(), ready: r}
@@ -84,10 +84,10 @@ func (h *HealthCheck) OfObject(id string, t api.TargetItem, live *unstructured.U
 	return r
 }
 
-// OfStamp is the readiness of t as its watch shows it: NotFound, Terminating, Current for a
-// kind without status, else the remembered result for the stamp's resourceVersion or one
+// OfSighting is the readiness of t as its watch shows it: NotFound, Terminating, Current for a
+// kind without status, else the remembered result for the sighting's resourceVersion or one
 // computed from a GET.
-func (h *HealthCheck) OfStamp(ctx context.Context, id string, t api.TargetItem, gk schema.GroupKind, st *Stamp, exists bool) (*Readiness, error) {
+func (h *HealthCheck) OfSighting(ctx context.Context, id string, t api.TargetItem, gk schema.GroupKind, st *Sighting, exists bool) (*Readiness, error) {
 	switch {
 	case !exists:
 		return &Readiness{Status: string(status.NotFoundStatus), Message: "Resource not found"}, nil

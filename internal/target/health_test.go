@@ -71,10 +71,10 @@ func TestReadinessPerKind(t *testing.T) {
 	}
 }
 
-// TestReadinessFromStamp: a kind without status is Current, a missing object NotFound, a
+// TestReadinessFromSighting: a kind without status is Current, a missing object NotFound, a
 // deleting one Terminating, all without a request; a kind with status costs one GET per new
 // resourceVersion, none for a version already computed (the apply's response).
-func TestReadinessFromStamp(t *testing.T) {
+func TestReadinessFromSighting(t *testing.T) {
 	ctx := context.Background()
 	kube := &fakeGet{objects: map[string]*unstructured.Unstructured{}}
 	h := NewHealthCheck(kube.get)
@@ -84,17 +84,17 @@ func TestReadinessFromStamp(t *testing.T) {
 	cases := []struct {
 		name   string
 		gk     schema.GroupKind
-		st     *Stamp
+		st     *Sighting
 		exists bool
 		want   string
 	}{
-		{"ConfigMap", cm, &Stamp{resourceVersion: "5"}, true, "Current"},
+		{"ConfigMap", cm, &Sighting{resourceVersion: "5"}, true, "Current"},
 		{"missing", deploy, nil, false, "NotFound"},
-		{"being deleted", deploy, &Stamp{resourceVersion: "5", deleting: true}, true, "Terminating"},
+		{"being deleted", deploy, &Sighting{resourceVersion: "5", deleting: true}, true, "Terminating"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := h.OfStamp(ctx, "a", tgt, tc.gk, tc.st, tc.exists)
+			r, err := h.OfSighting(ctx, "a", tgt, tc.gk, tc.st, tc.exists)
 			if err != nil || r.Status != tc.want {
 				t.Fatalf("readiness %v, %v; want %s", r, err, tc.want)
 			}
@@ -105,7 +105,7 @@ func TestReadinessFromStamp(t *testing.T) {
 	}
 	// The apply's response at resourceVersion 10: known without a GET.
 	h.OfObject("a", tgt, object(t, "apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(1)}))
-	if r, err := h.OfStamp(ctx, "a", tgt, deploy, &Stamp{resourceVersion: "10"}, true); err != nil || r.Status != "InProgress" {
+	if r, err := h.OfSighting(ctx, "a", tgt, deploy, &Sighting{resourceVersion: "10"}, true); err != nil || r.Status != "InProgress" {
 		t.Fatalf("at the applied version: %v, %v", r, err)
 	}
 	if n := kube.gets; n != 0 {
@@ -120,7 +120,7 @@ func TestReadinessFromStamp(t *testing.T) {
 	rolled.SetResourceVersion("11")
 	kube.objects["ns/o"] = rolled
 	for i := 0; i < 3; i++ {
-		if r, err := h.OfStamp(ctx, "a", tgt, deploy, &Stamp{resourceVersion: "11"}, true); err != nil || r.Status != "Current" {
+		if r, err := h.OfSighting(ctx, "a", tgt, deploy, &Sighting{resourceVersion: "11"}, true); err != nil || r.Status != "Current" {
 			t.Fatalf("after the rollout: %v, %v", r, err)
 		}
 	}

@@ -32,11 +32,12 @@ type Watches struct {
 	metadata metadata.Interface
 	// notify is called with a desire whenever its target is added, changed or deleted.
 	notify func(Ref)
-	// Adopt, when set, is called with a desire and the watch's stamp of the very version its own apply
-	// left (see knows): the apply's record keeps the watch's stamp instead of one of its own.
-	Adopt func(Ref, *Stamp)
+	// Adopt, when set, is called with a desire and the watch's sighting of the very version its
+	// own apply left (see knows): the apply's record keeps the watch's sighting instead of one
+	// of its own.
+	Adopt func(Ref, *Sighting)
 	// FieldManager is the applier's own field manager: a change that may be a write under it
-	// leaving no trace is marked on the stamp (see Stamp.follow).
+	// leaving no trace is marked on the sighting (see Sighting.follow).
 	FieldManager string
 	// Synced, when set, is called once a watch's first list completed, with the objects it
 	// listed and how long that took (a new term's desires wait for it).
@@ -65,7 +66,7 @@ type registration struct {
 
 // Interest says which changes of its target a desire is told about: every new
 // resourceVersion (a ReadDesire mirrors the object, a DeleteDesire reports its finalizers),
-// or only changes of the stamp's metadata (an ApplyDesire: status updates and
+// or only changes of the sighting's metadata (an ApplyDesire: status updates and
 // resourceVersion bumps touch nothing it applied).
 type Interest bool
 
@@ -212,7 +213,7 @@ func (h *Watches) Registered() int {
 }
 
 // interested returns the desires registered for the object key on w that want to hear of a
-// change: all of them when the stamp's metadata changed, else those of EveryVersion; none
+// change: all of them when the sighting's metadata changed, else those of EveryVersion; none
 // that already know resourceVersion rv (their own apply left it; "" for a deletion): those
 // are returned as own.
 func (h *Watches) interested(w *Watch, key string, metadataChanged bool, rv string) (refs, own []Ref) {
@@ -275,7 +276,7 @@ func objectKey(namespace, name string) string {
 }
 
 // Watch is a cluster-wide, metadata-only informer over one resource, shared by every
-// desire whose target is of that resource. Its store holds a Stamp per object: enough
+// desire whose target is of that resource. Its store holds a Sighting per object: enough
 // to tell a desire that its target appeared, changed or vanished, and whether what changed
 // may touch what an ApplyDesire applied, at ~200 bytes per object instead of a watch
 // connection and goroutines per desire or per namespace.
@@ -290,7 +291,7 @@ type Watch struct {
 	// not a map per object); guarded by Watches.mu.
 	names map[string][]watcher
 	// strings interns namespaces and field managers: a handful of values shared by every
-	// stamp instead of a copy per object.
+	// sighting instead of a copy per object.
 	strings intern.Strings
 
 	mu      sync.Mutex
@@ -349,11 +350,11 @@ func (w *Watch) Started() time.Time { return w.started }
 // Synced reports whether the watch's first list completed.
 func (w *Watch) Synced() bool { return w.informer.HasSynced() }
 
-// Lookup returns the stamp of the object namespace/name, or false when the watch has none.
-func (w *Watch) Lookup(namespace, name string) (*Stamp, bool) {
+// Lookup returns the sighting of the object namespace/name, or false when the watch has none.
+func (w *Watch) Lookup(namespace, name string) (*Sighting, bool) {
 	obj, exists, err := w.store.GetByKey(objectKey(namespace, name))
-	stamp, ok := obj.(*Stamp)
-	return stamp, err == nil && exists && ok
+	sighting, ok := obj.(*Sighting)
+	return sighting, err == nil && exists && ok
 }
 
 // watcher is one desire's interest in one object.
@@ -415,7 +416,7 @@ func (h *Watches) startLocked(gvr schema.GroupVersionResource) *Watch {
 	w.store, w.informer = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    objType,
-		Transform:     stamper(&w.strings),
+		Transform:     sightingTransform(&w.strings),
 		Handler:       h.handler(w),
 	})
 	go func() {
@@ -443,9 +444,10 @@ func (h *Watches) startLocked(gvr schema.GroupVersionResource) *Watch {
 	return w
 }
 
-// listWatch lists and watches w's resource in every namespace as PartialObjectMetadata
-// through the metadata client, or through the dynamic client (full objects, reduced by the
-// stamper) without one. Errors are recorded on w so the desires it serves can report them.
+// listWatch lists and watches w's resource in every namespace as PartialObjectMetadata through
+// the metadata client, or through the dynamic client (full objects, reduced by the
+// sightingTransform) without one. Errors are recorded on w so the desires it serves can report
+// them.
 func (h *Watches) listWatch(w *Watch) (cache.ListerWatcher, runtime.Object) {
 	var (
 		list     func(context.Context, metav1.ListOptions) (runtime.Object, error)
@@ -544,21 +546,21 @@ func (h *Watches) handler(w *Watch) cache.ResourceEventHandler {
 		for _, ref := range notified {
 			h.notify(ref)
 		}
-		if st, ok := obj.(*Stamp); ok && h.Adopt != nil {
+		if st, ok := obj.(*Sighting); ok && h.Adopt != nil {
 			for _, ref := range own {
 				h.Adopt(ref, st)
 			}
 		}
 	}
 	version := func(obj any) string {
-		if s, ok := obj.(*Stamp); ok {
+		if s, ok := obj.(*Sighting); ok {
 			return s.resourceVersion
 		}
 		return ""
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if s, ok := obj.(*Stamp); ok {
+			if s, ok := obj.(*Sighting); ok {
 				// Its history is unknown (a new watch's list, or re-added): a gap, for the
 				// objects the applier may have applied.
 				if _, ours := s.entry(h.FieldManager, true); ours {
@@ -568,8 +570,8 @@ func (h *Watches) handler(w *Watch) cache.ResourceEventHandler {
 			notify(obj, true, version(obj))
 		},
 		UpdateFunc: func(o, n any) {
-			os, ok1 := o.(*Stamp)
-			ns, ok2 := n.(*Stamp)
+			os, ok1 := o.(*Sighting)
+			ns, ok2 := n.(*Sighting)
 			if !ok1 || !ok2 {
 				notify(n, true, "")
 				return

@@ -19,10 +19,10 @@ func managed(manager string, op metav1.ManagedFieldsOperationType, sub, fields s
 		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Time: &t}
 }
 
-// TestStamper: every object a shared watch stores is reduced to a stamp (identity, version,
-// generation, deletion, main-resource field managers), and client-go's key function still
-// reads it.
-func TestStamper(t *testing.T) {
+// TestSightingTransform: every object a shared watch stores is reduced to a sighting (identity,
+// version, generation, deletion, main-resource field managers), and client-go's key function
+// still reads it.
+func TestSightingTransform(t *testing.T) {
 	now := metav1.Now()
 	pom := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "a", ResourceVersion: "7",
 		UID: "u", Generation: 3, DeletionTimestamp: &now, Labels: map[string]string{"x": "y"}, ManagedFields: []metav1.ManagedFieldsEntry{
@@ -40,20 +40,20 @@ func TestStamper(t *testing.T) {
 		want    any
 		wantKey string
 	}{
-		{"partial object metadata", pom, &Stamp{namespace: "ns1", name: "a", resourceVersion: "7", uid: uidHash("u"), generation: 3, deleting: true,
-			fields: []fieldsStamp{
+		{"partial object metadata", pom, &Sighting{namespace: "ns1", name: "a", resourceVersion: "7", uid: uidHash("u"), generation: 3, deleting: true,
+			fields: []fieldsEntry{
 				{manager: "edit", time: 102, digest: fieldsDigest([]byte(`{"f:metadata":{"f:labels":{"f:x":{}}}}`))},
 				{manager: "kaa", apply: true, time: 100, digest: fieldsDigest([]byte(`{"f:data":{"f:k":{}}}`))},
 			}, statusDigest: statusEntryDigest("kcm", 101, fieldsDigest([]byte(`{"f:status":{}}`))), latest: 102}, "ns1/a"},
-		{"full object (dynamic fallback)", u, &Stamp{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2")}, "ns1/b"},
+		{"full object (dynamic fallback)", u, &Sighting{namespace: "ns1", name: "b", resourceVersion: "8", uid: uidHash("u2")}, "ns1/b"},
 		{"tombstone passes through", tomb, tomb, "ns1/c"},
 		{"tombstone without an object", cache.DeletedFinalStateUnknown{Key: "ns1/d"}, cache.DeletedFinalStateUnknown{Key: "ns1/d"}, "ns1/d"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := stamper(&intern.Strings{})(tc.in)
+			got, err := sightingTransform(&intern.Strings{})(tc.in)
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("stamper = %#v, %v; want %#v", got, err, tc.want)
+				t.Fatalf("sightingTransform = %#v, %v; want %#v", got, err, tc.want)
 			}
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(got); err != nil || key != tc.wantKey {
 				t.Fatalf("key = %q, %v; want %q", key, err, tc.wantKey)
@@ -79,8 +79,8 @@ func TestFieldsDigestOrderIndependent(t *testing.T) {
 
 // TestSameMetadata: what tells an ApplyDesire's watch event from a status-only update.
 func TestSameMetadata(t *testing.T) {
-	base := func() *Stamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
+	base := func() *Sighting {
+		return sightingOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: "5", UID: "u", Generation: 2, ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 		}}, &intern.Strings{})
@@ -115,7 +115,7 @@ func TestSameMetadata(t *testing.T) {
 				managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, 100),
 			}}
 			tc.change(m)
-			if got := base().sameMetadata(stampOf(m, &intern.Strings{})); got != tc.same {
+			if got := base().sameMetadata(sightingOf(m, &intern.Strings{})); got != tc.same {
 				t.Fatalf("sameMetadata = %v, want %v", got, tc.same)
 			}
 		})
@@ -125,15 +125,15 @@ func TestSameMetadata(t *testing.T) {
 // TestUnexplained: a new resourceVersion without any managedFields entry moving (status
 // entries included) is unexplained; a status update is not.
 func TestUnexplained(t *testing.T) {
-	meta := func(rv string, statusTime int64) *Stamp {
-		return stampOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
+	meta := func(rv string, statusTime int64) *Sighting {
+		return sightingOf(&metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kaa", metav1.ManagedFieldsOperationApply, "", `{"f:data":{"f:v":{}}}`, 100),
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, statusTime),
 		}}, &intern.Strings{})
 	}
 	cases := []struct {
 		name string
-		n    *Stamp
+		n    *Sighting
 		want bool
 	}{
 		{"same version", meta("5", 100), false},
@@ -149,13 +149,13 @@ func TestUnexplained(t *testing.T) {
 	}
 }
 
-// TestStampFollow: the watch's handler marks a version that may be a traceless write under
+// TestSightingFollow: the watch's handler marks a version that may be a traceless write under
 // our own field manager (no entry moved, and no entry of the version before later than our
 // entry's second), or one whose changes were not seen one by one (a relist); the mark rides
 // along through other changes and relists of the same version, so a reconcile that looks
 // later still sees it. No clock is read: only entry times.
-func TestStampFollow(t *testing.T) {
-	at := func(rv string, ours, status int64, listed bool) *Stamp {
+func TestSightingFollow(t *testing.T) {
+	at := func(rv string, ours, status int64, listed bool) *Sighting {
 		m := &metav1.ObjectMeta{Namespace: "n", Name: "a", ResourceVersion: rv, UID: "u", ManagedFields: []metav1.ManagedFieldsEntry{
 			managed("kcm", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{"f:ready":{}}}`, status),
 		}}
@@ -165,9 +165,9 @@ func TestStampFollow(t *testing.T) {
 		if listed {
 			m.Annotations = map[string]string{listedAnnotation: "true"}
 		}
-		return stampOf(m, &intern.Strings{})
+		return sightingOf(m, &intern.Strings{})
 	}
-	suspect := func(s *Stamp) string {
+	suspect := func(s *Sighting) string {
 		if p := s.suspect.Load(); p != nil {
 			if p.gap {
 				return p.resourceVersion + " (gap)"
@@ -178,19 +178,19 @@ func TestStampFollow(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		chain []*Stamp // versions as the watch delivers them
-		want  []string // the suspicion on each version after the first
+		chain []*Sighting // versions as the watch delivers them
+		want  []string    // the suspicion on each version after the first
 	}{
-		{"status updates: explained", []*Stamp{at("5", 100, 100, false), at("6", 100, 101, false)}, []string{""}},
-		{"nothing moved in our second: possibly ours", []*Stamp{at("5", 100, 99, false), at("6", 100, 99, false)}, []string{"6"}},
-		{"nothing moved, a later second seen before: another writer's", []*Stamp{at("5", 100, 101, false), at("6", 100, 101, false)}, []string{""}},
+		{"status updates: explained", []*Sighting{at("5", 100, 100, false), at("6", 100, 101, false)}, []string{""}},
+		{"nothing moved in our second: possibly ours", []*Sighting{at("5", 100, 99, false), at("6", 100, 99, false)}, []string{"6"}},
+		{"nothing moved, a later second seen before: another writer's", []*Sighting{at("5", 100, 101, false), at("6", 100, 101, false)}, []string{""}},
 		{"the mark rides along (same version again, then a status update)",
-			[]*Stamp{at("5", 100, 100, false), at("6", 100, 100, false), at("6", 100, 100, true), at("7", 100, 102, false)},
+			[]*Sighting{at("5", 100, 100, false), at("6", 100, 100, false), at("6", 100, 100, true), at("7", 100, 102, false)},
 			[]string{"6", "6", "6"}},
-		{"a later suspicion replaces an earlier one", []*Stamp{at("5", 100, 100, false), at("6", 100, 100, false), at("7", 100, 100, false)},
+		{"a later suspicion replaces an earlier one", []*Sighting{at("5", 100, 100, false), at("6", 100, 100, false), at("7", 100, 100, false)},
 			[]string{"6", "7"}},
-		{"a relist to a new version: a gap", []*Stamp{at("5", 100, 100, false), at("9", 100, 103, true)}, []string{"9 (gap)"}},
-		{"an object without our entry: never", []*Stamp{at("5", 0, 100, false), at("6", 0, 100, false), at("9", 0, 103, true)}, []string{"", ""}},
+		{"a relist to a new version: a gap", []*Sighting{at("5", 100, 100, false), at("9", 100, 103, true)}, []string{"9 (gap)"}},
+		{"an object without our entry: never", []*Sighting{at("5", 0, 100, false), at("6", 0, 100, false), at("9", 0, 103, true)}, []string{"", ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,10 +204,10 @@ func TestStampFollow(t *testing.T) {
 	}
 }
 
-// TestStampBytesPerObject measures what a cluster-wide watch keeps per object (it stores every
+// TestSightingBytesPerObject measures what a cluster-wide watch keeps per object (it stores every
 // object of its resource, targets or not): a typical object with two field managers must
 // cost at most 300 bytes of heap, not the ~1 KiB of its PartialObjectMetadata.
-func TestStampBytesPerObject(t *testing.T) {
+func TestSightingBytesPerObject(t *testing.T) {
 	const n = 20000
 	in := &intern.Strings{}
 	objs := make([]*metav1.PartialObjectMetadata, n)
@@ -219,20 +219,20 @@ func TestStampBytesPerObject(t *testing.T) {
 				managed("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "", `{"f:metadata":{"f:annotations":{"f:x":{}}}}`, 100),
 			}}}
 	}
-	stamps := make([]*Stamp, n)
+	sightings := make([]*Sighting, n)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i, o := range objs {
-		stamps[i] = stampOf(o, in)
+		sightings[i] = sightingOf(o, in)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
-	runtime.KeepAlive(stamps)
+	runtime.KeepAlive(sightings)
 	runtime.KeepAlive(objs)
-	t.Logf("Stamp: %.0f bytes per object (store entry excluded)", per)
+	t.Logf("Sighting: %.0f bytes per object (store entry excluded)", per)
 	if per > 300 {
-		t.Fatalf("Stamp costs %.0f bytes per object, want <= 300", per)
+		t.Fatalf("Sighting costs %.0f bytes per object, want <= 300", per)
 	}
 }

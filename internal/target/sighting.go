@@ -16,12 +16,12 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/intern"
 )
 
-// Stamp is what a shared watch stores per object. A cluster-wide watch holds every
-// object of its resource, not only the targets, so it keeps only what the controllers
-// compare: identity (uid), the resourceVersion, the generation, whether it is being deleted,
-// and one small entry per field manager of the main resource (no managedFields sets, no
-// labels). Namespace and manager names are interned by the watch.
-type Stamp struct {
+// Sighting is what a shared watch stores per object: the object as the watch last saw it. A
+// cluster-wide watch holds every object of its resource, not only the targets, so it keeps only
+// what the controllers compare: identity (uid), the resourceVersion, the generation, whether it
+// is being deleted, and one small entry per field manager of the main resource (no
+// managedFields sets, no labels). Namespace and manager names are interned by the watch.
+type Sighting struct {
 	namespace, name, resourceVersion string
 	uid                              uint64 // a hash of metadata.uid: compared, never shown
 	generation                       int64
@@ -34,7 +34,7 @@ type Stamp struct {
 	// fields are the managedFields entries of operation Apply or Update of the main resource
 	// (subresource "") and of subresources other than status (a writer through /scale, as an
 	// HPA, changes the spec), sorted by manager, subresource and operation.
-	fields []fieldsStamp
+	fields []fieldsEntry
 	// statusDigest sums the status entries (manager, time, field set): a status update
 	// changes it, so a new resourceVersion that changed no entry at all is told apart.
 	statusDigest uint64
@@ -42,7 +42,7 @@ type Stamp struct {
 	latest int64
 	// suspect is the newest change up to this version that may have been a write under our
 	// own field manager that left no trace (see follow; nil: none). The watch's handler sets
-	// it after the store holds the stamp, hence atomic.
+	// it after the store holds the sighting, hence atomic.
 	suspect atomic.Pointer[suspicion]
 }
 
@@ -58,8 +58,8 @@ type suspicion struct {
 // fieldManager that left no trace, else carries the suspicion s had. A single write that
 // moved no entry was made in the second of its writer's last change; when no entry of s is
 // later than our entry's second, that writer may be us (a later write by us would have moved
-// our entry's time). Stamps are replaced, not updated, so a suspicion rides along.
-func (s *Stamp) follow(n *Stamp, fieldManager string) (suspected bool) {
+// our entry's time). Sightings are replaced, not updated, so a suspicion rides along.
+func (s *Sighting) follow(n *Sighting, fieldManager string) (suspected bool) {
 	if s.resourceVersion != n.resourceVersion {
 		if _, ours := n.entry(fieldManager, true); n.listed && ours {
 			n.suspect.Store(&suspicion{resourceVersion: n.resourceVersion, gap: true})
@@ -76,8 +76,8 @@ func (s *Stamp) follow(n *Stamp, fieldManager string) (suspected bool) {
 	return false
 }
 
-// fieldsStamp is one managedFields entry as a stamp keeps it.
-type fieldsStamp struct {
+// fieldsEntry is one managedFields entry as a sighting keeps it.
+type fieldsEntry struct {
 	manager     string // interned
 	subresource string // "" for the main resource, else e.g. "scale" (interned)
 	apply       bool   // operation Apply (else Update)
@@ -86,15 +86,15 @@ type fieldsStamp struct {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, so client-go's key functions
-// (meta.Accessor) read a stamp.
-func (s *Stamp) GetObjectMeta() metav1.Object {
+// (meta.Accessor) read a sighting.
+func (s *Sighting) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, ResourceVersion: s.resourceVersion}
 }
 
-// sameMetadata reports whether two stamps of one object differ only by resourceVersion:
+// sameMetadata reports whether two sightings of one object differ only by resourceVersion:
 // same identity, generation, deletion state, and field ownership and entry times of the main
 // resource. A status update leaves them equal.
-func (s *Stamp) sameMetadata(o *Stamp) bool {
+func (s *Sighting) sameMetadata(o *Sighting) bool {
 	if s.uid != o.uid || s.generation != o.generation || s.deleting != o.deleting || len(s.fields) != len(o.fields) {
 		return false
 	}
@@ -107,24 +107,24 @@ func (s *Stamp) sameMetadata(o *Stamp) bool {
 	return true
 }
 
-// entry returns the stamp's main-resource entry of manager with operation Apply (apply) or
+// entry returns the sighting's main-resource entry of manager with operation Apply (apply) or
 // Update.
-func (s *Stamp) entry(manager string, apply bool) (fieldsStamp, bool) {
+func (s *Sighting) entry(manager string, apply bool) (fieldsEntry, bool) {
 	return s.entryOf(manager, "", apply)
 }
 
-// entryOf returns the stamp's entry of manager through subresource ("": the main resource)
+// entryOf returns the sighting's entry of manager through subresource ("": the main resource)
 // with operation Apply (apply) or Update.
-func (s *Stamp) entryOf(manager, subresource string, apply bool) (fieldsStamp, bool) {
+func (s *Sighting) entryOf(manager, subresource string, apply bool) (fieldsEntry, bool) {
 	for _, f := range s.fields {
 		if f.manager == manager && f.subresource == subresource && f.apply == apply {
 			return f, true
 		}
 	}
-	return fieldsStamp{}, false
+	return fieldsEntry{}, false
 }
 
-// uidHash is how a stamp keeps a uid.
+// uidHash is how a sighting keeps a uid.
 func uidHash(uid types.UID) uint64 {
 	if uid == "" {
 		return 0
@@ -138,39 +138,39 @@ func uidHash(uid types.UID) uint64 {
 // managedFields: no entry (status included) has a new field set or time. A write under a
 // manager's name within the second of that manager's last change looks so (entry times are
 // whole seconds); so does a status update in that second.
-func (s *Stamp) unexplained(n *Stamp) bool {
+func (s *Sighting) unexplained(n *Sighting) bool {
 	return s.resourceVersion != n.resourceVersion && s.statusDigest == n.statusDigest && s.sameMetadata(n)
 }
 
 // listedAnnotation marks, on the watch's own decoded copy, an object that came from a list
-// (see Stamp.listed); it never reaches the apiserver.
+// (see Sighting.listed); it never reaches the apiserver.
 const listedAnnotation = "kube-applier-aws.internal/listed"
 
-// stamper returns the informer transform that reduces each listed or watched object to an
-// Stamp, interning its namespace and field managers in strings.
-func stamper(strings *intern.Strings) cache.TransformFunc {
+// sightingTransform returns the informer transform that reduces each listed or watched object
+// to a Sighting, interning its namespace and field managers in strings.
+func sightingTransform(strings *intern.Strings) cache.TransformFunc {
 	return func(obj any) (any, error) {
-		if _, ok := obj.(*Stamp); ok {
+		if _, ok := obj.(*Sighting); ok {
 			return obj, nil
 		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return obj, nil // a tombstone: the informer handles it
 		}
-		return stampOf(m, strings), nil
+		return sightingOf(m, strings), nil
 	}
 }
 
-// stampOf is the stamp of an object's metadata.
-func stampOf(m metav1.Object, strings *intern.Strings) *Stamp {
-	s := &Stamp{namespace: strings.Intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
+// sightingOf is the sighting of an object's metadata.
+func sightingOf(m metav1.Object, strings *intern.Strings) *Sighting {
+	s := &Sighting{namespace: strings.Intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(),
 		uid: uidHash(m.GetUID()), generation: m.GetGeneration(), deleting: m.GetDeletionTimestamp() != nil,
 		listed: m.GetAnnotations()[listedAnnotation] != ""}
 	for _, e := range m.GetManagedFields() {
 		if e.Operation != metav1.ManagedFieldsOperationApply && e.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
-		var f fieldsStamp
+		var f fieldsEntry
 		if e.Time != nil {
 			f.time = e.Time.Unix()
 		}
@@ -199,7 +199,7 @@ func stampOf(m metav1.Object, strings *intern.Strings) *Stamp {
 	return s
 }
 
-// statusEntryDigest is one status entry's share of a stamp's statusDigest.
+// statusEntryDigest is one status entry's share of a sighting's statusDigest.
 func statusEntryDigest(manager string, time int64, digest uint64) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(manager))
@@ -244,20 +244,20 @@ func treeDigest(v any) uint64 {
 }
 
 // who names the entry's writer for messages: "hpa-controller (through /scale)".
-func (f fieldsStamp) who() string {
+func (f fieldsEntry) who() string {
 	if f.subresource == "" {
 		return f.manager
 	}
 	return f.manager + " (through /" + f.subresource + ")"
 }
 
-// when is a fieldsStamp's time for messages.
-func (f fieldsStamp) when() time.Time {
+// when is a fieldsEntry's time for messages.
+func (f fieldsEntry) when() time.Time {
 	if f.time == 0 {
 		return time.Time{}
 	}
 	return time.Unix(f.time, 0).UTC()
 }
 
-// ResourceVersion is the object's metadata.resourceVersion at this stamp.
-func (s *Stamp) ResourceVersion() string { return s.resourceVersion }
+// ResourceVersion is the object's metadata.resourceVersion at this sighting.
+func (s *Sighting) ResourceVersion() string { return s.resourceVersion }
