@@ -253,7 +253,8 @@ func wayOf(ev []event) ([]event, error) {
 	noise := map[uint64]bool{gs: true, gw: true}
 	for _, e := range ev {
 		if has(e, ".pollOnce") || has(e, ".poll") || strings.Contains(e.file, "heartbeat") || strings.Contains(e.fn, "Writer).beat") ||
-			strings.Contains(e.file, "watches.go") || strings.Contains(e.file, "sighting.go") {
+			strings.Contains(e.file, "watches.go") || strings.Contains(e.file, "sighting.go") ||
+			strings.Contains(e.file, "stamp.go") { // its name before 2026-12-04, for -rev
 			noise[e.g] = true
 		}
 	}
