@@ -9,7 +9,7 @@ import (
 // newController builds the controller of cfg (internal/controller) with the root's parts:
 // an ApplyDesire controller scrubs every verdict of its Secret values, rivals or not; a
 // DynamoDB status Table stamps and fences each write with the term's number and lists its
-// stamps for the periodic check of the status cache, from its StatusCheckIndexName GSI or,
+// write marks for the periodic check of the status cache, from its StatusCheckIndexName GSI or,
 // without one, a Scan of the table; another status client, a test's fake, writes unfenced and
 // is not checked.
 func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T] {
@@ -22,10 +22,10 @@ func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T]
 	}
 	// Derived from Statuses each time, so that a Config copied with another status client
 	// never keeps the first one's fence.
-	cfg.Fence, cfg.ListStamps, cfg.ListIndexStamps = nil, nil, nil
+	cfg.Fence, cfg.ListWriteMarks, cfg.ListIndexWriteMarks = nil, nil, nil
 	if t, ok := cfg.Statuses.(*Table[T]); ok {
 		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.FencedBy(n) }
-		cfg.ListStamps, cfg.ListIndexStamps = t.ListStamps, t.ListIndexStamps
+		cfg.ListWriteMarks, cfg.ListIndexWriteMarks = t.ListWriteMarks, t.ListIndexWriteMarks
 	}
 	if cfg.Unelected.CallTimeout == 0 { // (a term without a call timeout is no term)
 		cfg.Unelected = unelected

@@ -17,13 +17,13 @@ import (
 
 // TestControllerOverATableFencesAndChecks: a controller whose status client is a DynamoDB
 // Table stamps each status write with its term's number and is refused over a newer term's
-// write (the fence), and its periodic check reads the table's stamps; the term a controller
+// write (the fence), and its periodic check reads the table's write marks; the term a controller
 // has before it leads bounds its calls.
 func TestControllerOverATableFencesAndChecks(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
-	if h.c.Fence == nil || h.c.ListStamps == nil {
-		t.Fatalf("a controller over a Table: Fence set %v, ListStamps set %v; want both", h.c.Fence != nil, h.c.ListStamps != nil)
+	if h.c.Fence == nil || h.c.ListWriteMarks == nil {
+		t.Fatalf("a controller over a Table: Fence set %v, ListWriteMarks set %v; want both", h.c.Fence != nil, h.c.ListWriteMarks != nil)
 	}
 	if h.c.Unelected.CallTimeout != defaultCallTimeout {
 		t.Fatalf("the term before leading bounds calls by %v, want %v", h.c.Unelected.CallTimeout, defaultCallTimeout)
@@ -51,9 +51,9 @@ func TestControllerOverATableFencesAndChecks(t *testing.T) {
 	if _, _, err := older.Write(ctx, changed, Applied(1, "by an older term"), false); !errors.Is(err, fencing.ErrNewerTerm) || lost == nil {
 		t.Fatalf("term 3 over term 5's status: %v (term ended: %v), want fencing.ErrNewerTerm", err, lost != nil)
 	}
-	stamps, err := h.c.ListStamps(ctx)
-	if err != nil || stamps["a"].Version != 1 || stamps["a"].UpdateTime == "" {
-		t.Fatalf("stamps %v, %v; want a's version 1 and its updateTime", stamps, err)
+	marks, err := h.c.ListWriteMarks(ctx)
+	if err != nil || marks["a"].Version != 1 || marks["a"].UpdateTime == "" {
+		t.Fatalf("marks %v, %v; want a's version 1 and its updateTime", marks, err)
 	}
 }
 

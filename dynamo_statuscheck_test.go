@@ -277,7 +277,7 @@ func TestStatusCheckFallsBackWhenTheIndexFails(t *testing.T) {
 	withCheckIndex(h, true)
 	h.sync(t, applyDesire("a", cmJSON("a")))
 	w := h.c.Writer()
-	h.c.ListIndexStamps = func(context.Context) (map[string]controller.Stamp, error) {
+	h.c.ListIndexWriteMarks = func(context.Context) (map[string]controller.WriteMark, error) {
 		return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform: dynamodb:Scan on resource: .../index/statusCheck-index"}
 	}
 	if err := h.status.Delete(ctx, "a"); err != nil {

@@ -23,7 +23,7 @@ import (
 )
 
 // TestIntegrationStatusCheckIndex: on DynamoDB Local, the status tables EnsureTables makes
-// have the status check's index, which lists every status's stamp (a documentID that is no
+// have the status check's index, which lists every status's write mark (a documentID that is no
 // UUID and a 100 KB ReadDesire status included) as the table does, and its Scan reports its
 // units under "table/index"; a ReadDesire status deleted or rewritten behind the applier is
 // found through it and written back; a table without the index is told apart
@@ -56,13 +56,13 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fromTable, err := st.ListStamps(ctx)
+	fromTable, err := st.ListWriteMarks(ctx)
 	if err != nil || len(fromTable) != 2 {
-		t.Fatalf("table stamps %v, %v", fromTable, err)
+		t.Fatalf("table marks %v, %v", fromTable, err)
 	}
-	var fromIndex map[string]controller.Stamp
-	waitFor(t, 5*time.Second, "index stamps equal the table's", func() bool {
-		fromIndex, err = st.ListIndexStamps(ctx)
+	var fromIndex map[string]controller.WriteMark
+	waitFor(t, 5*time.Second, "index marks equal the table's", func() bool {
+		fromIndex, err = st.ListIndexWriteMarks(ctx)
 		return err == nil && reflect.DeepEqual(fromIndex, fromTable)
 	})
 	// The index holds the keys, documentID, version and applierTerm: not the 100 KB content.
@@ -121,7 +121,7 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := statusTable(NewTable[*ReadDesire](env.Client, bare)).ListIndexStamps(ctx); err == nil || !strings.Contains(err.Error(), StatusCheckIndexName) {
+	if _, err := statusTable(NewTable[*ReadDesire](env.Client, bare)).ListIndexWriteMarks(ctx); err == nil || !strings.Contains(err.Error(), StatusCheckIndexName) {
 		t.Fatalf("a table without the index: %v, want an error naming %s (the check then Scans the table)", err, StatusCheckIndexName)
 	}
 }

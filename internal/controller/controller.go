@@ -55,7 +55,8 @@ type Controller[T api.Desire] struct {
 }
 
 // ObjectRules is what the controller of a kind whose desires write objects (ApplyDesires:
-// internal/reconcile's Conflicts over internal/rivals, with the Secret scrub) does around the reconciler.
+// internal/reconcile's Conflicts over internal/rivals, with the Secret scrub) does around the
+// reconciler.
 type ObjectRules[T api.Desire] interface {
 	// Check refuses d while another desire keeps its object, else returns the note for the
 	// keeper's message ("" without rivals).
@@ -80,14 +81,15 @@ type Config[T api.Desire] struct {
 	// Fence returns the status table whose writes are stamped with and fenced by a term's
 	// number (internal/fencing); nil: the table cannot fence (a fake), writes go unstamped.
 	Fence func(term int64) StatusTable[T]
-	// ListStamps reads the stamp of every status document (one projected Scan of the table,
-	// billed by the items' full size) for the periodic check of the status cache; nil: no check.
-	ListStamps func(ctx context.Context) (map[string]Stamp, error)
-	// ListIndexStamps reads the same stamps from the status check's narrow GSI (billed by its
-	// ~200-byte items); on any error (no index, not ACTIVE, denied) the check falls back to
-	// ListStamps; nil: ListStamps only.
-	ListIndexStamps func(ctx context.Context) (map[string]Stamp, error)
-	Reconciler      Reconciler[T]
+	// ListWriteMarks reads the write mark of every status document (one projected Scan of the
+	// table, billed by the items' full size) for the periodic check of the status cache; nil:
+	// no check.
+	ListWriteMarks func(ctx context.Context) (map[string]WriteMark, error)
+	// ListIndexWriteMarks reads the same write marks from the status check's narrow GSI (billed
+	// by its ~200-byte items); on any error (no index, not ACTIVE, denied) the check falls back
+	// to ListWriteMarks; nil: ListWriteMarks only.
+	ListIndexWriteMarks func(ctx context.Context) (map[string]WriteMark, error)
+	Reconciler          Reconciler[T]
 	// Forget drops what the default reconciler holds for a desire (watch registrations,
 	// fetched content) when it is deleted or no longer ours; nil when it holds nothing.
 	Forget func(id string)
@@ -341,7 +343,7 @@ func (c *Controller[T]) refreshStatuses(ctx context.Context, w *StatusWriter[T],
 // holds as stored that recently is not judged by the check; the next one judges it.
 const indexLag = 2 * time.Second
 
-// CheckStatuses reads every status document's stamp, from the status check's GSI (its
+// CheckStatuses reads every status document's write mark, from the status check's GSI (its
 // ~200-byte items: no status is read) or, without a usable one, with a Scan of the table
 // projected on documentID, version and updateTime (billed by the items' full size); drops what
 // that contradicts from w's cache and the outcomes (outcomes.go), and returns the desires to
@@ -349,12 +351,12 @@ const indexLag = 2 * time.Second
 // indexLag is taken as cached (the read may not show it yet). Idle cost: that one read, no
 // GetItem, no write.
 func (c *Controller[T]) CheckStatuses(ctx context.Context, w *StatusWriter[T]) ([]string, error) {
-	if c.ListStamps == nil || w.cache == nil {
+	if c.ListWriteMarks == nil || w.cache == nil {
 		return nil, nil
 	}
 	start := c.clock()
 	lctx, cancel := context.WithTimeout(ctx, preloadTimeout)
-	versions, fromIndex, err := c.listStamps(lctx, w)
+	versions, fromIndex, err := c.listWriteMarks(lctx, w)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -376,28 +378,28 @@ func (c *Controller[T]) CheckStatuses(ctx context.Context, w *StatusWriter[T]) (
 	return ids, nil
 }
 
-// listStamps reads the stamps from the status check's index when the table has a usable one
-// and every cached status is in it (a status written by an earlier release without `shard`
-// is not), else with a Scan of the table; it logs when that choice changes.
-func (c *Controller[T]) listStamps(ctx context.Context, w *StatusWriter[T]) (stamps map[string]Stamp, fromIndex bool, err error) {
-	if c.ListIndexStamps != nil {
+// listWriteMarks reads the write marks from the status check's index when the table has a
+// usable one and every cached status is in it (a status written by an earlier release without
+// `shard` is not), else with a Scan of the table; it logs when that choice changes.
+func (c *Controller[T]) listWriteMarks(ctx context.Context, w *StatusWriter[T]) (marks map[string]WriteMark, fromIndex bool, err error) {
+	if c.ListIndexWriteMarks != nil {
 		why := ""
 		if n := w.cache.unsharded(); n > 0 {
 			why = fmt.Sprintf("%d statuses were stored without `shard` (by an earlier release) and are in no index", n)
 		} else {
 			// Any failure falls back to the table's Scan: no index, one not ACTIVE yet, or an
 			// IAM policy that allows the tables but not their indexes.
-			stamps, err := c.ListIndexStamps(ctx)
+			marks, err := c.ListIndexWriteMarks(ctx)
 			if err == nil {
 				c.noteCheckSource("")
-				return stamps, true, nil
+				return marks, true, nil
 			}
 			why = err.Error()
 		}
 		c.noteCheckSource(why)
 	}
-	stamps, err = c.ListStamps(ctx)
-	return stamps, false, err
+	marks, err = c.ListWriteMarks(ctx)
+	return marks, false, err
 }
 
 // noteCheckSource logs once when the status check starts Scanning the table (why) or reading

@@ -21,21 +21,21 @@ import (
 )
 
 // TestControllerUsesWhatItWasHanded: a numbered term writes through the table Fence returns
-// for its number (a term without one through Statuses), the periodic check reads ListStamps,
+// for its number (a term without one through Statuses), the periodic check reads ListWriteMarks,
 // and Observe sees every verdict a status records and every desire forgotten.
 func TestControllerUsesWhatItWasHanded(t *testing.T) {
 	ctx := context.Background()
 	plain, fenced := newMemTable[*api.ApplyDesire]("plain"), newMemTable[*api.ApplyDesire]("fenced")
 	var fencedFor []int64
 	var observed []string
-	stampsRead := 0
+	marksRead := 0
 	specs := specLister[*api.ApplyDesire]{"a": applyDesire("a", cmJSON("c1"))}
 	c := New(Config[*api.ApplyDesire]{Kind: api.KindApplyDesire, Cluster: "mc01", Lister: specs, Statuses: plain,
 		Fence: func(n int64) StatusTable[*api.ApplyDesire] { fencedFor = append(fencedFor, n); return fenced },
-		ListStamps: func(context.Context) (map[string]Stamp, error) {
-			stampsRead++
-			stamp := Stamp{Version: 1, UpdateTime: testTime.Format(time.RFC3339Nano)}
-			return map[string]Stamp{"a": stamp, "b": stamp}, nil
+		ListWriteMarks: func(context.Context) (map[string]WriteMark, error) {
+			marksRead++
+			mark := WriteMark{Version: 1, UpdateTime: testTime.Format(time.RFC3339Nano)}
+			return map[string]WriteMark{"a": mark, "b": mark}, nil
 		},
 		Reconciler: ReconcilerFunc(func(context.Context, *api.ApplyDesire) Verdict { return Applied(1, "applied") }),
 		Observe:    func(id string, v Verdict) { observed = append(observed, id+" "+v.String()) },
@@ -56,8 +56,8 @@ func TestControllerUsesWhatItWasHanded(t *testing.T) {
 	if _, err := fenced.Get(ctx, "b"); err != nil || !slices.Equal(fencedFor, []int64{7}) {
 		t.Fatalf("term 7: status in the fenced table %v, fenced for %v; want written through Fence(7)", err, fencedFor)
 	}
-	if ids, err := c.CheckStatuses(ctx, c.Writer()); err != nil || stampsRead != 1 || len(ids) != 0 {
-		t.Fatalf("status check: %v %v, stamps read %d times; want once, nothing to look at again", ids, err, stampsRead)
+	if ids, err := c.CheckStatuses(ctx, c.Writer()); err != nil || marksRead != 1 || len(ids) != 0 {
+		t.Fatalf("status check: %v %v, marks read %d times; want once, nothing to look at again", ids, err, marksRead)
 	}
 	delete(specs, "a")
 	if _, err := c.Sync(ctx, "a"); err != nil {
@@ -216,8 +216,9 @@ func (q *recordingQueue) Forget(string)                      { q.forgets++ }
 func (q *recordingQueue) AddAfter(_ string, d time.Duration) { q.after = d }
 
 // TestHandlerQueuesChangesOnly: the informer handler queues adds, deletes and updates whose
-// updateTime, version, incarnation (createTime) or decodability changed, and nothing for a relist's unchanged desire;
-// adds that arrive from the stream while leading are fresh (their status is created first).
+// updateTime, version, incarnation (createTime) or decodability changed, and nothing for a
+// relist's unchanged desire; adds that arrive from the stream while leading are fresh (their
+// status is created first).
 func TestHandlerQueuesChangesOnly(t *testing.T) {
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, nil)
 	q := h.c.NewQueue()
@@ -429,18 +430,18 @@ func takeTwo(q workqueue.TypedInterface[string]) []string {
 	return out
 }
 
-// TestStatusWriteDuringARenewalGapIsRetried (a review finding, fixed; before the fix): a term whose Lease "may have passed"
-// (the renewal is late, term.valid false) is deliberately not ended: client-go may still renew
-// it, and the heartbeat just skips a beat. But a status write refused then (ErrFenced, not
-// ErrNewerTerm) is treated by the controller as "another term owns this status now": verdict
-// Fenced, lookNever, dropped from the queue for the rest of the term. When the renewal comes
-// through, the desire whose change was already applied keeps the status of its previous spec
-// version for the rest of the term (the periodic status check finds the cache true to the
-// table, so it does not re-queue it either).
+// TestStatusWriteDuringARenewalGapIsRetried (a review finding, fixed; before the fix): a term
+// whose Lease "may have passed" (the renewal is late, term.valid false) is deliberately not
+// ended: client-go may still renew it, and the heartbeat just skips a beat. But a status write
+// refused then (ErrFenced, not ErrNewerTerm) is treated by the controller as "another term owns
+// this status now": verdict Fenced, lookNever, dropped from the queue for the rest of the term.
+// When the renewal comes through, the desire whose change was already applied keeps the status
+// of its previous spec version for the rest of the term (the periodic status check finds the
+// cache true to the table, so it does not re-queue it either).
 func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListStamps = h.status.stamps // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
 	var valid atomic.Bool
 	valid.Store(true)
 	w := h.c.NewWriter(fencing.Term{Number: 5, CallTimeout: time.Second, Valid: valid.Load})

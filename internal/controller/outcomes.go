@@ -112,7 +112,7 @@ func (o *outcomes) forget(id string) {
 
 // forgetAbsent forgets and returns the desires recorded whose status is not in versions (the
 // status table as a Scan read it): a status deleted behind the writer's back answers nothing.
-func (o *outcomes) forgetAbsent(versions map[string]Stamp) []string {
+func (o *outcomes) forgetAbsent(versions map[string]WriteMark) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var gone []string
@@ -148,9 +148,10 @@ type Tally struct {
 // tallyDesires counts specs by their recorded outcome and computes the cache's watermark: the
 // newest updateTime when every spec is answered, else the earliest bound an unanswered spec
 // sets: just before the earlier of its createTime and updateTime, or its answered version's
-// updateTime when that is earlier still. No clock is trusted to order versions (a backend
-// clock behind gives a version 2 an updateTime before version 1's). the heartbeat writer (internal/heartbeat, Content) caps it
-// further at the time the stream was last read to its end.
+// updateTime when that is earlier still. No clock is trusted to order versions (a backend clock
+// behind gives a version 2 an updateTime before version 1's). the heartbeat writer
+// (internal/heartbeat, Content) caps it further at the time the stream was last read to its
+// end.
 //
 // The walk holds o's lock: one lock for 40k desires, not one each.
 func tallyDesires[T api.Desire](specs []T, o *outcomes) Tally {

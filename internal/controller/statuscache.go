@@ -94,19 +94,19 @@ func (c *statusCache[T]) unsharded() int {
 	return n
 }
 
-// withRecent returns stamps (the status table as an eventually consistent read saw it) with
-// the cached statuses this term wrote after since as the cache holds them: such a write may not show
-// there yet (a GSI lags), and is judged at the next check instead of dropped now.
-func (c *statusCache[T]) withRecent(stamps map[string]Stamp, since time.Time) map[string]Stamp {
+// withRecent returns write marks (the status table as an eventually consistent read saw it)
+// with the cached statuses this term wrote after since as the cache holds them: such a write
+// may not show there yet (a GSI lags), and is judged at the next check instead of dropped now.
+func (c *statusCache[T]) withRecent(marks map[string]WriteMark, since time.Time) map[string]WriteMark {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, d := range c.docs {
 		if at, ok := c.wroteAt[id]; ok && at.After(since) {
 			m := d.Meta()
-			stamps[id] = Stamp{Version: m.Version, UpdateTime: m.UpdateTime.UTC().Format(time.RFC3339Nano)}
+			marks[id] = WriteMark{Version: m.Version, UpdateTime: m.UpdateTime.UTC().Format(time.RFC3339Nano)}
 		}
 	}
-	return stamps
+	return marks
 }
 
 // putWritten caches d as this term just wrote it, at (the writer's clock).
@@ -216,10 +216,11 @@ func (c *statusCache[T]) len() int {
 
 // contradicted drops and returns the cached entries that versions (the status table as a Scan
 // read it: documentID to the status document's version and updateTime) contradicts: a status
-// deleted, put back (even at the same version), or rewritten by someone else (an operator, a restored table, another applier), which
-// the cache would otherwise hide from every resync for the rest of the term. An entry written
-// while the Scan ran may be dropped too: it is read again when needed, no harm.
-func (c *statusCache[T]) contradicted(versions map[string]Stamp) []string {
+// deleted, put back (even at the same version), or rewritten by someone else (an operator, a
+// restored table, another applier), which the cache would otherwise hide from every resync for
+// the rest of the term. An entry written while the Scan ran may be dropped too: it is read
+// again when needed, no harm.
+func (c *statusCache[T]) contradicted(versions map[string]WriteMark) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string

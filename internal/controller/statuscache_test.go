@@ -173,12 +173,12 @@ func (f readReconcilerFunc) Reconcile(ctx context.Context, d *api.ReadDesire) Ve
 
 // TestStatusVanishedIsWrittenBack: a status deleted or rewritten behind the term's back (an
 // operator, a restored table, another writer) is found by the periodic check, a Scan of the
-// stamps with no read one by one, and written back by the next reconcile; the heartbeat stops
-// counting it answered meanwhile. With nothing changed, the check re-queues nothing.
+// write marks with no read one by one, and written back by the next reconcile; the heartbeat
+// stops counting it answered meanwhile. With nothing changed, the check re-queues nothing.
 func TestStatusVanishedIsWrittenBack(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListStamps = h.status.stamps // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
 	for _, id := range []string{"a", "b", "c"} {
 		h.sync(t, applyDesire(id, cmJSON(id)))
 	}
@@ -250,16 +250,17 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-// TestStatusRewrittenAtTheSameVersionIsFound (a review finding, fixed; before the fix): the periodic status check compares
-// only the status document's version with the cache's. A status deleted and put back by
-// someone else (an operator's restore of an older copy, another writer's Create) starts again
-// at version 1, the version the term created it with: the check sees nothing, the cache hides
-// it from every resync, and the heartbeat keeps counting the desire answered for the rest of
-// the term while the table answers an older spec version with another verdict.
+// TestStatusRewrittenAtTheSameVersionIsFound (a review finding, fixed; before the fix): the
+// periodic status check compares only the status document's version with the cache's. A status
+// deleted and put back by someone else (an operator's restore of an older copy, another
+// writer's Create) starts again at version 1, the version the term created it with: the check
+// sees nothing, the cache hides it from every resync, and the heartbeat keeps counting the
+// desire answered for the rest of the term while the table answers an older spec version with
+// another verdict.
 func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListStamps = h.status.stamps // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
 	h.sync(t, applyDesire("a", cmJSON("a")))
 	w := h.c.Writer()
 

@@ -168,17 +168,17 @@ func (m *memTable[T]) ListIDs(context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// stamps lists the stamp of every document, as the root's Table lists them for the status
-// check (Config.ListStamps: one projected Scan, counted as "ListStamps").
-func (m *memTable[T]) stamps(context.Context) (map[string]Stamp, error) {
+// marks lists the write mark of every document, as the root's Table lists them for the
+// status check (Config.ListWriteMarks: one projected Scan, counted as "ListWriteMarks").
+func (m *memTable[T]) marks(context.Context) (map[string]WriteMark, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("ListStamps"); err != nil {
+	if err := m.enter("ListWriteMarks"); err != nil {
 		return nil, err
 	}
-	out := map[string]Stamp{}
+	out := map[string]WriteMark{}
 	for id, d := range m.docs {
-		out[id] = Stamp{Version: d.Meta().Version, UpdateTime: d.Meta().UpdateTime.Format(time.RFC3339Nano)}
+		out[id] = WriteMark{Version: d.Meta().Version, UpdateTime: d.Meta().UpdateTime.Format(time.RFC3339Nano)}
 	}
 	return out, nil
 }

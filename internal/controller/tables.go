@@ -36,16 +36,16 @@ type StatusTable[T api.Desire] interface {
 	ListIDs(ctx context.Context) ([]string, error)
 }
 
-// Stamp identifies one write of a status document: its version and updateTime as stored
+// WriteMark identifies one write of a status document: its version and updateTime as stored
 // (RFC 3339). A document deleted and put back by someone else at the same version has
 // another updateTime.
-type Stamp struct {
+type WriteMark struct {
 	Version    int64
 	UpdateTime string
 }
 
-// is reports whether the stamp is m's: the same version and updateTime.
-func (st Stamp) is(m *api.DynamoDBMetadata) bool {
+// is reports whether the write mark is m's: the same version and updateTime.
+func (st WriteMark) is(m *api.DynamoDBMetadata) bool {
 	if st.Version != m.Version {
 		return false
 	}

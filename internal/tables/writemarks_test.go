@@ -11,9 +11,9 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
-// TestListStamps: the status check's stamps are each status's version and updateTime as the
-// item spells it; the heartbeat is no status.
-func TestListStamps(t *testing.T) {
+// TestListWriteMarks: the status check's write marks are each status's version and updateTime
+// as the item spells it; the heartbeat is no status.
+func TestListWriteMarks(t *testing.T) {
 	ctx := context.Background()
 	db := dynamofake.New()
 	st := AsStatus(New[*api.ApplyDesire](db, "status"))
@@ -28,11 +28,11 @@ func TestListStamps(t *testing.T) {
 	}
 	db.PutRaw("status", api.Item{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID},
 		api.AttrVersion: &types.AttributeValueMemberN{Value: "7"}})
-	stamps, err := st.ListStamps(ctx)
-	if err != nil || len(stamps) != 1 {
-		t.Fatalf("ListStamps = %v, %v; want a1 only", stamps, err)
+	marks, err := st.ListWriteMarks(ctx)
+	if err != nil || len(marks) != 1 {
+		t.Fatalf("ListWriteMarks = %v, %v; want a1 only", marks, err)
 	}
-	if s := stamps["a1"]; s.Version != 2 || s.UpdateTime != testTime.Add(time.Second).Format(time.RFC3339Nano) {
-		t.Fatalf("stamp of a1 = %+v, want version 2 at %s", s, testTime.Add(time.Second).Format(time.RFC3339Nano))
+	if s := marks["a1"]; s.Version != 2 || s.UpdateTime != testTime.Add(time.Second).Format(time.RFC3339Nano) {
+		t.Fatalf("mark of a1 = %+v, want version 2 at %s", s, testTime.Add(time.Second).Format(time.RFC3339Nano))
 	}
 }
