@@ -57,11 +57,11 @@ type StreamOptions struct {
 }
 
 // streamObservers are the applier's own listeners to its stream watches: relists
-// (metrics), the stamp book's size (tests), the rounds that found a stream caught up (the
+// (metrics), the desire book's size (tests), the rounds that found a stream caught up (the
 // heartbeat's watermark) and the desires a List scans (the target watches' prewarm).
 type streamObservers struct {
 	relist   func(kind DesireKind)
-	stamps   func(kind DesireKind, n int)
+	known    func(kind DesireKind, n int)
 	caughtUp func(kind DesireKind, at time.Time)
 	scanned  func(d Desire) // each desire a List's Scan decodes (the target watches' prewarm)
 }
@@ -69,5 +69,5 @@ type streamObservers struct {
 // options returns the stream package's options: o's, defaulted, with obs.
 func (o StreamOptions) options(obs streamObservers) stream.Options {
 	return stream.Options{PollInterval: o.PollInterval, DiscoveryInterval: o.DiscoveryInterval, MaxBackoff: o.MaxBackoff,
-		Log: o.Log, ObserveLag: o.ObserveLag, ObserveRelist: obs.relist, ObserveStamps: obs.stamps, ObserveCaughtUp: obs.caughtUp, ObserveScanned: obs.scanned}.WithDefaults()
+		Log: o.Log, ObserveLag: o.ObserveLag, ObserveRelist: obs.relist, ObserveKnown: obs.known, ObserveCaughtUp: obs.caughtUp, ObserveScanned: obs.scanned}.WithDefaults()
 }

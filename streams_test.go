@@ -79,7 +79,7 @@ func TestStreamOptionsCarryObservers(t *testing.T) {
 	if o.PollInterval != time.Second || o.DiscoveryInterval != 10*time.Second || o.MaxBackoff != 10*time.Second {
 		t.Fatalf("options = %+v: want the poll interval given and the other durations defaulted", o)
 	}
-	if o.ObserveLag != nil || o.ObserveStamps != nil || o.ObserveCaughtUp != nil {
+	if o.ObserveLag != nil || o.ObserveKnown != nil || o.ObserveCaughtUp != nil {
 		t.Fatal("observers nobody set are not nil")
 	}
 	o.ObserveRelist(KindApplyDesire)

@@ -25,10 +25,10 @@ import (
 // of a desire, and, while all it knows of a desire is the List's copy, by the version within
 // the listed incarnation and by a consistent read of the spec item for another incarnation.
 
-// desireStamp is what a watch knows of one desire: the incarnation (createTime) and version
+// knownDesire is what a watch knows of one desire: the incarnation (createTime) and version
 // of the newest state it delivered or listed, and the sequence number of the last record it
-// delivered ("" while the stamp comes from the List only).
-type desireStamp struct {
+// delivered ("" while all it knows comes from the List).
+type knownDesire struct {
 	created time.Time
 	version int64
 	seq     string
@@ -45,7 +45,7 @@ const (
 )
 
 // fate decides on a record with sequence number seq of desire m. Once a record of the desire
-// was delivered, only a later one is delivered (rule 1: stream order). While the stamp comes
+// was delivered, only a later one is delivered (rule 1: stream order). While what it knows comes
 // from the List (rule 2): a record without incarnation (a REMOVE with Keys only) is delivered;
 // one of the listed incarnation at the listed version or above is delivered (a same-version
 // REMOVE may be a real delete; a replayed one is harmless: the controller confirms a deletion
@@ -53,7 +53,7 @@ const (
 // the table taken back to that version after the Scan (a restore, an undo: a saved item put
 // back); so is a record of another incarnation: an older one read again, or a new one written
 // after the Scan.
-func (s desireStamp) fate(seq string, m *api.DynamoDBMetadata, hasIncarnation bool) recordFate {
+func (s knownDesire) fate(seq string, m *api.DynamoDBMetadata, hasIncarnation bool) recordFate {
 	switch {
 	case s.seq != "":
 		if seqAfter(seq, s.seq) {
@@ -80,44 +80,44 @@ func seqAfter(a, b string) bool {
 	return a > b
 }
 
-// stampBook holds a watch's stamps, one per documentID it listed or delivered a record of.
-// A desire whose REMOVE was delivered keeps a tombstone only until the end of the poll round
-// (endRound): records read again after that are older than the shard positions and dropped
-// there (see shardFloor), so the book holds the live desires and one round's deletions, not
-// every incarnation the table ever had.
-type stampBook struct {
-	stamps map[string]desireStamp
-	ended  []string // documentIDs whose REMOVE was delivered this round
+// desireBook holds what a watch knows of each desire, one knownDesire per documentID it listed
+// or delivered a record of. A desire whose REMOVE was delivered keeps a tombstone only until
+// the end of the poll round (endRound): records read again after that are older than the shard
+// positions and dropped there (see shardFloor), so the book holds the live desires and one
+// round's deletions, not every incarnation the table ever had.
+type desireBook struct {
+	known map[string]knownDesire
+	ended []string // documentIDs whose REMOVE was delivered this round
 }
 
-func newStampBook() *stampBook { return &stampBook{stamps: map[string]desireStamp{}} }
+func newDesireBook() *desireBook { return &desireBook{known: map[string]knownDesire{}} }
 
 // listed records a desire the List returned.
-func (b *stampBook) listed(m *api.DynamoDBMetadata) {
-	b.stamps[m.DocumentID] = desireStamp{created: m.CreateTime, version: m.Version}
+func (b *desireBook) listed(m *api.DynamoDBMetadata) {
+	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version}
 }
 
 // delivered records that the record seq of desire m was delivered.
-func (b *stampBook) delivered(seq string, m *api.DynamoDBMetadata, removed bool) {
-	b.stamps[m.DocumentID] = desireStamp{created: m.CreateTime, version: m.Version, seq: seq, deleted: removed}
+func (b *desireBook) delivered(seq string, m *api.DynamoDBMetadata, removed bool) {
+	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version, seq: seq, deleted: removed}
 	if removed {
 		b.ended = append(b.ended, m.DocumentID)
 	}
 }
 
 // endRound frees the tombstones of the round's deletions that no later record revived.
-func (b *stampBook) endRound() {
+func (b *desireBook) endRound() {
 	for _, id := range b.ended {
-		if s, ok := b.stamps[id]; ok && s.deleted {
-			delete(b.stamps, id)
+		if s, ok := b.known[id]; ok && s.deleted {
+			delete(b.known, id)
 		}
 	}
 	clear(b.ended)
 	b.ended = b.ended[:0]
 }
 
-// len returns how many desires the book holds stamps for.
-func (b *stampBook) len() int { return len(b.stamps) }
+// len returns how many desires the book knows.
+func (b *desireBook) len() int { return len(b.known) }
 
 // settle decides an ambiguous record of desire m by a consistent read of its spec item: a
 // record whose incarnation the table holds now is delivered (a new incarnation, e.g. the spec

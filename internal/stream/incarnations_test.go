@@ -43,19 +43,19 @@ func TestSeqAfter(t *testing.T) {
 	}
 }
 
-// TestDesireStampFate: rule 1 (a delivered record: stream order decides) and rule 2 (the List's
+// TestKnownDesireFate: rule 1 (a delivered record: stream order decides) and rule 2 (the List's
 // copy only: the version within its incarnation, a consistent read for another incarnation).
-func TestDesireStampFate(t *testing.T) {
+func TestKnownDesireFate(t *testing.T) {
 	c1, c2 := stTime, stTime.Add(time.Hour)
 	meta := func(v int64, created time.Time) *api.DynamoDBMetadata {
 		return &api.DynamoDBMetadata{DocumentID: "a", Version: v, CreateTime: created}
 	}
-	listed := desireStamp{created: c1, version: 3}
-	delivered := desireStamp{created: c1, version: 3, seq: "000000000000000000050"}
-	gone := desireStamp{created: c1, version: 3, seq: "000000000000000000050", deleted: true}
+	listed := knownDesire{created: c1, version: 3}
+	delivered := knownDesire{created: c1, version: 3, seq: "000000000000000000050"}
+	gone := knownDesire{created: c1, version: 3, seq: "000000000000000000050", deleted: true}
 	cases := []struct {
 		name  string
-		stamp desireStamp
+		known knownDesire
 		seq   string
 		m     *api.DynamoDBMetadata
 		inc   bool
@@ -73,7 +73,7 @@ func TestDesireStampFate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.stamp.fate(tc.seq, tc.m, tc.inc); got != tc.want {
+			if got := tc.known.fate(tc.seq, tc.m, tc.inc); got != tc.want {
 				t.Fatalf("fate = %v, want %v", got, tc.want)
 			}
 		})
@@ -127,17 +127,17 @@ func TestSettleIncarnation(t *testing.T) {
 	}
 }
 
-// BenchmarkStreamStampsCreateDelete: one watch handles create/delete cycles of 1,000
+// BenchmarkStreamBookCreateDelete: one watch handles create/delete cycles of 1,000
 // documentIDs, each cycle a new incarnation (an INSERT and a REMOVE record, a poll round per
 // 1,000 records), through the watch's own record handling (emit). The heap after a GC at a
-// tenth of the run and at its end, the process's RSS and the stamps held are reported: with
+// tenth of the run and at its end, the process's RSS and the desires the book holds are reported: with
 // tombstones freed each round they stay flat however many cycles run. For the figure:
 //
-//	go test -run '^$' -bench BenchmarkStreamStampsCreateDelete -benchtime 100000x ./internal/stream
-func BenchmarkStreamStampsCreateDelete(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkStreamBookCreateDelete -benchtime 100000x ./internal/stream
+func BenchmarkStreamBookCreateDelete(b *testing.B) {
 	const ids = 1000
 	lw := &ListWatch[*api.ApplyDesire]{kind: api.KindApplyDesire, table: stTable, db: dynamofake.New(), opts: Options{}.WithDefaults()}
-	w := &streamWatcher[*api.ApplyDesire]{lw: lw, start: &streamStart{book: newStampBook()},
+	w := &streamWatcher[*api.ApplyDesire]{lw: lw, start: &streamStart{book: newDesireBook()},
 		result: make(chan watch.Event, 64), stop: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -196,7 +196,7 @@ func BenchmarkStreamStampsCreateDelete(b *testing.B) {
 	b.ReportMetric(float64(heapEnd)/1024, "heap-end-KiB")
 	b.ReportMetric(float64(rssStart)/(1<<20), "rss-start-MiB")
 	b.ReportMetric(float64(rssEnd)/(1<<20), "rss-end-MiB")
-	b.ReportMetric(float64(w.start.book.len()), "stamps")
+	b.ReportMetric(float64(w.start.book.len()), "known")
 }
 
 // toStreamImage converts an item to the Streams SDK's types, as a stream record carries it.
@@ -429,20 +429,20 @@ func TestStreamInformerListWindowRecords(t *testing.T) {
 	}
 }
 
-// TestStreamStampsBounded: a watch's bookkeeping holds the live desires, not every desire it
+// TestStreamBookBounded: a watch's bookkeeping holds the live desires, not every desire it
 // ever saw deleted: 1,500 specs created and deleted leave only the live ones.
-func TestStreamStampsBounded(t *testing.T) {
+func TestStreamBookBounded(t *testing.T) {
 	f := newStreamDB()
 	f.AddTable(stTable, stNAOI, stShard0)
 	var most, last atomic.Int64
 	opts := testOptions()
-	stamps := func(_ api.DesireKind, n int) {
+	known := func(_ api.DesireKind, n int) {
 		last.Store(int64(n))
 		if int64(n) > most.Load() {
 			most.Store(int64(n))
 		}
 	}
-	opts.ObserveStamps = stamps
+	opts.ObserveKnown = known
 	inf, lister := newTestInformer(f, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -457,9 +457,9 @@ func TestStreamStampsBounded(t *testing.T) {
 	f.Put(stTable, stShard0, stItem(t, "doc-z", 1))
 	waitFor(t, 5*time.Second, "doc-z", func() bool { _, err := lister.Get("doc-z"); return err == nil })
 	waitFor(t, 5*time.Second, "a poll round after doc-z", func() bool { return last.Load() <= 2 },
-		func() string { return fmt.Sprint("stamps: ", last.Load()) })
+		func() string { return fmt.Sprint("known: ", last.Load()) })
 	if n := most.Load(); n > 3 {
-		t.Fatalf("stamps after a poll round: up to %d, want at most 3 (the live desires and one created, not yet deleted)", n)
+		t.Fatalf("desires known after a poll round: up to %d, want at most 3 (the live desires and one created, not yet deleted)", n)
 	}
 }
 

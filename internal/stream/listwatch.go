@@ -41,7 +41,7 @@ type ListWatch[T api.Desire] struct {
 type streamStart struct {
 	arn    string
 	shards map[string]*shardState
-	book   *stampBook
+	book   *desireBook
 }
 
 type shardState struct {
@@ -121,7 +121,7 @@ func (lw *ListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	start := &streamStart{arn: arn, shards: map[string]*shardState{}, book: newStampBook()}
+	start := &streamStart{arn: arn, shards: map[string]*shardState{}, book: newDesireBook()}
 	for _, s := range shards {
 		if s.ShardId == nil {
 			continue // no shard to read without an ID

@@ -52,9 +52,9 @@ type Options struct {
 	ObserveLag func(kind api.DesireKind, lag time.Duration)
 	// ObserveRelist is told of every watch ended for a relist.
 	ObserveRelist func(kind api.DesireKind)
-	// ObserveStamps receives, after each poll round, how many desires the watch holds stamps
-	// for (the bookkeeping stays bounded).
-	ObserveStamps func(kind api.DesireKind, n int)
+	// ObserveKnown receives, after each poll round, how many desires the watch knows
+	// (the bookkeeping stays bounded).
+	ObserveKnown func(kind api.DesireKind, n int)
 	// ObserveCaughtUp receives the start of a poll round in which every open shard answered
 	// with no record, once the informer's cache holds what was delivered: every record
 	// written before it is in the cache.

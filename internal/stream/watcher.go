@@ -250,8 +250,8 @@ func anyReadable(shards map[string]*shardState) bool {
 func (w *streamWatcher[T]) pollOnce(ctx context.Context, shards map[string]*shardState) (got, closed bool, err error) {
 	defer func() {
 		w.start.book.endRound()
-		if w.lw.opts.ObserveStamps != nil {
-			w.lw.opts.ObserveStamps(w.lw.kind, w.start.book.len())
+		if w.lw.opts.ObserveKnown != nil {
+			w.lw.opts.ObserveKnown(w.lw.kind, w.start.book.len())
 		}
 	}()
 	for _, s := range shards {
@@ -396,7 +396,7 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	}
 	m := d.Meta()
 	seq, removed := aws.ToString(r.Dynamodb.SequenceNumber), ev.Type == watch.Deleted
-	if last, known := w.start.book.stamps[m.DocumentID]; known {
+	if last, known := w.start.book.known[m.DocumentID]; known {
 		fate := last.fate(seq, m, hasIncarnation(img) && (m.Invalid == "" || m.Version > 0))
 		if fate == settleRecord {
 			cctx, cancel := context.WithTimeout(ctx, w.lw.opts.CallTimeout)
@@ -442,7 +442,7 @@ func (w *streamWatcher[T]) cached() bool {
 		return true
 	}
 	check := func(id string) bool {
-		want, known := w.start.book.stamps[id] // a freed stamp was a deletion
+		want, known := w.start.book.known[id] // a freed entry was a deletion
 		got, ok := w.lw.stored(id)
 		if !known || want.deleted {
 			return !ok
@@ -450,7 +450,7 @@ func (w *streamWatcher[T]) cached() bool {
 		return ok && got.Meta().CreateTime.Equal(want.created) && got.Meta().Version == want.version
 	}
 	if !w.listConfirmed {
-		for id := range w.start.book.stamps {
+		for id := range w.start.book.known {
 			if !check(id) {
 				return false
 			}
