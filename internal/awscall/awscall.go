@@ -1,6 +1,6 @@
 // Package awscall is the one layer between the applier and its DynamoDB and DynamoDB Streams
 // clients: every call gets a deadline, and every attempt (a retry included) is counted by
-// operation through an SDK middleware; a Scan is paged one way (Scan, ScanPageLimit), and a
+// operation through an SDK middleware; a Scan is paged one way (Scan, scanPageLimit), and a
 // missing table named one way (ErrTableNotFound).
 package awscall
 

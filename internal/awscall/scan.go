@@ -24,11 +24,11 @@ func DescribeTableError(table string, err error) error {
 	return fmt.Errorf("describe table %s: %w", table, err)
 }
 
-// ScanPageLimit caps the items of one Scan page. A 1 MB page holds ~1,000 desires anyway, so
+// scanPageLimit caps the items of one Scan page. A 1 MB page holds ~1,000 desires anyway, so
 // DynamoDB answers with as many pages; DynamoDB Local, asked for a page without a Limit, reads
 // the rest of the table for each one: a full Scan took 0.37 s at 2,500 items and 22.6 s at
 // 20,000 (quadratic); with this limit, 2.5 s at 20,000 (hack/bench -sweep, restart to ready).
-const ScanPageLimit = 1000
+const scanPageLimit = 1000
 
 // Scanner is what Scan needs of a DynamoDB client.
 type Scanner interface {
@@ -36,13 +36,13 @@ type Scanner interface {
 }
 
 // Scan pages a Scan (in names the table and any projection; consistent unless in says
-// otherwise) in pages of ScanPageLimit, calling each for every item. An empty page with a
+// otherwise) in pages of scanPageLimit, calling each for every item. An empty page with a
 // LastEvaluatedKey is not the end (DynamoDB may return one). Errors name the table.
 func Scan(ctx context.Context, db Scanner, in dynamodb.ScanInput, each func(map[string]types.AttributeValue)) error {
 	if in.ConsistentRead == nil {
 		in.ConsistentRead = aws.Bool(true)
 	}
-	in.Limit = aws.Int32(ScanPageLimit)
+	in.Limit = aws.Int32(scanPageLimit)
 	for {
 		page, err := db.Scan(ctx, &in)
 		if err != nil {

@@ -32,7 +32,7 @@ func scanItem(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"documentID": &types.AttributeValueMemberS{Value: id}}
 }
 
-// TestScanPages: every page asks for at most ScanPageLimit items, consistently unless the
+// TestScanPages: every page asks for at most scanPageLimit items, consistently unless the
 // input says otherwise, from where the last one ended; an empty page with a LastEvaluatedKey
 // is not the end; an error names the table.
 func TestScanPages(t *testing.T) {
@@ -53,8 +53,8 @@ func TestScanPages(t *testing.T) {
 		t.Fatalf("%d Scan calls, want 3", len(s.in))
 	}
 	for i, in := range s.in {
-		if aws.ToInt32(in.Limit) != ScanPageLimit || !aws.ToBool(in.ConsistentRead) {
-			t.Errorf("call %d: Limit %d, ConsistentRead %v; want %d, true", i, aws.ToInt32(in.Limit), aws.ToBool(in.ConsistentRead), ScanPageLimit)
+		if aws.ToInt32(in.Limit) != scanPageLimit || !aws.ToBool(in.ConsistentRead) {
+			t.Errorf("call %d: Limit %d, ConsistentRead %v; want %d, true", i, aws.ToInt32(in.Limit), aws.ToBool(in.ConsistentRead), scanPageLimit)
 		}
 		if (i == 0) != (in.ExclusiveStartKey == nil) {
 			t.Errorf("call %d: ExclusiveStartKey %v", i, in.ExclusiveStartKey)

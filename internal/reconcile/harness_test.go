@@ -168,7 +168,7 @@ func (m *memTable[T]) ListIDs(context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// indexLister reads desires of kind T from an informer's indexer (stream.Object entries).
+// indexLister reads desires of kind T from an informer's indexer (stream.Wrap entries).
 type indexLister[T api.Desire] struct{ indexer cache.Indexer }
 
 func (l indexLister[T]) Get(id string) (T, error) {
@@ -200,7 +200,7 @@ func (l indexLister[T]) List() []T {
 }
 
 // desireIndexer is an informer's indexer as the tests fill it: desires go in as the
-// informer's objects (stream.Object), as the stream informer stores them.
+// informer's objects (stream.Wrap), as the stream informer stores them.
 type desireIndexer struct{ cache.Indexer }
 
 func asObject(obj any) any {
@@ -214,7 +214,7 @@ func (i desireIndexer) Add(obj any) error    { return i.Indexer.Add(asObject(obj
 func (i desireIndexer) Update(obj any) error { return i.Indexer.Update(asObject(obj)) }
 func (i desireIndexer) Delete(obj any) error { return i.Indexer.Delete(asObject(obj)) }
 
-// objectHandler hands an event handler desires as the informer does (stream.Object, a
+// objectHandler hands an event handler desires as the informer does (stream.Wrap, a
 // tombstone's included).
 type objectHandler struct{ h cache.ResourceEventHandler }
 

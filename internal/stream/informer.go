@@ -24,7 +24,7 @@ func NewInformer[T api.Desire](db DB, streams API, table string, kind api.Desire
 	lw := newListWatch[T](db, streams, table, kind, opts)
 	clw := &cache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(clw, watchListUnsupported{}),
-		&Object{}, cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: indexers})
+		&desireObject{}, cache.SharedIndexInformerOptions{ObjectDescription: table, Indexers: indexers})
 	lw.stored = func(id string) (api.Desire, bool) {
 		obj, ok, err := inf.GetIndexer().GetByKey(id)
 		d, isDesire := DesireOf(obj)

@@ -157,9 +157,9 @@ func (lw *ListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (runtime
 	lw.mu.Lock()
 	lw.starts = map[string]*streamStart{rv: start} // only the newest List can be watched from
 	lw.mu.Unlock()
-	objs := make([]*Object, len(items))
+	objs := make([]*desireObject, len(items))
 	for i, d := range items {
-		objs[i] = &Object{d}
+		objs[i] = &desireObject{d}
 	}
 	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
 }

@@ -9,27 +9,28 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// Object is the runtime.Object client-go's informer machinery (reflector, store, indexers,
+// desireObject is the runtime.Object client-go's informer machinery (reflector, store, indexers,
 // event handlers) holds for one desire: the desire types are the api module's, which knows
 // nothing of apimachinery. Its name is the desire's documentID, its generation the spec's
 // version.
-type Object struct{ d api.Desire }
+type desireObject struct{ d api.Desire }
 
 // GetObjectKind implements runtime.Object: a desire has no GVK.
-func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (o *desireObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject implements runtime.Object.
-func (o *Object) DeepCopyObject() runtime.Object { return &Object{o.d.DeepCopyDesire()} }
+func (o *desireObject) DeepCopyObject() runtime.Object { return &desireObject{o.d.DeepCopyDesire()} }
 
 // GetObjectMeta exposes the documentID as the name so client-go caches key desires by ID.
 // The returned value is a copy: setting fields on it changes nothing.
-func (o *Object) GetObjectMeta() metav1.Object {
+func (o *desireObject) GetObjectMeta() metav1.Object {
 	m := o.d.Meta()
 	return &metav1.ObjectMeta{Name: m.DocumentID, Generation: m.Version, CreationTimestamp: metav1.NewTime(m.CreateTime)}
 }
 
-// Wrap returns d as an informer's object.
-func Wrap(d api.Desire) *Object { return &Object{d} }
+// Wrap returns d as an informer holds it, for the tests of other packages that feed
+// informer handlers and indexers (no production caller outside this package builds one).
+func Wrap(d api.Desire) runtime.Object { return &desireObject{d} }
 
 // DesireOf returns the desire an informer's object holds (obj as an event handler or an
 // indexer sees it, a cache.DeletedFinalStateUnknown included), or false when it holds none.
@@ -37,7 +38,7 @@ func DesireOf(obj any) (api.Desire, bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	if o, ok := obj.(*Object); ok && o != nil && o.d != nil {
+	if o, ok := obj.(*desireObject); ok && o != nil && o.d != nil {
 		return o.d, true
 	}
 	return nil, false
@@ -53,7 +54,7 @@ func As[T api.Desire](obj any) (T, bool) {
 // objectList is the runtime.Object a List returns to the reflector.
 type objectList struct {
 	metav1.ListMeta
-	Items []*Object
+	Items []*desireObject
 }
 
 // GetObjectKind implements runtime.Object.
@@ -61,9 +62,9 @@ func (l *objectList) GetObjectKind() schema.ObjectKind { return schema.EmptyObje
 
 // DeepCopyObject implements runtime.Object.
 func (l *objectList) DeepCopyObject() runtime.Object {
-	out := &objectList{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]*Object, len(l.Items))}
+	out := &objectList{ListMeta: *l.ListMeta.DeepCopy(), Items: make([]*desireObject, len(l.Items))}
 	for i, o := range l.Items {
-		out.Items[i] = o.DeepCopyObject().(*Object)
+		out.Items[i] = o.DeepCopyObject().(*desireObject)
 	}
 	return out
 }

@@ -11,7 +11,7 @@ import (
 // the informer's object gives its desire back.
 func TestObjectMetaKeysByDocumentID(t *testing.T) {
 	for _, d := range []api.Desire{&api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "a", Version: 3}}, &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "d"}}, &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "r"}}} {
-		o := Wrap(d)
+		o := &desireObject{d}
 		m := o.GetObjectMeta()
 		if back, ok := DesireOf(o); !ok || back != d {
 			t.Errorf("%T: desireFrom does not give the desire back", d)

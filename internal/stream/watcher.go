@@ -421,7 +421,7 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		w.unconfirmed = map[string]struct{}{}
 	}
 	w.unconfirmed[m.DocumentID] = struct{}{}
-	ev.Object = &Object{d}
+	ev.Object = &desireObject{d}
 	select {
 	case w.result <- ev:
 		return nil

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
@@ -118,14 +117,18 @@ func (l *limitingDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...f
 	return l.memDB.Scan(ctx, in, opts...)
 }
 
-// TestScanItemsLimitsPages: every Scan page asks for at most awscall.ScanPageLimit items (DynamoDB
+// scanPageLimit is internal/awscall's cap on the items of one Scan page (its scanPageLimit),
+// which every Table read goes through.
+const scanPageLimit = 1000
+
+// TestScanItemsLimitsPages: every Scan page asks for at most scanPageLimit items (DynamoDB
 // Local reads the rest of the table for a page without a Limit: a full Scan is quadratic),
 // and paging still returns every item once.
 func TestScanItemsLimitsPages(t *testing.T) {
 	ctx := context.Background()
 	db := &limitingDB{memDB: dynamofake.New()}
 	tb := New[*api.ApplyDesire](db, "t")
-	const n = 2*awscall.ScanPageLimit + 10
+	const n = 2*scanPageLimit + 10
 	for i := range n {
 		if _, err := tb.Create(ctx, sampleApply(fmt.Sprintf("d-%05d", i))); err != nil {
 			t.Fatal(err)
@@ -146,8 +149,8 @@ func TestScanItemsLimitsPages(t *testing.T) {
 		t.Fatalf("%d Scan pages, want 3", len(db.limits))
 	}
 	for _, l := range db.limits {
-		if l != awscall.ScanPageLimit {
-			t.Fatalf("Scan Limit %d, want %d on every page", l, awscall.ScanPageLimit)
+		if l != scanPageLimit {
+			t.Fatalf("Scan Limit %d, want %d on every page", l, scanPageLimit)
 		}
 	}
 }
