@@ -7,8 +7,6 @@ package reqcount
 import (
 	"context"
 	"net/http"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -32,16 +30,16 @@ func AWSMiddleware(count func(operation string)) func(*middleware.Stack) error {
 // Kube verbs KubeVerb returns: the RBAC verbs, "apply" for server-side apply (a PATCH with
 // the apply content type) and "discovery" for non-resource paths (/api, /apis, /version, ...).
 const (
-	VerbGet              = "get"
-	VerbList             = "list"
-	VerbWatch            = "watch"
-	VerbCreate           = "create"
-	VerbUpdate           = "update"
-	VerbPatch            = "patch"
-	VerbApply            = "apply"
-	VerbDelete           = "delete"
-	VerbDeleteCollection = "deletecollection"
-	VerbDiscovery        = "discovery"
+	verbGet              = "get"
+	verbList             = "list"
+	verbWatch            = "watch"
+	verbCreate           = "create"
+	verbUpdate           = "update"
+	verbPatch            = "patch"
+	verbApply            = "apply"
+	verbDelete           = "delete"
+	verbDeleteCollection = "deletecollection"
+	verbDiscovery        = "discovery"
 )
 
 // KubeVerb classifies a kube-apiserver request from its method, path, query and content type.
@@ -54,7 +52,7 @@ func KubeVerb(r *http.Request) string {
 	case len(segs) > 3 && segs[0] == "apis":
 		segs = segs[3:]
 	default:
-		return VerbDiscovery
+		return verbDiscovery
 	}
 	// namespaces/NS/RESOURCE[/NAME[/SUB]] addresses a namespaced resource; namespaces[/NAME]
 	// the namespace object itself.
@@ -66,26 +64,26 @@ func KubeVerb(r *http.Request) string {
 	switch r.Method {
 	case http.MethodGet:
 		if w := q.Get("watch"); w == "true" || w == "1" {
-			return VerbWatch
+			return verbWatch
 		}
 		if collection {
-			return VerbList
+			return verbList
 		}
-		return VerbGet
+		return verbGet
 	case http.MethodPost:
-		return VerbCreate
+		return verbCreate
 	case http.MethodPut:
-		return VerbUpdate
+		return verbUpdate
 	case http.MethodPatch:
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch") {
-			return VerbApply
+			return verbApply
 		}
-		return VerbPatch
+		return verbPatch
 	case http.MethodDelete:
 		if collection {
-			return VerbDeleteCollection
+			return verbDeleteCollection
 		}
-		return VerbDelete
+		return verbDelete
 	}
 	return strings.ToLower(r.Method)
 }
@@ -163,23 +161,4 @@ func Diff(before, after map[string]int64) map[string]int64 {
 		}
 	}
 	return out
-}
-
-// Format renders counters as "k=v k=v" sorted by key, for logs.
-func Format(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strconv.FormatInt(m[k], 10))
-	}
-	return b.String()
 }

@@ -10,25 +10,25 @@ func TestKubeVerb(t *testing.T) {
 	for _, c := range []struct {
 		method, url, contentType, want string
 	}{
-		{"GET", "/api/v1/namespaces/ns/configmaps/cm", "", VerbGet},
-		{"GET", "/api/v1/namespaces/ns/configmaps", "", VerbList},
-		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", "", VerbWatch},
-		{"GET", "/api/v1/namespaces", "", VerbList},
-		{"GET", "/api/v1/namespaces/ns", "", VerbGet},
-		{"DELETE", "/api/v1/namespaces/ns", "", VerbDelete},
-		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", VerbGet},
-		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", VerbUpdate},
-		{"POST", "/api/v1/namespaces/ns/configmaps", "", VerbCreate},
-		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm?fieldManager=m&force=true", "application/apply-patch+yaml", VerbApply},
-		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm", "application/merge-patch+json", VerbPatch},
-		{"DELETE", "/api/v1/namespaces/ns/configmaps", "", VerbDeleteCollection},
-		{"GET", "/apis/apps/v1/deployments", "", VerbList},
-		{"GET", "/api", "", VerbDiscovery},
-		{"GET", "/apis", "", VerbDiscovery},
-		{"GET", "/api/v1", "", VerbDiscovery},
-		{"GET", "/apis/apps/v1", "", VerbDiscovery},
-		{"GET", "/version", "", VerbDiscovery},
-		{"GET", "/openapi/v3", "", VerbDiscovery},
+		{"GET", "/api/v1/namespaces/ns/configmaps/cm", "", verbGet},
+		{"GET", "/api/v1/namespaces/ns/configmaps", "", verbList},
+		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", "", verbWatch},
+		{"GET", "/api/v1/namespaces", "", verbList},
+		{"GET", "/api/v1/namespaces/ns", "", verbGet},
+		{"DELETE", "/api/v1/namespaces/ns", "", verbDelete},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", verbGet},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", "", verbUpdate},
+		{"POST", "/api/v1/namespaces/ns/configmaps", "", verbCreate},
+		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm?fieldManager=m&force=true", "application/apply-patch+yaml", verbApply},
+		{"PATCH", "/api/v1/namespaces/ns/configmaps/cm", "application/merge-patch+json", verbPatch},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps", "", verbDeleteCollection},
+		{"GET", "/apis/apps/v1/deployments", "", verbList},
+		{"GET", "/api", "", verbDiscovery},
+		{"GET", "/apis", "", verbDiscovery},
+		{"GET", "/api/v1", "", verbDiscovery},
+		{"GET", "/apis/apps/v1", "", verbDiscovery},
+		{"GET", "/version", "", verbDiscovery},
+		{"GET", "/openapi/v3", "", verbDiscovery},
 	} {
 		r := httptest.NewRequest(c.method, c.url, nil)
 		if c.contentType != "" {
@@ -72,7 +72,7 @@ func TestWrapCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := c.Snapshot()[VerbGet]; got != 3 {
+	if got := c.Snapshot()[verbGet]; got != 3 {
 		t.Fatalf("get count = %d, want 3", got)
 	}
 	if d := Diff(map[string]int64{"a": 1, "b": 2}, map[string]int64{"a": 1, "b": 5, "c": 1}); len(d) != 2 || d["b"] != 3 || d["c"] != 1 {
