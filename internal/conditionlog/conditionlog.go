@@ -47,14 +47,14 @@ type loggedDesire struct {
 type loggedState struct {
 	state   string    // "" (none of the states), "Degraded", "DriftConflict" or "TargetConflict"
 	at      time.Time // when that was logged; zero: never
-	pending *Change
+	pending *conditionChange
 	changes int // changes seen since the last line
 }
 
-// Change is a desire's condition as a status now says it: State is "" (none of the logged
-// states), "Degraded", "DriftConflict" or "TargetConflict"; Reason and Message are the
+// conditionChange is a desire's condition as a status now says it: State is "" (none of the
+// logged states), "Degraded", "DriftConflict" or "TargetConflict"; Reason and Message are the
 // Successful condition's (the Degraded one's when degraded).
-type Change struct {
+type conditionChange struct {
 	State, Reason, Message string
 }
 
@@ -74,8 +74,8 @@ func New(log logr.Logger, now func() time.Time) *Log {
 		desires: map[loggedDesire]*loggedState{}, dropped: map[string]int{}}
 }
 
-// Observe takes the condition c just recorded in a desire's status.
-func (l *Log) Observe(kind api.DesireKind, id string, c Change) {
+// observe takes the condition c just recorded in a desire's status.
+func (l *Log) observe(kind api.DesireKind, id string, c conditionChange) {
 	ref := loggedDesire{kind: kind, id: id}
 	state := c.State
 	l.mu.Lock()

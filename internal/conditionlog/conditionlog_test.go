@@ -36,16 +36,16 @@ func (r *lineRecorder) take() []string {
 }
 
 func TestConditionLog(t *testing.T) {
-	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
-	ok := Change{Reason: "NoErrors"}
-	drift := Change{State: "DriftConflict", Reason: "DriftConflict", Message: "another manager re-took data.k"}
-	target := Change{State: "TargetConflict", Reason: "TargetConflict", Message: "ApplyDesire b targets the same object"}
+	degraded := conditionChange{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	ok := conditionChange{Reason: "NoErrors"}
+	drift := conditionChange{State: "DriftConflict", Reason: "DriftConflict", Message: "another manager re-took data.k"}
+	target := conditionChange{State: "TargetConflict", Reason: "TargetConflict", Message: "ApplyDesire b targets the same object"}
 	type step struct {
 		at    time.Duration // since the start
 		id    string
-		v     *Change  // nil: flush
-		gone  bool     // the spec was deleted
-		lines []string // substrings, one per line expected, in order
+		v     *conditionChange // nil: flush
+		gone  bool             // the spec was deleted
+		lines []string         // substrings, one per line expected, in order
 	}
 	for _, tc := range []struct {
 		name  string
@@ -102,7 +102,7 @@ func TestConditionLog(t *testing.T) {
 				case s.v == nil:
 					l.Flush()
 				default:
-					l.Observe(api.KindApplyDesire, s.id, *s.v)
+					l.observe(api.KindApplyDesire, s.id, *s.v)
 				}
 				got := rec.take()
 				if len(got) != len(s.lines) {
@@ -123,9 +123,9 @@ func TestConditionLogGlobalLimit(t *testing.T) {
 	var rec lineRecorder
 	now := time.Unix(1_700_000_000, 0)
 	l := New(rec.logger(), func() time.Time { return now })
-	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	degraded := conditionChange{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
 	for i := range lineBurst + 10 {
-		l.Observe(api.KindReadDesire, fmt.Sprintf("d%03d", i), degraded)
+		l.observe(api.KindReadDesire, fmt.Sprintf("d%03d", i), degraded)
 	}
 	if got := len(rec.take()); got != lineBurst {
 		t.Fatalf("%d lines for a burst of %d, want %d", got, lineBurst+10, lineBurst)
@@ -141,12 +141,12 @@ func TestConditionLogGlobalLimit(t *testing.T) {
 // state its last line said it entered; one never logged in a state, or whose entry was not
 // logged yet, says nothing; past the limit across desires the line is summed up.
 func TestConditionLogRemoved(t *testing.T) {
-	target := Change{State: "TargetConflict", Reason: "TargetConflict", Message: "DeleteDesire d1 wins"}
-	degraded := Change{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
-	ok := Change{Reason: "NoErrors"}
+	target := conditionChange{State: "TargetConflict", Reason: "TargetConflict", Message: "DeleteDesire d1 wins"}
+	degraded := conditionChange{State: "Degraded", Reason: "KubeAPIError", Message: "apiserver said 503"}
+	ok := conditionChange{Reason: "NoErrors"}
 	type seen struct {
 		at time.Duration
-		c  Change
+		c  conditionChange
 	}
 	for _, tc := range []struct {
 		name    string
@@ -169,7 +169,7 @@ func TestConditionLogRemoved(t *testing.T) {
 			l := New(rec.logger(), func() time.Time { return now })
 			for _, s := range tc.before {
 				now = start.Add(s.at)
-				l.Observe(api.KindApplyDesire, "a", s.c)
+				l.observe(api.KindApplyDesire, "a", s.c)
 			}
 			rec.take()
 			now = start.Add(tc.removed)
@@ -197,7 +197,7 @@ func TestConditionLogRemoved(t *testing.T) {
 		now := time.Unix(1_700_000_000, 0)
 		l := New(rec.logger(), func() time.Time { return now })
 		for i := range lineBurst {
-			l.Observe(api.KindApplyDesire, fmt.Sprintf("d%03d", i), target)
+			l.observe(api.KindApplyDesire, fmt.Sprintf("d%03d", i), target)
 		}
 		for i := range lineBurst {
 			l.Removed(api.KindApplyDesire, fmt.Sprintf("d%03d", i))

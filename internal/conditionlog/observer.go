@@ -27,7 +27,7 @@ func Observer[V Outcome](l *Log, kind api.DesireKind, cached func(id string) boo
 			}
 			return
 		}
-		l.Observe(kind, id, Change{State: stateOf(v), Reason: v.Reason(), Message: v.Message()})
+		l.observe(kind, id, conditionChange{State: stateOf(v), Reason: v.Reason(), Message: v.Message()})
 	}
 }
 

@@ -13,5 +13,5 @@
 // cached), so a rival is confirmed by a consistent read of its specs table before a desire is
 // refused for it. Rules.Check says what the rules decide in an Outcome; the root package turns
 // it into a verdict. Apply and Delete desires are indexed by their object's family (group,
-// namespace, name: FamilyIndex), so the cache keeps one index entry per desire.
+// namespace, name: familyIndex), so the cache keeps one index entry per desire.
 package rivals

@@ -9,10 +9,10 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
-// FamilyIndex is the informers' index of Apply and Delete desires by their object's group,
+// familyIndex is the informers' index of Apply and Delete desires by their object's group,
 // namespace and name. A DeleteDesire names group/version/resource, an ApplyDesire
 // group/version/kind: the family is what both spell the same way.
-const FamilyIndex = "family"
+const familyIndex = "family"
 
 func familyKey(group, namespace, name string) string { return group + "/" + namespace + "/" + name }
 
@@ -27,11 +27,11 @@ func ObjectKey(d *api.ApplyDesire) string {
 	return d.ObjectKey()
 }
 
-// applyFamily is an ApplyDesire's FamilyIndex key: its kubeContent's object ("" when it names
+// applyFamily is an ApplyDesire's familyIndex key: its kubeContent's object ("" when it names
 // none).
 func applyFamily(d *api.ApplyDesire) string { return familyOf(ObjectKey(d)) }
 
-// familyOf is the FamilyIndex key of an ObjectKey ("" for none).
+// familyOf is the familyIndex key of an ObjectKey ("" for none).
 func familyOf(objectKey string) string {
 	parts := strings.SplitN(objectKey, "/", 4)
 	if len(parts) == 4 {
@@ -40,7 +40,7 @@ func familyOf(objectKey string) string {
 	return ""
 }
 
-// deleteFamily is a DeleteDesire's FamilyIndex key: its targetItem ("" when it names none).
+// deleteFamily is a DeleteDesire's familyIndex key: its targetItem ("" when it names none).
 func deleteFamily(d *api.DeleteDesire) string {
 	t := d.Spec.TargetItem
 	if d.Invalid == "" && t.Name != "" && t.Resource != "" {
@@ -49,7 +49,7 @@ func deleteFamily(d *api.DeleteDesire) string {
 	return ""
 }
 
-// Indexers are the indexers of kind's informer: FamilyIndex for Apply and Delete desires,
+// Indexers are the indexers of kind's informer: familyIndex for Apply and Delete desires,
 // none for ReadDesires (they have no rivals).
 func Indexers(kind api.DesireKind) cache.Indexers {
 	switch kind {
@@ -63,7 +63,7 @@ func Indexers(kind api.DesireKind) cache.Indexers {
 
 // familyIndexers index one kind's desires by family (none for a desire whose family is "").
 func familyIndexers[T api.Desire](family func(T) string) cache.Indexers {
-	return cache.Indexers{FamilyIndex: func(obj any) ([]string, error) {
+	return cache.Indexers{familyIndex: func(obj any) ([]string, error) {
 		if d, ok := stream.As[T](obj); ok {
 			if k := family(d); k != "" {
 				return []string{k}, nil
@@ -78,7 +78,7 @@ func ofFamily[T api.Desire](indexer cache.Indexer, fam string) []T {
 	if indexer == nil || fam == "" {
 		return nil
 	}
-	objs, err := indexer.ByIndex(FamilyIndex, fam)
+	objs, err := indexer.ByIndex(familyIndex, fam)
 	if err != nil {
 		return nil
 	}

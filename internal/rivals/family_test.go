@@ -33,7 +33,7 @@ func TestObjectKey(t *testing.T) {
 }
 
 // TestIndexersShareFamilies: an ApplyDesire and a DeleteDesire of one object are found under
-// the same FamilyIndex key, whatever the version or kind/resource spelling; ReadDesires and
+// the same familyIndex key, whatever the version or kind/resource spelling; ReadDesires and
 // desires naming no object are not indexed.
 func TestIndexersShareFamilies(t *testing.T) {
 	ad := applyDesire("a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"w","namespace":"n"}}`, t0)
@@ -43,7 +43,7 @@ func TestIndexersShareFamilies(t *testing.T) {
 	noResource := deleteDesire("no-resource", "", "w")
 	noResource.Spec.TargetItem.Group, noResource.Spec.TargetItem.Namespace = "apps", "other"
 	deletes := indexer(t, api.KindDeleteDesire, dd, noResource, &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "unnamed"}})
-	if got, want := applies.ListIndexFuncValues(FamilyIndex), deletes.ListIndexFuncValues(FamilyIndex); !slices.Equal(got, []string{"apps/n/w"}) || !slices.Equal(got, want) {
+	if got, want := applies.ListIndexFuncValues(familyIndex), deletes.ListIndexFuncValues(familyIndex); !slices.Equal(got, []string{"apps/n/w"}) || !slices.Equal(got, want) {
 		t.Fatalf("families: applies %v, deletes %v; want [apps/n/w] in both", got, want)
 	}
 	if Indexers(api.KindReadDesire) != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // Object names one object of the cluster for ObjectLocks: its group, namespace and name, as
-// the FamilyIndex spells them for both an ApplyDesire (a kind) and a DeleteDesire (a
+// the familyIndex spells them for both an ApplyDesire (a kind) and a DeleteDesire (a
 // resource). Two kinds of one group with one name share a lock: harmless, rare.
 type Object struct{ Group, Namespace, Name string }
 
