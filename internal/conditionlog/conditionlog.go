@@ -182,15 +182,15 @@ func (l *Log) forget(kind api.DesireKind, id string) {
 }
 
 // reasonSpecDeleted is the reason of the line that says a desire whose spec was deleted left
-// the state its last line said it entered (Removed).
+// the state its last line said it entered (specGone).
 const reasonSpecDeleted = "SpecDeleted"
 
-// Removed drops a desire whose spec is gone. When its last line said it entered a state, it
+// specGone drops a desire whose spec is gone. When its last line said it entered a state, it
 // logs that it left it, reason reasonSpecDeleted, at once (no later line of the desire can
 // follow it, so the per-desire wait does not apply) within the limit across desires (else it
 // is summed up as "removed"): the log never leaves a deleted desire in a state. A change not
 // logged yet is dropped: nothing was said of it.
-func (l *Log) Removed(kind api.DesireKind, id string) {
+func (l *Log) specGone(kind api.DesireKind, id string) {
 	ref := loggedDesire{kind: kind, id: id}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -210,7 +210,7 @@ func (l *Log) Removed(kind api.DesireKind, id string) {
 	l.log.Info("desire left "+s.state, kv...)
 }
 
-// removed is the summary's key of the Removed lines the limit across desires held back.
+// removed is the summary's key of the specGone lines the limit across desires held back.
 const removed = "removed"
 
 // shortenLogMessage cuts s to at most n bytes, marking the cut.

@@ -173,7 +173,7 @@ func TestConditionLogRemoved(t *testing.T) {
 			}
 			rec.take()
 			now = start.Add(tc.removed)
-			l.Removed(api.KindApplyDesire, "a")
+			l.specGone(api.KindApplyDesire, "a")
 			l.Flush()
 			got := rec.take()
 			if len(got) != len(tc.want) {
@@ -200,7 +200,7 @@ func TestConditionLogRemoved(t *testing.T) {
 			l.observe(api.KindApplyDesire, fmt.Sprintf("d%03d", i), target)
 		}
 		for i := range lineBurst {
-			l.Removed(api.KindApplyDesire, fmt.Sprintf("d%03d", i))
+			l.specGone(api.KindApplyDesire, fmt.Sprintf("d%03d", i))
 		}
 		l.Flush()
 		got := rec.take()

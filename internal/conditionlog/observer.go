@@ -16,14 +16,14 @@ type Outcome interface {
 // Observer returns the outcomes' observer of kind (the controller's Config.Observe) that tells
 // l of each verdict recorded in a status, and of a desire forgotten (a pending verdict): when
 // cached(id) says its spec is gone, it leaves the state its last line said it entered
-// (Removed: a desire removed while refused, e.g. by the DeleteDesire of its object, is never
+// (specGone: a desire removed while refused, e.g. by the DeleteDesire of its object, is never
 // left logged as in TargetConflict); else (a status the writer no longer vouches for) the log
 // keeps what it said, and the next verdict recorded says what changed.
 func Observer[V Outcome](l *Log, kind api.DesireKind, cached func(id string) bool) func(id string, v V) {
 	return func(id string, v V) {
 		if v.IsPending() {
 			if !cached(id) {
-				l.Removed(kind, id)
+				l.specGone(kind, id)
 			}
 			return
 		}

@@ -120,12 +120,12 @@ func (t Term) Do(ctx context.Context, call func(context.Context) error) error {
 	}
 	defer cancel()
 	err = call(cctx)
-	t.Met(err)
+	t.met(err)
 	return err
 }
 
-// Met ends the term when err says a newer term wrote.
-func (t Term) Met(err error) {
+// met ends the term when err says a newer term wrote.
+func (t Term) met(err error) {
 	if t.Lost != nil && errors.Is(err, ErrNewerTerm) {
 		t.Lost(err)
 	}
