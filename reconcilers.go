@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 )
 
@@ -54,7 +55,7 @@ func ParseKubeContent(raw json.RawMessage) (*unstructured.Unstructured, error) {
 type SecretRedaction = reconcile.SecretRedaction
 
 // RedactedValue replaces redacted Secret data values: base64 of "REDACTED".
-var RedactedValue = reconcile.RedactedValue
+var RedactedValue = api.RedactedValue
 
 // ReconcilerWrappers put a reconciler of your own in front of a desire kind's default one
 // (Options.Reconcilers). Each function receives the default reconciler and returns the one

@@ -22,10 +22,8 @@ import (
 // Secret values never reach a status table: status tables are read by another account. A
 // ReadDesire of a Secret mirrors it with its values redacted, and an apiserver error about a
 // Secret an ApplyDesire carries, which may quote an offending value, is scrubbed of the
-// manifest's values before it becomes a condition message.
-
-// RedactedValue replaces redacted Secret data values: base64 of "REDACTED".
-var RedactedValue = base64.StdEncoding.EncodeToString([]byte("REDACTED"))
+// manifest's values before it becomes a condition message. A redacted value is the contract's
+// api.RedactedValue, which a backend and desirectl recognise.
 
 // SecretRedaction says which Secret data keys a ReadDesire may copy into the status.
 type SecretRedaction struct {
@@ -46,13 +44,13 @@ func (r SecretRedaction) redact(u *unstructured.Unstructured) {
 		data, ok := v.(map[string]any)
 		if !ok {
 			if present && v != nil {
-				u.Object[field] = RedactedValue // not a map: nothing in it is a name to keep
+				u.Object[field] = api.RedactedValue // not a map: nothing in it is a name to keep
 			}
 			continue
 		}
 		for k := range data {
 			if !slices.Contains(r.AllowKeys, k) {
-				data[k] = RedactedValue
+				data[k] = api.RedactedValue
 			}
 		}
 	}

@@ -23,7 +23,7 @@ func TestSecretRedaction(t *testing.T) {
 	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"})
 	SecretRedaction{AllowKeys: []string{"user"}}.redact(u)
 	data := u.Object["data"].(map[string]any)
-	if data["user"] != "YWRtaW4=" || data["password"] != RedactedValue || u.Object["stringData"].(map[string]any)["token"] != RedactedValue {
+	if data["user"] != "YWRtaW4=" || data["password"] != api.RedactedValue || u.Object["stringData"].(map[string]any)["token"] != api.RedactedValue {
 		t.Fatalf("redacted = %v / %v", data, u.Object["stringData"])
 	}
 	if anns := u.GetAnnotations(); anns["keep"] != "me" || anns["kubectl.kubernetes.io/last-applied-configuration"] != "" {
