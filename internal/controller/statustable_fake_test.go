@@ -201,3 +201,14 @@ func (l specLister[T]) List() []T {
 	}
 	return out
 }
+
+// countingTable counts the status reads (Get) of a memTable.
+type countingTable struct {
+	*memTable[*api.ApplyDesire]
+	gets *int
+}
+
+func (c *countingTable) Get(ctx context.Context, id string) (*api.ApplyDesire, error) {
+	*c.gets++
+	return c.memTable.Get(ctx, id)
+}
