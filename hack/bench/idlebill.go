@@ -201,7 +201,7 @@ func awsIndexUnits(sizes []int) float64 {
 	return max(units, 0.5)
 }
 
-// scanBill reads what one check reads (the status table projected on the stamp, or the index
+// scanBill reads what one check reads (the status table projected on the write mark, or the index
 // with its projection, eventually consistent, pages of 1,000 items) and returns its units as
 // DynamoDB Local reports them and as AWS bills them: a table Scan by the items' full size (what
 // DynamoDB Local reports too), an index Scan by its own items' size, each page's total
