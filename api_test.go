@@ -26,7 +26,9 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The verdict constructors read like the reasons table: what a reconciler (or a wrapper of
@@ -73,12 +75,12 @@ func ExampleVerdict() {
 // checks an item's size against DynamoDB's limit before writing it.
 func ExampleDesireID() {
 	t := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "settings"}
-	fmt.Println(kubeapplier.DesireIDNamespace)
+	fmt.Println(api.DesireIDNamespace)
 	fmt.Println(kubeapplier.DesireID("task-1", t))
 	d := &kubeapplier.ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = kubeapplier.DesireID("task-1", t), "mc01"
-	item, _ := kubeapplier.EncodeItem(d)
-	fmt.Println(kubeapplier.ItemSize(item) <= kubeapplier.MaxItemSize)
+	item, _ := api.EncodeItem(d)
+	fmt.Println(api.ItemSize(item) <= api.MaxItemSize)
 	// Output:
 	// 6f1f3c63-5a0d-4c1e-9a55-2f1a8b8d0c3e
 	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7
@@ -90,10 +92,10 @@ func ExampleDesireID() {
 func TestTablesFromOutside(t *testing.T) {
 	ctx := context.Background()
 	db := dynamofake.New()
-	var client *kubeapplier.KubeApplierDBClient = kubeapplier.NewKubeApplierDBClient(db, "p-", "mc01")
+	var client *tables.Client = tables.NewClient(db, "p-", "mc01")
 	var (
-		status kubeapplier.ResourceCRUD[*kubeapplier.ApplyDesire] = client.ApplyDesireStatus()
-		specs  kubeapplier.SpecReader[*kubeapplier.ApplyDesire]   = client.ApplyDesireSpecs()
+		status tables.ResourceCRUD[*kubeapplier.ApplyDesire] = client.ApplyDesireStatus()
+		specs  tables.SpecReader[*kubeapplier.ApplyDesire]   = client.ApplyDesireSpecs()
 	)
 	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a"},
 		Status: kubeapplier.ApplyDesireStatus{AppliedResourceGeneration: 2}}
@@ -101,10 +103,10 @@ func TestTablesFromOutside(t *testing.T) {
 	if err != nil || created.Version != 1 {
 		t.Fatalf("Create = %v, %v", created, err)
 	}
-	if _, err := status.Create(ctx, d); !errors.Is(err, kubeapplier.ErrAlreadyExists) || !kubeapplier.IsAlreadyExistsError(err) {
+	if _, err := status.Create(ctx, d); !errors.Is(err, api.ErrAlreadyExists) || !kubeapplier.IsAlreadyExistsError(err) {
 		t.Fatalf("second Create: %v", err)
 	}
-	if _, err := status.Replace(ctx, d); !errors.Is(err, kubeapplier.ErrPreconditionFailed) || !kubeapplier.IsPreconditionFailedError(err) {
+	if _, err := status.Replace(ctx, d); !errors.Is(err, api.ErrPreconditionFailed) || !kubeapplier.IsPreconditionFailedError(err) {
 		t.Fatalf("stale Replace: %v", err)
 	}
 	if _, err := specs.Get(ctx, "a"); !errors.Is(err, kubeapplier.ErrNotFound) || !kubeapplier.IsNotFoundError(err) {
@@ -115,12 +117,12 @@ func TestTablesFromOutside(t *testing.T) {
 		t.Fatalf("ListIDs = %v, %v", ids, err)
 	}
 	// An item read raw (a stream record, a Scan of one's own) decodes as the table does.
-	item, err := kubeapplier.EncodeItem(created)
+	item, err := api.EncodeItem(created)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var decoded kubeapplier.ApplyDesire
-	if err := kubeapplier.DecodeItem(item, &decoded); err != nil || decoded.DocumentID != "a" || decoded.Status.AppliedResourceGeneration != 2 {
+	if err := api.DecodeItem(item, &decoded); err != nil || decoded.DocumentID != "a" || decoded.Status.AppliedResourceGeneration != 2 {
 		t.Fatalf("DecodeItem(EncodeItem) = %+v, %v", decoded, err)
 	}
 	// A copy shares nothing with the cached desire it was taken from.
@@ -137,10 +139,10 @@ func TestTablesFromOutside(t *testing.T) {
 		}
 	}
 	big := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "big"},
-		Status: kubeapplier.ReadDesireStatus{KubeContent: json.RawMessage([]byte(`"` + strings.Repeat("x", kubeapplier.MaxItemSize) + `"`))}}
+		Status: kubeapplier.ReadDesireStatus{KubeContent: json.RawMessage([]byte(`"` + strings.Repeat("x", api.MaxItemSize) + `"`))}}
 	_, err = client.ReadDesireStatus().Create(ctx, big)
-	var tooLarge *kubeapplier.ItemTooLargeError
-	if !errors.Is(err, kubeapplier.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != kubeapplier.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
+	var tooLarge *api.ItemTooLargeError
+	if !errors.Is(err, api.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != api.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
 		t.Fatalf("oversize Create: %v", err)
 	}
 	del := &kubeapplier.DeleteDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "d"}, Status: kubeapplier.DeleteDesireStatus{}}
@@ -161,12 +163,12 @@ func TestTablesFromOutside(t *testing.T) {
 	if common.ObservedSpecVersion() != 0 {
 		t.Fatalf("a status written without conditions answers version %d", common.ObservedSpecVersion())
 	}
-	if err := kubeapplier.DecodeItem(map[string]ddbtypes.AttributeValue{}, &decoded); !errors.Is(err, kubeapplier.ErrInvalidItem) {
+	if err := api.DecodeItem(map[string]ddbtypes.AttributeValue{}, &decoded); !errors.Is(err, api.ErrInvalidItem) {
 		t.Fatalf("DecodeItem of an item without documentID: %v", err)
 	}
 	// Table is the client behind the status and specs readers (to drop with NewTable once
 	// the root's tests use internal/tables: issue #39).
-	var plain *kubeapplier.Table[*kubeapplier.ApplyDesire] = kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, "p-plain")
+	var plain *tables.Table[*kubeapplier.ApplyDesire] = tables.New[*kubeapplier.ApplyDesire](db, "p-plain")
 	if plain.Name() != "p-plain" {
 		t.Fatalf("Name = %q", plain.Name())
 	}
@@ -193,13 +195,13 @@ func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTable
 // status tables' indexes under the names the root gives them.
 func TestEnsureTablesFromOutside(t *testing.T) {
 	admin := &indexAdmin{tables: map[string][]ddbtypes.GlobalSecondaryIndexDescription{}}
-	var db kubeapplier.TableAdminAPI = admin
-	created, err := kubeapplier.EnsureTables(context.Background(), db, "p-", "mc01", kubeapplier.WithStatusIndex())
+	var db api.TableAdminAPI = admin
+	created, err := api.EnsureTables(context.Background(), db, "p-", "mc01", api.WithStatusIndex())
 	if err != nil || len(created) != 6 {
 		t.Fatalf("EnsureTables = %v, %v", created, err)
 	}
-	status := admin.tables[kubeapplier.TableName("p-", "mc01", kubeapplier.StatusTable, kubeapplier.KindApplyDesire)]
-	if len(status) != 2 || *status[0].IndexName != kubeapplier.StatusCheckIndexName || *status[1].IndexName != kubeapplier.StatusIndexName {
+	status := admin.tables[api.TableName("p-", "mc01", api.StatusTable, kubeapplier.KindApplyDesire)]
+	if len(status) != 2 || *status[0].IndexName != api.StatusCheckIndexName || *status[1].IndexName != api.StatusIndexName {
 		t.Fatalf("status table indexes %+v", status)
 	}
 }
@@ -209,7 +211,7 @@ func TestEnsureTablesFromOutside(t *testing.T) {
 func TestInformersFromOutside(t *testing.T) {
 	db := dynamofake.New()
 	for _, k := range kubeapplier.DesireKinds {
-		db.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+		db.AddTable(api.TableName("", "mc01", api.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
 	opts := kubeapplier.StreamOptions{PollInterval: 5 * time.Millisecond}
 	var infs *kubeapplier.Informers = kubeapplier.NewInformers(db, db, "", "mc01", opts)
@@ -224,7 +226,7 @@ func TestInformersFromOutside(t *testing.T) {
 	}
 	var apply *kubeapplier.DesireInformer[*kubeapplier.ApplyDesire] = infs.ApplyDesires
 	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "x"}}
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, apply.Table())
+	specs := tables.New[*kubeapplier.ApplyDesire](db, apply.Table())
 	if specs.Name() != apply.Table() {
 		t.Fatalf("Name = %q, want %q", specs.Name(), apply.Table())
 	}
@@ -252,7 +254,7 @@ func TestInformersFromOutside(t *testing.T) {
 	}
 	noStream := dynamofake.New()
 	for _, k := range kubeapplier.DesireKinds {
-		noStream.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
+		noStream.AddTable(api.TableName("", "mc01", api.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
 	}
 	if err := kubeapplier.NewInformers(noStream, noStream, "", "mc01", opts).CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrStreamNotConfigured) {
 		t.Fatalf("CheckStreams with a KEYS_ONLY stream: %v", err)
@@ -333,7 +335,7 @@ func TestOptionsFromOutside(t *testing.T) {
 	if v := r.Reconcile(context.Background(), d); !v.Successful() || v.Reason() != kubeapplier.ReasonNoErrors || len(kube.deletes) != 1 {
 		t.Fatalf("delete = %v, deletes %v", v, kube.deletes)
 	}
-	if got := kubeapplier.RedactedValue; got != base64.StdEncoding.EncodeToString([]byte("REDACTED")) {
+	if got := api.RedactedValue; got != base64.StdEncoding.EncodeToString([]byte("REDACTED")) {
 		t.Fatalf("RedactedValue = %q", got)
 	}
 }

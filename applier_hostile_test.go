@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // hostileCase is one spec item a backend (or an attacker with write access to the specs table)
@@ -164,7 +166,7 @@ func hostileCases() []hostileCase {
 // hostileItem builds case tc's raw item from a valid ApplyDesire item with documentID id.
 func hostileItem(t *testing.T, id string, tc hostileCase) map[string]ddbtypes.AttributeValue {
 	t.Helper()
-	item, err := EncodeItem(applyDesire(id, cmJSON("c-"+id)))
+	item, err := api.EncodeItem(applyDesire(id, cmJSON("c-"+id)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +236,7 @@ func TestHostileApplyDesires(t *testing.T) {
 				}
 			}
 			stItem := h.db.Item("status", d.DocumentID)
-			if size := ItemSize(stItem); size > MaxItemSize || stItem[attrSpecKubeContent] != nil {
+			if size := api.ItemSize(stItem); size > api.MaxItemSize || stItem[attrSpecKubeContent] != nil {
 				t.Fatalf("status item is %d bytes, kubeContent copied: %v", size, stItem[attrSpecKubeContent] != nil)
 			}
 		})
@@ -263,7 +265,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	kube := newFakeKube()
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
 	cdb := &countingDB{DynamoDBAPI: h.db, gets: map[string]int{}}
-	st := NewTable[*ApplyDesire](cdb, "status")
+	st := tables.New[*ApplyDesire](cdb, "status")
 	st.SetClock(fixedClock)
 	errs := map[string]error{}
 	for _, tc := range hostileCases() {
@@ -366,7 +368,7 @@ func TestSpecTablesAreReadOnly(t *testing.T) {
 		return out
 	}
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[SpecReader[*ApplyDesire]](),
+		reflect.TypeFor[tables.SpecReader[*ApplyDesire]](),
 		reflect.TypeFor[DesireLister[*ApplyDesire]](),
 	} {
 		if got := methods(typ); !reflect.DeepEqual(got, []string{"Get", "List"}) {
@@ -374,10 +376,10 @@ func TestSpecTablesAreReadOnly(t *testing.T) {
 		}
 	}
 	// The specs clients are declared as SpecReaders: callers get no write method.
-	db := NewKubeApplierDBClient(newMemDB(), "", "mc01")
-	var _ SpecReader[*ApplyDesire] = db.ApplyDesireSpecs()
-	var _ SpecReader[*DeleteDesire] = db.DeleteDesireSpecs()
-	var _ SpecReader[*ReadDesire] = db.ReadDesireSpecs()
+	db := tables.NewClient(newMemDB(), "", "mc01")
+	var _ tables.SpecReader[*ApplyDesire] = db.ApplyDesireSpecs()
+	var _ tables.SpecReader[*DeleteDesire] = db.DeleteDesireSpecs()
+	var _ tables.SpecReader[*ReadDesire] = db.ReadDesireSpecs()
 	// The controller's only writable table is its status table.
 	writable := reflect.TypeFor[controller.StatusTable[*ApplyDesire]]()
 	for _, c := range []reflect.Type{reflect.TypeFor[controller.Controller[*ApplyDesire]](), reflect.TypeFor[controller.Config[*ApplyDesire]]()} {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
 
@@ -24,17 +25,17 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			item, err := EncodeItem(sampleApply("a1"))
+			item, err := api.EncodeItem(sampleApply("a1"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
 			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
 			spec := &ApplyDesire{}
-			if err := DecodeItem(item, spec); err != nil {
+			if err := api.DecodeItem(item, spec); err != nil {
 				t.Fatal(err)
 			}
-			again, err := EncodeItem(spec.DeepCopy())
+			again, err := api.EncodeItem(spec.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 			status := controller.StatusDocument(spec.DeepCopy(), Applied(1, "ok"), false, (*ApplyDesire)(nil), false, testTime)
 			checkObserved := func(what string, d *ApplyDesire) {
 				t.Helper()
-				item, err := EncodeItem(d)
+				item, err := api.EncodeItem(d)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,12 +61,12 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 			}
 			checkObserved("status written", status)
 			// As a status cache or a later re-write holds it: decoded from the table, copied.
-			stored, err := EncodeItem(status)
+			stored, err := api.EncodeItem(status)
 			if err != nil {
 				t.Fatal(err)
 			}
 			read := &ApplyDesire{}
-			if err := DecodeItem(stored, read); err != nil {
+			if err := api.DecodeItem(stored, read); err != nil {
 				t.Fatal(err)
 			}
 			checkObserved("status read back", read.DeepCopy())
@@ -74,7 +75,7 @@ func TestTimeSpellingsEchoed(t *testing.T) {
 			// A time set to another instant is not written with the old string.
 			moved := spec.DeepCopy()
 			moved.UpdateTime = moved.UpdateTime.Add(time.Second)
-			out, err := EncodeItem(moved)
+			out, err := api.EncodeItem(moved)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // TestControllerOverATableFencesAndChecks: a controller whose status client is a DynamoDB
@@ -62,7 +63,7 @@ func TestControllerOverATableFencesAndChecks(t *testing.T) {
 func TestControllerConfigCopiedWithAnotherTable(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
-	other := NewTable[*ApplyDesire](newMemDB(), "status")
+	other := tables.New[*ApplyDesire](newMemDB(), "status")
 	other.SetClock(fixedClock)
 	cfg := h.c.Config
 	cfg.Statuses = other

@@ -9,7 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -27,18 +29,18 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := newMemDB()
-			item, err := EncodeItem(applyDesire("a", cmJSON("c1")))
+			item, err := api.EncodeItem(applyDesire("a", cmJSON("c1")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
 			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
 			spec := &ApplyDesire{}
-			if err := DecodeItem(item, spec); err != nil {
+			if err := api.DecodeItem(item, spec); err != nil {
 				t.Fatal(err)
 			}
 			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
-				st := NewTable[*ApplyDesire](db, "status")
+				st := tables.New[*ApplyDesire](db, "status")
 				st.SetClock(fixedClock)
 				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
 			}
@@ -78,7 +80,7 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	cet := time.FixedZone("CET", 3600)
 	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
 	db := newMemDB()
-	st := NewTable[*ApplyDesire](db, "status")
+	st := tables.New[*ApplyDesire](db, "status")
 	st.SetClock(fixedClock)
 	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
 	spec := applyDesire("a", cmJSON("c1"))

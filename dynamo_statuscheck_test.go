@@ -13,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // withCheckIndex makes the harness's table a status table (its writes carry `shard`) with,
@@ -21,9 +23,9 @@ import (
 // clock a minute past the harness's writes.
 func withCheckIndex[T Desire](h *harness[T], index bool) {
 	if index {
-		h.db.AddIndex("status", StatusCheckIndexName, attrShard, attrUpdateTime, attrVersion, attrApplierTerm)
+		h.db.AddIndex("status", api.StatusCheckIndexName, attrShard, attrUpdateTime, attrVersion, attrApplierTerm)
 	}
-	statusTable(h.status)
+	tables.AsStatus(h.status)
 	h.c.Now = func() time.Time { return testTime.Add(time.Minute) }
 }
 
@@ -41,11 +43,11 @@ func TestStatusCheckReadsTheIndex(t *testing.T) {
 				h.sync(t, applyDesire(id, cmJSON(id)))
 			}
 			w := h.c.Writer()
-			scans, ixScans, gets := h.db.Calls("Scan:status"), h.db.Calls("Scan:status/"+StatusCheckIndexName), h.db.Calls("GetItem")
+			scans, ixScans, gets := h.db.Calls("Scan:status"), h.db.Calls("Scan:status/"+api.StatusCheckIndexName), h.db.Calls("GetItem")
 			if ids, err := h.c.CheckStatuses(ctx, w); err != nil || len(ids) != 0 {
 				t.Fatalf("nothing changed: check re-queues %v, %v; want none", ids, err)
 			}
-			gotScans, gotIx := h.db.Calls("Scan:status")-scans, h.db.Calls("Scan:status/"+StatusCheckIndexName)-ixScans
+			gotScans, gotIx := h.db.Calls("Scan:status")-scans, h.db.Calls("Scan:status/"+api.StatusCheckIndexName)-ixScans
 			if wantScans := map[bool]int{true: 0, false: 1}[index]; gotScans != wantScans || gotIx != 1 || h.db.Calls("GetItem") != gets {
 				t.Fatalf("the check made %d table Scans, %d index Scans, %d GetItems; want %d, 1, 0",
 					gotScans, gotIx, h.db.Calls("GetItem")-gets, wantScans)
@@ -89,7 +91,7 @@ func TestStatusCheckIndexLag(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*ApplyDesire](KindApplyDesire, NewApplyReconciler(newFakeKube(), newMapper(), "fm"))
 	withCheckIndex(h, true)
-	h.db.HoldIndex("status", StatusCheckIndexName)
+	h.db.HoldIndex("status", api.StatusCheckIndexName)
 	h.sync(t, applyDesire("a", cmJSON("a"))) // written at testTime, not in the held index
 	w := h.c.Writer()
 	tests := []struct {
@@ -107,7 +109,7 @@ func TestStatusCheckIndexLag(t *testing.T) {
 			t.Fatalf("%s: check re-queues %v, %v; want %v", tt.name, ids, err, tt.want)
 		}
 	}
-	h.db.ReleaseIndex("status", StatusCheckIndexName)
+	h.db.ReleaseIndex("status", api.StatusCheckIndexName)
 
 	// A status of an earlier release, without `shard`, read into the cache.
 	item := h.db.Item("status", "a")
@@ -202,28 +204,28 @@ func TestLargeReadStatusNotReadAtResync(t *testing.T) {
 func TestEnsureTablesStatusCheckIndex(t *testing.T) {
 	ctx := context.Background()
 	a := &adminRecorder{created: map[string]*dynamodb.CreateTableInput{}, indexes: map[string][]types.GlobalSecondaryIndexDescription{}}
-	if _, err := EnsureTables(ctx, a, "", "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, a, "", "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range DesireKinds {
-		in := a.created[TableName("", "mc01", StatusTable, k)]
+		in := a.created[api.TableName("", "mc01", api.StatusTable, k)]
 		if len(in.GlobalSecondaryIndexes) != 1 {
 			t.Fatalf("%s: indexes %v, want the status check's", k, in.GlobalSecondaryIndexes)
 		}
 		g := in.GlobalSecondaryIndexes[0]
-		if aws.ToString(g.IndexName) != StatusCheckIndexName || g.Projection.ProjectionType != types.ProjectionTypeInclude ||
+		if aws.ToString(g.IndexName) != api.StatusCheckIndexName || g.Projection.ProjectionType != types.ProjectionTypeInclude ||
 			strings.Join(g.Projection.NonKeyAttributes, ",") != "version,applierTerm" ||
 			aws.ToString(g.KeySchema[0].AttributeName) != "shard" || aws.ToString(g.KeySchema[1].AttributeName) != "updateTime" {
 			t.Fatalf("%s: index %+v", k, g)
 		}
 	}
 	old := &adminRecorder{created: map[string]*dynamodb.CreateTableInput{}, indexes: map[string][]types.GlobalSecondaryIndexDescription{}}
-	name := TableName("", "mc01", StatusTable, KindApplyDesire)
+	name := api.TableName("", "mc01", api.StatusTable, KindApplyDesire)
 	old.created[name] = &dynamodb.CreateTableInput{TableName: aws.String(name)} // made by an earlier release
-	if _, err := EnsureTables(ctx, noUpdate{old}, "", "mc01"); err != nil || len(old.indexes[name]) != 0 {
+	if _, err := api.EnsureTables(ctx, noUpdate{old}, "", "mc01"); err != nil || len(old.indexes[name]) != 0 {
 		t.Fatalf("without UpdateTable: %v, indexes %v; want no error, none added", err, old.indexes[name])
 	}
-	if _, err := EnsureTables(ctx, old, "", "mc01"); err != nil || len(old.indexes[name]) != 1 || len(old.updates) != 1 {
+	if _, err := api.EnsureTables(ctx, old, "", "mc01"); err != nil || len(old.indexes[name]) != 1 || len(old.updates) != 1 {
 		t.Fatalf("with UpdateTable: %v, indexes %v; want the check's added", err, old.indexes[name])
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestTableNames(t *testing.T) {
-	if got := TableName("", "mc01", SpecsTable, KindApplyDesire); got != "mc-mc01-specs-applydesires" {
+	if got := api.TableName("", "mc01", api.SpecsTable, KindApplyDesire); got != "mc-mc01-specs-applydesires" {
 		t.Fatal(got)
 	}
-	if got := TableName("t1-", "mc01", StatusTable, KindReadDesire); got != "t1-mc-mc01-status-readdesires" {
+	if got := api.TableName("t1-", "mc01", api.StatusTable, KindReadDesire); got != "t1-mc-mc01-status-readdesires" {
 		t.Fatal(got)
 	}
 }

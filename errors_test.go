@@ -3,6 +3,7 @@ package kubeapplier
 import (
 	"errors"
 	"fmt"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"testing"
 )
 
@@ -16,8 +17,8 @@ func TestSentinelErrors(t *testing.T) {
 		err  error
 	}{
 		{"IsNotFoundError", IsNotFoundError, ErrNotFound},
-		{"IsAlreadyExistsError", IsAlreadyExistsError, ErrAlreadyExists},
-		{"IsPreconditionFailedError", IsPreconditionFailedError, ErrPreconditionFailed},
+		{"IsAlreadyExistsError", IsAlreadyExistsError, api.ErrAlreadyExists},
+		{"IsPreconditionFailedError", IsPreconditionFailedError, api.ErrPreconditionFailed},
 	}
 	for _, c := range checks {
 		if !c.is(wrap(c.err)) {
@@ -29,8 +30,8 @@ func TestSentinelErrors(t *testing.T) {
 			}
 		}
 	}
-	big := &ItemTooLargeError{Table: "t", DocumentID: "d", Size: 409601, Limit: MaxItemSize}
-	if !errors.Is(wrap(big), ErrItemTooLarge) || errors.Is(big, ErrNotFound) {
+	big := &api.ItemTooLargeError{Table: "t", DocumentID: "d", Size: 409601, Limit: api.MaxItemSize}
+	if !errors.Is(wrap(big), api.ErrItemTooLarge) || errors.Is(big, ErrNotFound) {
 		t.Fatal("ItemTooLargeError is not ErrItemTooLarge (only)")
 	}
 	if msg := big.Error(); msg != "item d for table t is 409601 bytes, over DynamoDB's item limit of 409600 bytes" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,9 +23,9 @@ func TestApplierWritesHeartbeat(t *testing.T) {
 	runApplier(t, a)
 	o.put(t, applyDesire("7b1fdb4e-decf-5d4c-a307-6718bada47d7", cmJSON("c1")))
 	o.put(t, applyDesire("_sneaky", cmJSON("c2"))) // a reserved ID: ignored, no status
-	var hb *Heartbeat
+	var hb *api.Heartbeat
 	waitFor(t, 10*time.Second, "a heartbeat answering the desire", func() bool {
-		hb, err = ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
+		hb, err = api.ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
 		if err != nil {
 			return false
 		}
@@ -68,17 +69,17 @@ func TestShutdownWritesStoppedHeartbeat(t *testing.T) {
 	o.put(t, applyDesire("a1", cmJSON("c1")))
 	stop := runApplier(t, a)
 	waitFor(t, 10*time.Second, "a heartbeat counting a1", func() bool {
-		hb, err := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
+		hb, err := api.ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
 		return err == nil && hb.Kinds["ApplyDesire"].Successful["True/NoErrors"] == 1
 	})
-	if hb, _ := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster); hb.Stopped != nil {
+	if hb, _ := api.ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster); hb.Stopped != nil {
 		t.Fatalf("a leading term's heartbeat says stopped: %+v", hb)
 	}
 	before := time.Now()
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	hb, err := ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
+	hb, err := api.ReadHeartbeat(context.Background(), o.db, offPrefix, offCluster)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured
@@ -207,13 +208,13 @@ var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 type harness[T Desire] struct {
 	c      *controller.Controller[T]
 	db     *memDB
-	status *Table[T]
+	status *tables.Table[T]
 	cache  desireIndexer
 }
 
 func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
-	st := NewTable[T](db, "status")
+	st := tables.New[T](db, "status")
 	st.SetClock(fixedClock)
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(kind))
 	cfg := controller.Config[T]{Kind: kind, Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
@@ -47,9 +48,9 @@ func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 
 func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *Informers {
 	return &Informers{streams: streams,
-		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
-		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
-		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
+		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindApplyDesire), KindApplyDesire, opts),
+		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
+		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindReadDesire), KindReadDesire, opts),
 	}
 }
 

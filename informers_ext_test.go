@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
@@ -18,7 +19,7 @@ import (
 // envelopes).
 func TestInformerHandlersGetDesires(t *testing.T) {
 	f := dynamofake.New()
-	table := kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
+	table := api.TableName("", "mc01", api.SpecsTable, kubeapplier.KindApplyDesire)
 	f.AddTable(table, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	inf := kubeapplier.NewInformers(f, f, "", "mc01", kubeapplier.StreamOptions{PollInterval: 10 * time.Millisecond})
 	var (
@@ -50,7 +51,7 @@ func TestInformerHandlersGetDesires(t *testing.T) {
 	now := time.Now().UTC()
 	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: now, UpdateTime: now}}
 	d.Spec.ManagementCluster = "mc01"
-	item, err := kubeapplier.EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		t.Fatal(err)
 	}

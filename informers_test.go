@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
@@ -42,7 +43,7 @@ func TestWaitForSyncEndsWithItsContext(t *testing.T) {
 // TestCheckStreams: CheckStreams names the first specs table without a NEW_AND_OLD_IMAGES stream.
 func TestCheckStreams(t *testing.T) {
 	const prefix, cluster = "t-", "mc-check"
-	name := func(k DesireKind) string { return TableName(prefix, cluster, SpecsTable, k) }
+	name := func(k DesireKind) string { return api.TableName(prefix, cluster, api.SpecsTable, k) }
 	cases := []struct {
 		name    string
 		setup   func(f *memDB)
@@ -133,7 +134,7 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 	const prefix, cluster = "t-", "mc-leak"
 	f := newStreamDB()
 	for _, k := range DesireKinds {
-		f.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, stShard0)
+		f.AddTable(api.TableName(prefix, cluster, api.SpecsTable, k), stNAOI, stShard0)
 	}
 	infs := NewInformers(f, f, prefix, cluster, streamTestOpts())
 	if err := infs.CheckStreams(context.Background()); err != nil {

@@ -16,21 +16,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 func TestIntegrationDynamoCRUD(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil || len(again) != 0 {
+	if again, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil || len(again) != 0 {
 		t.Fatalf("EnsureTables not idempotent: created %v, %v", again, err)
 	}
-	db := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01")
+	db := tables.NewClient(env.Client, env.Prefix, "mc01")
 	st := db.ApplyDesireStatus()
 
 	created, err := st.Create(ctx, sampleApply("a1"))
@@ -83,7 +85,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 	// 409,600 bytes is DynamoDB's limit: refused by us with the size, never a ValidationException.
 	big := sampleApply("big")
 	big.Spec.KubeContent = json.RawMessage([]byte(`{"d":"` + string(make([]byte, 0)) + fmt.Sprintf("%0410000d", 0) + `"}`))
-	var tooLarge *ItemTooLargeError
+	var tooLarge *api.ItemTooLargeError
 	if _, err := st.Create(ctx, big); !errors.As(err, &tooLarge) || tooLarge.Size < 410000 {
 		t.Fatalf("oversize: %v", err)
 	}
@@ -93,10 +95,10 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 func TestIntegrationStatusReservedWords(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ReadDesireStatus()
+	st := tables.NewClient(env.Client, env.Prefix, "mc01").ReadDesireStatus()
 	live := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rw","namespace":"default"},"data":{"status":"1","name":"2","data":"3"}}`
 	d := &ReadDesire{}
 	d.DocumentID = "r1"
@@ -127,13 +129,13 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 
 // specsOnDynamoLocal makes the six tables of mc01 in a fresh DynamoDB Local database and returns
 // the ApplyDesire specs table, written as a backend would.
-func specsOnDynamoLocal(t *testing.T) (testenv.Dynamo, *Table[*ApplyDesire]) {
+func specsOnDynamoLocal(t *testing.T) (testenv.Dynamo, *tables.Table[*ApplyDesire]) {
 	t.Helper()
 	env := testenv.DynamoDB(t)
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	return env, NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	return env, tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
 }
 
 func TestIntegrationInformerEvents(t *testing.T) {
@@ -338,10 +340,10 @@ func TestIntegrationStreamReplaced(t *testing.T) {
 func TestIntegrationFencedWrites(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*Table[*ApplyDesire])
+	st := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*tables.Table[*ApplyDesire])
 	term3, term2, term4 := st.FencedBy(3), st.FencedBy(2), st.FencedBy(4)
 	created, err := term3.Create(ctx, sampleApply("f1"))
 	if err != nil {

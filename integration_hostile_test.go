@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -193,7 +194,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		d := applyDesire(id, "")
 		d.UpdateTime = time.Now().UTC()
 		d.Version = 1
-		it, err := EncodeItem(d)
+		it, err := api.EncodeItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +243,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		id := fmt.Sprintf("good-%d", i)
 		add(id, e.configMap(id, map[string]string{"i": fmt.Sprint(i)}), ok("applied ConfigMap"))
 	}
-	if size := ItemSize(cases["big-390k"].item); size < 390*1000 || size > MaxItemSize {
+	if size := api.ItemSize(cases["big-390k"].item); size < 390*1000 || size > api.MaxItemSize {
 		t.Fatalf("big item is %d bytes", size)
 	}
 	start := time.Now()

@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -108,7 +110,7 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 	env, specs := specsOnDynamoLocal(t)
 	ctx := t.Context()
 	infs := startIncarnationInformers(t, env)
-	status := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
+	status := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
 	w := controller.NewStatusWriter[*ApplyDesire](status, time.Now, unelected, specs).WithCache()
 	cases := []struct{ id, created, updated string }{
 		{"fractional-zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:01.500000000Z"},
@@ -135,7 +137,7 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 				t.Fatalf("%s: write %d = %v, %v; want %v", tc.id, i, res, err, want)
 			}
 		}
-		out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)),
+		out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire)),
 			Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: tc.id}}, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			t.Fatal(err)
@@ -164,7 +166,7 @@ func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
 	specItem := func(created, updated, value string) map[string]types.AttributeValue {
 		d := applyDesire("inc", e.configMap("inc", map[string]string{"v": value}))
 		d.Version = 1
-		item, err := EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,7 @@ func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
 		t.Helper()
 		var last map[string]types.AttributeValue
 		waitFor(t, 30*time.Second, "a status answering createTime "+created, func() bool {
-			out, err := e.app.opts.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(TableName(e.app.opts.TablePrefix, "mc01", StatusTable, KindApplyDesire)),
+			out, err := e.app.opts.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(api.TableName(e.app.opts.TablePrefix, "mc01", api.StatusTable, KindApplyDesire)),
 				Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}, ConsistentRead: aws.Bool(true)})
 			if err != nil || len(out.Item) == 0 {
 				return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/watch"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,7 +101,7 @@ func TestIntegrationRemovedDeleteDesireDeletesNothing(t *testing.T) {
 	var streams *heldStreams
 	e := startE2E(t, func(o *Options) {
 		streams = &heldStreams{StreamsAPI: o.Streams, arn: map[string]string{},
-			table: TableName(o.TablePrefix, o.ManagementCluster, SpecsTable, KindDeleteDesire)}
+			table: api.TableName(o.TablePrefix, o.ManagementCluster, api.SpecsTable, KindDeleteDesire)}
 		o.Streams = streams
 	})
 	ctx := t.Context()

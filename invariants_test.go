@@ -29,8 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
@@ -132,8 +134,8 @@ type world struct {
 	db     *memDB
 	kube   *fakeKube
 	mapper meta.ResettableRESTMapper
-	specs  *Table[*ApplyDesire]
-	dspecs *Table[*DeleteDesire]
+	specs  *tables.Table[*ApplyDesire]
+	dspecs *tables.Table[*DeleteDesire]
 	inst   [2]*instance
 	term   int64 // the newest term granted
 	clock  atomic.Int64
@@ -306,21 +308,21 @@ type statusWrite struct {
 }
 
 var (
-	invApplyTable  = TableName("", "mc01", SpecsTable, KindApplyDesire)
-	invDeleteTable = TableName("", "mc01", SpecsTable, KindDeleteDesire)
-	invApplyStatus = TableName("", "mc01", StatusTable, KindApplyDesire)
-	invDelStatus   = TableName("", "mc01", StatusTable, KindDeleteDesire)
+	invApplyTable  = api.TableName("", "mc01", api.SpecsTable, KindApplyDesire)
+	invDeleteTable = api.TableName("", "mc01", api.SpecsTable, KindDeleteDesire)
+	invApplyStatus = api.TableName("", "mc01", api.StatusTable, KindApplyDesire)
+	invDelStatus   = api.TableName("", "mc01", api.StatusTable, KindDeleteDesire)
 )
 
 func newWorld(t *testing.T, seed int64) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
 		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
-	for _, tbl := range []string{invApplyTable, invDeleteTable, TableName("", "mc01", SpecsTable, KindReadDesire)} {
+	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
-	w.specs = NewTable[*ApplyDesire](w.db, invApplyTable)
-	w.dspecs = NewTable[*DeleteDesire](w.db, invDeleteTable)
+	w.specs = tables.New[*ApplyDesire](w.db, invApplyTable)
+	w.dspecs = tables.New[*DeleteDesire](w.db, invDeleteTable)
 	w.kube.onChange = w.kubeChanged
 	w.db.AfterWrite = w.written
 	for i := range w.inst {
@@ -337,7 +339,7 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 	if !strings.Contains(table, "-status-") {
 		return
 	}
-	if IsReservedID(id) {
+	if api.IsReservedID(id) {
 		if item != nil {
 			w.heartbeatWritten(item)
 		}
@@ -503,7 +505,7 @@ func (w *world) decodeStatus(table string, item map[string]ddbtypes.AttributeVal
 	if table == invDelStatus {
 		d = &DeleteDesire{}
 	}
-	if err := DecodeItem(item, d); err != nil {
+	if err := api.DecodeItem(item, d); err != nil {
 		return statusWrite{}, fmt.Errorf("status item does not decode: %w", err)
 	}
 	s := d.StatusCommon()
@@ -955,7 +957,7 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
 		d.Spec.ManagementCluster = "mc01"
 		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
-		item, err := EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
 		}
@@ -1103,7 +1105,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 	}
 	saved := map[string]map[string]ddbtypes.AttributeValue{}
 	for _, item := range snap {
-		if id := idOf(item); !heartbeatOnly || id == HeartbeatID {
+		if id := idOf(item); !heartbeatOnly || id == api.HeartbeatID {
 			saved[id] = item
 		}
 	}
@@ -1114,7 +1116,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 		}
 		for _, item := range out.Items {
 			id := idOf(item)
-			if _, keep := saved[id]; keep || IsReservedID(id) {
+			if _, keep := saved[id]; keep || api.IsReservedID(id) {
 				continue
 			}
 			w.db.DeleteRawAnd(table, id, func() {
@@ -1129,7 +1131,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 		w.db.PutRawAnd(table, item, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if IsReservedID(id) {
+			if api.IsReservedID(id) {
 				w.hbRestored = true
 				return
 			}
@@ -1272,7 +1274,7 @@ func (w *world) check() {
 // that had landed by the watermark (its write returned before it) has a status answering its
 // incarnation at that version or a newer one.
 func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
-	var hb Heartbeat
+	var hb api.Heartbeat
 	if err := attributevalue.UnmarshalMap(item, &hb); err != nil {
 		w.fail("heartbeat does not decode: %v", err)
 		return
@@ -1488,14 +1490,14 @@ func (w *world) converged() string {
 				return err.Error()
 			}
 			for _, item := range out.Items {
-				if IsReservedID(idOf(item)) {
+				if api.IsReservedID(idOf(item)) {
 					continue
 				}
 				var d Desire = &ApplyDesire{}
 				if tbl.kind == KindDeleteDesire {
 					d = &DeleteDesire{}
 				}
-				if err := DecodeItem(item, d); err != nil {
+				if err := api.DecodeItem(item, d); err != nil {
 					return err.Error()
 				}
 				pair.into[string(tbl.kind)+"/"+d.Meta().DocumentID] = d

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -76,7 +77,7 @@ func (b *blockSpecs) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func
 // synced, cluster changes are checked against it.
 func TestClusterClientFencedFromTheTermStart(t *testing.T) {
 	_, opts := newOffline(t)
-	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire), open: make(chan struct{})}
+	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: api.TableName(offPrefix, offCluster, api.SpecsTable, KindApplyDesire), open: make(chan struct{})}
 	opts.DynamoDB = gate
 	a, err := newApplier(opts, tuning{})
 	if err != nil {

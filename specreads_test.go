@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The reconcilers confirm what the informers' caches say with consistent reads of the specs
@@ -63,7 +64,7 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 			specs := newMemDB()
 			deletes := desireIndexer{cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(KindDeleteDesire))}
 			h.c.ObjectRules = reconcile.NewConflicts(rivals.Rules{Applies: h.cache, Cluster: "mc01", Deletes: deletes,
-				ApplySpecs: NewTable[*ApplyDesire](specs, "specs-apply"), DeleteSpecs: NewTable[*DeleteDesire](specs, "specs-delete")}, mapper)
+				ApplySpecs: tables.New[*ApplyDesire](specs, "specs-apply"), DeleteSpecs: tables.New[*DeleteDesire](specs, "specs-delete")}, mapper)
 			var rival Desire = deleteDesire("zz-del", cm)
 			if tc.rival == "apply" {
 				rival = applyDesire("a-keeper", cmJSON("shared"))
@@ -122,11 +123,11 @@ func putSpecAt(t *testing.T, db *memDB, d Desire, at time.Time) Desire {
 	clock := func() time.Time { return at }
 	switch d := d.(type) {
 	case *DeleteDesire:
-		tbl := NewTable[*DeleteDesire](db, "specs-delete")
+		tbl := tables.New[*DeleteDesire](db, "specs-delete")
 		tbl.SetClock(clock)
 		out, err = tbl.Create(context.Background(), d)
 	case *ApplyDesire:
-		tbl := NewTable[*ApplyDesire](db, "specs-apply")
+		tbl := tables.New[*ApplyDesire](db, "specs-apply")
 		tbl.SetClock(clock)
 		out, err = tbl.Create(context.Background(), d)
 	}
@@ -190,7 +191,7 @@ func TestDeleteConfirmsItsSpec(t *testing.T) {
 				specs.FailNext("GetItem", errors.New("injected: connection reset"))
 			}
 			rec := reconcile.NewDelete(reconcile.DeleteConfig{Kube: kube, Mapper: newMapper(), Discovery: newTestDiscovery(false),
-				Specs: NewTable[*DeleteDesire](specs, "specs-delete")})
+				Specs: tables.New[*DeleteDesire](specs, "specs-delete")})
 			h := newHarness[*DeleteDesire](KindDeleteDesire, rec)
 			v, st := h.sync(t, d)
 			deleted := slices.Contains(kube.calls, "delete c1")

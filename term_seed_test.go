@@ -8,7 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // TestTermAboveStatusesWhenTheHeartbeatIsGone (a review finding, fixed; before the fix): the term is taken one above the heartbeat
@@ -21,14 +23,14 @@ import (
 func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 	ctx := context.Background()
 	db := newMemDB()
-	table := TableName("", "mc01", StatusTable, KindApplyDesire)
+	table := api.TableName("", "mc01", api.StatusTable, KindApplyDesire)
 
 	// Term 5 leads and writes a status.
-	hb, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
+	hb, err := fencing.Take(ctx, db, table, api.Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
 	if err != nil || hb.ApplierTerm != 5 {
 		t.Fatalf("precondition: took %d, %v; want 5", hb.ApplierTerm, err)
 	}
-	st := statusTable(NewTable[*ApplyDesire](db, table))
+	st := tables.AsStatus(tables.New[*ApplyDesire](db, table))
 	st.SetClock(fixedClock)
 	written, err := st.FencedBy(5).Create(ctx, applyDesire("a", cmJSON("a")))
 	if err != nil {
@@ -37,14 +39,14 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 
 	// The heartbeat document is deleted behind the applier.
 	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table,
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID}}}); err != nil {
+		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A fresh process (nothing met yet) takes the next term.
 	// (As the Applier does: the statuses' newest term seeds a term taken without a heartbeat.)
 	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, db, []string{table}) }
-	next, err := fencing.Take(ctx, db, table, Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
+	next, err := fencing.Take(ctx, db, table, api.Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // deadlineRecorder records the deadline of each cluster call.
@@ -48,7 +49,7 @@ func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
 func TestNewerTermEndsTheTerm(t *testing.T) {
 	ctx := context.Background()
 	db := newMemDB()
-	table := NewTable[*ApplyDesire](db, "status")
+	table := tables.New[*ApplyDesire](db, "status")
 	table.SetClock(fixedClock)
 	newer := table.FencedBy(5)
 	d := applyDesire("a", cmJSON("c1"))
