@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/tables"
@@ -38,12 +39,12 @@ func TestControllerOverATableFencesAndChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	item, err := h.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("status"),
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "a"}}})
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: "a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := item.Item[attrApplierTerm].(*types.AttributeValueMemberN); !ok || n.Value != "5" {
-		t.Fatalf("applierTerm = %v, want 5", item.Item[attrApplierTerm])
+	if n, ok := item.Item[api.AttrApplierTerm].(*types.AttributeValueMemberN); !ok || n.Value != "5" {
+		t.Fatalf("applierTerm = %v, want 5", item.Item[api.AttrApplierTerm])
 	}
 	var lost error
 	older := controller.NewStatusWriter[*ApplyDesire](h.c.Fence(3), fixedClock, term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = err }}, nil)

@@ -23,7 +23,7 @@ import (
 // clock a minute past the harness's writes.
 func withCheckIndex[T Desire](h *harness[T], index bool) {
 	if index {
-		h.db.AddIndex("status", api.StatusCheckIndexName, attrShard, attrUpdateTime, attrVersion, attrApplierTerm)
+		h.db.AddIndex("status", api.StatusCheckIndexName, api.AttrShard, api.AttrUpdateTime, api.AttrVersion, api.AttrApplierTerm)
 	}
 	tables.AsStatus(h.status)
 	h.c.Now = func() time.Time { return testTime.Add(time.Minute) }
@@ -113,7 +113,7 @@ func TestStatusCheckIndexLag(t *testing.T) {
 
 	// A status of an earlier release, without `shard`, read into the cache.
 	item := h.db.Item("status", "a")
-	delete(item, attrShard)
+	delete(item, api.AttrShard)
 	h.db.PutRaw("status", item)
 	if _, err := h.c.Sync(ctx, "a"); err != nil { // reads it (the check dropped it), writes nothing
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestStatusCheckLagIsTheTermsOwnWrite(t *testing.T) {
 	h.sync(t, applyDesire("a", cmJSON("a")))
 	w := h.c.Writer()
 	item := h.db.Item("status", "a")
-	item[attrUpdateTime] = &types.AttributeValueMemberS{Value: testTime.Add(time.Hour).Format(time.RFC3339Nano)}
+	item[api.AttrUpdateTime] = &types.AttributeValueMemberS{Value: testTime.Add(time.Hour).Format(time.RFC3339Nano)}
 	h.db.PutRaw("status", item)
 	h.c.Now = func() time.Time { return testTime.Add(2 * time.Minute) }
 	if ids, err := h.c.CheckStatuses(ctx, w); err != nil || !sameSet(ids, []string{"a"}) {

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/lease"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // runWithLeaderElection campaigns for the Lease until ctx ends (internal/lease); each won
@@ -80,11 +81,11 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	hb.Kinds, hb.UpdateTime = map[string]api.HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
-	var tables []string
+	var statusTables []string
 	for _, k := range DesireKinds {
-		tables = append(tables, api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k))
+		statusTables = append(statusTables, api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k))
 	}
-	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
+	seed := func(ctx context.Context) (int64, error) { return tables.NewestStatusTerm(ctx, a.opts.DynamoDB, statusTables) }
 	taken, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err

@@ -25,7 +25,7 @@ func putHeartbeat(t *testing.T, o *offline, term types.AttributeValue, leader st
 	if err != nil {
 		t.Fatal(err)
 	}
-	item[attrDocumentID] = &types.AttributeValueMemberS{Value: api.HeartbeatID}
+	item[api.AttrDocumentID] = &types.AttributeValueMemberS{Value: api.HeartbeatID}
 	item[api.AttrApplierTerm] = term
 	o.db.PutRaw(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), item)
 }
@@ -174,7 +174,7 @@ func TestHeartbeatGarbledMidTermIsWrittenOver(t *testing.T) {
 			gen = condition(got, ConditionSuccessful).ObservedGeneration
 		}
 		return fmt.Sprintf("ready %v, leading %v, status generation %d, heartbeat %v", a.ReadyzCheck(nil), a.Leading(),
-			gen, o.db.Item(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), api.HeartbeatID)[attrApplierTerm])
+			gen, o.db.Item(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), api.HeartbeatID)[api.AttrApplierTerm])
 	})
 }
 

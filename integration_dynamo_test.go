@@ -371,8 +371,8 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := item.Item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
-		t.Fatalf("applierTerm = %v, want 4", item.Item[attrApplierTerm])
+	if n, ok := item.Item[api.AttrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
+		t.Fatalf("applierTerm = %v, want 4", item.Item[api.AttrApplierTerm])
 	}
 	if _, err := term3.Replace(ctx, newest); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("term 3 after term 4 wrote: %v, want ErrFenced", err)

@@ -20,7 +20,7 @@ import (
 func (s *termStack) rawItem(table, id string) map[string]types.AttributeValue {
 	s.t.Helper()
 	out, err := s.env.Client.GetItem(s.t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: id}}})
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: id}}})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestIntegrationStatusIndex(t *testing.T) {
 			}
 			found = found[:0]
 			for _, item := range out.Items {
-				found = append(found, idOf(item))
+				found = append(found, api.IDOf(item))
 			}
 			if (shard != 2 && shard != 0) || len(found) > 0 || time.Now().After(deadline) {
 				break

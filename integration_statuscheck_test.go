@@ -76,7 +76,7 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 	for _, it := range raw.Items {
 		for name := range it {
 			switch name {
-			case attrDocumentID, attrShard, attrUpdateTime, attrVersion, attrApplierTerm:
+			case api.AttrDocumentID, api.AttrShard, api.AttrUpdateTime, api.AttrVersion, api.AttrApplierTerm:
 			default:
 				t.Fatalf("index item has %s", name)
 			}
@@ -119,8 +119,8 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 	// A status table without the index (made by hand, as by an earlier release).
 	bare := env.Prefix + "bare-status"
 	if _, err := env.Client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(bare), BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrDocumentID), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(api.AttrDocumentID), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(api.AttrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tables.AsStatus(tables.New[*ReadDesire](env.Client, bare)).ListIndexStamps(ctx); err == nil || !strings.Contains(err.Error(), api.StatusCheckIndexName) {
@@ -130,8 +130,8 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 
 // integrationController is the unit tests' harness over a real status Table.
 func integrationController[T Desire](st *tables.Table[T], r ReconcilerFunc[T]) *harness[T] {
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(newDesire[T]().Kind()))
-	cfg := controller.Config[T]{Kind: newDesire[T]().Kind(), Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(api.NewDesire[T]().Kind()))
+	cfg := controller.Config[T]{Kind: api.NewDesire[T]().Kind(), Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
 		Reconciler: r, Resync: time.Minute, MaxRetryDelay: time.Second, Workers: 1,
 		Log: logr.Discard(), Metrics: metrics.New(nil, time.Now), Now: time.Now}
 	return &harness[T]{c: newController(cfg), status: st, cache: desireIndexer{idx}}

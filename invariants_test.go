@@ -492,7 +492,7 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 		w.fail("%v", err)
 		return
 	}
-	key := table + "|" + idOf(item)
+	key := table + "|" + api.IDOf(item)
 	w.mu.Lock()
 	w.statuses[key] = append(w.statuses[key], sw)
 	w.seeTermLocked(sw.term)
@@ -510,7 +510,7 @@ func (w *world) decodeStatus(table string, item map[string]ddbtypes.AttributeVal
 	}
 	s := d.StatusCommon()
 	sw := statusWrite{at: w.tick(), version: s.ObservedSpecVersion()}
-	if n, ok := item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
+	if n, ok := item[api.AttrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
 		sw.term, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
 	sw.created = parsedTime(s.ObservedDesireCreateTime)
@@ -1105,7 +1105,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 	}
 	saved := map[string]map[string]ddbtypes.AttributeValue{}
 	for _, item := range snap {
-		if id := idOf(item); !heartbeatOnly || id == api.HeartbeatID {
+		if id := api.IDOf(item); !heartbeatOnly || id == api.HeartbeatID {
 			saved[id] = item
 		}
 	}
@@ -1115,7 +1115,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 			return
 		}
 		for _, item := range out.Items {
-			id := idOf(item)
+			id := api.IDOf(item)
 			if _, keep := saved[id]; keep || api.IsReservedID(id) {
 				continue
 			}
@@ -1490,7 +1490,7 @@ func (w *world) converged() string {
 				return err.Error()
 			}
 			for _, item := range out.Items {
-				if api.IsReservedID(idOf(item)) {
+				if api.IsReservedID(api.IDOf(item)) {
 					continue
 				}
 				var d Desire = &ApplyDesire{}

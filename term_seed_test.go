@@ -39,13 +39,13 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 
 	// The heartbeat document is deleted behind the applier.
 	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table,
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}}); err != nil {
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A fresh process (nothing met yet) takes the next term.
 	// (As the Applier does: the statuses' newest term seeds a term taken without a heartbeat.)
-	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, db, []string{table}) }
+	seed := func(ctx context.Context) (int64, error) { return tables.NewestStatusTerm(ctx, db, []string{table}) }
 	next, err := fencing.Take(ctx, db, table, api.Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
 	if err != nil {
 		t.Fatal(err)
