@@ -2,9 +2,10 @@ package kubeapplier
 
 import (
 	"encoding/json"
-	"github.com/kube-applier-aws/kubeapplier/api"
 	"os"
 	"testing"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestDesireIDVectors(t *testing.T) {

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,7 +86,9 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	for _, k := range DesireKinds {
 		statusTables = append(statusTables, api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k))
 	}
-	seed := func(ctx context.Context) (int64, error) { return tables.NewestStatusTerm(ctx, a.opts.DynamoDB, statusTables) }
+	seed := func(ctx context.Context) (int64, error) {
+		return tables.NewestStatusTerm(ctx, a.opts.DynamoDB, statusTables)
+	}
 	taken, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
@@ -253,3 +256,7 @@ func (a *Applier) followLease(ctx context.Context) (*lease.Followed, error) {
 		return leases.Get(ctx, a.opts.LeaseName, metav1.GetOptions{})
 	}, a.opts.LeaseNamespace, a.opts.LeaseName, a.opts.CallTimeout)
 }
+
+// ErrLeaseGivenUp: a replica that held a Lease gave it up because its start-up check failed
+// Options.StartupChecksHoldingLease times in a row (the check's last error is wrapped too).
+var ErrLeaseGivenUp = errors.New("lease given up: the start-up check kept failing")

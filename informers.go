@@ -113,3 +113,10 @@ func (k *Informers) WaitForSync(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ErrNotFound: no desire with that documentID (DesireLister.Get); the api module's value, so
+// errors.Is works across both.
+var ErrNotFound = api.ErrNotFound
+
+// IsNotFoundError reports whether err wraps ErrNotFound.
+func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }

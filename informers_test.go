@@ -168,3 +168,37 @@ func TestStreamInformersStopWithoutGoroutineLeak(t *testing.T) {
 		t.Errorf("%d stream pollers left running", n-before)
 	}
 }
+
+// TestSentinelErrors: IsNotFoundError recognises ErrNotFound through wrapping and nothing
+// else, errors.Is tells the api module's sentinels apart the same way, and ItemTooLargeError
+// is ErrItemTooLarge and says both sizes.
+func TestSentinelErrors(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
+	is := func(sentinel error) func(error) bool { return func(err error) bool { return errors.Is(err, sentinel) } }
+	checks := []struct {
+		name string
+		is   func(error) bool
+		err  error
+	}{
+		{"IsNotFoundError", IsNotFoundError, ErrNotFound},
+		{"errors.Is(api.ErrAlreadyExists)", is(api.ErrAlreadyExists), api.ErrAlreadyExists},
+		{"errors.Is(api.ErrPreconditionFailed)", is(api.ErrPreconditionFailed), api.ErrPreconditionFailed},
+	}
+	for _, c := range checks {
+		if !c.is(wrap(c.err)) {
+			t.Errorf("%s does not see a wrapped %v", c.name, c.err)
+		}
+		for _, other := range checks {
+			if other.err != c.err && c.is(other.err) {
+				t.Errorf("%s takes %v for its own", c.name, other.err)
+			}
+		}
+	}
+	big := &api.ItemTooLargeError{Table: "t", DocumentID: "d", Size: 409601, Limit: api.MaxItemSize}
+	if !errors.Is(wrap(big), api.ErrItemTooLarge) || errors.Is(big, ErrNotFound) {
+		t.Fatal("ItemTooLargeError is not ErrItemTooLarge (only)")
+	}
+	if msg := big.Error(); msg != "item d for table t is 409601 bytes, over DynamoDB's item limit of 409600 bytes" {
+		t.Fatalf("message %q", msg)
+	}
+}

@@ -39,7 +39,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 	if err != nil || created.Version != 1 {
 		t.Fatalf("create: %v %v", created, err)
 	}
-	if _, err := st.Create(ctx, sampleApply("a1")); !IsAlreadyExistsError(err) {
+	if _, err := st.Create(ctx, sampleApply("a1")); !errors.Is(err, api.ErrAlreadyExists) {
 		t.Fatalf("second create: %v", err)
 	}
 	got, err := st.Get(ctx, "a1")
@@ -61,7 +61,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 		t.Fatalf("concurrent replace: %v / %v, want exactly one ErrPreconditionFailed", errs[0], errs[1])
 	}
 	for _, e := range errs {
-		if e != nil && !IsPreconditionFailedError(e) {
+		if e != nil && !errors.Is(e, api.ErrPreconditionFailed) {
 			t.Fatalf("loser error %v is not ErrPreconditionFailed", e)
 		}
 	}
@@ -112,7 +112,7 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first replace: %v", err)
 	}
-	if _, err := st.Replace(ctx, first); !IsPreconditionFailedError(err) {
+	if _, err := st.Replace(ctx, first); !errors.Is(err, api.ErrPreconditionFailed) {
 		t.Fatalf("stale replace: %v, want ErrPreconditionFailed", err)
 	}
 	got, err := st.Get(ctx, "r1")
@@ -349,7 +349,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := term2.Replace(ctx, created); !errors.Is(err, fencing.ErrFenced) || IsPreconditionFailedError(err) {
+	if _, err := term2.Replace(ctx, created); !errors.Is(err, fencing.ErrFenced) || errors.Is(err, api.ErrPreconditionFailed) {
 		t.Fatalf("older term's replace at the current version: %v, want ErrFenced", err)
 	}
 	if err := term2.Delete(ctx, "f1"); !errors.Is(err, fencing.ErrFenced) {
@@ -359,7 +359,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("same term's replace: %v", err)
 	}
-	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, fencing.ErrFenced) {
+	if _, err := term4.Replace(ctx, created); !errors.Is(err, api.ErrPreconditionFailed) || errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("newer term at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	newest, err := term4.Replace(ctx, again)

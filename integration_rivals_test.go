@@ -10,11 +10,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"k8s.io/apimachinery/pkg/watch"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // TestIntegrationDeleteDesireWinsOverApplyDesire: on the real stack, an ApplyDesire and a

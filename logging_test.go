@@ -7,15 +7,14 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 )
 
 // logCapture is a logger at verbosity 4 that keeps every line as "name: message args".

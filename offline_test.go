@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // offline runs a whole Applier on in-memory fakes: the six tables (specs tables with

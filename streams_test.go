@@ -9,11 +9,12 @@ import (
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The tests of the stream mechanism itself (list-watch, watcher, incarnations, decode) are

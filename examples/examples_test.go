@@ -14,12 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-applier-aws/kubeapplier"
-	"github.com/kube-applier-aws/kubeapplier/api"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 const (

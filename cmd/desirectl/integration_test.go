@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"k8s.io/client-go/rest"
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
-	"k8s.io/client-go/rest"
 )
 
 // TestIntegration drives desirectl, with its real AWS client and cluster discovery, against

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
