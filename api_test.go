@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/tools/go/packages"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -69,8 +68,9 @@ func ExampleVerdict() {
 	// true true true
 }
 
-// A backend computes the documentID of a desire for one object the way the applier does, and
-// checks an item's size against DynamoDB's limit before writing it.
+// An embedder computes the documentID of a desire for one object as the applier and every
+// backend do (api.DesireID, in api.DesireIDNamespace), and checks an item's size against
+// DynamoDB's limit (api.ItemSize).
 func ExampleDesireID() {
 	t := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "settings"}
 	fmt.Println(api.DesireIDNamespace)
@@ -83,125 +83,6 @@ func ExampleDesireID() {
 	// 6f1f3c63-5a0d-4c1e-9a55-2f1a8b8d0c3e
 	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7
 	// true
-}
-
-// TestTablesFromOutside: the typed tables as a backend or a tool uses them, and every sentinel
-// error they return, tested with errors.Is/As.
-func TestTablesFromOutside(t *testing.T) {
-	ctx := context.Background()
-	db := dynamofake.New()
-	var client *tables.Client = tables.NewClient(db, "p-", "mc01")
-	var (
-		status tables.ResourceCRUD[*kubeapplier.ApplyDesire] = client.ApplyDesireStatus()
-		specs  tables.SpecReader[*kubeapplier.ApplyDesire]   = client.ApplyDesireSpecs()
-	)
-	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a"},
-		Status: kubeapplier.ApplyDesireStatus{AppliedResourceGeneration: 2}}
-	created, err := status.Create(ctx, d)
-	if err != nil || created.Version != 1 {
-		t.Fatalf("Create = %v, %v", created, err)
-	}
-	if _, err := status.Create(ctx, d); !errors.Is(err, api.ErrAlreadyExists) {
-		t.Fatalf("second Create: %v", err)
-	}
-	if _, err := status.Replace(ctx, d); !errors.Is(err, api.ErrPreconditionFailed) {
-		t.Fatalf("stale Replace: %v", err)
-	}
-	if _, err := specs.Get(ctx, "a"); !errors.Is(err, kubeapplier.ErrNotFound) || !kubeapplier.IsNotFoundError(err) {
-		t.Fatalf("Get of a missing spec: %v", err)
-	}
-	ids, err := status.ListIDs(ctx)
-	if err != nil || len(ids) != 1 || ids[0] != "a" {
-		t.Fatalf("ListIDs = %v, %v", ids, err)
-	}
-	// An item read raw (a stream record, a Scan of one's own) decodes as the table does.
-	item, err := api.EncodeItem(created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var decoded kubeapplier.ApplyDesire
-	if err := api.DecodeItem(item, &decoded); err != nil || decoded.DocumentID != "a" || decoded.Status.AppliedResourceGeneration != 2 {
-		t.Fatalf("DecodeItem(EncodeItem) = %+v, %v", decoded, err)
-	}
-	// A copy shares nothing with the cached desire it was taken from.
-	ac, dc, rc := created.DeepCopy(), (&kubeapplier.DeleteDesire{}).DeepCopy(), (&kubeapplier.ReadDesire{}).DeepCopy()
-	ac.Status.AppliedResourceGeneration, dc.Spec.TargetItem.Name, rc.Spec.TargetItem.Name = 9, "x", "y"
-	if created.Status.AppliedResourceGeneration != 2 || dc.Spec.TargetItem.Name != "x" || rc.Spec.TargetItem.Name != "y" {
-		t.Fatal("DeepCopy shares its status with the original")
-	}
-	// Every desire kind answers the Desire interface a generic tool uses.
-	for _, k := range []kubeapplier.Desire{created, &kubeapplier.DeleteDesire{}, &kubeapplier.ReadDesire{}} {
-		k.Common().ClusterID = "hc1"
-		if k.Common().ClusterID != "hc1" || k.StatusCommon().ObservedSpecVersion() != 0 || k.Meta() == nil || k.Kind() == "" {
-			t.Fatalf("%T does not answer the Desire interface", k)
-		}
-	}
-	big := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "big"},
-		Status: kubeapplier.ReadDesireStatus{KubeContent: json.RawMessage([]byte(`"` + strings.Repeat("x", api.MaxItemSize) + `"`))}}
-	_, err = client.ReadDesireStatus().Create(ctx, big)
-	var tooLarge *api.ItemTooLargeError
-	if !errors.Is(err, api.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != api.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
-		t.Fatalf("oversize Create: %v", err)
-	}
-	del := &kubeapplier.DeleteDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "d"}, Status: kubeapplier.DeleteDesireStatus{}}
-	if _, err := client.DeleteDesireStatus().Create(ctx, del); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.DeleteDesireStatus().Delete(ctx, "d"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.ReadDesireSpecs().List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.DeleteDesireSpecs().List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The common status a generic tool reads, and an item that is no desire.
-	var common *kubeapplier.CommonStatus = created.StatusCommon()
-	if common.ObservedSpecVersion() != 0 {
-		t.Fatalf("a status written without conditions answers version %d", common.ObservedSpecVersion())
-	}
-	if err := api.DecodeItem(map[string]ddbtypes.AttributeValue{}, &decoded); !errors.Is(err, api.ErrInvalidItem) {
-		t.Fatalf("DecodeItem of an item without documentID: %v", err)
-	}
-	// Table is the client behind the status and specs readers (to drop with NewTable once
-	// the root's tests use internal/tables: issue #39).
-	var plain *tables.Table[*kubeapplier.ApplyDesire] = tables.New[*kubeapplier.ApplyDesire](db, "p-plain")
-	if plain.Name() != "p-plain" {
-		t.Fatalf("Name = %q", plain.Name())
-	}
-}
-
-// indexAdmin is a TableAdminAPI that makes every table and index ACTIVE at once.
-type indexAdmin struct {
-	tables map[string][]ddbtypes.GlobalSecondaryIndexDescription
-}
-
-func (a *indexAdmin) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	for _, g := range in.GlobalSecondaryIndexes {
-		a.tables[*in.TableName] = append(a.tables[*in.TableName], ddbtypes.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: ddbtypes.IndexStatusActive})
-	}
-	return &dynamodb.CreateTableOutput{}, nil
-}
-
-func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	return &dynamodb.DescribeTableOutput{Table: &ddbtypes.TableDescription{TableName: in.TableName, TableStatus: ddbtypes.TableStatusActive,
-		GlobalSecondaryIndexes: a.tables[*in.TableName]}}, nil
-}
-
-// TestEnsureTablesFromOutside: an embedder creates the tables through the root, and finds the
-// status tables' indexes under the names the root gives them.
-func TestEnsureTablesFromOutside(t *testing.T) {
-	admin := &indexAdmin{tables: map[string][]ddbtypes.GlobalSecondaryIndexDescription{}}
-	var db api.TableAdminAPI = admin
-	created, err := api.EnsureTables(context.Background(), db, "p-", "mc01", api.WithStatusIndex())
-	if err != nil || len(created) != 6 {
-		t.Fatalf("EnsureTables = %v, %v", created, err)
-	}
-	status := admin.tables[api.TableName("p-", "mc01", api.StatusTable, kubeapplier.KindApplyDesire)]
-	if len(status) != 2 || *status[0].IndexName != api.StatusCheckIndexName || *status[1].IndexName != api.StatusIndexName {
-		t.Fatalf("status table indexes %+v", status)
-	}
 }
 
 // TestInformersFromOutside: the specs-table informers on their own (NewInformers),

@@ -131,3 +131,35 @@ func TestEnsureTablesStatusIndex(t *testing.T) {
 		})
 	}
 }
+
+// indexAdmin is a TableAdminAPI that makes every table and index ACTIVE at once.
+type indexAdmin struct {
+	tables map[string][]types.GlobalSecondaryIndexDescription
+}
+
+func (a *indexAdmin) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	for _, g := range in.GlobalSecondaryIndexes {
+		a.tables[*in.TableName] = append(a.tables[*in.TableName], types.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: types.IndexStatusActive})
+	}
+	return &dynamodb.CreateTableOutput{}, nil
+}
+
+func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive,
+		GlobalSecondaryIndexes: a.tables[*in.TableName]}}, nil
+}
+
+// TestEnsureTablesIndexNames: a caller that creates the tables finds the status tables'
+// indexes under the names the module gives them (StatusCheckIndexName, StatusIndexName).
+func TestEnsureTablesIndexNames(t *testing.T) {
+	admin := &indexAdmin{tables: map[string][]types.GlobalSecondaryIndexDescription{}}
+	var db TableAdminAPI = admin
+	created, err := EnsureTables(context.Background(), db, "p-", "mc01", WithStatusIndex())
+	if err != nil || len(created) != 6 {
+		t.Fatalf("EnsureTables = %v, %v", created, err)
+	}
+	status := admin.tables[TableName("p-", "mc01", StatusTable, KindApplyDesire)]
+	if len(status) != 2 || *status[0].IndexName != StatusCheckIndexName || *status[1].IndexName != StatusIndexName {
+		t.Fatalf("status table indexes %+v", status)
+	}
+}
