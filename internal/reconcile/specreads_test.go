@@ -32,9 +32,9 @@ func TestRivalConfirmedBeforeRefusal(t *testing.T) {
 	cm := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "shared"}
 	cases := []struct {
 		name     string
-		rival    string                                             // "delete" or "apply" (an older ApplyDesire, the keeper)
+		rival    string                                                             // "delete" or "apply" (an older ApplyDesire, the keeper)
 		table    func(t *testing.T, db *dynamofake.DB, rival api.Desire) api.Desire // the rival's spec as the table has it; what the cache holds if not nil
-		fail     bool                                               // the confirming read fails
+		fail     bool                                                               // the confirming read fails
 		conflict bool
 		pending  bool
 	}{
