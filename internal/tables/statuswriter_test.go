@@ -1,4 +1,4 @@
-package kubeapplier
+package tables
 
 import (
 	"context"
@@ -11,9 +11,13 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
-	"github.com/kube-applier-aws/kubeapplier/internal/tables"
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
+	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
+
+// The status writer (internal/controller) over this package's Table: what the status table
+// stores.
 
 // TestStatusEchoesSpecTimeSpellings: the status table receives the spec item's own strings for
 // observedDesireUpdateTime and observedDesireCreateTime, through the term's status cache and
@@ -28,24 +32,24 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			db := newMemDB()
+			db := dynamofake.New()
 			item, err := api.EncodeItem(applyDesire("a", cmJSON("c1")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			item["createTime"] = &types.AttributeValueMemberS{Value: tc.created}
 			item["updateTime"] = &types.AttributeValueMemberS{Value: tc.updated}
-			spec := &ApplyDesire{}
+			spec := &api.ApplyDesire{}
 			if err := api.DecodeItem(item, spec); err != nil {
 				t.Fatal(err)
 			}
-			newWriter := func() *controller.StatusWriter[*ApplyDesire] {
-				st := tables.New[*ApplyDesire](db, "status")
+			newWriter := func() *controller.StatusWriter[*api.ApplyDesire] {
+				st := New[*api.ApplyDesire](db, "status")
 				st.SetClock(fixedClock)
-				return controller.NewStatusWriter[*ApplyDesire](st, fixedClock, unelected, nil).WithCache()
+				return controller.NewStatusWriter[*api.ApplyDesire](st, fixedClock, unelected, nil).WithCache()
 			}
 			w := newWriter()
-			if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), true); err != nil || res != controller.StatusCreated {
+			if res, _, err := w.Write(ctx, spec.DeepCopy(), controller.Applied(1, "ok"), true); err != nil || res != controller.StatusCreated {
 				t.Fatalf("first write: %v %v", res, err)
 			}
 			check := func() {
@@ -59,8 +63,8 @@ func TestStatusEchoesSpecTimeSpellings(t *testing.T) {
 			}
 			check()
 			puts := db.Calls("PutItem")
-			for i, w := range []*controller.StatusWriter[*ApplyDesire]{w, newWriter()} {
-				if res, _, err := w.Write(ctx, spec.DeepCopy(), Applied(1, "ok"), false); err != nil || res != controller.StatusUnchanged {
+			for i, w := range []*controller.StatusWriter[*api.ApplyDesire]{w, newWriter()} {
+				if res, _, err := w.Write(ctx, spec.DeepCopy(), controller.Applied(1, "ok"), false); err != nil || res != controller.StatusUnchanged {
 					t.Fatalf("re-write %d: %v %v, want unchanged", i, res, err)
 				}
 			}
@@ -79,18 +83,18 @@ func TestConditionTimesAreUTC(t *testing.T) {
 	ctx := context.Background()
 	cet := time.FixedZone("CET", 3600)
 	clock := func() time.Time { return testTime.In(cet).Add(time.Minute) }
-	db := newMemDB()
-	st := tables.New[*ApplyDesire](db, "status")
+	db := dynamofake.New()
+	st := New[*api.ApplyDesire](db, "status")
 	st.SetClock(fixedClock)
-	w := controller.NewStatusWriter[*ApplyDesire](st, clock, unelected, nil)
+	w := controller.NewStatusWriter[*api.ApplyDesire](st, clock, unelected, nil)
 	spec := applyDesire("a", cmJSON("c1"))
 	spec.CreateTime = testTime
-	ok := Applied(1, "applied")
+	ok := controller.Applied(1, "applied")
 	ok = controller.WithReadiness(ok, &target.Readiness{Status: "Current", Message: "ok"})
 	if _, _, err := w.Write(ctx, spec, ok, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.Write(ctx, spec, Transient(ReasonKubeAPIError, errors.New("boom")), false); err != nil {
+	if _, _, err := w.Write(ctx, spec, controller.Transient(api.ReasonKubeAPIError, errors.New("boom")), false); err != nil {
 		t.Fatal(err)
 	}
 	conds := db.Item("status", "a")["status"].(*types.AttributeValueMemberM).Value["conditions"].(*types.AttributeValueMemberL).Value
@@ -104,3 +108,6 @@ func TestConditionTimesAreUTC(t *testing.T) {
 		}
 	}
 }
+
+// unelected is the term of a status writer run on its own: no number, no Lease.
+var unelected = fencing.Term{CallTimeout: 10 * time.Second}
