@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
@@ -488,3 +491,23 @@ func againOf(v Verdict) controller.Look { l, _ := controller.Again(v); return l 
 
 // afterOf is after how long v asks to be looked at again.
 func afterOf(v Verdict) time.Duration { _, d := controller.Again(v); return d }
+
+// memDB is the in-memory DynamoDB and DynamoDB Streams shared with desirectl's tests.
+type memDB = dynamofake.DB
+
+func newMemDB() *memDB { return dynamofake.New() }
+
+// newStreamDB is the fake of the stream tests: one shard per DescribeStream page, so that
+// every discovery pages.
+func newStreamDB() *memDB {
+	f := dynamofake.New()
+	f.DescribePageSize = 1
+	return f
+}
+
+var (
+	_ DynamoDBAPI = (*memDB)(nil)
+	_ StreamsAPI  = (*memDB)(nil)
+)
+
+var typesConditionalCheckFailed = ddbtypes.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
