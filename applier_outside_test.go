@@ -87,8 +87,8 @@ func ExampleDesireID() {
 	// true
 }
 
-// TestInformersFromOutside: the specs-table informers on their own (NewInformers),
-// with the start-up checks' sentinel errors.
+// TestInformersFromOutside: the specs-table informers on their own (NewInformers), their
+// lister's ErrNotFound, and the start-up checks' sentinel errors.
 func TestInformersFromOutside(t *testing.T) {
 	db := dynamofake.New()
 	for _, k := range kubeapplier.DesireKinds {
@@ -124,6 +124,10 @@ func TestInformersFromOutside(t *testing.T) {
 			t.Fatal("the informer did not deliver the new spec")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// A desire the cache does not hold is ErrNotFound, as the api module's tables say it.
+	if _, err := lister.Get("missing"); !errors.Is(err, kubeapplier.ErrNotFound) {
+		t.Fatalf("Get of a desire not in the cache: %v, want ErrNotFound", err)
 	}
 	if n := len(infs.All()); n != 3 {
 		t.Fatalf("Informers() = %d, want 3", n)
