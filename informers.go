@@ -39,7 +39,7 @@ type Informers struct {
 }
 
 // NewInformers returns the informers of the three specs tables of
-// managementCluster (tables named by TableName with prefix). List is a consistent full Scan
+// managementCluster (tables named by api.TableName with prefix). List is a consistent full Scan
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
 func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *Informers {
