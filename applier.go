@@ -26,6 +26,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
 
@@ -37,7 +38,7 @@ import (
 type Applier struct {
 	opts   Options
 	wiring wiring
-	db     *KubeApplierDBClient
+	db     *tables.Client
 	// informers are the desire informers of the current leadership term, or, between terms,
 	// the fresh set the next term starts (client-go informers cannot be restarted).
 	informers atomic.Pointer[Informers]
@@ -115,7 +116,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.ObserveLag(k, lag) }
 	a.streamObs.caughtUp = a.heartbeat.ObserveCaughtUp
 	opts = a.opts
-	a.db = NewKubeApplierDBClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
+	a.db = tables.NewClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
 	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.watches.FieldManager = opts.FieldManager
 	a.watches.Synced = func(gvr schema.GroupVersionResource, objects int, took time.Duration) {
@@ -190,7 +191,7 @@ func (a *Applier) newInformers() (*Informers, error) {
 	return inf, errors.Join(err1, err2, err3, err4)
 }
 
-func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs SpecReader[T], status ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
+func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs tables.SpecReader[T], status tables.ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {
 	return controller.Config[T]{Kind: kind, Cluster: a.opts.ManagementCluster, Lister: lister, Specs: specs, Statuses: status,
 		Reconciler: r, Forget: forget, KindsChanged: a.kindsChanged, Resync: resync,
 		MaxRetryDelay: a.opts.MaxRetryDelay, ReconcileTime: a.opts.ReconcileTimeout, Workers: a.opts.Workers, FIFOQueue: a.opts.FIFOQueue,

@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // hostileCase is one spec item a backend (or an attacker with write access to the specs table)
@@ -40,7 +42,7 @@ type hostileCase struct {
 
 func setContent(s string) func(map[string]ddbtypes.AttributeValue) {
 	return func(item map[string]ddbtypes.AttributeValue) {
-		item[attrSpecKubeContent] = &ddbtypes.AttributeValueMemberS{Value: s}
+		item[api.AttrSpecKubeContent] = &ddbtypes.AttributeValueMemberS{Value: s}
 	}
 }
 
@@ -72,7 +74,7 @@ func hostileCases() []hostileCase {
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is not a JSON object"},
 		{name: "kubeContent is null", mutate: setContent(`null`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is empty"},
-		{name: "kubeContent attribute missing", mutate: setAttr(attrSpecKubeContent, nil),
+		{name: "kubeContent attribute missing", mutate: setAttr(api.AttrSpecKubeContent, nil),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is empty"},
 		{name: "empty object", mutate: setContent(`{}`),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "kubeContent is missing apiVersion, kind, metadata.name"},
@@ -131,40 +133,40 @@ func hostileCases() []hostileCase {
 				}
 			}},
 		// Raw items of the wrong shape, as a PutItem outside this library could write them.
-		{name: "spec is a string", mutate: setAttr(attrSpec, &ddbtypes.AttributeValueMemberS{Value: "mc01"}),
+		{name: "spec is a string", mutate: setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberS{Value: "mc01"}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "the spec document cannot be decoded"},
-		{name: "version is a string", mutate: setAttr(attrVersion, &ddbtypes.AttributeValueMemberS{Value: "three"}),
+		{name: "version is a string", mutate: setAttr(api.AttrVersion, &ddbtypes.AttributeValueMemberS{Value: "three"}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "the spec document cannot be decoded"},
 		{name: "updateTime is not a time", mutate: setAttr("updateTime", &ddbtypes.AttributeValueMemberS{Value: "yesterday"}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "the spec document cannot be decoded"},
-		{name: "spec_kubeContent is a number", mutate: setAttr(attrSpecKubeContent, &ddbtypes.AttributeValueMemberN{Value: "1"}),
+		{name: "spec_kubeContent is a number", mutate: setAttr(api.AttrSpecKubeContent, &ddbtypes.AttributeValueMemberN{Value: "1"}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "spec_kubeContent is not a string"},
-		{name: "spec_kubeContent is a map", mutate: setAttr(attrSpecKubeContent, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"kind": &ddbtypes.AttributeValueMemberS{Value: "ConfigMap"}}}),
+		{name: "spec_kubeContent is a map", mutate: setAttr(api.AttrSpecKubeContent, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"kind": &ddbtypes.AttributeValueMemberS{Value: "ConfigMap"}}}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "spec_kubeContent is not a string"},
 		// The SDK codec reads a number into a string field as its digits.
-		{name: "managementCluster is a number", mutate: setAttr(attrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberN{Value: "1"}}}),
+		{name: "managementCluster is a number", mutate: setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberN{Value: "1"}}}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `spec.managementCluster is "1" but this applier serves "mc01"`},
-		{name: "targetItem-like garbage in spec", mutate: setAttr(attrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberL{}}}),
+		{name: "targetItem-like garbage in spec", mutate: setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberL{}}}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: "the spec document cannot be decoded"},
-		{name: "spec attribute missing", mutate: setAttr(attrSpec, nil),
+		{name: "spec attribute missing", mutate: setAttr(api.AttrSpec, nil),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `spec.managementCluster is "" but this applier serves "mc01"`},
-		{name: "another management cluster", mutate: setAttr(attrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberS{Value: "mc02"}}}),
+		{name: "another management cluster", mutate: setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberS{Value: "mc02"}}}),
 			wantStatus: "False", wantReason: ReasonPreCheckFailed, wantMsg: `spec.managementCluster is "mc02" but this applier serves "mc01"`},
 		{name: "unknown extra attributes are ignored", mutate: setAttr("futureField", &ddbtypes.AttributeValueMemberL{Value: []ddbtypes.AttributeValue{&ddbtypes.AttributeValueMemberNULL{Value: true}}}),
 			wantStatus: "True", wantReason: ReasonNoErrors, wantApplied: true},
 		// The spec carries no task key, so the applier cannot recompute DesireID(taskKey, target)
 		// and must accept any documentID (the backend owns the recipe).
-		{name: "documentID not of the DesireID recipe", mutate: setAttr(attrDocumentID, &ddbtypes.AttributeValueMemberS{Value: "not-a-uuid"}),
+		{name: "documentID not of the DesireID recipe", mutate: setAttr(api.AttrDocumentID, &ddbtypes.AttributeValueMemberS{Value: "not-a-uuid"}),
 			wantStatus: "True", wantReason: ReasonNoErrors, wantApplied: true},
-		{name: "documentID missing", mutate: setAttr(attrDocumentID, nil), dropped: true},
-		{name: "documentID is a number", mutate: setAttr(attrDocumentID, &ddbtypes.AttributeValueMemberN{Value: "7"}), dropped: true},
+		{name: "documentID missing", mutate: setAttr(api.AttrDocumentID, nil), dropped: true},
+		{name: "documentID is a number", mutate: setAttr(api.AttrDocumentID, &ddbtypes.AttributeValueMemberN{Value: "7"}), dropped: true},
 	}
 }
 
 // hostileItem builds case tc's raw item from a valid ApplyDesire item with documentID id.
 func hostileItem(t *testing.T, id string, tc hostileCase) map[string]ddbtypes.AttributeValue {
 	t.Helper()
-	item, err := EncodeItem(applyDesire(id, cmJSON("c-"+id)))
+	item, err := api.EncodeItem(applyDesire(id, cmJSON("c-"+id)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +236,8 @@ func TestHostileApplyDesires(t *testing.T) {
 				}
 			}
 			stItem := h.db.Item("status", d.DocumentID)
-			if size := ItemSize(stItem); size > MaxItemSize || stItem[attrSpecKubeContent] != nil {
-				t.Fatalf("status item is %d bytes, kubeContent copied: %v", size, stItem[attrSpecKubeContent] != nil)
+			if size := api.ItemSize(stItem); size > api.MaxItemSize || stItem[api.AttrSpecKubeContent] != nil {
+				t.Fatalf("status item is %d bytes, kubeContent copied: %v", size, stItem[api.AttrSpecKubeContent] != nil)
 			}
 		})
 	}
@@ -251,7 +253,7 @@ type countingDB struct {
 
 func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.mu.Lock()
-	c.gets[idOf(in.Key)]++
+	c.gets[api.IDOf(in.Key)]++
 	c.mu.Unlock()
 	return c.DynamoDBAPI.GetItem(ctx, in, opts...)
 }
@@ -263,7 +265,7 @@ func TestHostileDesiresNoHotLoop(t *testing.T) {
 	kube := newFakeKube()
 	h := newHarness[*ApplyDesire](KindApplyDesire, nil)
 	cdb := &countingDB{DynamoDBAPI: h.db, gets: map[string]int{}}
-	st := NewTable[*ApplyDesire](cdb, "status")
+	st := tables.New[*ApplyDesire](cdb, "status")
 	st.SetClock(fixedClock)
 	errs := map[string]error{}
 	for _, tc := range hostileCases() {
@@ -366,7 +368,7 @@ func TestSpecTablesAreReadOnly(t *testing.T) {
 		return out
 	}
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[SpecReader[*ApplyDesire]](),
+		reflect.TypeFor[tables.SpecReader[*ApplyDesire]](),
 		reflect.TypeFor[DesireLister[*ApplyDesire]](),
 	} {
 		if got := methods(typ); !reflect.DeepEqual(got, []string{"Get", "List"}) {
@@ -374,10 +376,10 @@ func TestSpecTablesAreReadOnly(t *testing.T) {
 		}
 	}
 	// The specs clients are declared as SpecReaders: callers get no write method.
-	db := NewKubeApplierDBClient(newMemDB(), "", "mc01")
-	var _ SpecReader[*ApplyDesire] = db.ApplyDesireSpecs()
-	var _ SpecReader[*DeleteDesire] = db.DeleteDesireSpecs()
-	var _ SpecReader[*ReadDesire] = db.ReadDesireSpecs()
+	db := tables.NewClient(newMemDB(), "", "mc01")
+	var _ tables.SpecReader[*ApplyDesire] = db.ApplyDesireSpecs()
+	var _ tables.SpecReader[*DeleteDesire] = db.DeleteDesireSpecs()
+	var _ tables.SpecReader[*ReadDesire] = db.ReadDesireSpecs()
 	// The controller's only writable table is its status table.
 	writable := reflect.TypeFor[controller.StatusTable[*ApplyDesire]]()
 	for _, c := range []reflect.Type{reflect.TypeFor[controller.Controller[*ApplyDesire]](), reflect.TypeFor[controller.Config[*ApplyDesire]]()} {

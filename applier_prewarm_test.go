@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // scanGate records the tables whose whole items were scanned, and holds the Scans of one
@@ -66,8 +67,8 @@ func (g *scanGate) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*
 // prewarmed watch no desire registered with stops after the grace.
 func TestTermStartsBesideSpecScan(t *testing.T) {
 	o, opts := newOffline(t)
-	specs := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
-	statuses := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	specs := api.TableName(offPrefix, offCluster, api.SpecsTable, KindApplyDesire)
+	statuses := api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire)
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	clusterRoles := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 	o.put(t, applyDesire("a", cmJSON("c1")))

@@ -12,6 +12,7 @@ package kubeapplier
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -108,7 +109,7 @@ func writer(t *testing.T, e *e2e, rate int, stop <-chan struct{}) func() int {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				_, err := e.applyS.Create(ctx, d)
 				cancel()
-				if err == nil || IsAlreadyExistsError(err) {
+				if err == nil || errors.Is(err, api.ErrAlreadyExists) {
 					break
 				}
 				time.Sleep(200 * time.Millisecond)

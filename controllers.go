@@ -4,6 +4,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // newController builds the controller of cfg (internal/controller) with the root's parts:
@@ -23,7 +24,7 @@ func newController[T Desire](cfg controller.Config[T]) *controller.Controller[T]
 	// Derived from Statuses each time, so that a Config copied with another status client
 	// never keeps the first one's fence.
 	cfg.Fence, cfg.ListWriteMarks, cfg.ListIndexWriteMarks = nil, nil, nil
-	if t, ok := cfg.Statuses.(*Table[T]); ok {
+	if t, ok := cfg.Statuses.(*tables.Table[T]); ok {
 		cfg.Fence = func(n int64) controller.StatusTable[T] { return t.FencedBy(n) }
 		cfg.ListWriteMarks, cfg.ListIndexWriteMarks = t.ListWriteMarks, t.ListIndexWriteMarks
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestDesireIDVectors(t *testing.T) {
@@ -22,7 +24,7 @@ func TestDesireIDVectors(t *testing.T) {
 	if err := json.Unmarshal(raw, &file); err != nil {
 		t.Fatal(err)
 	}
-	if file.Namespace != DesireIDNamespace.String() || len(file.Vectors) < 5 {
+	if file.Namespace != api.DesireIDNamespace.String() || len(file.Vectors) < 5 {
 		t.Fatalf("vectors file: namespace %s, %d vectors", file.Namespace, len(file.Vectors))
 	}
 	for _, v := range file.Vectors {

@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/lease"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // runWithLeaderElection campaigns for the Lease until ctx ends (internal/lease); each won
@@ -76,14 +79,16 @@ func (a *Applier) leadOn(ctx context.Context, base, t term, valid func() bool) e
 func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	now := a.wiring.clock().UTC()
 	hb := a.heartbeat.Content(term{Leader: t.Leader}, now)
-	hb.Kinds, hb.UpdateTime = map[string]HeartbeatKind{}, now
+	hb.Kinds, hb.UpdateTime = map[string]api.HeartbeatKind{}, now
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
-	var tables []string
+	var statusTables []string
 	for _, k := range DesireKinds {
-		tables = append(tables, TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k))
+		statusTables = append(statusTables, api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k))
 	}
-	seed := func(ctx context.Context) (int64, error) { return newestStatusTerm(ctx, a.opts.DynamoDB, tables) }
+	seed := func(ctx context.Context) (int64, error) {
+		return tables.NewestStatusTerm(ctx, a.opts.DynamoDB, statusTables)
+	}
 	taken, err := fencing.Take(tctx, a.opts.DynamoDB, a.heartbeat.Table(), hb, a.newestTerm.Load(), seed)
 	if err != nil {
 		return term{}, err
@@ -103,11 +108,11 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 // holds the term met; Take repairs a term that is no number), and logs why. A heartbeat that
 // cannot be read counts as a live holder (named so): the caller writes nothing until it can
 // tell.
-func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *Heartbeat {
+func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *api.Heartbeat {
 	met := fencing.NewerTermOf(err)
 	switch {
 	case ctx.Err() != nil:
-		return &Heartbeat{ApplierTerm: met}
+		return &api.Heartbeat{ApplierTerm: met}
 	case met == 0:
 		// A write was refused over a term it could not read (the heartbeat's applierTerm
 		// garbled during the term): no leader holds that; a new term repairs it.
@@ -120,7 +125,7 @@ func (a *Applier) heldElsewhere(ctx context.Context, t term, err error) *Heartbe
 	switch {
 	case rerr != nil:
 		a.opts.Log.Error(rerr, "a write met a newer term; cannot tell whether a live leader holds it", "term", t.Number, "met", met)
-		return &Heartbeat{ApplierTerm: met, Leader: "unknown: the heartbeat could not be read"}
+		return &api.Heartbeat{ApplierTerm: met, Leader: "unknown: the heartbeat could not be read"}
 	case holder == nil:
 		a.opts.Log.Info("a write met a newer term that no live leader holds (a restored table or a stray write): taking a term above it",
 			"term", t.Number, "met", met)
@@ -190,7 +195,7 @@ const holderGrace = 2 * time.Minute
 // read again every holderRecheck. It returns true once no live leader holds a term at or
 // above the one met (take a term above it), false when ctx ended or valid turned false (the
 // Lease this replica led under passed on).
-func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *Heartbeat, valid func() bool) bool {
+func (a *Applier) waitWhileHeld(ctx context.Context, t term, holder *api.Heartbeat, valid func() bool) bool {
 	met := max(holder.ApplierTerm, a.newestTerm.Load())
 	fenced := fmt.Errorf("another applier leads with term %d (leader %q, heartbeat written %s): this one (term %d) writes nothing "+
 		"while that leader's heartbeat is current; it looks again every %s: %w",
@@ -251,3 +256,7 @@ func (a *Applier) followLease(ctx context.Context) (*lease.Followed, error) {
 		return leases.Get(ctx, a.opts.LeaseName, metav1.GetOptions{})
 	}, a.opts.LeaseNamespace, a.opts.LeaseName, a.opts.CallTimeout)
 }
+
+// ErrLeaseGivenUp: a replica that held a Lease gave it up because its start-up check failed
+// Options.StartupChecksHoldingLease times in a row (the check's last error is wrapped too).
+var ErrLeaseGivenUp = errors.New("lease given up: the start-up check kept failing")

@@ -13,26 +13,27 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/lease"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // putHeartbeat stores a heartbeat item as someone else left it: applierTerm is term as given
 // (a number, or any attribute value: garbled), written at updated.
 func putHeartbeat(t *testing.T, o *offline, term types.AttributeValue, leader string, updated time.Time) {
 	t.Helper()
-	item, err := attributevalue.MarshalMap(Heartbeat{ManagementCluster: offCluster, Leader: leader, UpdateTime: updated,
-		KeepaliveSeconds: 300, Kinds: map[string]HeartbeatKind{}})
+	item, err := attributevalue.MarshalMap(api.Heartbeat{ManagementCluster: offCluster, Leader: leader, UpdateTime: updated,
+		KeepaliveSeconds: 300, Kinds: map[string]api.HeartbeatKind{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	item[attrDocumentID] = &types.AttributeValueMemberS{Value: HeartbeatID}
+	item[api.AttrDocumentID] = &types.AttributeValueMemberS{Value: api.HeartbeatID}
 	item[api.AttrApplierTerm] = term
-	o.db.PutRaw(TableName(offPrefix, offCluster, StatusTable, KindApplyDesire), item)
+	o.db.PutRaw(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), item)
 }
 
 // statusTermOf returns the applierTerm stored on a status item (0: none).
 func statusTermOf(t *testing.T, o *offline, id string) int64 {
 	t.Helper()
-	item := o.db.Item(TableName(offPrefix, offCluster, StatusTable, KindApplyDesire), id)
+	item := o.db.Item(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), id)
 	n, _, err := fencing.Stored(item)
 	if err != nil {
 		return -1
@@ -60,8 +61,8 @@ func TestTermRecoversFromTablesBackInTime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, opts := newOffline(t)
 			ctx := context.Background()
-			statusTbl := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
-			st := statusTable(NewTable[*ApplyDesire](o.db, statusTbl))
+			statusTbl := api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire)
+			st := tables.AsStatus(tables.New[*ApplyDesire](o.db, statusTbl))
 			// A status of term 10 (the statuses were not restored; or another table's were).
 			if _, err := st.FencedBy(10).Create(ctx, applyDesire("a", "")); err != nil {
 				t.Fatal(err)
@@ -82,7 +83,7 @@ func TestTermRecoversFromTablesBackInTime(t *testing.T) {
 			}, func() string {
 				return fmt.Sprintf("status term %d, ready %v", statusTermOf(t, o, "a"), a.ReadyzCheck(nil))
 			})
-			if hb := o.db.Item(statusTbl, HeartbeatID); hb != nil {
+			if hb := o.db.Item(statusTbl, api.HeartbeatID); hb != nil {
 				if n, _, err := fencing.Stored(hb); err != nil || n <= 10 {
 					t.Errorf("heartbeat term %d (%v), want a number above 10", n, err)
 				}
@@ -100,7 +101,7 @@ func TestTermRecoversFromTablesBackInTime(t *testing.T) {
 // and leader; once that leader's heartbeat is overdue it takes a term above and goes on.
 func TestLiveLeaderOfANewerTermStopsWritesVisibly(t *testing.T) {
 	o, opts := newOffline(t)
-	statusTbl := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	statusTbl := api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire)
 	d := applyDesire("a", cmJSON("a"))
 	d.CreateTime, d.UpdateTime, d.Version = time.Now().UTC(), time.Now().UTC(), 1
 	o.put(t, d)
@@ -173,7 +174,7 @@ func TestHeartbeatGarbledMidTermIsWrittenOver(t *testing.T) {
 			gen = condition(got, ConditionSuccessful).ObservedGeneration
 		}
 		return fmt.Sprintf("ready %v, leading %v, status generation %d, heartbeat %v", a.ReadyzCheck(nil), a.Leading(),
-			gen, o.db.Item(TableName(offPrefix, offCluster, StatusTable, KindApplyDesire), HeartbeatID)[attrApplierTerm])
+			gen, o.db.Item(api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire), api.HeartbeatID)[api.AttrApplierTerm])
 	})
 }
 
@@ -185,7 +186,7 @@ func TestHeartbeatGarbledMidTermIsWrittenOver(t *testing.T) {
 // RetryPeriod later and took a term above the live leader's, ready throughout.)
 func TestOwnElectionWaitsWhileALiveLeaderHoldsANewerTerm(t *testing.T) {
 	o, opts := newOffline(t)
-	statusTbl := TableName(offPrefix, offCluster, StatusTable, KindApplyDesire)
+	statusTbl := api.TableName(offPrefix, offCluster, api.StatusTable, KindApplyDesire)
 	d := applyDesire("a", cmJSON("a"))
 	d.CreateTime, d.UpdateTime, d.Version = time.Now().UTC(), time.Now().UTC(), 1
 	o.put(t, d)

@@ -3,15 +3,15 @@ package kubeapplier_test
 import (
 	"fmt"
 
-	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // An index-poll backend finds a status document in shard StatusShard(documentID) of the
 // status tables' updateTime-index; the heartbeat's reserved ID is in none.
 func ExampleStatusShard() {
-	for _, id := range []string{"7b1fdb4e-decf-5d4c-a307-6718bada47d7", "EF461CCD-F3C9-5C36-95FC-3187F1CC60BA", kubeapplier.HeartbeatID} {
-		shard, ok := kubeapplier.StatusShard(id)
-		fmt.Println(id, shard, ok, kubeapplier.IsReservedID(id))
+	for _, id := range []string{"7b1fdb4e-decf-5d4c-a307-6718bada47d7", "EF461CCD-F3C9-5C36-95FC-3187F1CC60BA", api.HeartbeatID} {
+		shard, ok := api.StatusShard(id)
+		fmt.Println(id, shard, ok, api.IsReservedID(id))
 	}
 	// Output:
 	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7 2 true false

@@ -11,30 +11,31 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/discovery"
-	discoveryfake "k8s.io/client-go/discovery/fake"
-
-	k8stesting "k8s.io/client-go/testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // fakeKube is an in-memory KubeClient: objects by GVR and namespace/name, finalizers honoured
@@ -207,13 +208,13 @@ var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 type harness[T Desire] struct {
 	c      *controller.Controller[T]
 	db     *memDB
-	status *Table[T]
+	status *tables.Table[T]
 	cache  desireIndexer
 }
 
 func newHarness[T Desire](kind DesireKind, r Reconciler[T]) *harness[T] {
 	db := newMemDB()
-	st := NewTable[T](db, "status")
+	st := tables.New[T](db, "status")
 	st.SetClock(fixedClock)
 	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(kind))
 	cfg := controller.Config[T]{Kind: kind, Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
@@ -490,3 +491,23 @@ func againOf(v Verdict) controller.Look { l, _ := controller.Again(v); return l 
 
 // afterOf is after how long v asks to be looked at again.
 func afterOf(v Verdict) time.Duration { _, d := controller.Again(v); return d }
+
+// memDB is the in-memory DynamoDB and DynamoDB Streams shared with desirectl's tests.
+type memDB = dynamofake.DB
+
+func newMemDB() *memDB { return dynamofake.New() }
+
+// newStreamDB is the fake of the stream tests: one shard per DescribeStream page, so that
+// every discovery pages.
+func newStreamDB() *memDB {
+	f := dynamofake.New()
+	f.DescribePageSize = 1
+	return f
+}
+
+var (
+	_ DynamoDBAPI = (*memDB)(nil)
+	_ StreamsAPI  = (*memDB)(nil)
+)
+
+var typesConditionalCheckFailed = ddbtypes.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}

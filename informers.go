@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
@@ -38,7 +39,7 @@ type Informers struct {
 }
 
 // NewInformers returns the informers of the three specs tables of
-// managementCluster (tables named by TableName with prefix). List is a consistent full Scan
+// managementCluster (tables named by api.TableName with prefix). List is a consistent full Scan
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
 func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *Informers {
@@ -47,9 +48,9 @@ func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 
 func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *Informers {
 	return &Informers{streams: streams,
-		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindApplyDesire), KindApplyDesire, opts),
-		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
-		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, TableName(prefix, managementCluster, SpecsTable, KindReadDesire), KindReadDesire, opts),
+		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindApplyDesire), KindApplyDesire, opts),
+		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
+		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindReadDesire), KindReadDesire, opts),
 	}
 }
 
@@ -112,3 +113,10 @@ func (k *Informers) WaitForSync(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ErrNotFound: no desire with that documentID (DesireLister.Get); the api module's value, so
+// errors.Is works across both.
+var ErrNotFound = api.ErrNotFound
+
+// IsNotFoundError reports whether err wraps ErrNotFound.
+func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }

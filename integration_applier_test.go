@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -25,12 +27,12 @@ type e2e struct {
 	t       *testing.T
 	ns      string
 	dyn     dynamic.Interface
-	specs   *KubeApplierDBClient
+	specs   *tables.Client
 	db      DynamoDBAPI // the backend side's client of the test's tables, prefix their prefix
 	prefix  string
-	applyS  *Table[*ApplyDesire]
-	deleteS *Table[*DeleteDesire]
-	readS   *Table[*ReadDesire]
+	applyS  *tables.Table[*ApplyDesire]
+	deleteS *tables.Table[*DeleteDesire]
+	readS   *tables.Table[*ReadDesire]
 	app     *Applier
 }
 
@@ -41,7 +43,7 @@ func startE2EWith(t *testing.T, mutate func(*Options), beforeRun func(*Applier))
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -71,16 +73,16 @@ func startE2EWith(t *testing.T, mutate func(*Options), beforeRun func(*Applier))
 	})
 	waitFor(t, 30*time.Second, "applier ready", app.Ready)
 	e := &e2e{t: t, ns: testenv.Namespace(t, cfg), dyn: dyn, app: app, db: env.Client, prefix: env.Prefix,
-		specs:   NewKubeApplierDBClient(env.Client, env.Prefix, "mc01"),
-		applyS:  NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire)),
-		deleteS: NewTable[*DeleteDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindDeleteDesire)),
-		readS:   NewTable[*ReadDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindReadDesire))}
+		specs:   tables.NewClient(env.Client, env.Prefix, "mc01"),
+		applyS:  tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire)),
+		deleteS: tables.New[*DeleteDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindDeleteDesire)),
+		readS:   tables.New[*ReadDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindReadDesire))}
 	return e
 }
 
 // waitCondition polls a status table until the Successful condition matches, observed at
 // specVersion or later, and returns that status document.
-func waitCondition[T Desire](e *e2e, st ResourceCRUD[T], id string, specVersion int64, status string, reason string, timeout time.Duration) T {
+func waitCondition[T Desire](e *e2e, st tables.ResourceCRUD[T], id string, specVersion int64, status string, reason string, timeout time.Duration) T {
 	e.t.Helper()
 	var last T
 	deadline := time.Now().Add(timeout)
@@ -397,7 +399,7 @@ func TestIntegrationApplier(t *testing.T) {
 		var obj map[string]any
 		_ = json.Unmarshal(st.Status.KubeContent, &obj)
 		data := obj["data"].(map[string]any)
-		if data["password"] != RedactedValue || data["user"] != RedactedValue {
+		if data["password"] != api.RedactedValue || data["user"] != api.RedactedValue {
 			t.Fatalf("secret data not redacted: %v", data)
 		}
 	})
@@ -416,7 +418,7 @@ func TestIntegrationLeaderElection(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	start := func(id string) (*Applier, func() error) {
@@ -441,7 +443,7 @@ func TestIntegrationLeaderElection(t *testing.T) {
 	if b.Leading() {
 		t.Fatal("two leaders")
 	}
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	specs := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
 	if err := stopA(); err != nil { // releases the lease
 		t.Fatalf("a.Run: %v", err)
 	}
@@ -452,7 +454,7 @@ func TestIntegrationLeaderElection(t *testing.T) {
 	if _, err := specs.Create(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	st := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	st := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire))
 	waitFor(t, 10*time.Second, "new leader reconciles", func() bool {
 		s, err := st.Get(t.Context(), "le1")
 		return err == nil && condition(s, ConditionSuccessful).Status == ConditionTrue

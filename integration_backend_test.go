@@ -103,10 +103,10 @@ func TestIntegrationBackendPython(t *testing.T) {
 			d = &DeleteDesire{}
 		}
 		// The codec reads boto3's item and writes every attribute back as it was.
-		if err := DecodeItem(item, d); err != nil {
+		if err := api.DecodeItem(item, d); err != nil {
 			t.Fatal(err)
 		}
-		got, err := EncodeItem(d)
+		got, err := api.EncodeItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,28 +16,30 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 func TestIntegrationDynamoCRUD(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil || len(again) != 0 {
+	if again, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil || len(again) != 0 {
 		t.Fatalf("EnsureTables not idempotent: created %v, %v", again, err)
 	}
-	db := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01")
+	db := tables.NewClient(env.Client, env.Prefix, "mc01")
 	st := db.ApplyDesireStatus()
 
 	created, err := st.Create(ctx, sampleApply("a1"))
 	if err != nil || created.Version != 1 {
 		t.Fatalf("create: %v %v", created, err)
 	}
-	if _, err := st.Create(ctx, sampleApply("a1")); !IsAlreadyExistsError(err) {
+	if _, err := st.Create(ctx, sampleApply("a1")); !errors.Is(err, api.ErrAlreadyExists) {
 		t.Fatalf("second create: %v", err)
 	}
 	got, err := st.Get(ctx, "a1")
@@ -59,7 +61,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 		t.Fatalf("concurrent replace: %v / %v, want exactly one ErrPreconditionFailed", errs[0], errs[1])
 	}
 	for _, e := range errs {
-		if e != nil && !IsPreconditionFailedError(e) {
+		if e != nil && !errors.Is(e, api.ErrPreconditionFailed) {
 			t.Fatalf("loser error %v is not ErrPreconditionFailed", e)
 		}
 	}
@@ -83,7 +85,7 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 	// 409,600 bytes is DynamoDB's limit: refused by us with the size, never a ValidationException.
 	big := sampleApply("big")
 	big.Spec.KubeContent = json.RawMessage([]byte(`{"d":"` + string(make([]byte, 0)) + fmt.Sprintf("%0410000d", 0) + `"}`))
-	var tooLarge *ItemTooLargeError
+	var tooLarge *api.ItemTooLargeError
 	if _, err := st.Create(ctx, big); !errors.As(err, &tooLarge) || tooLarge.Size < 410000 {
 		t.Fatalf("oversize: %v", err)
 	}
@@ -93,10 +95,10 @@ func TestIntegrationDynamoCRUD(t *testing.T) {
 func TestIntegrationStatusReservedWords(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ReadDesireStatus()
+	st := tables.NewClient(env.Client, env.Prefix, "mc01").ReadDesireStatus()
 	live := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rw","namespace":"default"},"data":{"status":"1","name":"2","data":"3"}}`
 	d := &ReadDesire{}
 	d.DocumentID = "r1"
@@ -110,7 +112,7 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first replace: %v", err)
 	}
-	if _, err := st.Replace(ctx, first); !IsPreconditionFailedError(err) {
+	if _, err := st.Replace(ctx, first); !errors.Is(err, api.ErrPreconditionFailed) {
 		t.Fatalf("stale replace: %v, want ErrPreconditionFailed", err)
 	}
 	got, err := st.Get(ctx, "r1")
@@ -127,13 +129,13 @@ func TestIntegrationStatusReservedWords(t *testing.T) {
 
 // specsOnDynamoLocal makes the six tables of mc01 in a fresh DynamoDB Local database and returns
 // the ApplyDesire specs table, written as a backend would.
-func specsOnDynamoLocal(t *testing.T) (testenv.Dynamo, *Table[*ApplyDesire]) {
+func specsOnDynamoLocal(t *testing.T) (testenv.Dynamo, *tables.Table[*ApplyDesire]) {
 	t.Helper()
 	env := testenv.DynamoDB(t)
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	return env, NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
+	return env, tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
 }
 
 func TestIntegrationInformerEvents(t *testing.T) {
@@ -338,16 +340,16 @@ func TestIntegrationStreamReplaced(t *testing.T) {
 func TestIntegrationFencedWrites(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*Table[*ApplyDesire])
+	st := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus().(*tables.Table[*ApplyDesire])
 	term3, term2, term4 := st.FencedBy(3), st.FencedBy(2), st.FencedBy(4)
 	created, err := term3.Create(ctx, sampleApply("f1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := term2.Replace(ctx, created); !errors.Is(err, fencing.ErrFenced) || IsPreconditionFailedError(err) {
+	if _, err := term2.Replace(ctx, created); !errors.Is(err, fencing.ErrFenced) || errors.Is(err, api.ErrPreconditionFailed) {
 		t.Fatalf("older term's replace at the current version: %v, want ErrFenced", err)
 	}
 	if err := term2.Delete(ctx, "f1"); !errors.Is(err, fencing.ErrFenced) {
@@ -357,7 +359,7 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("same term's replace: %v", err)
 	}
-	if _, err := term4.Replace(ctx, created); !IsPreconditionFailedError(err) || errors.Is(err, fencing.ErrFenced) {
+	if _, err := term4.Replace(ctx, created); !errors.Is(err, api.ErrPreconditionFailed) || errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("newer term at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	newest, err := term4.Replace(ctx, again)
@@ -369,8 +371,8 @@ func TestIntegrationFencedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := item.Item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
-		t.Fatalf("applierTerm = %v, want 4", item.Item[attrApplierTerm])
+	if n, ok := item.Item[api.AttrApplierTerm].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "4" {
+		t.Fatalf("applierTerm = %v, want 4", item.Item[api.AttrApplierTerm])
 	}
 	if _, err := term3.Replace(ctx, newest); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("term 3 after term 4 wrote: %v, want ErrFenced", err)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -193,12 +194,12 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		d := applyDesire(id, "")
 		d.UpdateTime = time.Now().UTC()
 		d.Version = 1
-		it, err := EncodeItem(d)
+		it, err := api.EncodeItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if content != "" {
-			it[attrSpecKubeContent] = &ddbtypes.AttributeValueMemberS{Value: content}
+			it[api.AttrSpecKubeContent] = &ddbtypes.AttributeValueMemberS{Value: content}
 		}
 		for _, m := range mutate {
 			m(it)
@@ -222,11 +223,11 @@ func TestIntegrationHostileDesires(t *testing.T) {
 	add("list-kind", `{"apiVersion":"v1","kind":"List","items":[]}`, pre("one ApplyDesire holds one object"))
 	add("generate-name", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"g-","namespace":%q}}`, ns), pre("generateName"))
 	add("wrong-scope", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"x","namespace":"default"}}`, pre("cluster-scoped"))
-	add("spec-string", "", pre("the spec document cannot be decoded"), setAttr(attrSpec, &ddbtypes.AttributeValueMemberS{Value: "x"}))
-	add("version-string", "", pre("the spec document cannot be decoded"), setAttr(attrVersion, &ddbtypes.AttributeValueMemberS{Value: "one"}))
-	add("content-number", "", pre("spec_kubeContent is not a string"), setAttr(attrSpecKubeContent, &ddbtypes.AttributeValueMemberN{Value: "1"}))
+	add("spec-string", "", pre("the spec document cannot be decoded"), setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberS{Value: "x"}))
+	add("version-string", "", pre("the spec document cannot be decoded"), setAttr(api.AttrVersion, &ddbtypes.AttributeValueMemberS{Value: "one"}))
+	add("content-number", "", pre("spec_kubeContent is not a string"), setAttr(api.AttrSpecKubeContent, &ddbtypes.AttributeValueMemberN{Value: "1"}))
 	add("other-mc", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other-mc","namespace":%q}}`, ns), pre(`"mc02"`),
-		setAttr(attrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberS{Value: "mc02"}}}))
+		setAttr(api.AttrSpec, &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"managementCluster": &ddbtypes.AttributeValueMemberS{Value: "mc02"}}}))
 	add("terminating-ns", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late","namespace":%q}}`, doomedNS),
 		want{status: "False", reason: ReasonKubeAPIError, msg: "being terminated", degraded: true, transient: true})
 	add("server-fields", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"srv","namespace":%q,"resourceVersion":"999999",
@@ -242,7 +243,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		id := fmt.Sprintf("good-%d", i)
 		add(id, e.configMap(id, map[string]string{"i": fmt.Sprint(i)}), ok("applied ConfigMap"))
 	}
-	if size := ItemSize(cases["big-390k"].item); size < 390*1000 || size > MaxItemSize {
+	if size := api.ItemSize(cases["big-390k"].item); size < 390*1000 || size > api.MaxItemSize {
 		t.Fatalf("big item is %d bytes", size)
 	}
 	start := time.Now()
@@ -290,7 +291,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 	}
 	for id, content := range map[string]string{"svc": svc(otherIP), "job": job("busybox:2")} {
 		it := item(id, content)
-		it[attrVersion] = &ddbtypes.AttributeValueMemberN{Value: "2"}
+		it[api.AttrVersion] = &ddbtypes.AttributeValueMemberN{Value: "2"}
 		if _, err := specClient.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(applyTable), Item: it}); err != nil {
 			t.Fatal(err)
 		}

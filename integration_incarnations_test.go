@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -59,7 +61,7 @@ func TestIntegrationIncarnations(t *testing.T) {
 	remove := func(id string) {
 		t.Helper()
 		if _, err := env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(specs.Name()),
-			Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: id}}}); err != nil {
+			Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: id}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +110,7 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 	env, specs := specsOnDynamoLocal(t)
 	ctx := t.Context()
 	infs := startIncarnationInformers(t, env)
-	status := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
+	status := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
 	w := controller.NewStatusWriter[*ApplyDesire](status, time.Now, unelected, specs).WithCache()
 	cases := []struct{ id, created, updated string }{
 		{"fractional-zeros", "2026-01-01T00:00:00.100000Z", "2026-01-01T00:00:01.500000000Z"},
@@ -117,8 +119,8 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		item := stItem(t, tc.id, 1)
-		item[attrCreateTime] = &types.AttributeValueMemberS{Value: tc.created}
-		item[attrUpdateTime] = &types.AttributeValueMemberS{Value: tc.updated}
+		item[api.AttrCreateTime] = &types.AttributeValueMemberS{Value: tc.created}
+		item[api.AttrUpdateTime] = &types.AttributeValueMemberS{Value: tc.updated}
 		if _, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(specs.Name()), Item: item}); err != nil {
 			t.Fatal(err)
 		}
@@ -135,16 +137,16 @@ func TestIntegrationStatusEchoesTimeSpellings(t *testing.T) {
 				t.Fatalf("%s: write %d = %v, %v; want %v", tc.id, i, res, err, want)
 			}
 		}
-		out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)),
-			Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: tc.id}}, ConsistentRead: aws.Bool(true)})
+		out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire)),
+			Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: tc.id}}, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, ok := out.Item[attrStatus].(*types.AttributeValueMemberM)
+		st, ok := out.Item[api.AttrStatus].(*types.AttributeValueMemberM)
 		if !ok {
 			t.Fatalf("%s: status item %v has no status map", tc.id, out.Item)
 		}
-		for attr, want := range map[string]string{attrObservedDesireCreateTime: tc.created, attrObservedDesireUpdateTime: tc.updated} {
+		for attr, want := range map[string]string{api.AttrObservedDesireCreateTime: tc.created, api.AttrObservedDesireUpdateTime: tc.updated} {
 			if got, _ := st.Value[attr].(*types.AttributeValueMemberS); got == nil || got.Value != want {
 				t.Errorf("%s: status.%s = %v, want the spec's %q byte for byte", tc.id, attr, got, want)
 			}
@@ -164,12 +166,12 @@ func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
 	specItem := func(created, updated, value string) map[string]types.AttributeValue {
 		d := applyDesire("inc", e.configMap("inc", map[string]string{"v": value}))
 		d.Version = 1
-		item, err := EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		item[attrCreateTime] = &types.AttributeValueMemberS{Value: created}
-		item[attrUpdateTime] = &types.AttributeValueMemberS{Value: updated}
+		item[api.AttrCreateTime] = &types.AttributeValueMemberS{Value: created}
+		item[api.AttrUpdateTime] = &types.AttributeValueMemberS{Value: updated}
 		return item
 	}
 	put := func(item map[string]types.AttributeValue) {
@@ -183,18 +185,18 @@ func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
 		t.Helper()
 		var last map[string]types.AttributeValue
 		waitFor(t, 30*time.Second, "a status answering createTime "+created, func() bool {
-			out, err := e.app.opts.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(TableName(e.app.opts.TablePrefix, "mc01", StatusTable, KindApplyDesire)),
-				Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}, ConsistentRead: aws.Bool(true)})
+			out, err := e.app.opts.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(api.TableName(e.app.opts.TablePrefix, "mc01", api.StatusTable, KindApplyDesire)),
+				Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}, ConsistentRead: aws.Bool(true)})
 			if err != nil || len(out.Item) == 0 {
 				return false
 			}
 			last = out.Item
-			st, _ := out.Item[attrStatus].(*types.AttributeValueMemberM)
+			st, _ := out.Item[api.AttrStatus].(*types.AttributeValueMemberM)
 			if st == nil {
 				return false
 			}
-			c, _ := st.Value[attrObservedDesireCreateTime].(*types.AttributeValueMemberS)
-			u, _ := st.Value[attrObservedDesireUpdateTime].(*types.AttributeValueMemberS)
+			c, _ := st.Value[api.AttrObservedDesireCreateTime].(*types.AttributeValueMemberS)
+			u, _ := st.Value[api.AttrObservedDesireUpdateTime].(*types.AttributeValueMemberS)
 			d, err := statusTable.Get(ctx, "inc")
 			return c != nil && u != nil && c.Value == created && u.Value == updated && err == nil &&
 				condition(d, ConditionSuccessful).Status == "True"
@@ -224,7 +226,7 @@ func TestIntegrationApplierFollowsIncarnations(t *testing.T) {
 
 	// Deleted (the applier removes its status) and put back unchanged.
 	if _, err := e.app.opts.DynamoDB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.applyS.Name()),
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}}); err != nil {
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: "inc"}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the status removed with its spec", func() bool {

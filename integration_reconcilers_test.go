@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -26,7 +27,7 @@ func TestIntegrationReconcilerWrapper(t *testing.T) {
 	cfg := testenv.Kube(t)
 	allowed, forbidden := testenv.Namespace(t, cfg), testenv.Namespace(t, cfg)
 	ctx := t.Context()
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	app, err := kubeapplier.New(kubeapplier.Options{ManagementCluster: "mc01", TablePrefix: env.Prefix,
@@ -46,8 +47,8 @@ func TestIntegrationReconcilerWrapper(t *testing.T) {
 		}
 	})
 
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](env.Client, kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	status := kubeapplier.NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
+	specs := tables.New[*kubeapplier.ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, kubeapplier.KindApplyDesire))
+	status := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
 	for id, ns := range map[string]string{"allowed": allowed, "forbidden": forbidden} {
 		d := &kubeapplier.ApplyDesire{}
 		d.DocumentID, d.Spec.ManagementCluster = id, "mc01"

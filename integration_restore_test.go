@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 )
 
@@ -19,7 +20,7 @@ import (
 func (s *termStack) rawItem(table, id string) map[string]types.AttributeValue {
 	s.t.Helper()
 	out, err := s.env.Client.GetItem(s.t.Context(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{attrDocumentID: &types.AttributeValueMemberS{Value: id}}})
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: id}}})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -41,8 +42,8 @@ func (s *termStack) putRaw(table string, item map[string]types.AttributeValue) {
 // again and its status answers that version.
 func TestIntegrationTablesBackInTime(t *testing.T) {
 	s := newTermStack(t)
-	statusTbl := TableName(s.env.Prefix, "mc01", StatusTable, KindApplyDesire)
-	specsTbl := TableName(s.env.Prefix, "mc01", SpecsTable, KindApplyDesire)
+	statusTbl := api.TableName(s.env.Prefix, "mc01", api.StatusTable, KindApplyDesire)
+	specsTbl := api.TableName(s.env.Prefix, "mc01", api.SpecsTable, KindApplyDesire)
 	termOf := func(item map[string]types.AttributeValue) int64 {
 		n, _, err := fencing.Stored(item)
 		if err != nil {
@@ -55,7 +56,7 @@ func TestIntegrationTablesBackInTime(t *testing.T) {
 	waitFor(t, 20*time.Second, "first leads", a.Leading)
 	v := s.put("d1", "1")
 	waitFor(t, 20*time.Second, "version 1 answered", s.answered("d1", v))
-	saved := s.rawItem(statusTbl, HeartbeatID)
+	saved := s.rawItem(statusTbl, api.HeartbeatID)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

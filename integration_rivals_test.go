@@ -10,10 +10,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"k8s.io/apimachinery/pkg/watch"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // TestIntegrationDeleteDesireWinsOverApplyDesire: on the real stack, an ApplyDesire and a
@@ -100,7 +101,7 @@ func TestIntegrationRemovedDeleteDesireDeletesNothing(t *testing.T) {
 	var streams *heldStreams
 	e := startE2E(t, func(o *Options) {
 		streams = &heldStreams{StreamsAPI: o.Streams, arn: map[string]string{},
-			table: TableName(o.TablePrefix, o.ManagementCluster, SpecsTable, KindDeleteDesire)}
+			table: api.TableName(o.TablePrefix, o.ManagementCluster, api.SpecsTable, KindDeleteDesire)}
 		o.Streams = streams
 	})
 	ctx := t.Context()

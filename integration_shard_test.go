@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -18,17 +19,17 @@ import (
 func TestIntegrationStatusIndex(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	st := NewKubeApplierDBClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
+	st := tables.NewClient(env.Client, env.Prefix, "mc01").ApplyDesireStatus()
 	before := time.Now().UTC().Add(-time.Second)
 	id := "7b1fdb4e-decf-5d4c-a307-6718bada47d7" // shard 2
 	if _, err := st.Create(ctx, sampleApply(id)); err != nil {
 		t.Fatal(err)
 	}
 	// The index is added to the existing table, and DynamoDB backfills the status.
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01", WithStatusIndex()); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01", api.WithStatusIndex()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Create(ctx, sampleApply("task-1")); err != nil { // no UUID: shard 0
@@ -38,8 +39,8 @@ func TestIntegrationStatusIndex(t *testing.T) {
 		var found []string
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			out, err := env.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)),
-				IndexName:                aws.String(StatusIndexName),
+			out, err := env.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire)),
+				IndexName:                aws.String(api.StatusIndexName),
 				KeyConditionExpression:   aws.String("#s = :s AND #u > :t"),
 				ExpressionAttributeNames: map[string]string{"#s": "shard", "#u": "updateTime"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: strconv.Itoa(shard)},
@@ -49,7 +50,7 @@ func TestIntegrationStatusIndex(t *testing.T) {
 			}
 			found = found[:0]
 			for _, item := range out.Items {
-				found = append(found, idOf(item))
+				found = append(found, api.IDOf(item))
 			}
 			if (shard != 2 && shard != 0) || len(found) > 0 || time.Now().After(deadline) {
 				break

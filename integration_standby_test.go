@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -44,7 +46,7 @@ func TestIntegrationStandbyReadsNoStream(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	type replica struct {
@@ -70,8 +72,8 @@ func TestIntegrationStandbyReadsNoStream(t *testing.T) {
 		t.Cleanup(func() { _ = r.stop() })
 		return r
 	}
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
-	status := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	specs := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
+	status := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire))
 	write := func(prefix string, n int) []string {
 		var ids []string
 		for i := range n {

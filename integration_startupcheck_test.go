@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestIntegrationStartupCheckGivesTheLeaseUp(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	type replica struct {
@@ -90,7 +91,7 @@ func TestIntegrationStartupCheckGivesTheLeaseUp(t *testing.T) {
 	started := time.Now()
 	waitFor(t, 15*time.Second, "healthy c leads", c.app.Leading)
 	t.Logf("c led %s after it started", time.Since(started).Round(10*time.Millisecond))
-	hb, err := ReadHeartbeat(t.Context(), env.Client, env.Prefix, "mc01")
+	hb, err := api.ReadHeartbeat(t.Context(), env.Client, env.Prefix, "mc01")
 	if err != nil || hb.Leader != "c" {
 		t.Fatalf("heartbeat %+v, %v: want c's", hb, err)
 	}

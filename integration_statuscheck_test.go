@@ -15,10 +15,12 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -31,17 +33,17 @@ import (
 func TestIntegrationStatusCheckIndex(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	ctx := t.Context()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	units := map[string]float64{}
-	api := awscall.WithCapacity(env.Client, func(table, op string, r, _ float64) {
+	counted := awscall.WithCapacity(env.Client, func(table, op string, r, _ float64) {
 		mu.Lock()
 		units[table+" "+op] += r
 		mu.Unlock()
 	})
-	st := NewKubeApplierDBClient(api, env.Prefix, "mc01").ReadDesireStatus().(*Table[*ReadDesire])
+	st := tables.NewClient(counted, env.Prefix, "mc01").ReadDesireStatus().(*tables.Table[*ReadDesire])
 	content := bigContent(100*1024, "1")
 	h := integrationController(st, func(context.Context, *ReadDesire) Verdict { return Mirrored(content, "mirrored") })
 	h.c.HoldContent(func(string) ([]byte, [sha256.Size]byte, bool) { return content, sha256.Sum256(content), true })
@@ -66,7 +68,7 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 		return err == nil && reflect.DeepEqual(fromIndex, fromTable)
 	})
 	// The index holds the keys, documentID, version and applierTerm: not the 100 KB content.
-	raw, err := env.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(st.Name()), IndexName: aws.String(StatusCheckIndexName),
+	raw, err := env.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(st.Name()), IndexName: aws.String(api.StatusCheckIndexName),
 		Select: types.SelectAllProjectedAttributes})
 	if err != nil || len(raw.Items) != 2 {
 		t.Fatalf("index Scan: %v, %v", raw, err)
@@ -74,14 +76,14 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 	for _, it := range raw.Items {
 		for name := range it {
 			switch name {
-			case attrDocumentID, attrShard, attrUpdateTime, attrVersion, attrApplierTerm:
+			case api.AttrDocumentID, api.AttrShard, api.AttrUpdateTime, api.AttrVersion, api.AttrApplierTerm:
 			default:
 				t.Fatalf("index item has %s", name)
 			}
 		}
 	}
 	mu.Lock()
-	ixUnits := units[st.Name()+"/"+StatusCheckIndexName+" Scan"]
+	ixUnits := units[st.Name()+"/"+api.StatusCheckIndexName+" Scan"]
 	mu.Unlock()
 	if ixUnits <= 0 {
 		t.Fatalf("no read units reported for the index Scan: %v", units)
@@ -117,19 +119,19 @@ func TestIntegrationStatusCheckIndex(t *testing.T) {
 	// A status table without the index (made by hand, as by an earlier release).
 	bare := env.Prefix + "bare-status"
 	if _, err := env.Client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(bare), BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrDocumentID), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(api.AttrDocumentID), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(api.AttrDocumentID), KeyType: types.KeyTypeHash}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := statusTable(NewTable[*ReadDesire](env.Client, bare)).ListIndexWriteMarks(ctx); err == nil || !strings.Contains(err.Error(), StatusCheckIndexName) {
-		t.Fatalf("a table without the index: %v, want an error naming %s (the check then Scans the table)", err, StatusCheckIndexName)
+	if _, err := tables.AsStatus(tables.New[*ReadDesire](env.Client, bare)).ListIndexWriteMarks(ctx); err == nil || !strings.Contains(err.Error(), api.StatusCheckIndexName) {
+		t.Fatalf("a table without the index: %v, want an error naming %s (the check then Scans the table)", err, api.StatusCheckIndexName)
 	}
 }
 
 // integrationController is the unit tests' harness over a real status Table.
-func integrationController[T Desire](st *Table[T], r ReconcilerFunc[T]) *harness[T] {
-	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(newDesire[T]().Kind()))
-	cfg := controller.Config[T]{Kind: newDesire[T]().Kind(), Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
+func integrationController[T Desire](st *tables.Table[T], r ReconcilerFunc[T]) *harness[T] {
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, rivals.Indexers(api.NewDesire[T]().Kind()))
+	cfg := controller.Config[T]{Kind: api.NewDesire[T]().Kind(), Cluster: "mc01", Lister: indexerLister[T]{idx}, Statuses: st,
 		Reconciler: r, Resync: time.Minute, MaxRetryDelay: time.Second, Workers: 1,
 		Log: logr.Discard(), Metrics: metrics.New(nil, time.Now), Now: time.Now}
 	return &harness[T]{c: newController(cfg), status: st, cache: desireIndexer{idx}}

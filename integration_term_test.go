@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -23,17 +25,17 @@ type termStack struct {
 	env    testenv.Dynamo
 	cfg    *rest.Config
 	ns     string
-	specs  *Table[*ApplyDesire]
-	status *Table[*ApplyDesire]
+	specs  *tables.Table[*ApplyDesire]
+	status *tables.Table[*ApplyDesire]
 }
 
 func newTermStack(t *testing.T) *termStack {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	s := &termStack{t: t, env: env, cfg: cfg, ns: testenv.Namespace(t, cfg),
-		specs:  NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire)),
-		status: NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))}
-	if _, err := EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
+		specs:  tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire)),
+		status: tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire))}
+	if _, err := api.EnsureTables(t.Context(), env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -91,8 +93,8 @@ func (s *termStack) answered(id string, version int64) func() bool {
 	}
 }
 
-func (s *termStack) heartbeat() *Heartbeat {
-	hb, err := ReadHeartbeat(s.t.Context(), s.env.Client, s.env.Prefix, "mc01")
+func (s *termStack) heartbeat() *api.Heartbeat {
+	hb, err := api.ReadHeartbeat(s.t.Context(), s.env.Client, s.env.Prefix, "mc01")
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestIntegrationLeaseDeletedWhileDesiresChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
-		if hb, err := ReadHeartbeat(t.Context(), s.env.Client, s.env.Prefix, "mc01"); err == nil {
+		if hb, err := api.ReadHeartbeat(t.Context(), s.env.Client, s.env.Prefix, "mc01"); err == nil {
 			terms = append(terms, hb.ApplierTerm)
 		}
 	}

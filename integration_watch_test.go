@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"k8s.io/client-go/dynamic"
-
-	"github.com/kube-applier-aws/kubeapplier/api"
-	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
 // kubeApplies is how many server-side applies the applier sent so far.
@@ -184,7 +184,7 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
 	ctx := context.Background()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -204,8 +204,8 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 		t.Cleanup(stop)
 		return app, stop
 	}
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
-	status := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	specs := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
+	status := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire))
 	const n = 50
 	for i := range n {
 		d := applyDesire(fmt.Sprintf("cm-%d", i), fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d","namespace":%q},"data":{"k":"v"}}`, i, ns))
@@ -221,8 +221,8 @@ func TestIntegrationRestartWithoutApplies(t *testing.T) {
 	}
 	// ReadDesires of ten of those ConfigMaps: a new term takes their content from their last
 	// status (the watch shows the same resourceVersion) and GETs none of them again.
-	reads := NewTable[*ReadDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindReadDesire))
-	readStatus := NewTable[*ReadDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindReadDesire))
+	reads := tables.New[*ReadDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindReadDesire))
+	readStatus := tables.New[*ReadDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindReadDesire))
 	const mirrored = 10
 	for i := 1; i <= mirrored; i++ {
 		if _, err := reads.Create(ctx, readDesire(fmt.Sprintf("read-%d", i), TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: fmt.Sprintf("cm-%d", i)})); err != nil {

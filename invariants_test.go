@@ -15,23 +15,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The status tables are the backend's only view of the cluster. This model-based test runs
@@ -132,8 +133,8 @@ type world struct {
 	db     *memDB
 	kube   *fakeKube
 	mapper meta.ResettableRESTMapper
-	specs  *Table[*ApplyDesire]
-	dspecs *Table[*DeleteDesire]
+	specs  *tables.Table[*ApplyDesire]
+	dspecs *tables.Table[*DeleteDesire]
 	inst   [2]*instance
 	term   int64 // the newest term granted
 	clock  atomic.Int64
@@ -306,21 +307,21 @@ type statusWrite struct {
 }
 
 var (
-	invApplyTable  = TableName("", "mc01", SpecsTable, KindApplyDesire)
-	invDeleteTable = TableName("", "mc01", SpecsTable, KindDeleteDesire)
-	invApplyStatus = TableName("", "mc01", StatusTable, KindApplyDesire)
-	invDelStatus   = TableName("", "mc01", StatusTable, KindDeleteDesire)
+	invApplyTable  = api.TableName("", "mc01", api.SpecsTable, KindApplyDesire)
+	invDeleteTable = api.TableName("", "mc01", api.SpecsTable, KindDeleteDesire)
+	invApplyStatus = api.TableName("", "mc01", api.StatusTable, KindApplyDesire)
+	invDelStatus   = api.TableName("", "mc01", api.StatusTable, KindDeleteDesire)
 )
 
 func newWorld(t *testing.T, seed int64) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
 		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
-	for _, tbl := range []string{invApplyTable, invDeleteTable, TableName("", "mc01", SpecsTable, KindReadDesire)} {
+	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
-	w.specs = NewTable[*ApplyDesire](w.db, invApplyTable)
-	w.dspecs = NewTable[*DeleteDesire](w.db, invDeleteTable)
+	w.specs = tables.New[*ApplyDesire](w.db, invApplyTable)
+	w.dspecs = tables.New[*DeleteDesire](w.db, invDeleteTable)
 	w.kube.onChange = w.kubeChanged
 	w.db.AfterWrite = w.written
 	for i := range w.inst {
@@ -337,7 +338,7 @@ func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValu
 	if !strings.Contains(table, "-status-") {
 		return
 	}
-	if IsReservedID(id) {
+	if api.IsReservedID(id) {
 		if item != nil {
 			w.heartbeatWritten(item)
 		}
@@ -490,7 +491,7 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 		w.fail("%v", err)
 		return
 	}
-	key := table + "|" + idOf(item)
+	key := table + "|" + api.IDOf(item)
 	w.mu.Lock()
 	w.statuses[key] = append(w.statuses[key], sw)
 	w.seeTermLocked(sw.term)
@@ -503,12 +504,12 @@ func (w *world) decodeStatus(table string, item map[string]ddbtypes.AttributeVal
 	if table == invDelStatus {
 		d = &DeleteDesire{}
 	}
-	if err := DecodeItem(item, d); err != nil {
+	if err := api.DecodeItem(item, d); err != nil {
 		return statusWrite{}, fmt.Errorf("status item does not decode: %w", err)
 	}
 	s := d.StatusCommon()
 	sw := statusWrite{at: w.tick(), version: s.ObservedSpecVersion()}
-	if n, ok := item[attrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
+	if n, ok := item[api.AttrApplierTerm].(*ddbtypes.AttributeValueMemberN); ok {
 		sw.term, _ = strconv.ParseInt(n.Value, 10, 64)
 	}
 	sw.created = parsedTime(s.ObservedDesireCreateTime)
@@ -955,7 +956,7 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
 		d.Spec.ManagementCluster = "mc01"
 		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
-		item, err := EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
 		}
@@ -1103,7 +1104,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 	}
 	saved := map[string]map[string]ddbtypes.AttributeValue{}
 	for _, item := range snap {
-		if id := idOf(item); !heartbeatOnly || id == HeartbeatID {
+		if id := api.IDOf(item); !heartbeatOnly || id == api.HeartbeatID {
 			saved[id] = item
 		}
 	}
@@ -1113,8 +1114,8 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 			return
 		}
 		for _, item := range out.Items {
-			id := idOf(item)
-			if _, keep := saved[id]; keep || IsReservedID(id) {
+			id := api.IDOf(item)
+			if _, keep := saved[id]; keep || api.IsReservedID(id) {
 				continue
 			}
 			w.db.DeleteRawAnd(table, id, func() {
@@ -1129,7 +1130,7 @@ func (w *world) restoreStatuses(table string, heartbeatOnly bool) {
 		w.db.PutRawAnd(table, item, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if IsReservedID(id) {
+			if api.IsReservedID(id) {
 				w.hbRestored = true
 				return
 			}
@@ -1272,7 +1273,7 @@ func (w *world) check() {
 // that had landed by the watermark (its write returned before it) has a status answering its
 // incarnation at that version or a newer one.
 func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
-	var hb Heartbeat
+	var hb api.Heartbeat
 	if err := attributevalue.UnmarshalMap(item, &hb); err != nil {
 		w.fail("heartbeat does not decode: %v", err)
 		return
@@ -1488,14 +1489,14 @@ func (w *world) converged() string {
 				return err.Error()
 			}
 			for _, item := range out.Items {
-				if IsReservedID(idOf(item)) {
+				if api.IsReservedID(api.IDOf(item)) {
 					continue
 				}
 				var d Desire = &ApplyDesire{}
 				if tbl.kind == KindDeleteDesire {
 					d = &DeleteDesire{}
 				}
-				if err := DecodeItem(item, d); err != nil {
+				if err := api.DecodeItem(item, d); err != nil {
 					return err.Error()
 				}
 				pair.into[string(tbl.kind)+"/"+d.Meta().DocumentID] = d

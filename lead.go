@@ -244,3 +244,9 @@ func (a *Applier) flushConditionLog(ctx context.Context) {
 		}
 	}
 }
+
+// term is the leadership term (internal/fencing: every rule that fences the applier's writes).
+type term = fencing.Term
+
+// unelected is the term of parts run on their own in tests: no number, no Lease.
+var unelected = term{CallTimeout: defaultCallTimeout}

@@ -12,8 +12,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // applyThroughTheApplier applies a ConfigMap through the Applier's cluster client, as its
@@ -76,7 +83,7 @@ func (b *blockSpecs) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func
 // synced, cluster changes are checked against it.
 func TestClusterClientFencedFromTheTermStart(t *testing.T) {
 	_, opts := newOffline(t)
-	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire), open: make(chan struct{})}
+	gate := &blockSpecs{DynamoDBAPI: opts.DynamoDB, held: api.TableName(offPrefix, offCluster, api.SpecsTable, KindApplyDesire), open: make(chan struct{})}
 	opts.DynamoDB = gate
 	a, err := newApplier(opts, tuning{})
 	if err != nil {
@@ -167,5 +174,107 @@ func TestLogTermEndSaysWhy(t *testing.T) {
 		if !c.has(`"msg"="leadership term ended"`, `"term"=3`, `"leader"="me"`, tc.want) {
 			t.Errorf("%s: logged\n%s\nwant the term's end with %s", tc.name, c.dump(), tc.want)
 		}
+	}
+}
+
+// deadlineRecorder records the deadline of each cluster call.
+type deadlineRecorder struct {
+	KubeClient
+	deadlines []time.Time
+}
+
+func (r *deadlineRecorder) Apply(ctx context.Context, _ schema.GroupVersionResource, obj *unstructured.Unstructured, _ string) (*unstructured.Unstructured, error) {
+	dl, _ := ctx.Deadline()
+	r.deadlines = append(r.deadlines, dl)
+	return obj, nil
+}
+
+// TestClusterMutationEndsWithinTheTerm: an apply started at the last valid moment of a term
+// cannot land after the Lease expired: its deadline is the term's expiry, not the call timeout.
+func TestClusterMutationEndsWithinTheTerm(t *testing.T) {
+	rec := &deadlineRecorder{}
+	expiry := time.Now().Add(200 * time.Millisecond)
+	kube := kubecall.WithDeadline(rec, 10*time.Second, func() term {
+		return term{Number: 3, Valid: func() bool { return true }, Expiry: func() time.Time { return expiry }}
+	})
+	ctx := context.Background()
+	if _, err := kube.Apply(ctx, cmGVR, &unstructured.Unstructured{}, "fm"); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.deadlines) != 1 || rec.deadlines[0].After(expiry) {
+		t.Fatalf("apply deadline %v, want at most the term's expiry %v", rec.deadlines, expiry)
+	}
+}
+
+// TestNewerTermEndsTheTerm: a status write or a heartbeat that meets a newer term in DynamoDB
+// ends the writer's term, and the newest term met is known (the next term is taken above it).
+func TestNewerTermEndsTheTerm(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	table := tables.New[*ApplyDesire](db, "status")
+	table.SetClock(fixedClock)
+	newer := table.FencedBy(5)
+	d := applyDesire("a", cmJSON("c1"))
+	if _, err := newer.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var lost []error
+	old := term{Number: 3, CallTimeout: time.Second, Lost: func(err error) { lost = append(lost, err) }}
+	w := controller.NewStatusWriter[*ApplyDesire](table.FencedBy(3), fixedClock, old, nil)
+	_, _, err := w.Write(ctx, d, Applied(1, "ok"), false)
+	if !errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 1 || fencing.NewerTermOf(lost[0]) != 5 {
+		t.Fatalf("write over term 5 by term 3: err %v, lost %v; want fencing.ErrNewerTerm, the term ended having met term 5", err, lost)
+	}
+
+	// A term whose Lease may have passed is not ended by it: it may renew.
+	lost = nil
+	maybe := old
+	maybe.Valid = func() bool { return false }
+	if err := maybe.Do(ctx, func(context.Context) error { return nil }); !errors.Is(err, fencing.ErrFenced) || errors.Is(err, fencing.ErrNewerTerm) || len(lost) != 0 {
+		t.Fatalf("invalid term: err %v, lost %v; want fencing.ErrFenced only, the term going on", err, lost)
+	}
+}
+
+// TestTermAboveStatusesWhenTheHeartbeatIsGone: before the fix the term was taken one above the heartbeat
+// document's applierTerm only. When that document is gone (deleted by an operator cleaning
+// the status table, the ApplyDesire status table re-created or restored while statuses of
+// term 5 remain), a fresh process takes term 1 again: a term below the one the statuses
+// carry. Its first write over one of them meets "a newer term" and ends the term; under a
+// manager's election the applier then writes nothing until restarted, and each restart takes
+// the next low term (2, 3, 4) and stalls again.
+func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
+	ctx := context.Background()
+	db := newMemDB()
+	table := api.TableName("", "mc01", api.StatusTable, KindApplyDesire)
+
+	// Term 5 leads and writes a status.
+	hb, err := fencing.Take(ctx, db, table, api.Heartbeat{ManagementCluster: "mc01", Leader: "old"}, 4, nil)
+	if err != nil || hb.ApplierTerm != 5 {
+		t.Fatalf("precondition: took %d, %v; want 5", hb.ApplierTerm, err)
+	}
+	st := tables.AsStatus(tables.New[*ApplyDesire](db, table))
+	st.SetClock(fixedClock)
+	written, err := st.FencedBy(5).Create(ctx, applyDesire("a", cmJSON("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The heartbeat document is deleted behind the applier.
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table,
+		Key: map[string]types.AttributeValue{api.AttrDocumentID: &types.AttributeValueMemberS{Value: api.HeartbeatID}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fresh process (nothing met yet) takes the next term.
+	// (As the Applier does: the statuses' newest term seeds a term taken without a heartbeat.)
+	seed := func(ctx context.Context) (int64, error) { return tables.NewestStatusTerm(ctx, db, []string{table}) }
+	next, err := fencing.Take(ctx, db, table, api.Heartbeat{ManagementCluster: "mc01", Leader: "new"}, 0, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, replaceErr := st.FencedBy(next.ApplierTerm).Replace(ctx, written)
+	if next.ApplierTerm <= 5 {
+		t.Fatalf("after the heartbeat document was deleted a new process took term %d, not above term 5 that the statuses carry "+
+			"(its first status write then meets a 'newer' term: %v)", next.ApplierTerm, errors.Is(replaceErr, fencing.ErrNewerTerm))
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 )
 
 // logCapture is a logger at verbosity 4 that keeps every line as "name: message args".
@@ -205,7 +205,7 @@ func TestDeleteFlowsLogNothingFalse(t *testing.T) {
 				st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "a1")
 				return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
 			})
-			applyTable := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
+			applyTable := api.TableName(offPrefix, offCluster, api.SpecsTable, KindApplyDesire)
 			out, err := o.db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: &applyTable})
 			if err != nil {
 				t.Fatal(err)

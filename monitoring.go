@@ -4,8 +4,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
+	"github.com/kube-applier-aws/kubeapplier/internal/heartbeat"
 )
 
 // desireCollector computes kube_applier_desires at scrape time from the leader's caches and
@@ -114,4 +117,44 @@ func (m *monitoring) heartbeatWritten(result string, at time.Time) {
 	if result == "written" {
 		m.heartbeatLast.Set(float64(at.UnixNano()) / 1e9)
 	}
+}
+
+// The heartbeat (docs/operating.md "The heartbeat"): the document the leader writes for
+// backends that cannot scrape the management cluster's Prometheus (api.Heartbeat).
+
+// heartbeatKind is c's part of the heartbeat (stream observations are added by heartbeat).
+func heartbeatKind[T Desire](c *controller.Controller[T]) api.HeartbeatKind {
+	t := c.Tally()
+	hk := api.HeartbeatKind{Desires: t.Desires, Unanswered: t.Unanswered, Watermark: t.Watermark, QueueDepth: c.Queue().Len()}
+	for k, n := range t.Counts {
+		if hk.Successful == nil {
+			hk.Successful = map[string]int{}
+		}
+		hk.Successful[k.Successful+"/"+k.Reason] += n
+		if k.Degraded == "True" {
+			if hk.Degraded == nil {
+				hk.Degraded = map[string]int{}
+			}
+			hk.Degraded[k.Reason] += n
+		}
+	}
+	return hk
+}
+
+// heartbeatKinds is the per-kind content of the Applier's heartbeat.
+func (a *Applier) heartbeatKinds() map[string]api.HeartbeatKind {
+	return map[string]api.HeartbeatKind{
+		string(KindApplyDesire):  heartbeatKind(a.apply),
+		string(KindDeleteDesire): heartbeatKind(a.delete),
+		string(KindReadDesire):   heartbeatKind(a.read),
+	}
+}
+
+// newHeartbeat returns the heartbeat writer of a.
+func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat.Writer {
+	return heartbeat.New(heartbeat.Config{DB: a.opts.DynamoDB,
+		Table:   api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, KindApplyDesire),
+		Cluster: a.opts.ManagementCluster, Identity: a.opts.Identity, Version: heartbeat.Version(),
+		Interval: a.wiring.heartbeatInterval, MaxAge: a.wiring.heartbeatMaxAge, Visibility: a.wiring.recordVisibility,
+		Now: a.wiring.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.written()})
 }

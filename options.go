@@ -2,6 +2,7 @@ package kubeapplier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -494,3 +495,6 @@ func setDefault[V comparable](v *V, def V) {
 		*v = def
 	}
 }
+
+// ErrInvalidOptions is wrapped by every error New returns for bad Options.
+var ErrInvalidOptions = errors.New("invalid options")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
 
@@ -79,7 +80,7 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 
 // probes returns the reachability probes: DynamoDB always, the apiserver with RESTConfig.
 func (a *Applier) probes() []probe {
-	table := TableName(a.opts.TablePrefix, a.opts.ManagementCluster, SpecsTable, KindApplyDesire)
+	table := api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.SpecsTable, KindApplyDesire)
 	ps := []probe{{"DynamoDB", func(ctx context.Context) error {
 		_, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
 
@@ -117,8 +118,8 @@ func TestReachabilityCachesProbes(t *testing.T) {
 // TestReadinessSaysTheTableIsMissing: a missing table reads as missing, not as an unreachable
 // DynamoDB, in the readiness probe's answer and in the start-up check's.
 func TestReadinessSaysTheTableIsMissing(t *testing.T) {
-	specs := TableName(offPrefix, offCluster, SpecsTable, KindApplyDesire)
-	status := TableName(offPrefix, offCluster, StatusTable, KindReadDesire)
+	specs := api.TableName(offPrefix, offCluster, api.SpecsTable, KindApplyDesire)
+	status := api.TableName(offPrefix, offCluster, api.StatusTable, KindReadDesire)
 	notFound := &ddbtypes.ResourceNotFoundException{Message: aws.String("Cannot do operations on a non-existent table")}
 	for _, tc := range []struct {
 		name      string

@@ -95,3 +95,11 @@ func TestReconcilerWrapperNil(t *testing.T) {
 		t.Fatalf("New = %v", err)
 	}
 }
+
+// TestPreCheckErrorMessage: a PreCheckError says its Message and nothing more (it becomes the
+// status's message).
+func TestPreCheckErrorMessage(t *testing.T) {
+	if pc := (&PreCheckError{Message: "kubeContent is empty"}); pc.Error() != "kubeContent is empty" {
+		t.Fatalf("PreCheckError message %q", pc.Error())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 )
 
@@ -184,7 +185,7 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	defer cancel()
 	errs := []error{a.informers.Load().CheckStreams(ctx)}
 	for _, k := range DesireKinds {
-		name := TableName(a.opts.TablePrefix, a.opts.ManagementCluster, StatusTable, k)
+		name := api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k)
 		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
 			errs = append(errs, awscall.DescribeTableError(name, err))
 		}

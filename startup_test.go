@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/lease"
 )
 
@@ -20,7 +21,7 @@ import (
 // check, naming the table, and the replica reports the failure as not ready.
 func TestStartupFailFast(t *testing.T) {
 	o, opts := newOffline(t)
-	missing := TableName(offPrefix, offCluster, StatusTable, KindReadDesire)
+	missing := api.TableName(offPrefix, offCluster, api.StatusTable, KindReadDesire)
 	o.dropTable(missing)
 	opts.StartupFailure = StartupFailFast
 	a, err := New(opts)
@@ -126,7 +127,7 @@ func TestStartupRetry(t *testing.T) {
 }
 
 func missingReadStatus(o *offline) (string, func()) {
-	name := TableName(offPrefix, offCluster, StatusTable, KindReadDesire)
+	name := api.TableName(offPrefix, offCluster, api.StatusTable, KindReadDesire)
 	o.dropTable(name)
 	return name, func() { o.db.AddTable(name, "", "") }
 }

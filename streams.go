@@ -71,3 +71,7 @@ func (o StreamOptions) options(obs streamObservers) stream.Options {
 	return stream.Options{PollInterval: o.PollInterval, DiscoveryInterval: o.DiscoveryInterval, MaxBackoff: o.MaxBackoff,
 		Log: o.Log, ObserveLag: o.ObserveLag, ObserveRelist: obs.relist, ObserveKnown: obs.known, ObserveCaughtUp: obs.caughtUp, ObserveScanned: obs.scanned}.WithDefaults()
 }
+
+// ErrStreamNotConfigured is returned at start-up for a specs table without a stream, or with a
+// view type other than NEW_AND_OLD_IMAGES (the applier needs both images of every change).
+var ErrStreamNotConfigured = stream.ErrStreamNotConfigured

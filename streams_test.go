@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The tests of the stream mechanism itself (list-watch, watcher, incarnations, decode) are
@@ -42,7 +45,7 @@ func stDesire(id string, version int64) *ApplyDesire {
 // stItem is the item of stDesire(id, version), built with the real codec.
 func stItem(t testing.TB, id string, version int64) map[string]ddbtypes.AttributeValue {
 	t.Helper()
-	item, err := EncodeItem(stDesire(id, version))
+	item, err := api.EncodeItem(stDesire(id, version))
 	if err != nil {
 		t.Fatalf("EncodeItem: %v", err)
 	}
@@ -54,7 +57,7 @@ func stItemAt(t testing.TB, id string, version int64, created time.Time) map[str
 	t.Helper()
 	d := stDesire(id, version)
 	d.CreateTime = created
-	item, err := EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		t.Fatalf("EncodeItem: %v", err)
 	}
@@ -96,8 +99,8 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 	const prefix, cluster = "t-", "mc01"
 	db := newMemDB()
 	for _, k := range DesireKinds {
-		db.AddTable(TableName(prefix, cluster, SpecsTable, k), stNAOI, "")
-		db.AddTable(TableName(prefix, cluster, StatusTable, k), "", "")
+		db.AddTable(api.TableName(prefix, cluster, api.SpecsTable, k), stNAOI, "")
+		db.AddTable(api.TableName(prefix, cluster, api.StatusTable, k), "", "")
 	}
 	kube := newFakeKube()
 	a, err := New(Options{ManagementCluster: cluster, TablePrefix: prefix, DynamoDB: db, Streams: db,
@@ -122,10 +125,10 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the applier to lead", a.Leading, nil)
 
-	applyTable := TableName(prefix, cluster, SpecsTable, KindApplyDesire)
-	applySpecs := NewTable[*ApplyDesire](db, applyTable)
-	deleteSpecs := NewTable[*DeleteDesire](db, TableName(prefix, cluster, SpecsTable, KindDeleteDesire))
-	status := NewKubeApplierDBClient(db, prefix, cluster)
+	applyTable := api.TableName(prefix, cluster, api.SpecsTable, KindApplyDesire)
+	applySpecs := tables.New[*ApplyDesire](db, applyTable)
+	deleteSpecs := tables.New[*DeleteDesire](db, api.TableName(prefix, cluster, api.SpecsTable, KindDeleteDesire))
+	status := tables.NewClient(db, prefix, cluster)
 	cmKey := objKey(cmGVR, "default", "e2e")
 	live := func() *unstructured.Unstructured {
 		kube.mu.Lock()
@@ -186,7 +189,7 @@ func TestStreamApplierEndToEndOnFake(t *testing.T) {
 		t.Errorf("ApplyDesire specs stream records = %v, want %v", events, want)
 	}
 	for _, k := range DesireKinds {
-		if n := db.Calls("Scan:" + TableName(prefix, cluster, SpecsTable, k)); n != 1 {
+		if n := db.Calls("Scan:" + api.TableName(prefix, cluster, api.SpecsTable, k)); n != 1 {
 			t.Errorf("%s specs Scans = %d, want 1: every change came through the stream", k, n)
 		}
 	}

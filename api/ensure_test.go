@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -130,4 +131,89 @@ func TestEnsureTablesStatusIndex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexAdmin is a TableAdminAPI that makes every table and index ACTIVE at once.
+type indexAdmin struct {
+	tables map[string][]types.GlobalSecondaryIndexDescription
+}
+
+func (a *indexAdmin) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	for _, g := range in.GlobalSecondaryIndexes {
+		a.tables[*in.TableName] = append(a.tables[*in.TableName], types.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: types.IndexStatusActive})
+	}
+	return &dynamodb.CreateTableOutput{}, nil
+}
+
+func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive,
+		GlobalSecondaryIndexes: a.tables[*in.TableName]}}, nil
+}
+
+// TestEnsureTablesIndexNames: a caller that creates the tables finds the status tables'
+// indexes under the names the module gives them (StatusCheckIndexName, StatusIndexName).
+func TestEnsureTablesIndexNames(t *testing.T) {
+	admin := &indexAdmin{tables: map[string][]types.GlobalSecondaryIndexDescription{}}
+	var db TableAdminAPI = admin
+	created, err := EnsureTables(context.Background(), db, "p-", "mc01", WithStatusIndex())
+	if err != nil || len(created) != 6 {
+		t.Fatalf("EnsureTables = %v, %v", created, err)
+	}
+	status := admin.tables[TableName("p-", "mc01", StatusTable, KindApplyDesire)]
+	if len(status) != 2 || *status[0].IndexName != StatusCheckIndexName || *status[1].IndexName != StatusIndexName {
+		t.Fatalf("status table indexes %+v", status)
+	}
+}
+
+// TestTableNames: the contract's table names, with and without a prefix.
+func TestTableNames(t *testing.T) {
+	if got := TableName("", "mc01", SpecsTable, KindApplyDesire); got != "mc-mc01-specs-applydesires" {
+		t.Fatal(got)
+	}
+	if got := TableName("t1-", "mc01", StatusTable, KindReadDesire); got != "t1-mc-mc01-status-readdesires" {
+		t.Fatal(got)
+	}
+}
+
+// TestEnsureTablesStatusCheckIndex: every status table gets the status check's GSI, keyed
+// like the pollers' index and projecting only version and applierTerm; a client that cannot
+// UpdateTable leaves an existing table without it (the check Scans that table) and fails
+// nothing.
+func TestEnsureTablesStatusCheckIndex(t *testing.T) {
+	ctx := context.Background()
+	a := &adminRecorder{created: map[string]*dynamodb.CreateTableInput{}, indexes: map[string][]types.GlobalSecondaryIndexDescription{}}
+	if _, err := EnsureTables(ctx, a, "", "mc01"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range DesireKinds {
+		in := a.created[TableName("", "mc01", StatusTable, k)]
+		if len(in.GlobalSecondaryIndexes) != 1 {
+			t.Fatalf("%s: indexes %v, want the status check's", k, in.GlobalSecondaryIndexes)
+		}
+		g := in.GlobalSecondaryIndexes[0]
+		if aws.ToString(g.IndexName) != StatusCheckIndexName || g.Projection.ProjectionType != types.ProjectionTypeInclude ||
+			strings.Join(g.Projection.NonKeyAttributes, ",") != "version,applierTerm" ||
+			aws.ToString(g.KeySchema[0].AttributeName) != "shard" || aws.ToString(g.KeySchema[1].AttributeName) != "updateTime" {
+			t.Fatalf("%s: index %+v", k, g)
+		}
+	}
+	old := &adminRecorder{created: map[string]*dynamodb.CreateTableInput{}, indexes: map[string][]types.GlobalSecondaryIndexDescription{}}
+	name := TableName("", "mc01", StatusTable, KindApplyDesire)
+	old.created[name] = &dynamodb.CreateTableInput{TableName: aws.String(name)} // made by an earlier release
+	if _, err := EnsureTables(ctx, noUpdate{old}, "", "mc01"); err != nil || len(old.indexes[name]) != 0 {
+		t.Fatalf("without UpdateTable: %v, indexes %v; want no error, none added", err, old.indexes[name])
+	}
+	if _, err := EnsureTables(ctx, old, "", "mc01"); err != nil || len(old.indexes[name]) != 1 || len(old.updates) != 1 {
+		t.Fatalf("with UpdateTable: %v, indexes %v; want the check's added", err, old.indexes[name])
+	}
+}
+
+// noUpdate is a TableAdminAPI without UpdateTable.
+type noUpdate struct{ a *adminRecorder }
+
+func (n noUpdate) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	return n.a.CreateTable(ctx, in, o...)
+}
+func (n noUpdate) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return n.a.DescribeTable(ctx, in, o...)
 }

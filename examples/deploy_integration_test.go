@@ -30,6 +30,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -116,7 +118,7 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 
 	// The binary with the Deployment's args, but local: endpoint, table prefix, ports, kubeconfig.
 	bin := buildBinary(t)
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, cluster); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, cluster); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--kubeconfig", saKubeconfig, "--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix,
@@ -158,10 +160,10 @@ func TestIntegrationDeployRBAC(t *testing.T) {
 	// Apply, read and delete a ConfigMap; a ClusterRole (not granted) is refused Forbidden.
 	cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rbac-cm","namespace":%q},"data":{"k":"v"}}`, target)
 	cmItem := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: target, Name: "rbac-cm"}
-	db := kubeapplier.NewKubeApplierDBClient(env.Client, env.Prefix, cluster)
-	applySpecs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](env.Client, kubeapplier.TableName(env.Prefix, cluster, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	readSpecs := kubeapplier.NewTable[*kubeapplier.ReadDesire](env.Client, kubeapplier.TableName(env.Prefix, cluster, kubeapplier.SpecsTable, kubeapplier.KindReadDesire))
-	deleteSpecs := kubeapplier.NewTable[*kubeapplier.DeleteDesire](env.Client, kubeapplier.TableName(env.Prefix, cluster, kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire))
+	db := tables.NewClient(env.Client, env.Prefix, cluster)
+	applySpecs := tables.New[*kubeapplier.ApplyDesire](env.Client, api.TableName(env.Prefix, cluster, api.SpecsTable, kubeapplier.KindApplyDesire))
+	readSpecs := tables.New[*kubeapplier.ReadDesire](env.Client, api.TableName(env.Prefix, cluster, api.SpecsTable, kubeapplier.KindReadDesire))
+	deleteSpecs := tables.New[*kubeapplier.DeleteDesire](env.Client, api.TableName(env.Prefix, cluster, api.SpecsTable, kubeapplier.KindDeleteDesire))
 
 	ad := &kubeapplier.ApplyDesire{}
 	ad.DocumentID, ad.Spec.ManagementCluster, ad.Spec.KubeContent = "apply-cm", cluster, json.RawMessage([]byte(cm))

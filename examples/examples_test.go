@@ -14,11 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-applier-aws/kubeapplier"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 const (
@@ -524,8 +526,8 @@ func TestIAMPolicy(t *testing.T) {
 	}
 	var checks []check
 	for _, kind := range kubeapplier.DesireKinds {
-		specs := arnPrefix + kubeapplier.TableName("", cluster, kubeapplier.SpecsTable, kind)
-		status := arnPrefix + kubeapplier.TableName("", cluster, kubeapplier.StatusTable, kind)
+		specs := arnPrefix + api.TableName("", cluster, api.SpecsTable, kind)
+		status := arnPrefix + api.TableName("", cluster, api.StatusTable, kind)
 		stream := specs + "/stream/2026-01-01T00:00:00.000"
 		for _, a := range []string{"GetItem", "Scan", "DescribeTable"} {
 			checks = append(checks, check{"dynamodb:" + a, specs, true})
@@ -543,8 +545,8 @@ func TestIAMPolicy(t *testing.T) {
 		}
 		checks = append(checks,
 			check{"dynamodb:UpdateItem", status, false},
-			check{"dynamodb:GetItem", arnPrefix + kubeapplier.TableName("", "mc02", kubeapplier.SpecsTable, kind), false},
-			check{"dynamodb:PutItem", arnPrefix + kubeapplier.TableName("", "mc02", kubeapplier.StatusTable, kind), false},
+			check{"dynamodb:GetItem", arnPrefix + api.TableName("", "mc02", api.SpecsTable, kind), false},
+			check{"dynamodb:PutItem", arnPrefix + api.TableName("", "mc02", api.StatusTable, kind), false},
 		)
 	}
 	for _, c := range checks {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // On the local stack with a running applier: apply of an unchanged manifest writes nothing
@@ -30,8 +32,8 @@ func TestIntegrationApplyUnchangedReadSecret(t *testing.T) {
 		t.Fatalf("apply: %q", out)
 	}
 	id := m[2]
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](s.db, kubeapplier.TableName(s.prefix, e2eCluster, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	statuses := kubeapplier.NewTable[*kubeapplier.ApplyDesire](s.db, kubeapplier.TableName(s.prefix, e2eCluster, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	specs := tables.New[*kubeapplier.ApplyDesire](s.db, api.TableName(s.prefix, e2eCluster, api.SpecsTable, kubeapplier.KindApplyDesire))
+	statuses := tables.New[*kubeapplier.ApplyDesire](s.db, api.TableName(s.prefix, e2eCluster, api.StatusTable, kubeapplier.KindApplyDesire))
 	status, err := statuses.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestIntegrationApplyUnchangedReadSecret(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("read: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "  password: <redacted>\n") || strings.Contains(out, kubeapplier.RedactedValue) ||
+	if !strings.Contains(out, "  password: <redacted>\n") || strings.Contains(out, api.RedactedValue) ||
 		strings.Contains(out, "aHVudGVyMi1zZWNyZXQ=") {
 		t.Fatalf("read of a Secret:\n%s", out)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
 
@@ -17,7 +18,7 @@ func newFakeDB() *fakeDB { return dynamofake.New() }
 
 // putRaw stores an encoded desire directly, bypassing Table (to fix times and versions).
 func putRaw(db *fakeDB, table string, d kubeapplier.Desire) {
-	item, err := kubeapplier.EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		panic(err)
 	}

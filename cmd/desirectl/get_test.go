@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // seeded desire IDs of seedDesires.
@@ -30,7 +31,7 @@ var testCommon = kubeapplier.CommonSpec{ManagementCluster: testMC, ClusterID: te
 // seedDesires writes desires of all kinds, some about other types, with fixed times.
 func seedDesires(h *harness) {
 	put := func(k kubeapplier.DesireKind, d kubeapplier.Desire) {
-		putRaw(h.db, tableName(kubeapplier.SpecsTable, k), d)
+		putRaw(h.db, tableName(api.SpecsTable, k), d)
 	}
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(seedApplyFoo, 2, 2*time.Hour),
@@ -44,7 +45,7 @@ func seedDesires(h *harness) {
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadFoo, 3, 90*time.Second),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}})
 	// A reserved documentID is no desire: get lists none of its kind (TestGetTable's rows).
-	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(kubeapplier.HeartbeatID, 1, time.Minute),
+	put(kubeapplier.KindApplyDesire, &kubeapplier.ApplyDesire{DynamoDBMetadata: docMeta(api.HeartbeatID, 1, time.Minute),
 		Spec: kubeapplier.ApplyDesireSpec{CommonSpec: testCommon, KubeContent: raw(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"reserved","namespace":"default"}}`)}})
 	put(kubeapplier.KindReadDesire, &kubeapplier.ReadDesire{DynamoDBMetadata: docMeta(seedReadSec, 1, time.Minute),
 		Spec: kubeapplier.ReadDesireSpec{CommonSpec: testCommon, TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "secrets", Namespace: "default", Name: "foo"}}})
@@ -239,7 +240,7 @@ func TestGetNotFound(t *testing.T) {
 
 func TestGetMissingTable(t *testing.T) {
 	h := newHarness(t)
-	h.db.SetMissing(tableName(kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	h.db.SetMissing(tableName(api.SpecsTable, kubeapplier.KindApplyDesire))
 	_, errOut, code := h.run("get", "configmaps")
 	assertExit(t, code, exitUsage, errOut)
 	if !strings.Contains(errOut, "check the management cluster, table prefix, region and endpoint") || strings.Count(errOut, "\n") != 1 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // Test context values.
@@ -169,12 +170,12 @@ func (h *harness) writeFile(name, content string) string {
 	return p
 }
 
-func tableName(t kubeapplier.TableKind, k kubeapplier.DesireKind) string {
-	return kubeapplier.TableName(testPrefix, testMC, t, k)
+func tableName(t api.TableKind, k kubeapplier.DesireKind) string {
+	return api.TableName(testPrefix, testMC, t, k)
 }
 
 func specs[T kubeapplier.Desire](h *harness, k kubeapplier.DesireKind) specWriter[T] {
-	return kubeapplier.NewTable[T](h.db, tableName(kubeapplier.SpecsTable, k))
+	return tables.New[T](h.db, tableName(api.SpecsTable, k))
 }
 
 // applySpec returns the stored ApplyDesire id.
@@ -250,7 +251,7 @@ func (h *harness) writeStatusAt(kind kubeapplier.DesireKind, id string, version 
 	*d.Meta() = kubeapplier.DynamoDBMetadata{DocumentID: id, Version: version, CreateTime: testStart, UpdateTime: updated}
 	o.set(d)
 	d.Meta().Version = 1 // the status document's own version
-	putRaw(h.db, tableName(kubeapplier.StatusTable, kind), d)
+	putRaw(h.db, tableName(api.StatusTable, kind), d)
 }
 
 // specVersion reads the stored spec version of id (0 when missing).
@@ -314,7 +315,7 @@ func assertExit(t *testing.T, code, want int, stderr string) {
 // specIDs lists the IDs of the spec documents of kind.
 func (h *harness) specIDs(kind kubeapplier.DesireKind) []string {
 	h.t.Helper()
-	ids, err := kubeapplier.NewTable[*kubeapplier.ApplyDesire](h.db, tableName(kubeapplier.SpecsTable, kind)).ListIDs(context.Background())
+	ids, err := tables.New[*kubeapplier.ApplyDesire](h.db, tableName(api.SpecsTable, kind)).ListIDs(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}

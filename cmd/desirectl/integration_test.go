@@ -15,10 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"k8s.io/client-go/rest"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
-	"k8s.io/client-go/rest"
 )
 
 // TestIntegration drives desirectl, with its real AWS client and cluster discovery, against
@@ -75,7 +77,7 @@ func TestIntegration(t *testing.T) {
 	}
 	// Neither read left its ReadDesire behind (the missing object's included); --keep keeps
 	// one, get --kind read lists it, remove removes it.
-	readSpecs := kubeapplier.NewTable[*kubeapplier.ReadDesire](db, kubeapplier.TableName(prefix, mc, kubeapplier.SpecsTable, kubeapplier.KindReadDesire))
+	readSpecs := tables.New[*kubeapplier.ReadDesire](db, api.TableName(prefix, mc, api.SpecsTable, kubeapplier.KindReadDesire))
 	if ids, err := readSpecs.ListIDs(ctx); err != nil || len(ids) != 0 {
 		t.Fatalf("ReadDesires left after read: %v (%v)", ids, err)
 	}
@@ -144,7 +146,7 @@ type e2eStack struct {
 const e2eCluster = "mc01"
 
 // newE2EStack skips (or fails under CI / KAA_INTEGRATION=1) without the local stack.
-func newE2EStack(t *testing.T, prefixLetter string, opts ...kubeapplier.TableOption) *e2eStack {
+func newE2EStack(t *testing.T, prefixLetter string, opts ...api.TableOption) *e2eStack {
 	t.Helper()
 	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
 	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
@@ -165,7 +167,7 @@ func newE2EStack(t *testing.T, prefixLetter string, opts ...kubeapplier.TableOpt
 	}
 	s.db = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	s.streams = dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	if _, err := kubeapplier.EnsureTables(t.Context(), s.db, s.prefix, e2eCluster, opts...); err != nil {
+	if _, err := api.EnsureTables(t.Context(), s.db, s.prefix, e2eCluster, opts...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { testenv.DeleteTablesWithPrefix(t, s.db, s.prefix) })

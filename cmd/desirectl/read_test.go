@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 const liveFoo = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foo","namespace":"default"},"data":{"a":"1"}}`
@@ -129,7 +130,7 @@ func readSpec(t *testing.T, h *harness) *kubeapplier.ReadDesire {
 // applier let through (SecretRedaction.AllowKeys) are printed as they are.
 func TestReadSecretRedacted(t *testing.T) {
 	live := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"foo","namespace":"default"},` +
-		`"data":{"password":"` + kubeapplier.RedactedValue + `","user":"YWRtaW4="},"stringData":"` + kubeapplier.RedactedValue + `","type":"Opaque"}`
+		`"data":{"password":"` + api.RedactedValue + `","user":"YWRtaW4="},"stringData":"` + api.RedactedValue + `","type":"Opaque"}`
 	for _, tc := range []struct {
 		output, want string
 	}{

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // The runbook of docs/operating.md, step by step, on the local stack: each test produces an
@@ -188,7 +189,7 @@ func TestIntegrationRunbookStatusWriteErrors(t *testing.T) {
 	runbookApplier(t, s, logs, reg)
 	s.useContext(ctx, t)
 
-	table := kubeapplier.TableName(s.prefix, e2eCluster, kubeapplier.StatusTable, kubeapplier.KindDeleteDesire)
+	table := api.TableName(s.prefix, e2eCluster, api.StatusTable, kubeapplier.KindDeleteDesire)
 	if _, err := s.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // TestIntegrationStatus: an elected applier writes its heartbeat on the real stack, desirectl
 // status reads it, wait --for=watermark sees a desire answered, and once the applier stops
 // the heartbeat goes stale and status exits 1.
 func TestIntegrationStatus(t *testing.T) {
-	s := newE2EStack(t, "h", kubeapplier.WithStatusIndex())
+	s := newE2EStack(t, "h", api.WithStatusIndex())
 	db, streams, restCfg, ns, prefix := s.db, s.streams, s.restCfg, s.ns, s.prefix
 	const mc = e2eCluster
 	ctx := t.Context()
@@ -83,7 +84,7 @@ func TestIntegrationStatus(t *testing.T) {
 			t.Fatalf("status lacks %q:\n%s", want, out)
 		}
 	}
-	hb, err := kubeapplier.ReadHeartbeat(ctx, db, prefix, mc)
+	hb, err := api.ReadHeartbeat(ctx, db, prefix, mc)
 	if err != nil || hb.ApplierTerm < 1 || hb.Leader != "replica-it" {
 		t.Fatalf("heartbeat %+v, %v", hb, err)
 	}

@@ -10,25 +10,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // putHeartbeat stores hb as the leader writes it.
-func putHeartbeat(t *testing.T, h *harness, hb kubeapplier.Heartbeat) {
+func putHeartbeat(t *testing.T, h *harness, hb api.Heartbeat) {
 	t.Helper()
 	item, err := attributevalue.MarshalMap(hb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	item["documentID"] = &types.AttributeValueMemberS{Value: kubeapplier.HeartbeatID}
-	h.db.PutRaw(kubeapplier.TableName(testPrefix, testMC, kubeapplier.StatusTable, kubeapplier.KindApplyDesire), item)
+	item["documentID"] = &types.AttributeValueMemberS{Value: api.HeartbeatID}
+	h.db.PutRaw(api.TableName(testPrefix, testMC, api.StatusTable, kubeapplier.KindApplyDesire), item)
 }
 
-func sampleHeartbeat(written time.Time) kubeapplier.Heartbeat {
+func sampleHeartbeat(written time.Time) api.Heartbeat {
 	w := written.Add(-10 * time.Second)
 	newest := written.Add(-20 * time.Second)
-	return kubeapplier.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", ApplierTerm: 3,
+	return api.Heartbeat{ManagementCluster: testMC, Leader: "pod-a_1234", Version: "v0.1.0 abc go1.26", ApplierTerm: 3,
 		TermStart: written.Add(-time.Hour), UpdateTime: written, KeepaliveSeconds: 300,
-		Kinds: map[string]kubeapplier.HeartbeatKind{
+		Kinds: map[string]api.HeartbeatKind{
 			"ApplyDesire": {Desires: 12, Unanswered: 1, Watermark: &w, QueueDepth: 2, NewestRecord: &newest, StreamLagSeconds: 0.25,
 				Successful: map[string]int{"True/NoErrors": 10, "False/KubeAPIError": 1, "Unknown/Pending": 1}, Degraded: map[string]int{"KubeAPIError": 1}},
 			"DeleteDesire": {},
@@ -40,7 +41,7 @@ func TestStatusCommand(t *testing.T) {
 	tests := []struct {
 		name      string
 		args      []string
-		heartbeat *kubeapplier.Heartbeat
+		heartbeat *api.Heartbeat
 		age       time.Duration
 		stopped   bool // the heartbeat is the last of a term ended by shutdown
 		wantCode  int
@@ -59,7 +60,7 @@ func TestStatusCommand(t *testing.T) {
 		{name: "shorter staleness", args: []string{"status", "--stale-after", "10s"}, age: 30 * time.Second, wantCode: exitFailed,
 			wantErr: "error: the heartbeat is 30s old (more than 10s): is kube-applier-aws running and leading for management cluster mc1?\n"},
 		{name: "json", args: []string{"status", "-o", "json"}, age: time.Second, wantCode: exitOK, wantOut: []string{`"leader": "pod-a_1234"`, `"watermark": "2025-03-01T11:59:49Z"`}},
-		{name: "none", args: []string{"status"}, heartbeat: &kubeapplier.Heartbeat{}, wantCode: exitFailed,
+		{name: "none", args: []string{"status"}, heartbeat: &api.Heartbeat{}, wantCode: exitFailed,
 			wantErr: "error: no heartbeat for management cluster mc1: is kube-applier-aws running for it?\n"},
 		{name: "yaml", args: []string{"status", "-o", "yaml"}, age: time.Second, wantCode: exitOK, wantOut: []string{`leader: pod-a_1234`, `watermark: "2025-03-01T11:59:49Z"`}},
 		{name: "bad output", args: []string{"status", "-o", "wide"}, age: time.Second, wantCode: exitUsage},
@@ -94,7 +95,7 @@ func TestStatusCommand(t *testing.T) {
 				t.Fatalf("stderr %q, want %q", errOut, tt.wantErr)
 			}
 			if tt.name == "json" {
-				var hb kubeapplier.Heartbeat
+				var hb api.Heartbeat
 				if err := json.Unmarshal([]byte(out), &hb); err != nil || hb.Kinds["ApplyDesire"].Desires != 12 {
 					t.Fatalf("json %v: %s", err, out)
 				}

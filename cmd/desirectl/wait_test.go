@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 func TestWait(t *testing.T) {
@@ -55,7 +56,7 @@ func TestWait(t *testing.T) {
 					h.writeStatus(kubeapplier.KindReadDesire, idFoo, 1, outcome{successful: true, reason: kubeapplier.ReasonNoErrors, content: liveFoo})
 				}
 				h.mustRun("read", "configmaps", "foo", "--keep")
-				h.db.DropTable(tableName(kubeapplier.StatusTable, kubeapplier.KindReadDesire))
+				h.db.DropTable(tableName(api.StatusTable, kubeapplier.KindReadDesire))
 				h.clock.sleeps = 0
 			}
 			// A status for an older version never satisfies a wait.
@@ -125,22 +126,22 @@ func TestWaitPicksTheDesireKind(t *testing.T) {
 		}, wantKind: kubeapplier.KindDeleteDesire},
 		{name: "apply beside a read", setup: func(h *harness) {
 			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
-			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
+			putRaw(h.db, tableName(api.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
 				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
 		}, wantKind: kubeapplier.KindApplyDesire},
 		{name: "read only", setup: func(h *harness) {
-			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
+			putRaw(h.db, tableName(api.SpecsTable, kubeapplier.KindReadDesire), &kubeapplier.ReadDesire{
 				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
 		}, wantKind: kubeapplier.KindReadDesire},
 		{name: "apply and delete need --kind", setup: func(h *harness) {
 			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
-			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
+			putRaw(h.db, tableName(api.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
 				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
 		}, wantCode: exitUsage,
 			wantErr: "error: ConfigMap default/foo has both an ApplyDesire and a DeleteDesire (ID " + idFoo + "): choose one with --kind apply or --kind delete\n"},
 		{name: "--kind chooses", setup: func(h *harness) {
 			h.mustRun("apply", "-f", h.writeFile("cm.yaml", file))
-			putRaw(h.db, tableName(kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
+			putRaw(h.db, tableName(api.SpecsTable, kubeapplier.KindDeleteDesire), &kubeapplier.DeleteDesire{
 				DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: idFoo, Version: 1, CreateTime: testStart, UpdateTime: testStart}})
 		}, args: []string{"--kind", "delete"}, wantKind: kubeapplier.KindDeleteDesire},
 	} {

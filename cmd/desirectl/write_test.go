@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // R1: a stored ApplyDesire that does not decode (e.g. a backend wrote a broken kubeContent)
@@ -17,12 +19,12 @@ func TestDeleteOverUndecodableApplyDesire(t *testing.T) {
 	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1'}\n")
 	h.mustRun("apply", "-f", file)
 	d := h.applySpec(idFoo)
-	item, err := kubeapplier.EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	item["spec_kubeContent"] = &types.AttributeValueMemberS{Value: `{"apiVersion":"v1","kind":"ConfigMap"`} // truncated
-	h.db.PutRaw(tableName(kubeapplier.SpecsTable, kubeapplier.KindApplyDesire), item)
+	h.db.PutRaw(tableName(api.SpecsTable, kubeapplier.KindApplyDesire), item)
 	out, errOut, code := h.run("delete", "-f", file)
 	if code != 0 {
 		t.Fatalf("delete over a broken ApplyDesire: exit %d, stdout %q stderr %q", code, out, errOut)

@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -253,7 +254,7 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.StatusTable, kubeapplier.KindReadDesire)
+	missing := api.TableName(env.Prefix, "mc01", api.StatusTable, kubeapplier.KindReadDesire)
 	command := func(ctx context.Context, health string, extra ...string) *exec.Cmd {
 		args := append([]string{"--management-cluster", "mc01", "--kubeconfig", kubeconfig, "--aws-region", "us-east-1",
 			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-election-namespace", ns,
@@ -306,7 +307,7 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 		code, body := readyz()
 		return code == http.StatusServiceUnavailable && strings.Contains(body, missing)
 	})
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitUntil(t, 45*time.Second, "ready once the tables exist", func() bool { code, _ := readyz(); return code == http.StatusOK })
@@ -335,7 +336,7 @@ func TestIntegrationBinaryStartupFailure(t *testing.T) {
 		rest = rest[i+len(want):]
 	}
 	// Its last heartbeat says at once that the leader stopped (desirectl status).
-	hb, err := kubeapplier.ReadHeartbeat(t.Context(), env.Client, env.Prefix, "mc01")
+	hb, err := api.ReadHeartbeat(t.Context(), env.Client, env.Prefix, "mc01")
 	if err != nil || hb.Stopped == nil {
 		t.Fatalf("heartbeat after SIGTERM: %+v, %v; want one saying the leader stopped", hb, err)
 	}

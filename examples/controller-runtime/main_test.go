@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -78,7 +79,7 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
 	ctx := t.Context()
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildOperator(t)
@@ -210,7 +211,7 @@ func TestIntegrationTablesMissingAtStart(t *testing.T) {
 	ctx := t.Context()
 	r := startReplica(t, buildOperator(t), env, ns, "a")
 
-	missing := kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
+	missing := api.TableName(env.Prefix, "mc01", api.SpecsTable, api.KindApplyDesire)
 	testenv.WaitUntil(t, 60*time.Second, "the applier's readyz check naming "+missing, func() bool {
 		code, body := r.get("/readyz/kubeapplier")
 		return code == http.StatusInternalServerError && strings.Contains(body, "waiting for DynamoDB and the tables (retrying)") &&
@@ -239,7 +240,7 @@ func TestIntegrationTablesMissingAtStart(t *testing.T) {
 	default:
 	}
 
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Now()
@@ -260,8 +261,8 @@ func TestIntegrationTablesMissingAtStart(t *testing.T) {
 }
 
 // writer returns a function that writes an ApplyDesire of ConfigMap id in ns.
-func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id string) {
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, kubeapplier.TableName(prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+func writer(t *testing.T, db api.DynamoDBAPI, prefix, ns string) func(id string) {
+	specs := api.NewClient(db, prefix, "mc01").ApplyDesires()
 	return func(id string) {
 		t.Helper()
 		d := &kubeapplier.ApplyDesire{}
@@ -274,11 +275,11 @@ func writer(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, ns string) func(id
 	}
 }
 
-func waitApplied(t *testing.T, db kubeapplier.DynamoDBAPI, prefix, id string) {
+func waitApplied(t *testing.T, db api.DynamoDBAPI, prefix, id string) {
 	t.Helper()
-	status := kubeapplier.NewKubeApplierDBClient(db, prefix, "mc01").ApplyDesireStatus()
+	desires := api.NewClient(db, prefix, "mc01").ApplyDesires()
 	testenv.WaitUntil(t, 30*time.Second, id+" Successful", func() bool {
-		st, err := status.Get(t.Context(), id)
+		st, err := desires.Status(t.Context(), id)
 		if err != nil {
 			return false
 		}

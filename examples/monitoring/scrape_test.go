@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
 
@@ -99,7 +100,7 @@ func TestIntegrationScrapedMetrics(t *testing.T) {
 	ns := testenv.Namespace(t, cfg)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if _, err := kubeapplier.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
@@ -114,7 +115,7 @@ func TestIntegrationScrapedMetrics(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](env.Client, kubeapplier.TableName(env.Prefix, "mc01", kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	specs := api.NewClient(env.Client, env.Prefix, "mc01").ApplyDesires()
 	d := &kubeapplier.ApplyDesire{}
 	d.DocumentID = kubeapplier.DesireID("task", kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: "scraped"})
 	d.Spec.ManagementCluster = "mc01"

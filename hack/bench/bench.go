@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
@@ -207,6 +208,6 @@ func (b *bench) logf(format string, args ...any) {
 }
 
 // table is the name of one of the tables of cluster under prefix.
-func (b *bench) table(prefix string, t kubeapplier.TableKind, k kubeapplier.DesireKind) string {
-	return kubeapplier.TableName(prefix, cluster, t, k)
+func (b *bench) table(prefix string, t api.TableKind, k kubeapplier.DesireKind) string {
+	return api.TableName(prefix, cluster, t, k)
 }

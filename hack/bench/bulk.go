@@ -12,6 +12,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // scenarioBulk writes the N ApplyDesires every other scenario needs, and with the bulk
@@ -92,7 +94,7 @@ func (r *bulkRun) throughputAfter() float64 {
 func (b *bench) bulkItems(n int) ([]map[string]ddbtypes.AttributeValue, error) {
 	items := make([]map[string]ddbtypes.AttributeValue, n)
 	for i := range n {
-		item, err := kubeapplier.EncodeItem(b.applyDesire(b.ids[i], b.cmName(i), 0, 1, b.createTime))
+		item, err := api.EncodeItem(b.applyDesire(b.ids[i], b.cmName(i), 0, 1, b.createTime))
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +138,7 @@ func (b *bench) bulkWrite(ctx context.Context, run *bulkRun, items []map[string]
 	var writeDur time.Duration
 	writeDone := make(chan struct{})
 	go func() {
-		writeErr = batchWrite(ctx, b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire), items, 8)
+		writeErr = batchWrite(ctx, b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire), items, 8)
 		writeDur = time.Since(t0)
 		close(writeDone)
 	}()
@@ -253,7 +255,7 @@ func (b *bench) bulkRows(run *bulkRun, plain []float64) {
 // countSuccessfulApply Scans the ApplyDesire status table and counts statuses of the first N
 // desires that are Successful=True at the version want(i).
 func (b *bench) countSuccessfulApply(ctx context.Context, want func(i int) int64) (ok, total int, err error) {
-	docs, err := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire)).List(ctx)
+	docs, err := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindApplyDesire)).List(ctx)
 	if err != nil {
 		return 0, 0, err
 	}

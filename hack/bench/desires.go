@@ -58,7 +58,7 @@ func (b *bench) readDesire(i int) *kubeapplier.ReadDesire {
 func rawExt(raw []byte) json.RawMessage { return json.RawMessage(raw) }
 
 // successful is s's Successful condition (nil: none).
-func successful(s *kubeapplier.CommonStatus) *api.Condition {
+func successful(s *api.CommonStatus) *api.Condition {
 	for i := range s.Conditions {
 		if s.Conditions[i].Type == kubeapplier.ConditionSuccessful {
 			return &s.Conditions[i]

@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // ddbWrites are DynamoDB's write operations, as the request counters name them.
@@ -100,7 +101,7 @@ func scanDesires(ctx context.Context, db *dynamodb.Client, table string, limit i
 		pages++
 		for _, item := range page.Items {
 			d := &kubeapplier.ApplyDesire{}
-			if err := kubeapplier.DecodeItem(item, d); err != nil {
+			if err := api.DecodeItem(item, d); err != nil {
 				return nil, pages, err
 			}
 			out = append(out, d)

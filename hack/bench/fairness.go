@@ -16,6 +16,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // fairRun is one burst with one queue.
@@ -51,8 +53,8 @@ func fairnessModes(rounds int) []string {
 // scenarioFairness runs the bursts in ABBA order of queues and compares the fair queue with
 // FIFO: the other clusterID's change latency and the burst's throughput.
 func (b *bench) scenarioFairness(ctx context.Context) error {
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	specs := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire))
+	status := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindApplyDesire))
 	picks := b.rng.Perm(b.cfg.desires) // the other cluster's desires, each changed at most once
 	var next atomic.Int64
 	pick := func() int { return picks[int(next.Add(1)-1)%len(picks)] }
@@ -125,7 +127,7 @@ func queueName(fifo bool) string {
 
 // fairnessRun writes a burst of new desires of a new clusterID and, until every one of them
 // has a status, changes one desire of the bench's clusterID every changeEvery.
-func (b *bench) fairnessRun(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], mode string, k int, pick func() int) (*fairRun, error) {
+func (b *bench) fairnessRun(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire], mode string, k int, pick func() int) (*fairRun, error) {
 	if err := b.quiesce(ctx, 5*time.Minute); err != nil {
 		return nil, err
 	}
@@ -183,7 +185,7 @@ func (b *bench) burstItems(k int, cluster string, n int) ([]map[string]ddbtypes.
 		name := fmt.Sprintf("burst%d-%05d", k, i)
 		d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
 		d.Spec.ClusterID = cluster
-		item, err := kubeapplier.EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +232,7 @@ type otherChanges struct {
 }
 
 // startChanges changes the desire pick() returns every -change-every until halt.
-func (b *bench) startChanges(ctx context.Context, specs *kubeapplier.Table[*kubeapplier.ApplyDesire], pick func() int) *otherChanges {
+func (b *bench) startChanges(ctx context.Context, specs *tables.Table[*kubeapplier.ApplyDesire], pick func() int) *otherChanges {
 	c := &otherChanges{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
@@ -280,7 +282,7 @@ func (r *fairRun) setSamples(samples []latSample) {
 // readWritten sets each sample's WrittenMS: its status's updateTime (set by the applier just
 // before the PutItem of the Successful=True status at the sample's version) minus the spec's
 // PutItem return. Statuses not written yet are read again every 500 ms until timeout (+Inf).
-func (b *bench) readWritten(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire], samples []latSample, puts []time.Time, timeout time.Duration) error {
+func (b *bench) readWritten(ctx context.Context, status *tables.Table[*kubeapplier.ApplyDesire], samples []latSample, puts []time.Time, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		pending := 0

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // scenarioHeartbeat counts the heartbeat writes of an idle applier over -heartbeat-window,
@@ -21,7 +21,7 @@ func (b *bench) scenarioHeartbeat(ctx context.Context) error {
 	// Seen from outside, as a backend sees it: every distinct updateTime of the document.
 	seen := map[time.Time]bool{}
 	poll := func() {
-		hb, err := kubeapplier.ReadHeartbeat(ctx, b.ddb, b.prefix, cluster)
+		hb, err := api.ReadHeartbeat(ctx, b.ddb, b.prefix, cluster)
 		if err == nil {
 			seen[hb.UpdateTime] = true
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // scenarioIdle measures an applier with nothing to do for -idle: requests, writes, CPU.
@@ -101,7 +102,7 @@ func formatOps(m map[string]float64, secs float64) string {
 func (b *bench) openShards(ctx context.Context) (int, error) {
 	n := 0
 	for _, k := range kubeapplier.DesireKinds {
-		out, err := b.ddb.DescribeTable(ctx, tableInput(b.table(b.prefix, kubeapplier.SpecsTable, k)))
+		out, err := b.ddb.DescribeTable(ctx, tableInput(b.table(b.prefix, api.SpecsTable, k)))
 		if err != nil {
 			return 0, err
 		}

@@ -136,7 +136,7 @@ func checkIndex(units map[string]map[string]float64) string {
 // (of index when the table has it: a check of a table whose kind checks every 10 min may not
 // run in the window), priced as DynamoDB Local reports it and by AWS's rules.
 func (b *bench) billCheck(ctx context.Context, k kubeapplier.DesireKind, units map[string]map[string]float64, checks float64, index string) (checkBill, float64, error) {
-	table := b.table(b.prefix, kubeapplier.StatusTable, k)
+	table := b.table(b.prefix, api.StatusTable, k)
 	cb := checkBill{Table: table, Checks: checks}
 	inWindow := 0.0
 	for t, byOp := range units {
@@ -257,13 +257,13 @@ func (b *bench) writeBigReads(ctx context.Context) error {
 		d.DocumentID = kubeapplier.DesireID(taskKey+"-bill", t)
 		d.Version, d.CreateTime, d.UpdateTime = 1, b.createTime, b.createTime
 		d.Spec.ManagementCluster, d.Spec.ClusterID, d.Spec.TargetItem = cluster, benchName, t
-		item, err := kubeapplier.EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			return err
 		}
 		items[i] = item
 	}
-	if err := batchWrite(ctx, b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindReadDesire), items, 8); err != nil {
+	if err := batchWrite(ctx, b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindReadDesire), items, 8); err != nil {
 		return err
 	}
 	ok := poll(ctx, time.Second, 10*time.Minute, func() bool {
@@ -346,7 +346,7 @@ func sumOp(units map[string]map[string]float64, op string) float64 {
 // kindOfTable is the desire kind of one of the bench's status tables.
 func kindOfTable(b *bench, table string) kubeapplier.DesireKind {
 	for _, k := range kubeapplier.DesireKinds {
-		if b.table(b.prefix, kubeapplier.StatusTable, k) == table {
+		if b.table(b.prefix, api.StatusTable, k) == table {
 			return k
 		}
 	}

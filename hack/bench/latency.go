@@ -13,6 +13,8 @@ import (
 	"time"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // latSample is one spec change and when its status was seen and written, in ms after the
@@ -89,8 +91,8 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 // the k-th) and waits for each one's status; it returns the samples in pick order and the
 // time from the first change until the last sample ended.
 func (b *bench) latencySamples(ctx context.Context, picks []int) ([]latSample, time.Duration, error) {
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
-	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
+	specs := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire))
+	status := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindApplyDesire))
 	results := make([]latSample, len(picks))
 	var wg sync.WaitGroup
 	tick := time.NewTicker(b.cfg.changeEvery)
@@ -129,7 +131,7 @@ func (s latSample) MarshalJSON() ([]byte, error) {
 
 // changeAndWait replaces desire i's spec with content revision rev and polls its status every
 // -status-poll until it is Successful=True at the new version, or timeout (ObservedMS +Inf).
-func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration) (latSample, error) {
+func (b *bench) changeAndWait(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration) (latSample, error) {
 	r, put, err := b.change(ctx, specs, i, rev)
 	if err != nil {
 		return r, err
@@ -154,7 +156,7 @@ func (b *bench) changeAndWait(ctx context.Context, specs, status *kubeapplier.Ta
 
 // change replaces desire i's spec with content revision rev; it returns the sample (not yet
 // observed) and when the PutItem returned.
-func (b *bench) change(ctx context.Context, specs *kubeapplier.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, time.Time, error) {
+func (b *bench) change(ctx context.Context, specs *tables.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, time.Time, error) {
 	b.mu.Lock()
 	v := b.versions[i]
 	b.mu.Unlock()

@@ -11,6 +11,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // scenarioMemory adds R ReadDesires to the N ApplyDesires and measures what they cost.
@@ -68,17 +70,17 @@ func (b *bench) readWatches(ctx context.Context, into *memReading) {
 func (b *bench) mirrorReads(ctx context.Context, r int) (time.Duration, error) {
 	items := make([]map[string]ddbtypes.AttributeValue, r)
 	for i := range r {
-		item, err := kubeapplier.EncodeItem(b.readDesire(i))
+		item, err := api.EncodeItem(b.readDesire(i))
 		if err != nil {
 			return 0, err
 		}
 		items[i] = item
 	}
 	t0 := time.Now()
-	if err := batchWrite(ctx, b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindReadDesire), items, 8); err != nil {
+	if err := batchWrite(ctx, b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindReadDesire), items, 8); err != nil {
 		return 0, err
 	}
-	readStatus := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindReadDesire))
+	readStatus := tables.New[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindReadDesire))
 	for {
 		docs, err := readStatus.List(ctx)
 		ok := 0

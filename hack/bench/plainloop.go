@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
 )
 
@@ -35,11 +36,11 @@ func (b *bench) primePlainDB(ctx context.Context, items []map[string]ddbtypes.At
 	if err != nil {
 		return err
 	}
-	if _, err := kubeapplier.EnsureTables(ctx, db, b.basePrefix, cluster); err != nil {
+	if _, err := api.EnsureTables(ctx, db, b.basePrefix, cluster); err != nil {
 		return err
 	}
 	t0 := time.Now()
-	if err := batchWrite(ctx, db, b.table(b.basePrefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire), items, 8); err != nil {
+	if err := batchWrite(ctx, db, b.table(b.basePrefix, api.SpecsTable, kubeapplier.KindApplyDesire), items, 8); err != nil {
 		return err
 	}
 	b.logf("plain loop database primed with %d stream records (%s)", len(items), time.Since(t0).Round(time.Millisecond))
@@ -63,7 +64,7 @@ func (b *bench) plainLoop(ctx context.Context, tag string, n int) (float64, erro
 		return 0, err
 	}
 	w := &plainWorker{kube: kubeapplier.DynamicKube{Client: dyn}, ddb: ddb,
-		table: aws.String(b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))}
+		table: aws.String(b.table(b.basePrefix, api.StatusTable, kubeapplier.KindApplyDesire))}
 	b.logf("plain loop %s: %d x (SSA + PutItem status), %d workers, QPS %g/%d", tag, n, b.cfg.workers, b.cfg.qps, b.cfg.burst)
 	jobs := make(chan int)
 	errc := make(chan error, b.cfg.workers)
@@ -141,7 +142,7 @@ func (b *bench) plainOne(ctx context.Context, w *plainWorker, tag string, i int)
 	d.Spec.KubeContent = nil
 	d.Status.AppliedResourceGeneration = live.GetGeneration()
 	d.Status.Conditions = kubeapplier.Applied(live.GetGeneration(), "applied ConfigMap "+b.ns+"/"+name).Conditions(d.Version, time.Now())
-	item, err := kubeapplier.EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		return err
 	}

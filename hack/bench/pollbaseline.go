@@ -31,7 +31,9 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // pollResult is what the poll-and-iterate baseline measured and modelled (result.json's
@@ -71,7 +73,7 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	if err != nil {
 		return nil, err
 	}
-	specsTable := b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
+	specsTable := b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire)
 
 	// One full Scan, as each pass of the original design starts with.
 	t0 := time.Now()
@@ -90,7 +92,7 @@ func (b *bench) pollBaseline(ctx context.Context, picks []int) (*pollResult, err
 	period := b.cfg.pollPeriod / time.Duration(k)
 	res.ScaledPeriod, res.ScaledItems = period.String(), m
 	loop := &pollLoop{b: b, ddb: ddb, table: specsTable, m: m, period: period, kc: &kc, dc: &dc, rec: rec,
-		status:  kubeapplier.NewTable[*kubeapplier.ApplyDesire](ddb, b.table(b.basePrefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire)),
+		status:  tables.New[*kubeapplier.ApplyDesire](ddb, b.table(b.basePrefix, api.StatusTable, kubeapplier.KindApplyDesire)),
 		applied: map[string][]appliedAt{}}
 	b.logf("poll baseline: real loop at 1/%d scale: period %s, %d items, %g qps, %d changes", k, period, m, b.cfg.pollQPS, b.cfg.pollSamples)
 	changes, measured, err := b.runPollLoop(ctx, loop, full)
@@ -195,7 +197,7 @@ func (b *bench) runPollLoop(ctx context.Context, loop *pollLoop, full []*kubeapp
 // pollChanges changes -poll-samples specs at random times over the first two periods, to
 // items the scaled loop covers (the first m of the full Scan).
 func (b *bench) pollChanges(ctx context.Context, full []*kubeapplier.ApplyDesire, m int, period time.Duration) ([]pollChange, error) {
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	specs := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire))
 	var changes []pollChange
 	offsets := make([]time.Duration, b.cfg.pollSamples)
 	for j := range offsets {

@@ -11,6 +11,7 @@ import (
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/internal/reqcount"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // pollLoop is the original design's loop over the first m items of a specs table, and what
@@ -20,7 +21,7 @@ type pollLoop struct {
 	rec     kubeapplier.Reconciler[*kubeapplier.ApplyDesire]
 	ddb     *dynamodb.Client
 	table   string
-	status  *kubeapplier.Table[*kubeapplier.ApplyDesire]
+	status  *tables.Table[*kubeapplier.ApplyDesire]
 	m       int
 	period  time.Duration
 	kc, dc  *reqcount.Counts

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // setup creates the tables, the namespace and builds the binary.
@@ -30,7 +31,7 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 	b.details["build_seconds"] = time.Since(t0).Seconds()
 	for _, p := range []string{b.prefix, b.basePrefix} {
-		if _, err := kubeapplier.EnsureTables(ctx, b.ddb, p, cluster); err != nil {
+		if _, err := api.EnsureTables(ctx, b.ddb, p, cluster); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // scenarioWatch measures what the watched targets bring (issue #16), on the N applied
@@ -32,8 +33,8 @@ func (b *bench) scenarioWatch(ctx context.Context) error {
 	if err := b.quiesce(ctx, 2*time.Minute); err != nil {
 		return err
 	}
-	status := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindApplyDesire))
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire))
+	status := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindApplyDesire))
+	specs := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire))
 	if err := b.driftRows(ctx, status); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (b *bench) scenarioWatch(ctx context.Context) error {
 
 // driftRows measures drift repair (a kubectl-edit Update of an applied field) and the
 // re-creation of deleted ConfigMaps.
-func (b *bench) driftRows(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
+func (b *bench) driftRows(ctx context.Context, status *tables.Table[*kubeapplier.ApplyDesire]) error {
 	n := min(b.cfg.watchSamples, b.cfg.desires)
 	picks := b.rng.Perm(b.cfg.desires)[:n]
 	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
@@ -145,7 +146,7 @@ func rolledOut(generation int64, at time.Time) map[string]any {
 
 // deploymentRows applies -deployments Deployments and measures their rollouts to Ready=True,
 // then the server-side applies a status-only churn causes.
-func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire]) error {
+func (b *bench) deploymentRows(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire]) error {
 	k := b.cfg.deployments
 	res := b.dyn.Resource(deployGVR).Namespace(b.ns)
 	ids, err := b.applyDeployments(ctx, specs, status, k)
@@ -181,7 +182,7 @@ func (b *bench) deploymentRows(ctx context.Context, specs, status *kubeapplier.T
 }
 
 // readyCondition is the Ready condition of ApplyDesire id's status (nil: none or not read).
-func readyCondition(ctx context.Context, status *kubeapplier.Table[*kubeapplier.ApplyDesire], id string) *api.Condition {
+func readyCondition(ctx context.Context, status *tables.Table[*kubeapplier.ApplyDesire], id string) *api.Condition {
 	d, err := status.Get(ctx, id)
 	if err != nil {
 		return nil
@@ -191,7 +192,7 @@ func readyCondition(ctx context.Context, status *kubeapplier.Table[*kubeapplier.
 
 // applyDeployments creates k ApplyDesires of Deployments web-NNN and waits until each is
 // applied with Ready=False/InProgress (no controller-manager runs); it returns their IDs.
-func (b *bench) applyDeployments(ctx context.Context, specs, status *kubeapplier.Table[*kubeapplier.ApplyDesire], k int) ([]string, error) {
+func (b *bench) applyDeployments(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire], k int) ([]string, error) {
 	ids := make([]string, k)
 	for i := range k {
 		name := fmt.Sprintf("web-%03d", i)
@@ -214,7 +215,7 @@ func (b *bench) applyDeployments(ctx context.Context, specs, status *kubeapplier
 
 // rollouts completes each Deployment's rollout in turn (its status updated as a
 // controller-manager would) and returns the ms until its ApplyDesire's status says Ready=True.
-func (b *bench) rollouts(ctx context.Context, res dynamic.ResourceInterface, status *kubeapplier.Table[*kubeapplier.ApplyDesire], ids []string) ([]float64, error) {
+func (b *bench) rollouts(ctx context.Context, res dynamic.ResourceInterface, status *tables.Table[*kubeapplier.ApplyDesire], ids []string) ([]float64, error) {
 	var rollout []float64
 	for i, id := range ids {
 		live, err := res.Get(ctx, fmt.Sprintf("web-%03d", i), metav1.GetOptions{})
@@ -274,8 +275,8 @@ func (b *bench) churnStatus(ctx context.Context, res dynamic.ResourceInterface, 
 func (b *bench) finalizerRows(ctx context.Context) error {
 	k := b.cfg.finalizerDeletes
 	res := b.dyn.Resource(cmGVR).Namespace(b.ns)
-	delSpecs := kubeapplier.NewTable[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindDeleteDesire))
-	delStatus := kubeapplier.NewTable[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindDeleteDesire))
+	delSpecs := tables.New[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindDeleteDesire))
+	delStatus := tables.New[*kubeapplier.DeleteDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindDeleteDesire))
 	ids := make([]string, k)
 	for i := range k {
 		name := fmt.Sprintf("held-%03d", i)
@@ -339,8 +340,8 @@ func (b *bench) namespaceRows(ctx context.Context) error {
 	}
 	m0 := b.mustScrape(ctx)
 	rss0 := b.steadyRSS(ctx)
-	readSpecs := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.SpecsTable, kubeapplier.KindReadDesire))
-	readStatus := kubeapplier.NewTable[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, kubeapplier.StatusTable, kubeapplier.KindReadDesire))
+	readSpecs := tables.New[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindReadDesire))
+	readStatus := tables.New[*kubeapplier.ReadDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindReadDesire))
 	var ids []string
 	for i := range k {
 		ns := fmt.Sprintf("%s-ns%03d", b.ns, i)

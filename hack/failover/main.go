@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 const cluster = "mc01"
@@ -76,7 +77,7 @@ func run(n, workers int, qps float32) error {
 		return err
 	}
 	kc := kubernetes.NewForConfigOrDie(restCfg)
-	if _, err := kubeapplier.EnsureTables(ctx, db, prefix, cluster); err != nil {
+	if _, err := api.EnsureTables(ctx, db, prefix, cluster); err != nil {
 		return err
 	}
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, namespace(ns), metav1.CreateOptions{}); err != nil {
@@ -194,7 +195,7 @@ func (c *countingStreams) GetRecords(ctx context.Context, in *dynamodbstreams.Ge
 // writeDesires writes n ApplyDesires of ConfigMaps in ns with BatchWriteItem, 25 per call, 8
 // calls in parallel.
 func writeDesires(ctx context.Context, db *dynamodb.Client, prefix, ns string, n int) error {
-	table := kubeapplier.TableName(prefix, cluster, kubeapplier.SpecsTable, kubeapplier.KindApplyDesire)
+	table := api.TableName(prefix, cluster, api.SpecsTable, kubeapplier.KindApplyDesire)
 	now := time.Now().UTC()
 	chunks := make(chan []ddbtypes.WriteRequest)
 	var firstErr error
@@ -226,7 +227,7 @@ func writeDesires(ctx context.Context, db *dynamodb.Client, prefix, ns string, n
 		d.Spec.KubeContent = json.RawMessage(fmt.Appendf(nil,
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q},"data":{"i":"%d","pad":%q}}`,
 			name, ns, i, strings.Repeat("x", 800)))
-		item, err := kubeapplier.EncodeItem(d)
+		item, err := api.EncodeItem(d)
 		if err != nil {
 			return err
 		}
@@ -286,8 +287,8 @@ func cleanup(db *dynamodb.Client, kc kubernetes.Interface, prefix, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, kind := range kubeapplier.DesireKinds {
-		for _, tk := range []kubeapplier.TableKind{kubeapplier.SpecsTable, kubeapplier.StatusTable} {
-			name := kubeapplier.TableName(prefix, cluster, tk, kind)
+		for _, tk := range []api.TableKind{api.SpecsTable, api.StatusTable} {
+			name := api.TableName(prefix, cluster, tk, kind)
 			_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &name})
 		}
 	}

@@ -9,13 +9,12 @@ import (
 	gotypes "go/types"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/tools/go/packages"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/tools/go/packages"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,10 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier"
-
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // The verdict constructors read like the reasons table: what a reconciler (or a wrapper of
@@ -69,147 +70,29 @@ func ExampleVerdict() {
 	// true true true
 }
 
-// A backend computes the documentID of a desire for one object the way the applier does, and
-// checks an item's size against DynamoDB's limit before writing it.
+// An embedder computes the documentID of a desire for one object as the applier and every
+// backend do (api.DesireID, in api.DesireIDNamespace), and checks an item's size against
+// DynamoDB's limit (api.ItemSize).
 func ExampleDesireID() {
 	t := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "settings"}
-	fmt.Println(kubeapplier.DesireIDNamespace)
+	fmt.Println(api.DesireIDNamespace)
 	fmt.Println(kubeapplier.DesireID("task-1", t))
 	d := &kubeapplier.ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = kubeapplier.DesireID("task-1", t), "mc01"
-	item, _ := kubeapplier.EncodeItem(d)
-	fmt.Println(kubeapplier.ItemSize(item) <= kubeapplier.MaxItemSize)
+	item, _ := api.EncodeItem(d)
+	fmt.Println(api.ItemSize(item) <= api.MaxItemSize)
 	// Output:
 	// 6f1f3c63-5a0d-4c1e-9a55-2f1a8b8d0c3e
 	// 7b1fdb4e-decf-5d4c-a307-6718bada47d7
 	// true
 }
 
-// TestTablesFromOutside: the typed tables as a backend or a tool uses them, and every sentinel
-// error they return, tested with errors.Is/As.
-func TestTablesFromOutside(t *testing.T) {
-	ctx := context.Background()
-	db := dynamofake.New()
-	var client *kubeapplier.KubeApplierDBClient = kubeapplier.NewKubeApplierDBClient(db, "p-", "mc01")
-	var (
-		status kubeapplier.ResourceCRUD[*kubeapplier.ApplyDesire] = client.ApplyDesireStatus()
-		specs  kubeapplier.SpecReader[*kubeapplier.ApplyDesire]   = client.ApplyDesireSpecs()
-	)
-	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a"},
-		Status: kubeapplier.ApplyDesireStatus{AppliedResourceGeneration: 2}}
-	created, err := status.Create(ctx, d)
-	if err != nil || created.Version != 1 {
-		t.Fatalf("Create = %v, %v", created, err)
-	}
-	if _, err := status.Create(ctx, d); !errors.Is(err, kubeapplier.ErrAlreadyExists) || !kubeapplier.IsAlreadyExistsError(err) {
-		t.Fatalf("second Create: %v", err)
-	}
-	if _, err := status.Replace(ctx, d); !errors.Is(err, kubeapplier.ErrPreconditionFailed) || !kubeapplier.IsPreconditionFailedError(err) {
-		t.Fatalf("stale Replace: %v", err)
-	}
-	if _, err := specs.Get(ctx, "a"); !errors.Is(err, kubeapplier.ErrNotFound) || !kubeapplier.IsNotFoundError(err) {
-		t.Fatalf("Get of a missing spec: %v", err)
-	}
-	ids, err := status.ListIDs(ctx)
-	if err != nil || len(ids) != 1 || ids[0] != "a" {
-		t.Fatalf("ListIDs = %v, %v", ids, err)
-	}
-	// An item read raw (a stream record, a Scan of one's own) decodes as the table does.
-	item, err := kubeapplier.EncodeItem(created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var decoded kubeapplier.ApplyDesire
-	if err := kubeapplier.DecodeItem(item, &decoded); err != nil || decoded.DocumentID != "a" || decoded.Status.AppliedResourceGeneration != 2 {
-		t.Fatalf("DecodeItem(EncodeItem) = %+v, %v", decoded, err)
-	}
-	// A copy shares nothing with the cached desire it was taken from.
-	ac, dc, rc := created.DeepCopy(), (&kubeapplier.DeleteDesire{}).DeepCopy(), (&kubeapplier.ReadDesire{}).DeepCopy()
-	ac.Status.AppliedResourceGeneration, dc.Spec.TargetItem.Name, rc.Spec.TargetItem.Name = 9, "x", "y"
-	if created.Status.AppliedResourceGeneration != 2 || dc.Spec.TargetItem.Name != "x" || rc.Spec.TargetItem.Name != "y" {
-		t.Fatal("DeepCopy shares its status with the original")
-	}
-	// Every desire kind answers the Desire interface a generic tool uses.
-	for _, k := range []kubeapplier.Desire{created, &kubeapplier.DeleteDesire{}, &kubeapplier.ReadDesire{}} {
-		k.Common().ClusterID = "hc1"
-		if k.Common().ClusterID != "hc1" || k.StatusCommon().ObservedSpecVersion() != 0 || k.Meta() == nil || k.Kind() == "" {
-			t.Fatalf("%T does not answer the Desire interface", k)
-		}
-	}
-	big := &kubeapplier.ReadDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "big"},
-		Status: kubeapplier.ReadDesireStatus{KubeContent: json.RawMessage([]byte(`"` + strings.Repeat("x", kubeapplier.MaxItemSize) + `"`))}}
-	_, err = client.ReadDesireStatus().Create(ctx, big)
-	var tooLarge *kubeapplier.ItemTooLargeError
-	if !errors.Is(err, kubeapplier.ErrItemTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Limit != kubeapplier.MaxItemSize || tooLarge.Size <= tooLarge.Limit {
-		t.Fatalf("oversize Create: %v", err)
-	}
-	del := &kubeapplier.DeleteDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "d"}, Status: kubeapplier.DeleteDesireStatus{}}
-	if _, err := client.DeleteDesireStatus().Create(ctx, del); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.DeleteDesireStatus().Delete(ctx, "d"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.ReadDesireSpecs().List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.DeleteDesireSpecs().List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The common status a generic tool reads, and an item that is no desire.
-	var common *kubeapplier.CommonStatus = created.StatusCommon()
-	if common.ObservedSpecVersion() != 0 {
-		t.Fatalf("a status written without conditions answers version %d", common.ObservedSpecVersion())
-	}
-	if err := kubeapplier.DecodeItem(map[string]ddbtypes.AttributeValue{}, &decoded); !errors.Is(err, kubeapplier.ErrInvalidItem) {
-		t.Fatalf("DecodeItem of an item without documentID: %v", err)
-	}
-	// Table is the client behind the status and specs readers (to drop with NewTable once
-	// the root's tests use internal/tables: issue #39).
-	var plain *kubeapplier.Table[*kubeapplier.ApplyDesire] = kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, "p-plain")
-	if plain.Name() != "p-plain" {
-		t.Fatalf("Name = %q", plain.Name())
-	}
-}
-
-// indexAdmin is a TableAdminAPI that makes every table and index ACTIVE at once.
-type indexAdmin struct {
-	tables map[string][]ddbtypes.GlobalSecondaryIndexDescription
-}
-
-func (a *indexAdmin) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	for _, g := range in.GlobalSecondaryIndexes {
-		a.tables[*in.TableName] = append(a.tables[*in.TableName], ddbtypes.GlobalSecondaryIndexDescription{IndexName: g.IndexName, IndexStatus: ddbtypes.IndexStatusActive})
-	}
-	return &dynamodb.CreateTableOutput{}, nil
-}
-
-func (a *indexAdmin) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	return &dynamodb.DescribeTableOutput{Table: &ddbtypes.TableDescription{TableName: in.TableName, TableStatus: ddbtypes.TableStatusActive,
-		GlobalSecondaryIndexes: a.tables[*in.TableName]}}, nil
-}
-
-// TestEnsureTablesFromOutside: an embedder creates the tables through the root, and finds the
-// status tables' indexes under the names the root gives them.
-func TestEnsureTablesFromOutside(t *testing.T) {
-	admin := &indexAdmin{tables: map[string][]ddbtypes.GlobalSecondaryIndexDescription{}}
-	var db kubeapplier.TableAdminAPI = admin
-	created, err := kubeapplier.EnsureTables(context.Background(), db, "p-", "mc01", kubeapplier.WithStatusIndex())
-	if err != nil || len(created) != 6 {
-		t.Fatalf("EnsureTables = %v, %v", created, err)
-	}
-	status := admin.tables[kubeapplier.TableName("p-", "mc01", kubeapplier.StatusTable, kubeapplier.KindApplyDesire)]
-	if len(status) != 2 || *status[0].IndexName != kubeapplier.StatusCheckIndexName || *status[1].IndexName != kubeapplier.StatusIndexName {
-		t.Fatalf("status table indexes %+v", status)
-	}
-}
-
-// TestInformersFromOutside: the specs-table informers on their own (NewInformers),
-// with the start-up checks' sentinel errors.
+// TestInformersFromOutside: the specs-table informers on their own (NewInformers), their
+// lister's ErrNotFound, and the start-up checks' sentinel errors.
 func TestInformersFromOutside(t *testing.T) {
 	db := dynamofake.New()
 	for _, k := range kubeapplier.DesireKinds {
-		db.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+		db.AddTable(api.TableName("", "mc01", api.SpecsTable, k), ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 	}
 	opts := kubeapplier.StreamOptions{PollInterval: 5 * time.Millisecond}
 	var infs *kubeapplier.Informers = kubeapplier.NewInformers(db, db, "", "mc01", opts)
@@ -224,7 +107,7 @@ func TestInformersFromOutside(t *testing.T) {
 	}
 	var apply *kubeapplier.DesireInformer[*kubeapplier.ApplyDesire] = infs.ApplyDesires
 	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "x"}}
-	specs := kubeapplier.NewTable[*kubeapplier.ApplyDesire](db, apply.Table())
+	specs := tables.New[*kubeapplier.ApplyDesire](db, apply.Table())
 	if specs.Name() != apply.Table() {
 		t.Fatalf("Name = %q, want %q", specs.Name(), apply.Table())
 	}
@@ -242,6 +125,10 @@ func TestInformersFromOutside(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// A desire the cache does not hold is ErrNotFound, as the api module's tables say it.
+	if _, err := lister.Get("missing"); !errors.Is(err, kubeapplier.ErrNotFound) {
+		t.Fatalf("Get of a desire not in the cache: %v, want ErrNotFound", err)
+	}
 	if n := len(infs.All()); n != 3 {
 		t.Fatalf("Informers() = %d, want 3", n)
 	}
@@ -252,7 +139,7 @@ func TestInformersFromOutside(t *testing.T) {
 	}
 	noStream := dynamofake.New()
 	for _, k := range kubeapplier.DesireKinds {
-		noStream.AddTable(kubeapplier.TableName("", "mc01", kubeapplier.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
+		noStream.AddTable(api.TableName("", "mc01", api.SpecsTable, k), ddbtypes.StreamViewTypeKeysOnly, "shard-0")
 	}
 	if err := kubeapplier.NewInformers(noStream, noStream, "", "mc01", opts).CheckStreams(context.Background()); !errors.Is(err, kubeapplier.ErrStreamNotConfigured) {
 		t.Fatalf("CheckStreams with a KEYS_ONLY stream: %v", err)
@@ -333,7 +220,7 @@ func TestOptionsFromOutside(t *testing.T) {
 	if v := r.Reconcile(context.Background(), d); !v.Successful() || v.Reason() != kubeapplier.ReasonNoErrors || len(kube.deletes) != 1 {
 		t.Fatalf("delete = %v, deletes %v", v, kube.deletes)
 	}
-	if got := kubeapplier.RedactedValue; got != base64.StdEncoding.EncodeToString([]byte("REDACTED")) {
+	if got := api.RedactedValue; got != base64.StdEncoding.EncodeToString([]byte("REDACTED")) {
 		t.Fatalf("RedactedValue = %q", got)
 	}
 }
@@ -534,5 +421,63 @@ func TestReplaceManagedFieldsFromOutside(t *testing.T) {
 	}
 	if mf := live.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kaa" {
 		t.Fatalf("managedFields = %+v, want only kaa's", mf)
+	}
+}
+
+// TestInformerHandlersGetDesires: a handler an embedder adds to an informer gets each
+// desire with DesireOf, on a delete too (the informers hold the api module's desires in
+// envelopes).
+func TestInformerHandlersGetDesires(t *testing.T) {
+	f := dynamofake.New()
+	table := api.TableName("", "mc01", api.SpecsTable, kubeapplier.KindApplyDesire)
+	f.AddTable(table, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+	inf := kubeapplier.NewInformers(f, f, "", "mc01", kubeapplier.StreamOptions{PollInterval: 10 * time.Millisecond})
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	record := func(what string, obj any) {
+		d, ok := kubeapplier.DesireOf(obj)
+		mu.Lock()
+		defer mu.Unlock()
+		if a, isApply := d.(*kubeapplier.ApplyDesire); ok && isApply {
+			events = append(events, what+" "+a.DocumentID)
+		} else {
+			events = append(events, what+" without a desire")
+		}
+	}
+	if _, err := inf.ApplyDesires.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { record("add", obj) },
+		DeleteFunc: func(obj any) { record("delete", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.ApplyDesires.Informer.RunWithContext(ctx)
+	for !inf.ApplyDesires.Informer.HasSynced() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	now := time.Now().UTC()
+	d := &kubeapplier.ApplyDesire{DynamoDBMetadata: kubeapplier.DynamoDBMetadata{DocumentID: "a", Version: 1, CreateTime: now, UpdateTime: now}}
+	d.Spec.ManagementCluster = "mc01"
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Put(table, "shard-0", item)
+	f.Remove(table, "shard-0", "a")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(events)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 2 || events[0] != "add a" || events[1] != "delete a" {
+		t.Fatalf("handler saw %v, want [add a delete a]", events)
 	}
 }

@@ -42,30 +42,21 @@ type (
 	TargetItem = api.TargetItem
 	// CommonSpec holds the fields every desire spec has (api.CommonSpec).
 	CommonSpec = api.CommonSpec
-	// CommonStatus holds the fields every desire status has (api.CommonStatus): conditions, and
-	// the spec updateTime and createTime answered, as the spec item spells them.
-	CommonStatus = api.CommonStatus
 	// ApplyDesire is a document of the `...-applydesires` tables (api.ApplyDesire): a
 	// server-side apply (force) of Spec.KubeContent, one object as JSON.
 	ApplyDesire = api.ApplyDesire
 	// ApplyDesireSpec is an ApplyDesire's spec (api.ApplyDesireSpec).
 	ApplyDesireSpec = api.ApplyDesireSpec
-	// ApplyDesireStatus is an ApplyDesire's status (api.ApplyDesireStatus).
-	ApplyDesireStatus = api.ApplyDesireStatus
 	// DeleteDesire is a document of the `...-deletedesires` tables (api.DeleteDesire): the
 	// deletion of Spec.TargetItem.
 	DeleteDesire = api.DeleteDesire
 	// DeleteDesireSpec is a DeleteDesire's spec (api.DeleteDesireSpec).
 	DeleteDesireSpec = api.DeleteDesireSpec
-	// DeleteDesireStatus is a DeleteDesire's status (api.DeleteDesireStatus).
-	DeleteDesireStatus = api.DeleteDesireStatus
 	// ReadDesire is a document of the `...-readdesires` tables (api.ReadDesire): the live
 	// object of Spec.TargetItem mirrored into Status.KubeContent.
 	ReadDesire = api.ReadDesire
 	// ReadDesireSpec is a ReadDesire's spec (api.ReadDesireSpec).
 	ReadDesireSpec = api.ReadDesireSpec
-	// ReadDesireStatus is a ReadDesire's status (api.ReadDesireStatus).
-	ReadDesireStatus = api.ReadDesireStatus
 	// Desire is implemented by *ApplyDesire, *DeleteDesire and *ReadDesire, and by nothing
 	// else (api.Desire).
 	Desire = api.Desire

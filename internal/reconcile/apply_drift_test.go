@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/metrics"
-	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/ssafake"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -26,7 +28,7 @@ import (
 type driftFixture struct {
 	kube    *ssafake.Kube
 	watches *target.Watches
-	rec     *reconcile.Apply
+	rec     *Apply
 	m       *metrics.Metrics
 	mu      sync.Mutex
 	events  int
@@ -50,7 +52,7 @@ func newDriftFixture(t *testing.T) *driftFixture {
 	f.watches = w
 	t.Cleanup(func() { cancel(); w.End() })
 	drift := target.NewDriftWatch(w, "kaa", f.now, f.m.CountDriftRepair)
-	f.rec = reconcile.NewApply(reconcile.ApplyConfig{Kube: f.kube, Mapper: newMapper(), FieldManager: "kaa", Drift: drift})
+	f.rec = NewApply(ApplyConfig{Kube: f.kube, Mapper: newMapper(), FieldManager: "kaa", Drift: drift})
 	w.Adopt = drift.Adopt
 	return f
 }
@@ -71,7 +73,7 @@ func (f *driftFixture) settle(t *testing.T, name string, gone bool) {
 	t.Helper()
 	waitFor(t, 5*time.Second, "watch caught up", func() bool {
 		rv := strconv.Itoa(f.kube.RV())
-		w := f.watches.Watch(target.Ref{Kind: KindApplyDesire, ID: "probe"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}, target.MetadataOnly)
+		w := f.watches.Watch(target.Ref{Kind: api.KindApplyDesire, ID: "probe"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: name}, target.MetadataOnly)
 		if !w.Synced() {
 			return false
 		}
@@ -155,7 +157,7 @@ func TestDriftRepairedByWatch(t *testing.T) {
 		t.Fatalf("applies = %d after a spec change, want 4", n)
 	}
 	f.rec.Forget("a1")
-	f.watches.Forget(target.Ref{Kind: KindApplyDesire, ID: "probe"})
+	f.watches.Forget(target.Ref{Kind: api.KindApplyDesire, ID: "probe"})
 	if n := f.watches.Count(); n != 0 {
 		t.Fatalf("watches = %d after forget, want 0", n)
 	}
@@ -188,7 +190,7 @@ func TestDriftFightBacksOff(t *testing.T) {
 		f.settle(t, "cm", false)
 		v := f.rec.Reconcile(ctx, d)
 		switch {
-		case v.Reason() == ReasonDriftConflict:
+		case v.Reason() == api.ReasonDriftConflict:
 			conflicts++
 			if v.Successful() || v.Degraded() || afterOf(v) <= 0 || afterOf(v) > target.FightBackoffCap {
 				t.Fatalf("conflict verdict %v after %s", v, afterOf(v))
@@ -280,9 +282,9 @@ func TestRestartVerifiesWithoutApplying(t *testing.T) {
 			}
 			f.rec.Last = nil
 			if !tc.noStatus {
-				f.rec.Last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
+				f.rec.Last = func(context.Context, string) func() *api.ApplyDesire { return func() *api.ApplyDesire { return last } }
 			}
-			var v2 Verdict
+			var v2 controller.Verdict
 			waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })
 			if got := f.kube.Applies() - before; got != tc.applies || !v2.Successful() {
 				t.Fatalf("applies in the new term = %d (%v), want %d", got, v2, tc.applies)
@@ -316,7 +318,7 @@ func TestDriftWatchFailureReported(t *testing.T) {
 	})
 	ctx := context.Background()
 	d := applyDesire("a1", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"},"data":{"a":"1"}}`)
-	var v Verdict
+	var v controller.Verdict
 	waitFor(t, 5*time.Second, "the failing watch reported", func() bool {
 		v = f.rec.Reconcile(ctx, d)
 		return strings.Contains(v.Message(), "its watch fails, drift is repaired only at the resync") && strings.Contains(v.Message(), "RBAC changed")
@@ -333,7 +335,7 @@ func TestDriftWatchFailureReported(t *testing.T) {
 	})
 	// The list that cleared the error has yet to fill the store: until the watch has synced,
 	// a reconcile applies (it cannot verify).
-	w := f.watches.Watch(target.Ref{Kind: KindApplyDesire, ID: "a1"}, TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, target.MetadataOnly)
+	w := f.watches.Watch(target.Ref{Kind: api.KindApplyDesire, ID: "a1"}, api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "cm"}, target.MetadataOnly)
 	waitFor(t, 10*time.Second, "the watch synced", w.Synced)
 	before := f.kube.Applies()
 	f.rec.Reconcile(ctx, d)
@@ -401,7 +403,7 @@ func TestDriftFightSpeeds(t *testing.T) {
 				f.kube.Edit(t, "default", "cm", "hpa", "a", "theirs")
 				f.settle(t, "cm", false)
 				v := f.rec.Reconcile(ctx, d)
-				for v.Reason() == ReasonDriftConflict {
+				for v.Reason() == api.ReasonDriftConflict {
 					conflict = true
 					advance(afterOf(v))
 					v = f.rec.Reconcile(ctx, d)
@@ -511,4 +513,46 @@ func TestDriftRecordNamesTheWriteNotTheVersion(t *testing.T) {
 	if v.Successful() && got != "Z" {
 		t.Fatalf("verdict Successful (%q) for content k=Z, but the cluster holds k=%s: nothing was applied", v.Message(), got)
 	}
+}
+
+// seriesSum is the sum of the values of m's series called name whose labels include match,
+// as a scrape of a registry holding m would read them.
+func seriesSum(tb testing.TB, m *metrics.Metrics, name string, match map[string]string) float64 {
+	tb.Helper()
+	reg := prometheus.NewRegistry()
+	for _, c := range m.Collectors() {
+		if err := reg.Register(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range f.GetMetric() {
+			for k, v := range match {
+				if labelValue(s, k) != v {
+					continue series
+				}
+			}
+			sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// labelValue is the value of s's label name ("" without one).
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }

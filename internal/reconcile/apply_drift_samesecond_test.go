@@ -1,4 +1,4 @@
-package kubeapplier
+package reconcile
 
 // An adversarial review of the same-second rule (a write under our own field manager that
 // leaves no trace): each test states what the status must not claim.
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 )
@@ -30,7 +31,7 @@ func reviewValue(t *testing.T, f *driftFixture) string {
 }
 
 // reviewApplied returns a drift fixture whose desire a1 applied reviewContent, and the desire.
-func reviewApplied(t *testing.T) (*driftFixture, *ApplyDesire) {
+func reviewApplied(t *testing.T) (*driftFixture, *api.ApplyDesire) {
 	t.Helper()
 	f := newDriftFixture(t)
 	d := applyDesire("a1", reviewContent)
@@ -102,8 +103,8 @@ func TestReviewNewTermVerifiesOwnEntryMovedLongAgo(t *testing.T) {
 	f.useReal, f.clock = false, time.Now().Add(target.RecentOwnWrite+5*time.Second) // the new term starts a minute later
 	f.mu.Unlock()
 	f.rec.EndTerm()
-	f.rec.Last = func(context.Context, string) func() *ApplyDesire { return func() *ApplyDesire { return last } }
-	var v2 Verdict
+	f.rec.Last = func(context.Context, string) func() *api.ApplyDesire { return func() *api.ApplyDesire { return last } }
+	var v2 controller.Verdict
 	waitFor(t, 5*time.Second, "a decided verdict", func() bool { v2 = f.rec.Reconcile(ctx, d); return !v2.IsPending() })
 	if got := reviewValue(t, f); v2.Successful() && got != "4" {
 		t.Fatalf("new term: status Successful (%q) for v=4, cluster shows v=%s", v2.Message(), got)

@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
 // offline runs a whole Applier on in-memory fakes: the six tables (specs tables with
@@ -33,8 +36,8 @@ func newOffline(t *testing.T, objs ...*unstructured.Unstructured) (*offline, Opt
 	t.Helper()
 	o := &offline{db: newMemDB(), kube: newFakeKube()}
 	for _, k := range DesireKinds {
-		o.db.AddTable(TableName(offPrefix, offCluster, SpecsTable, k), stNAOI, "")
-		o.db.AddTable(TableName(offPrefix, offCluster, StatusTable, k), "", "")
+		o.db.AddTable(api.TableName(offPrefix, offCluster, api.SpecsTable, k), stNAOI, "")
+		o.db.AddTable(api.TableName(offPrefix, offCluster, api.StatusTable, k), "", "")
 	}
 	var rts []runtime.Object
 	for _, u := range objs {
@@ -53,16 +56,16 @@ func newOffline(t *testing.T, objs ...*unstructured.Unstructured) (*offline, Opt
 // put writes desire d into its specs table with a stream record, as a backend would.
 func (o *offline) put(t *testing.T, d Desire) {
 	t.Helper()
-	item, err := EncodeItem(d)
+	item, err := api.EncodeItem(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.db.Put(TableName(offPrefix, offCluster, SpecsTable, d.Kind()), "", item)
+	o.db.Put(api.TableName(offPrefix, offCluster, api.SpecsTable, d.Kind()), "", item)
 }
 
 // remove deletes the desire from its specs table with a stream record.
 func (o *offline) remove(kind DesireKind, id string) {
-	o.db.Remove(TableName(offPrefix, offCluster, SpecsTable, kind), "", id)
+	o.db.Remove(api.TableName(offPrefix, offCluster, api.SpecsTable, kind), "", id)
 }
 
 // streamReads counts the stream requests made (DescribeStream, GetShardIterator, GetRecords;
@@ -90,7 +93,7 @@ func (o *offline) onScan(hook func()) {
 // statusOf returns the status document of a desire, or nil.
 func statusOf[T Desire](t *testing.T, o *offline, kind DesireKind, id string) T {
 	t.Helper()
-	st, err := NewTable[T](o.db, TableName(offPrefix, offCluster, StatusTable, kind)).Get(context.Background(), id)
+	st, err := tables.New[T](o.db, api.TableName(offPrefix, offCluster, api.StatusTable, kind)).Get(context.Background(), id)
 	if err != nil && !IsNotFoundError(err) {
 		t.Fatal(err)
 	}
