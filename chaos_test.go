@@ -44,6 +44,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/target"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
@@ -74,7 +76,7 @@ func stack(t *testing.T, args ...string) {
 }
 
 // statusCounts scans a status table: how many desires are Successful=True at version >= v.
-func successfulCount(t *testing.T, st ResourceCRUD[*ApplyDesire], v int64) (ok, total int) {
+func successfulCount(t *testing.T, st tables.ResourceCRUD[*ApplyDesire], v int64) (ok, total int) {
 	all, err := st.List(context.Background())
 	if err != nil {
 		return -1, -1
@@ -369,7 +371,7 @@ func TestChaosLeaderFailover(t *testing.T) {
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
 	ctx := context.Background()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
 	creds, err := env.Client.Options().Credentials.Retrieve(ctx)
@@ -439,8 +441,8 @@ func TestChaosLeaderFailover(t *testing.T) {
 	add(b)
 	waitFor(t, 30*time.Second, "b serves metrics", func() bool { return b.metric("kube_applier_leader") == 0 })
 
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
-	status := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire))
+	specs := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
+	status := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire))
 	writeBatch := func(prefix string, n int) {
 		var wg sync.WaitGroup
 		for w := 0; w < 16; w++ {
@@ -608,10 +610,10 @@ func leaderLosesAPIServer(t *testing.T, manager bool) {
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
 	ctx := context.Background()
-	if _, err := EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
+	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01"); err != nil {
 		t.Fatal(err)
 	}
-	statusTable := TableName(env.Prefix, "mc01", StatusTable, KindApplyDesire)
+	statusTable := api.TableName(env.Prefix, "mc01", api.StatusTable, KindApplyDesire)
 	if _, err := env.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &statusTable,
 		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewImage}}); err != nil {
 		t.Fatalf("enable the status table's stream (the test's record of every write): %v", err)
@@ -688,7 +690,7 @@ func leaderLosesAPIServer(t *testing.T, manager bool) {
 	// the Lease was acquired.
 	leaseTerm := func() (int64, time.Time) {
 		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
-		hb, herr := ReadHeartbeat(ctx, env.Client, env.Prefix, "mc01")
+		hb, herr := api.ReadHeartbeat(ctx, env.Client, env.Prefix, "mc01")
 		if err != nil || herr != nil || l.Spec.AcquireTime == nil {
 			return 0, time.Time{}
 		}
@@ -702,8 +704,8 @@ func leaderLosesAPIServer(t *testing.T, manager bool) {
 	b := start("b", kcPath)
 	waitFor(t, 30*time.Second, "b stands by", func() bool { return b.metric("kube_applier_leader") == 0 })
 
-	specs := NewTable[*ApplyDesire](env.Client, TableName(env.Prefix, "mc01", SpecsTable, KindApplyDesire))
-	status := NewTable[*ApplyDesire](env.Client, statusTable)
+	specs := tables.New[*ApplyDesire](env.Client, api.TableName(env.Prefix, "mc01", api.SpecsTable, KindApplyDesire))
+	status := tables.New[*ApplyDesire](env.Client, statusTable)
 	const n = 300
 	write := func(version int) {
 		var wg sync.WaitGroup
@@ -758,7 +760,7 @@ func leaderLosesAPIServer(t *testing.T, manager bool) {
 	// Every status write, from the status table's stream.
 	var byA, byAAfter, byB int
 	for _, img := range streamImages(t, env.Client, env.Streams, statusTable) {
-		n, ok := img[attrApplierTerm].(*streamtypes.AttributeValueMemberN)
+		n, ok := img[api.AttrApplierTerm].(*streamtypes.AttributeValueMemberN)
 		u, ok2 := img["updateTime"].(*streamtypes.AttributeValueMemberS)
 		if !ok || !ok2 {
 			t.Errorf("a status write without applierTerm or updateTime: %v", img)
