@@ -169,8 +169,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.informers.Store(inf)
-	a.current.Set(inf.caches())
+	a.useInformers(inf)
 	m.AddCollectors(newDesireCollector(a))
 	if err := m.Register(opts.MetricsRegisterer); err != nil {
 		return nil, fmt.Errorf("%w: MetricsRegisterer: %w", ErrInvalidOptions, err)
@@ -186,9 +185,17 @@ func (a *Applier) newInformers() (*Informers, error) {
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())
 	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
 	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.Enqueue))
-	// Made when the last term's reconciles have drained: the rival rules read these from now on.
-	a.conflicts.Use(inf.ApplyDesires.Informer.GetIndexer(), inf.DeleteDesires.Informer.GetIndexer())
 	return inf, errors.Join(err1, err2, err3, err4)
+}
+
+// useInformers makes inf the set every reader of the desires' caches uses: Informers, the
+// controllers' listers and the rival rules. Called before the first term and after a term's
+// informers and reconciles have stopped, so no reader sees one term's listers beside another
+// term's rival rules.
+func (a *Applier) useInformers(inf *Informers) {
+	a.informers.Store(inf)
+	a.current.Set(inf.caches())
+	a.conflicts.Use(inf.ApplyDesires.Informer.GetIndexer(), inf.DeleteDesires.Informer.GetIndexer())
 }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs tables.SpecReader[T], status tables.ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {

@@ -129,8 +129,7 @@ func (a *Applier) runInformers(term context.Context, inf *Informers) (stop func(
 		if err != nil { // cannot happen: the informers are new
 			a.opts.Log.Error(err, "preparing the next term's informers")
 		}
-		a.informers.Store(next)
-		a.current.Set(next.caches())
+		a.useInformers(next)
 	}
 }
 

@@ -278,3 +278,34 @@ func TestTermAboveStatusesWhenTheHeartbeatIsGone(t *testing.T) {
 			"(its first status write then meets a 'newer' term: %v)", next.ApplierTerm, errors.Is(replaceErr, fencing.ErrNewerTerm))
 	}
 }
+
+// TestRivalRulesFollowTheTerm: the rival rules of a second term read that term's caches: a
+// DeleteDesire written between two terms refuses its object's ApplyDesire in the second. With
+// the first term's (stopped) indexes, the check would find no rival and let the apply through.
+func TestRivalRulesFollowTheTerm(t *testing.T) {
+	o, opts := newOffline(t)
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.put(t, applyDesire("d1", cmJSON("x")))
+	stop := runApplier(t, a)
+	waitFor(t, 10*time.Second, "d1 applied in term 1", func() bool {
+		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "d1")
+		return st != nil && condition(st, ConditionSuccessful).Status == ConditionTrue
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	o.put(t, deleteDesire("del1", TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "x"}))
+	stop = runApplier(t, a)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, 10*time.Second, "d1 refused by del1 in term 2", func() bool {
+		st := statusOf[*ApplyDesire](t, o, KindApplyDesire, "d1")
+		return st != nil && condition(st, ConditionSuccessful).Reason == ReasonTargetConflict
+	})
+}
