@@ -319,7 +319,7 @@ func (a *Applier) termStartupCheck(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	a.failure.Store(&err)
+	a.failure.Store(new(err)) // a copy: err is reassigned below while ReadyzCheck reads it
 	a.setPhase(phaseWaiting)
 	if a.opts.StartupFailure == StartupFailFast && missingOnly(err) {
 		return err
@@ -359,7 +359,7 @@ func (a *Applier) waitStartupCheck(ctx context.Context, limit int, failFast bool
 	if err == nil || failFast {
 		return err
 	}
-	a.failure.Store(&err)
+	a.failure.Store(new(err)) // a copy: err is reassigned below while ReadyzCheck reads it
 	a.setPhase(phaseWaiting)
 	err = a.retryStartupCheck(ctx, err, func() bool { return true }, limit)
 	if err == nil {
@@ -417,7 +417,7 @@ func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() 
 		if ctx.Err() != nil {
 			return err
 		}
-		a.failure.Store(&err)
+		a.failure.Store(new(err)) // a copy: the next attempt reassigns err while ReadyzCheck reads it
 	}
 }
 
