@@ -72,8 +72,10 @@ type Applier struct {
 	newestTerm atomic.Int64
 	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
 	conditions *conditionlog.Log
-	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
-	stopping atomic.Bool
+	// runCtx is Run's context: a term that ends once it is done ends by shutdown, not a lost
+	// lease (stopping). Read when the term ends: a flag set by a context.AfterFunc goroutine
+	// could lag behind, and the last heartbeat would not say the leader stopped.
+	runCtx atomic.Pointer[context.Context]
 	// startupAttempts numbers the failed start-up checks logged, across Warmup and Run.
 	startupAttempts atomic.Int64
 }
@@ -271,8 +273,7 @@ func (a *Applier) Run(ctx context.Context) error {
 	// context's logger (contextual logging).
 	ctx = logr.NewContext(ctx, a.wiring.logs.clientGoLogger())
 	a.failure.Store(nil)
-	a.stopping.Store(false)
-	defer context.AfterFunc(ctx, func() { a.stopping.Store(true) })()
+	a.runCtx.Store(new(ctx))
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
 	if err := a.startupCheck(ctx); err != nil {
@@ -510,7 +511,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 		switch {
 		case lostTerm(ctx) != nil:
 			cause = "a write met a newer leadership term in DynamoDB: another replica leads"
-		case a.stopping.Load():
+		case a.stopping():
 			cause = "shutdown: in-flight status writes finished"
 			if a.opts.LeaderElection {
 				cause += ", then the lease is released"
@@ -596,7 +597,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 // term met): its status writes have finished and its Lease is released only after it. term
 // is the term's context, over by then; the write gets its own deadline.
 func (a *Applier) stopHeartbeat(term context.Context, t fencing.Term) {
-	if !a.stopping.Load() || lostTerm(term) != nil {
+	if !a.stopping() || lostTerm(term) != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(term), a.opts.CallTimeout)
@@ -607,6 +608,9 @@ func (a *Applier) stopHeartbeat(term context.Context, t fencing.Term) {
 	}
 	a.opts.Log.V(1).Info("last heartbeat written: the leader stopped", "term", t.Number)
 }
+
+// stopping reports whether Run's context ended.
+func (a *Applier) stopping() bool { c := a.runCtx.Load(); return c != nil && (*c).Err() != nil }
 
 // prewarmMax is how many of the ApplyDesires a new term's specs Scan decodes start the
 // watches of their targets' resources before the listing ends (prewarm): a first page meets
