@@ -32,8 +32,8 @@ install:
 # KAA_INTEGRATION=1 makes a missing stack a failure instead of a skip. Then the tests run a
 # second time under the race detector, integration tests included: the library's module and
 # RACE_MODULES (examples/controller-runtime runs a built binary, examples/monitoring parses
-# PromQL: nothing for the detector). The second pass adds ~7 min on 2 cores
-# (the root package ~6 of them, its integration tests waiting on the stack); the invariant
+# PromQL: nothing for the detector). The second pass adds ~5-7 min on 2 cores
+# (the root package ~5 of them; the first pass takes ~4); the invariant
 # world's time windows scale under it (race_on_test.go).
 RACE_MODULES := api
 test:
