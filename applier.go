@@ -72,8 +72,10 @@ type Applier struct {
 	newestTerm atomic.Int64
 	// conditions logs desires entering or leaving Degraded, DriftConflict, TargetConflict.
 	conditions *conditionlog.Log
-	// stopping: Run's context ended (a term that ends then ends by shutdown, not a lost lease).
-	stopping atomic.Bool
+	// runCtx is Run's context: a term that ends once it is done ends by shutdown, not a lost
+	// lease (stopping). Read when the term ends: a flag set by a context.AfterFunc goroutine
+	// could lag behind, and the last heartbeat would not say the leader stopped.
+	runCtx atomic.Pointer[context.Context]
 	// startupAttempts numbers the failed start-up checks logged, across Warmup and Run.
 	startupAttempts atomic.Int64
 }
@@ -257,12 +259,11 @@ func (a *Applier) Run(ctx context.Context) error {
 	// context's logger (contextual logging).
 	ctx = logr.NewContext(ctx, a.wiring.logs.clientGoLogger())
 	a.failure.Store(nil)
-	a.stopping.Store(false)
-	defer context.AfterFunc(ctx, func() { a.stopping.Store(true) })()
+	a.runCtx.Store(new(ctx))
 	a.setPhase(phaseStarting)
 	defer a.setPhase(phaseStopped)
 	if err := a.startupCheck(ctx); err != nil {
-		a.failure.Store(&err)
+		a.failure.Store(new(err))
 		return err
 	}
 	if ctx.Err() != nil { // ended while the check was retried

@@ -149,7 +149,7 @@ func (a *Applier) runElected(ctx context.Context) error {
 	if a.opts.FollowLease {
 		f, err := a.followLease(ctx)
 		if err != nil {
-			a.failure.Store(&err)
+			a.failure.Store(new(err))
 			return err
 		}
 		t.Leader, t.CallTimeout = f.Holder(), f.Margin()

@@ -39,14 +39,14 @@ func (a *Applier) Warmup(ctx context.Context) error {
 	}
 	if a.opts.StartupFailure == StartupFailFast {
 		if a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseStopped)) {
-			a.failure.Store(&err)
+			a.failure.Store(new(err))
 		}
 		return err
 	}
 	if !a.phase.CompareAndSwap(int32(phaseIdle), int32(phaseWaiting)) {
 		return nil // Run started: it checks and retries itself
 	}
-	a.failure.Store(&err)
+	a.failure.Store(new(err))
 	notRunning := func() bool { return !a.running.Load() }
 	if a.retryStartupCheck(ctx, err, notRunning, 0) == nil && notRunning() &&
 		a.phase.CompareAndSwap(int32(phaseWaiting), int32(phaseStandby)) {

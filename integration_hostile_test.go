@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func (c *countingReconciler[T]) count(id string) int {
 type specWriteGuard struct {
 	DynamoDBAPI
 	t      *testing.T
-	writes sync.Map // table -> count, status tables only
+	writes sync.Map // table -> *atomic.Int64 count (the workers write at once), status tables only
 }
 
 func (g *specWriteGuard) guard(op, table string) error {
@@ -63,8 +64,8 @@ func (g *specWriteGuard) guard(op, table string) error {
 		g.t.Errorf("the applier called %s on specs table %s", op, table)
 		return fmt.Errorf("specWriteGuard: %s on %s refused", op, table)
 	}
-	n, _ := g.writes.LoadOrStore(table, new(int64))
-	*(n.(*int64))++
+	n, _ := g.writes.LoadOrStore(table, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 	return nil
 }
 
@@ -331,7 +332,7 @@ func TestIntegrationHostileDesires(t *testing.T) {
 		}
 	}
 	t.Logf("reconciles per apply desire over %s: %v", elapsed.Round(time.Second), counts)
-	guard.writes.Range(func(k, v any) bool { t.Logf("writes to %s: %d", k, *(v.(*int64))); return true })
+	guard.writes.Range(func(k, v any) bool { t.Logf("writes to %s: %d", k, v.(*atomic.Int64).Load()); return true })
 
 	// Security check (c): no Secret value and no credential in any log line.
 	out := logs.String()

@@ -125,10 +125,13 @@ func TestInvariantsUnderFaults(t *testing.T) {
 
 // world is one schedule: the fakes, two applier instances, and everything that happened.
 type world struct {
-	t     *testing.T
-	seed  int64
-	rng   *rand.Rand
-	steps []string // the schedule, for failure messages
+	t    *testing.T
+	seed int64
+	rng  *rand.Rand
+	// steps is the schedule, for failure messages; stepsMu guards it: the delete window's
+	// spec writes (swapDeleteForApply) record their steps from a worker's goroutine.
+	stepsMu sync.Mutex
+	steps   []string
 
 	db     *memDB
 	kube   *fakeKube
@@ -552,6 +555,8 @@ func (w *world) fail(format string, args ...any) {
 // --- the schedule ----------------------------------------------------------------------------
 
 func (w *world) step(format string, args ...any) {
+	w.stepsMu.Lock()
+	defer w.stepsMu.Unlock()
 	w.steps = append(w.steps, fmt.Sprintf(format, args...))
 }
 
@@ -1010,7 +1015,7 @@ func (w *world) swapDeleteForApply(name string) {
 	if !ok {
 		return
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(50 * time.Millisecond * raceSlowdown); time.Now().Before(end); time.Sleep(time.Millisecond) {
 		w.mu.Lock()
 		evs := w.objects[name]
 		landed := len(evs) > 0 && evs[len(evs)-1].applied && evs[len(evs)-1].marker == m
@@ -1307,7 +1312,7 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 			if len(writes) > 0 {
 				last = writes[len(writes)-1]
 			}
-			if last.external && time.Since(last.wall) < 3*invResync {
+			if last.external && time.Since(last.wall) < 3*invResync*raceSlowdown {
 				continue // deleted behind the applier: noticed within a resync period
 			}
 			// A status of a higher version answers a spec the table went back from (a
@@ -1433,7 +1438,7 @@ func (w *world) quiesce() {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second * raceSlowdown)
 	var why string
 	for time.Now().Before(deadline) {
 		w.check()
@@ -1452,7 +1457,7 @@ func (w *world) quiesce() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.report("I6: not converged after 10s: %s", why)
+	w.report("I6: not converged after %v: %s", 10*time.Second*raceSlowdown, why)
 }
 
 // leaderEnded reports whether the leader's terms ended (it stepped down for a live leader's
@@ -1524,6 +1529,9 @@ func (w *world) converged() string {
 // report fails the test with the seed and the schedule; w.mu is held.
 func (w *world) report(format string, args ...any) {
 	w.t.Helper()
+	w.stepsMu.Lock()
+	steps := strings.Join(w.steps, "\n  ")
+	w.stepsMu.Unlock()
 	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run TestInvariantsUnderFaults -v .",
-		w.seed, fmt.Sprintf(format, args...), strings.Join(w.steps, "\n  "), w.seed)
+		w.seed, fmt.Sprintf(format, args...), steps, w.seed)
 }

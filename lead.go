@@ -99,7 +99,7 @@ func (a *Applier) logTermEnd(term context.Context, t fencing.Term, start time.Ti
 	switch {
 	case lostTerm(term) != nil:
 		cause = "a write met a newer leadership term in DynamoDB: another replica leads"
-	case a.stopping.Load():
+	case a.stopping():
 		cause = "shutdown: in-flight status writes finished"
 		if a.opts.LeaderElection {
 			cause += ", then the lease is released"
@@ -194,7 +194,7 @@ func (a *Applier) reconcileTerm(ctx context.Context, t term, starts termStarts) 
 // term met): its status writes have finished and its Lease is released only after it. term
 // is the term's context, over by then; the write gets its own deadline.
 func (a *Applier) stopHeartbeat(term context.Context, t fencing.Term) {
-	if !a.stopping.Load() || lostTerm(term) != nil {
+	if !a.stopping() || lostTerm(term) != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(term), a.opts.CallTimeout)
@@ -249,3 +249,6 @@ type term = fencing.Term
 
 // unelected is the term of parts run on their own in tests: no number, no Lease.
 var unelected = term{CallTimeout: defaultCallTimeout}
+
+// stopping reports whether Run's context ended.
+func (a *Applier) stopping() bool { c := a.runCtx.Load(); return c != nil && (*c).Err() != nil }

@@ -163,7 +163,11 @@ func TestLogTermEndSaysWhy(t *testing.T) {
 	} {
 		var c logCapture
 		a.opts.Log, a.opts.LeaderElection = c.logger(), tc.ownElection
-		a.stopping.Store(tc.stopping)
+		run, stopRun := context.WithCancel(context.Background())
+		if tc.stopping {
+			stopRun()
+		}
+		a.runCtx.Store(&run)
 		ctx, cancel := context.WithCancelCause(context.Background())
 		if tc.newer {
 			cancel(&fencing.NewerTermError{Stored: 4})
@@ -171,6 +175,7 @@ func TestLogTermEndSaysWhy(t *testing.T) {
 			cancel(nil)
 		}
 		a.logTermEnd(ctx, term{Number: 3, Leader: "me"}, time.Now())
+		stopRun()
 		if !c.has(`"msg"="leadership term ended"`, `"term"=3`, `"leader"="me"`, tc.want) {
 			t.Errorf("%s: logged\n%s\nwant the term's end with %s", tc.name, c.dump(), tc.want)
 		}

@@ -45,7 +45,7 @@ func (a *Applier) termStartupCheck(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	a.failure.Store(&err)
+	a.failure.Store(new(err))
 	a.setPhase(phaseWaiting)
 	if a.opts.StartupFailure == StartupFailFast && missingOnly(err) {
 		return err
@@ -69,7 +69,7 @@ func (a *Applier) rejoin(ctx context.Context) error {
 	case err == nil:
 		a.setPhase(phaseStandby)
 	case a.opts.StartupFailure == StartupFailFast:
-		a.failure.Store(&err)
+		a.failure.Store(new(err))
 		return err
 	}
 	return nil
@@ -85,7 +85,7 @@ func (a *Applier) waitStartupCheck(ctx context.Context, limit int, failFast bool
 	if err == nil || failFast {
 		return err
 	}
-	a.failure.Store(&err)
+	a.failure.Store(new(err))
 	a.setPhase(phaseWaiting)
 	err = a.retryStartupCheck(ctx, err, func() bool { return true }, limit)
 	if err == nil {
@@ -143,7 +143,7 @@ func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() 
 		if ctx.Err() != nil {
 			return err
 		}
-		a.failure.Store(&err)
+		a.failure.Store(new(err))
 	}
 }
 

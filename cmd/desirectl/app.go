@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 )
 
@@ -53,6 +54,9 @@ type app struct {
 	// newDiscovery returns a resolver backed by the cluster of kubeconfig (a path or a
 	// $KUBECONFIG list), or an error when the cluster cannot be reached.
 	newDiscovery func(ctx context.Context, kubeconfig string, warn func(string)) (resolver, error)
+	// setupLogs, when set, replaces logs.Setup: tests that run an applier in this process
+	// must not swap klog's process-wide logger under its goroutines (klog does not lock it).
+	setupLogs func(w io.Writer, verbosity int) logr.Logger
 
 	flags globalFlags
 	root  *cobra.Command

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
 )
@@ -145,6 +149,33 @@ type e2eStack struct {
 
 const e2eCluster = "mc01"
 
+// e2eKlog is klog's process-wide output while the integration tests run an applier in the
+// process: desirectl's logs.Setup swaps klog's logger, which klog reads unlocked from client-go's
+// goroutines, so the harness sets it up once (before the first applier starts) and each run
+// only points this writer at its stderr, as the binary's own klog lines would go there.
+var (
+	e2eKlog     = &switchWriter{w: io.Discard}
+	e2eKlogOnce sync.Once
+)
+
+// switchWriter writes to its current target, which may change under concurrent writers.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) to(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
 // newE2EStack skips (or fails under CI / KAA_INTEGRATION=1) without the local stack.
 func newE2EStack(t *testing.T, prefixLetter string, opts ...api.TableOption) *e2eStack {
 	t.Helper()
@@ -157,6 +188,7 @@ func newE2EStack(t *testing.T, prefixLetter string, opts ...api.TableOption) *e2
 		}
 		t.Skip(msg)
 	}
+	e2eKlogOnce.Do(func() { logs.Setup(e2eKlog, 0) })
 	t.Setenv("AWS_ACCESS_KEY_ID", fmt.Sprintf("desirectl%d", rand.Int64()))
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
 	t.Setenv("AWS_REGION", "")
@@ -179,8 +211,14 @@ func newE2EStack(t *testing.T, prefixLetter string, opts ...api.TableOption) *e2
 // run runs desirectl with args and stdin; mustRun fails the test on a non-zero exit.
 func (s *e2eStack) run(ctx context.Context, t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	// syncBuffers: klog's lines of the applier's goroutines reach errb too (e2eKlog).
+	var out, errb syncBuffer
 	a := newApp(strings.NewReader(stdin), &out, &errb)
+	a.setupLogs = func(w io.Writer, v int) logr.Logger {
+		e2eKlog.to(w)
+		return textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(w)))
+	}
+	defer e2eKlog.to(io.Discard)
 	a.getenv = func(k string) string {
 		if k == configEnv {
 			return filepath.Join(s.dir, "config.yaml")

@@ -42,7 +42,11 @@ func (a *app) newRootCommand() *cobra.Command {
 	// The libraries' logs (client-go, the AWS SDK) go to stderr in klog's format at -v, as
 	// kube-applier-aws writes them; at 0 only what they log without a verbosity (errors, warnings).
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
-		cmd.SetContext(logr.NewContext(cmd.Context(), logs.Setup(a.stderr, a.flags.verbosity)))
+		setup := logs.Setup
+		if a.setupLogs != nil {
+			setup = a.setupLogs
+		}
+		cmd.SetContext(logr.NewContext(cmd.Context(), setup(a.stderr, a.flags.verbosity)))
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageErrorf("%v", err)

@@ -34,6 +34,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // lines returns the logged lines that contain every one of the strings.
 func (b *syncBuffer) lines(all ...string) []string {
 	b.mu.Lock()

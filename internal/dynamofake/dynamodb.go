@@ -2,6 +2,7 @@ package dynamofake
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -54,12 +55,13 @@ func (d *DB) DropTable(table string) {
 	d.tableLocked(table).items = map[string]item{}
 }
 
-// Item returns the stored item, or nil.
+// Item returns a copy of the stored item, or nil: a test changes the copy and stores it with
+// PutRaw while the applier's goroutines may read the stored one.
 func (d *DB) Item(table, id string) map[string]types.AttributeValue {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t := d.tables[table]; t != nil {
-		return t.items[id]
+		return maps.Clone(t.items[id])
 	}
 	return nil
 }

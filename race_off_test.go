@@ -1,0 +1,7 @@
+//go:build !race
+
+package kubeapplier
+
+// raceSlowdown scales the wall-clock windows the invariant world allows; 1 without the race
+// detector (race_on_test.go).
+const raceSlowdown = 1
