@@ -120,3 +120,9 @@ var ErrNotFound = api.ErrNotFound
 
 // IsNotFoundError reports whether err wraps ErrNotFound.
 func IsNotFoundError(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// DesireOf returns the desire an informer's object holds: obj as an event handler added to
+// DesireInformer.Informer receives it (on a delete, a cache.DeletedFinalStateUnknown
+// included), or an object of its indexer; false when obj holds none. Desires are the api
+// module's types, not runtime.Objects: the informers hold them in envelopes.
+func DesireOf(obj any) (Desire, bool) { return stream.DesireOf(obj) }
