@@ -9,7 +9,7 @@ import (
 
 // newController builds the controller of cfg (internal/controller) with the root's parts:
 // an ApplyDesire controller scrubs every verdict of its Secret values, rivals or not; a
-// DynamoDB status Table stamps and fences each write with the term's number and lists its
+// DynamoDB status Table (internal/tables) marks and fences each write with the term's number and lists its
 // write marks for the periodic check of the status cache, from its StatusCheckIndexName GSI or,
 // without one, a Scan of the table; another status client, a test's fake, writes unfenced and
 // is not checked.

@@ -367,7 +367,7 @@ func takeTwo(q workqueue.TypedInterface[string]) []string {
 func TestStatusWriteDuringARenewalGapIsRetried(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as internal/tables' Table lists them
 	var valid atomic.Bool
 	valid.Store(true)
 	w := h.c.NewWriter(fencing.Term{Number: 5, CallTimeout: time.Second, Valid: valid.Load})

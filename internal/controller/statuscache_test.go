@@ -178,7 +178,7 @@ func (f readReconcilerFunc) Reconcile(ctx context.Context, d *api.ReadDesire) Ve
 func TestStatusVanishedIsWrittenBack(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as internal/tables' Table lists them
 	for _, id := range []string{"a", "b", "c"} {
 		h.sync(t, applyDesire(id, cmJSON(id)))
 	}
@@ -260,7 +260,7 @@ func sameSet(a, b []string) bool {
 func TestStatusRewrittenAtTheSameVersionIsFound(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, scopeReconciler{})
-	h.c.ListWriteMarks = h.status.marks // as the root's Table lists them
+	h.c.ListWriteMarks = h.status.marks // as internal/tables' Table lists them
 	h.sync(t, applyDesire("a", cmJSON("a")))
 	w := h.c.Writer()
 

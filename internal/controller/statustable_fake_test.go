@@ -9,7 +9,7 @@ import (
 )
 
 // memTable fakes a StatusTable (and a SpecReader) in memory: documents by ID, versions
-// counted on write as the root's Table counts them, an item over DynamoDB's limit refused
+// counted on write as internal/tables' Table counts them, an item over DynamoDB's limit refused
 // as the Table refuses it (api.ItemTooLargeError), every call counted by method name, and
 // errors injected per method; name tells the tables of a test apart.
 type memTable[T api.Desire] struct {
@@ -168,7 +168,7 @@ func (m *memTable[T]) ListIDs(context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// marks lists the write mark of every document, as the root's Table lists them for the
+// marks lists the write mark of every document, as internal/tables' Table lists them for the
 // status check (Config.ListWriteMarks: one projected Scan, counted as "ListWriteMarks").
 func (m *memTable[T]) marks(context.Context) (map[string]WriteMark, error) {
 	m.mu.Lock()

@@ -136,7 +136,7 @@ func (m *memTable[T]) Replace(_ context.Context, d T) (T, error) {
 	return clone(d), nil
 }
 
-// fits refuses d over DynamoDB's item limit, as the root's Table does before a put.
+// fits refuses d over DynamoDB's item limit, as internal/tables' Table does before a put.
 func (m *memTable[T]) fits(d T) error {
 	item, err := api.EncodeItem(d)
 	if err != nil {

@@ -367,7 +367,7 @@ func TestReviewRelistSkipsAppliedVersion(t *testing.T) {
 	if d := detectDrift(applied, stale, applied.resourceVersion, true, "kaa", time.Unix(101, 0)); d == nil {
 		t.Errorf("relist path: a same-second rewrite after our apply (rv 100 -> 101, nothing moved) is not seen as drift")
 	}
-	// The add path (a new watch's first list) is the root package's
+	// The add path (a new watch's first list) is internal/reconcile's
 	// TestReviewStaleWriteBeforeFirstList, end to end.
 }
 
