@@ -59,8 +59,10 @@ func EncodeItem(d Desire) (Item, error) {
 }
 
 // DecodeItem fills d from a DynamoDB item written by the applier, by EncodeItem or by a
-// backend using the same layout (the AWS CLI's or boto3's items included). Attributes it does
-// not know are ignored. Errors wrap ErrInvalidItem: no string `documentID`, a mistyped
+// backend using the same layout (the AWS CLI's or boto3's items included). Top-level attributes
+// it does not know are ignored; those of `spec` (and of its `targetItem`) are recorded for
+// CommonSpec.UnknownAttributes, so that the applier refuses what a newer applier may mean by
+// them (docs/contract.md "Forward safety"). Errors wrap ErrInvalidItem: no string `documentID`, a mistyped
 // attribute, kubeContent that is not a string of valid JSON.
 func DecodeItem(item Item, d Desire) error {
 	if id, ok := item[AttrDocumentID].(*types.AttributeValueMemberS); !ok || id.Value == "" {
@@ -70,6 +72,7 @@ func DecodeItem(item Item, d Desire) error {
 		return fmt.Errorf("%w: %s %s: %w", ErrInvalidItem, d.Kind(), IDOf(item), err)
 	}
 	d.Meta().KeepTimeSpellings(item)
+	d.Common().unknown = unknownSpecAttributes(item, d.Kind())
 	if attr, raw := d.content(); raw != nil {
 		valid := json.Valid
 		ad, isApply := d.(*ApplyDesire)

@@ -84,6 +84,9 @@ type CommonSpec struct {
 	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
 	// ClusterID is the hosted cluster the desire belongs to (informational).
 	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
+	// unknown holds the `spec` attributes DecodeItem did not map (UnknownAttributes); never
+	// encoded. Unexported so that only the decoder sets it.
+	unknown string
 }
 
 // Condition is one entry of a status's `conditions` list, as stored: the fields of
