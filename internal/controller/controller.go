@@ -615,7 +615,9 @@ func (c *Controller[T]) Sync(ctx context.Context, id string) (Verdict, error) {
 }
 
 // Judge is the reconcile of d, or the controller's own refusal of a desire that is not
-// ours to carry out (undecodable, another management cluster).
+// ours to carry out (undecodable, another management cluster, a spec attribute this applier
+// does not know: docs/contract.md "Forward safety"). A refusal calls no reconciler, so no
+// wrapper of Options.Reconcilers acts on such a desire either.
 func (c *Controller[T]) Judge(ctx context.Context, d T) Verdict {
 	id := d.Meta().DocumentID
 	switch {
@@ -626,6 +628,11 @@ func (c *Controller[T]) Judge(ctx context.Context, d T) Verdict {
 		c.forgetDesire(id) // not ours (any more): drop what the reconciler holds for it
 		return Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 			"spec.managementCluster is %q but this applier serves %q", d.Common().ManagementCluster, c.Cluster))
+	case len(d.Common().UnknownAttributes()) > 0:
+		// Forward safety: the attribute may be an option of a newer applier (applyPolicy:
+		// ReadOnly); acting with today's default could write what was only to be read.
+		c.forgetDesire(id)
+		return Refused(api.ReasonPreCheckFailed, unknownAttributesMessage(c.Kind, d.Common().UnknownAttributes()))
 	}
 	if c.ObjectRules == nil {
 		return c.Reconciler.Reconcile(ctx, d)
