@@ -34,7 +34,7 @@ install:
 # RACE_MODULES (examples/controller-runtime runs a built binary, examples/monitoring parses
 # PromQL: nothing for the detector). The second pass adds ~5-7 min on 2 cores
 # (the root package ~5 of them; the first pass takes ~4); the invariant
-# world's time windows scale under it (race_on_test.go).
+# world's time windows scale under it (applier_invariants_raceon_test.go).
 RACE_MODULES := api
 test:
 	@started=; \
@@ -90,7 +90,7 @@ bench:
 	if [ -n "$$started" ]; then $(STACK) down; fi; \
 	exit $$rc
 
-# Chaos tests (chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
+# Chaos tests (applier_chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
 # leaders, throttle DynamoDB. They run on a stack of their own (.stack-chaos, DynamoDB with
 # -dbPath so a restart keeps the tables), started fresh and always stopped afterwards; the
 # development stack is left alone. About 5 minutes on 2 cores.

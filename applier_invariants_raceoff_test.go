@@ -3,5 +3,5 @@
 package kubeapplier
 
 // raceSlowdown scales the wall-clock windows the invariant world allows; 1 without the race
-// detector (race_on_test.go).
+// detector (applier_invariants_raceon_test.go).
 const raceSlowdown = 1
