@@ -72,12 +72,13 @@ func (p *prewarmer) stop() {
 	<-p.done
 }
 
-// prewarm hands d, when an ApplyDesire of this management cluster that the term's specs Scan
+// prewarm hands d, when an ApplyDesire of this management cluster (decoded, no spec attribute
+// this applier does not know: it is refused, nothing read for it) that the term's specs Scan
 // has just decoded, to the term's prewarmer.
 func (a *Applier) prewarm(d Desire) {
 	ad, ok := d.(*ApplyDesire)
 	p := a.prewarming.Load()
-	if ok && p != nil && ad.Invalid == "" && ad.Spec.ManagementCluster == a.opts.ManagementCluster {
+	if ok && p != nil && ad.Invalid == "" && len(ad.Spec.UnknownAttributes()) == 0 && ad.Spec.ManagementCluster == a.opts.ManagementCluster {
 		p.offer(ad)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -115,14 +116,22 @@ func (t *Desires[T]) validate(op string, d T) error {
 			return fmt.Errorf("%s %s in %s: %w: empty kubeContent", op, id, t.specs, ErrInvalidItem)
 		}
 	}
+	// A desire read from an item of a newer backend: EncodeItem writes only the attributes this
+	// module knows, so writing it would drop the others (an applyPolicy: ReadOnly would become
+	// a write). docs/contract.md, Forward safety.
+	if u := d.Common().UnknownAttributes(); len(u) > 0 {
+		return fmt.Errorf("%s %s in %s: %w: its spec holds attributes this module does not know (%s); writing it would drop them",
+			op, id, t.specs, ErrInvalidItem, strings.Join(u, ", "))
+	}
 	return nil
 }
 
 // Create writes d as a new spec and returns what was stored: Version 1, CreateTime and
 // UpdateTime now (UTC), ManagementCluster the client's when empty, no status (a spec's status
 // is never read by the applier). d itself is not changed. Errors: ErrInvalidItem, before any
-// call, for an empty or reserved documentID (IsReservedID) or an ApplyDesire with an empty
-// kubeContent; ErrAlreadyExists when the documentID is taken (delete it first),
+// call, for an empty or reserved documentID (IsReservedID), an ApplyDesire with an empty
+// kubeContent, or a desire decoded with spec attributes this module does not know
+// (CommonSpec.UnknownAttributes: writing it would drop them); ErrAlreadyExists when the documentID is taken (delete it first),
 // ErrItemTooLarge, the SDK's (all wrapped).
 func (t *Desires[T]) Create(ctx context.Context, d T) (T, error) {
 	var zero T

@@ -317,6 +317,8 @@ func TestCreateReplaceRefuseInvalid(t *testing.T) {
 		{"empty kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage{} }},
 		{"blank kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage(" \n") }},
 		{"null kubeContent", func(d *ApplyDesire) { d.Spec.KubeContent = json.RawMessage("null") }},
+		// Decoded from a newer backend's item (DecodeItem records them): writing would drop them.
+		{"spec attributes this module does not know", func(d *ApplyDesire) { d.Spec.unknown = "applyPolicy" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -198,6 +200,12 @@ func put[T api.Desire](ctx context.Context, t kindTables[T], d T, rewrite bool) 
 		}
 		if err != nil {
 			return zero, "", dbError(err)
+		}
+		// A newer backend's options: rewriting the spec would drop them (an applyPolicy:
+		// ReadOnly would become a write). docs/contract.md, Forward safety.
+		if u := cur.Common().UnknownAttributes(); len(u) > 0 {
+			return zero, "", fmt.Errorf("%s holds spec attributes this desirectl does not know (%s): a newer backend wrote them "+
+				"and rewriting it would drop them; use a newer desirectl, or remove the desire first: %w", id, strings.Join(u, ", "), api.ErrInvalidItem)
 		}
 		if !rewrite && sameSpec(cur, d) && !failedAt(ctx, t, cur) {
 			return cur, putUnchanged, nil

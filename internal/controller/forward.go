@@ -20,6 +20,6 @@ func unknownAttributesMessage(kind api.DesireKind, unknown []string) string {
 	if len(quoted) > 1 {
 		subject, pronoun = "spec attributes "+strings.Join(quoted, ", ")+" are", "them"
 	}
-	return fmt.Sprintf("%s not known to this applier (the %s spec holds %s): a newer applier may understand %s; "+
+	return fmt.Sprintf("%s not known to this applier (the %s spec may hold only %s): a newer applier may understand %s; "+
 		"refusing rather than acting with a default", subject, kind, strings.Join(api.KnownSpecAttributes(kind), ", "), pronoun)
 }

@@ -113,10 +113,10 @@ func TestUnknownAttributesMessage(t *testing.T) {
 		unknown []string
 		want    string
 	}{
-		{api.KindApplyDesire, []string{"applyPolicy"}, `spec attribute "applyPolicy" is not known to this applier (the ApplyDesire spec holds clusterID, managementCluster): ` +
+		{api.KindApplyDesire, []string{"applyPolicy"}, `spec attribute "applyPolicy" is not known to this applier (the ApplyDesire spec may hold only clusterID, managementCluster): ` +
 			"a newer applier may understand it; refusing rather than acting with a default"},
 		{api.KindDeleteDesire, []string{"propagationPolicy", "targetItem.uid"}, `spec attributes "propagationPolicy", "targetItem.uid" are not known to this applier ` +
-			"(the DeleteDesire spec holds clusterID, managementCluster, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
+			"(the DeleteDesire spec may hold only clusterID, managementCluster, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
 	} {
 		if got := unknownAttributesMessage(tc.kind, tc.unknown); got != tc.want {
 			t.Errorf("unknownAttributesMessage(%s, %q) =\n%s\nwant\n%s", tc.kind, tc.unknown, got, tc.want)

@@ -18,13 +18,22 @@ func familyKey(group, namespace, name string) string { return group + "/" + name
 
 // ObjectKey names the object an ApplyDesire's kubeContent applies (api.ApplyDesire.ObjectKey:
 // "group/Kind/namespace/name", any version, read once when the desire was decoded). "" when
-// the desire is undecodable or its content names no object (it is refused by its reconciler
-// anyway).
+// the desire will not be carried out (undecodable, or a spec attribute this applier does not
+// know: the controller refuses it) or its content names no object (it is refused by its
+// reconciler anyway): such a desire is no rival of any other.
 func ObjectKey(d *api.ApplyDesire) string {
-	if d.Invalid != "" {
+	if !carriedOut(d.Invalid, d.Spec.CommonSpec) {
 		return ""
 	}
 	return d.ObjectKey()
+}
+
+// carriedOut reports whether a desire may be carried out at all: it decoded (invalid is "")
+// and its spec holds no attribute this applier does not know (docs/contract.md, Forward
+// safety). A desire that is refused before its reconciler applies and deletes nothing, so it
+// neither keeps an object nor wins over an ApplyDesire.
+func carriedOut(invalid string, spec api.CommonSpec) bool {
+	return invalid == "" && len(spec.UnknownAttributes()) == 0
 }
 
 // applyFamily is an ApplyDesire's familyIndex key: its kubeContent's object ("" when it names
@@ -43,7 +52,7 @@ func familyOf(objectKey string) string {
 // deleteFamily is a DeleteDesire's familyIndex key: its targetItem ("" when it names none).
 func deleteFamily(d *api.DeleteDesire) string {
 	t := d.Spec.TargetItem
-	if d.Invalid == "" && t.Name != "" && t.Resource != "" {
+	if carriedOut(d.Invalid, d.Spec.CommonSpec) && t.Name != "" && t.Resource != "" {
 		return familyKey(t.Group, t.Namespace, t.Name)
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
@@ -77,4 +78,20 @@ func (s *specs[T]) Get(_ context.Context, id string) (T, error) {
 		return none, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
 	return d, nil
+}
+
+// withSpecAttribute returns d as DecodeItem reads it from an item whose spec also holds name:
+// a desire a newer backend wrote with an option this applier does not know.
+func withSpecAttribute[T api.Desire](t *testing.T, d T, name string) T {
+	t.Helper()
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item[api.AttrSpec].(*types.AttributeValueMemberM).Value[name] = &types.AttributeValueMemberS{Value: "x"}
+	out := api.NewDesire[T]()
+	if err := api.DecodeItem(item, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -131,7 +131,7 @@ func (r Rules) sameObject(s subject) []*api.ApplyDesire {
 func (r Rules) applyRivals(s subject) []*api.ApplyDesire {
 	var out []*api.ApplyDesire
 	for _, o := range r.sameObject(s) {
-		if o.Invalid == "" && o.Spec.ManagementCluster == r.Cluster {
+		if carriedOut(o.Invalid, o.Spec.CommonSpec) && o.Spec.ManagementCluster == r.Cluster {
 			out = append(out, o)
 		}
 	}
@@ -172,7 +172,7 @@ func (r Rules) deleteRivals(s subject) []*api.DeleteDesire {
 // a non-canonical spelling is refused by its own reconciler and deletes nothing, so it does
 // not win).
 func (r Rules) isDeleteRival(s subject, dd *api.DeleteDesire) bool {
-	if dd.Invalid != "" || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != s.family {
+	if !carriedOut(dd.Invalid, dd.Spec.CommonSpec) || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != s.family {
 		return false
 	}
 	ad := s.ad
@@ -232,7 +232,7 @@ func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDes
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case cur.Invalid != "" || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
+	case !carriedOut(cur.Invalid, cur.Spec.CommonSpec) || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
 		return nil, nil
 	case cur.CreateTime.Equal(keeper.CreateTime):
 		return keeper, nil

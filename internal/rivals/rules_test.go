@@ -64,6 +64,8 @@ func TestCheck(t *testing.T) {
 	olderElsewhere := applyDesire("older", cm("shared"), t0.Add(-time.Minute))
 	olderElsewhere.Spec.ManagementCluster = "mc02"
 	undecodable := fmt.Errorf("%w: attribute spec: not a map", api.ErrInvalidItem)
+	olderOption := withSpecAttribute(t, older, "applyPolicy")
+	delOption := withSpecAttribute(t, del, "propagationPolicy")
 	zFirst, aSecond := applyDesire("z-first", cm("shared"), t0.Add(time.Second)), applyDesire("a-second", cm("shared"), t0.Add(2*time.Second))
 
 	cases := []struct {
@@ -103,6 +105,9 @@ func TestCheck(t *testing.T) {
 			script: map[string][]answer[*api.ApplyDesire]{"older": {{err: undecodable}}}, want: want{}},
 		{name: "DeleteDesire undecodable in its table: no rival", deletes: []*api.DeleteDesire{del}, deleteHld: []*api.DeleteDesire{},
 			delScript: map[string][]answer[*api.DeleteDesire]{"del": {{err: undecodable}}}, want: want{}},
+		{name: "no rival: an older ApplyDesire refused for a spec attribute this applier does not know", applies: []*api.ApplyDesire{olderOption}, want: want{}},
+		{name: "no rival: a DeleteDesire refused for a spec attribute this applier does not know", deletes: []*api.DeleteDesire{delOption}, want: want{}},
+		{name: "keeper refused in its table for a spec attribute this applier does not know", applies: []*api.ApplyDesire{older}, applyHeld: []*api.ApplyDesire{olderOption}, want: want{}},
 		{name: "the keeper's note names the refused in the rule's order", applies: []*api.ApplyDesire{aSecond, zFirst}, want: want{refused: []string{"z-first", "a-second"}}},
 		{name: "a keeper that turns out gone after one re-incarnation, then its successor gone too", applies: []*api.ApplyDesire{older, sameTimeSmaller},
 			applyHeld: []*api.ApplyDesire{},
