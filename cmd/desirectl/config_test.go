@@ -109,6 +109,7 @@ func TestGlobalFlagsOverrideContext(t *testing.T) {
 	h := newHarness(t)
 	var got settings
 	a := newApp(nil, nil, nil)
+	a.setupLogs = testLogs // klog stays on e2eKlog (integration_test.go)
 	a.getenv = func(k string) string { return h.env[k] }
 	a.root = a.newRootCommand()
 	a.root.SetArgs([]string{"--management-cluster", "other", "--table-prefix", "", "--endpoint-url", "http://x", "config"})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,8 +120,10 @@ func newHarness(t *testing.T) *harness {
 // run runs one command line and returns stdout, stderr and the exit code.
 func (h *harness) run(args ...string) (string, string, int) {
 	h.t.Helper()
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	a := newApp(strings.NewReader(h.stdin), &out, &errb)
+	a.setupLogs = testLogs
+	defer e2eKlog.to(io.Discard)
 	a.getenv = func(k string) string { return h.env[k] }
 	a.userConfigDir = func() (string, error) { return filepath.Join(h.dir, "userconfig"), nil }
 	a.clock = h.clock

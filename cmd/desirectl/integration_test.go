@@ -158,6 +158,15 @@ var (
 	e2eKlogOnce sync.Once
 )
 
+// testLogs is the harnesses' app.setupLogs: klog stays on e2eKlog, pointed at this run's
+// stderr w, so no run leaves klog writing into a buffer of its own that a later test's
+// in-process applier would then write to from many goroutines.
+func testLogs(w io.Writer, v int) logr.Logger {
+	e2eKlogOnce.Do(func() { logs.Setup(e2eKlog, 0) })
+	e2eKlog.to(w)
+	return textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(w)))
+}
+
 // switchWriter writes to its current target, which may change under concurrent writers.
 type switchWriter struct {
 	mu sync.Mutex
@@ -214,10 +223,7 @@ func (s *e2eStack) run(ctx context.Context, t *testing.T, stdin string, args ...
 	// syncBuffers: klog's lines of the applier's goroutines reach errb too (e2eKlog).
 	var out, errb syncBuffer
 	a := newApp(strings.NewReader(stdin), &out, &errb)
-	a.setupLogs = func(w io.Writer, v int) logr.Logger {
-		e2eKlog.to(w)
-		return textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(w)))
-	}
+	a.setupLogs = testLogs
 	defer e2eKlog.to(io.Discard)
 	a.getenv = func(k string) string {
 		if k == configEnv {

@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 	"k8s.io/klog/v2"
 )
 
 // -v sets the verbosity of the libraries' logs (client-go logs through klog), written to
 // stderr in klog's text format.
 func TestVerbosityFlagRoutesLibraryLogs(t *testing.T) {
+	// This test swaps klog's logger (logs.Setup) on purpose; the tests after it get e2eKlog back.
+	t.Cleanup(func() { e2eKlogOnce.Do(func() {}); logs.Setup(e2eKlog, 0) })
 	t.Cleanup(func() {
 		klog.ClearLogger()
 		var l klog.Level

@@ -15,6 +15,7 @@ import (
 // Every runnable command takes -o (a command group only prints help).
 func TestEveryCommandTakesOutput(t *testing.T) {
 	a := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	a.setupLogs = testLogs // klog stays on e2eKlog (integration_test.go)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {

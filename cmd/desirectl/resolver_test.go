@@ -40,6 +40,7 @@ func TestResolveType(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newApp(nil, nil, &discard{})
+			a.setupLogs = testLogs // klog stays on e2eKlog (integration_test.go)
 			a.getenv = func(k string) string {
 				if k == "KUBECONFIG" && tc.discovery {
 					return "/fake"

@@ -55,6 +55,7 @@ func TestTablesCreate(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
 		a := newApp(strings.NewReader(""), &out, &errb)
+		a.setupLogs = testLogs // klog stays on e2eKlog (integration_test.go)
 		a.getenv = func(k string) string { return h.env[k] }
 		a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return admin, nil }
 		code := a.run(context.Background(), append([]string{"tables", "create"}, args...))
@@ -107,6 +108,7 @@ func TestTablesDelete(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
 		a := newApp(strings.NewReader(""), &out, &errb)
+		a.setupLogs = testLogs // klog stays on e2eKlog (integration_test.go)
 		a.getenv = func(k string) string { return h.env[k] }
 		a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return admin, nil }
 		code := a.run(context.Background(), append([]string{"tables", "delete"}, args...))

@@ -113,9 +113,8 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 		`kube_applier_reconcile_total{kind="ApplyDesire",management_cluster="mc01",reason="NoErrors"}`,
 		`controller_runtime_reconcile_total{controller="seen-by",result="success"}`,
 	} {
-		if v := leader.metric(m); v < 1 {
-			t.Fatalf("leader's /metrics: %s = %v, want >= 1", m, v)
-		}
+		// Counted once the reconcile returns, just after its status write that waitApplied saw.
+		testenv.WaitUntil(t, 10*time.Second, "leader's /metrics: "+m+" >= 1", func() bool { return leader.metric(m) >= 1 })
 	}
 	if !strings.Contains(leader.log.String(), "kubeapplier\treconciling") {
 		t.Fatal("the applier's lines are not in the manager's log (logger name kubeapplier)")
