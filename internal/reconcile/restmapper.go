@@ -338,7 +338,12 @@ func (r *targetResolver) proof() (map[string][]string, error) {
 		return nil, errors.New("no discovery client to prove it")
 	}
 	if tm, ok := r.mapper.(*throttledMapper); ok && tm.stale() {
-		return nil, errors.New("discovery was refreshed less than a second ago; retrying")
+		// Run the reset skipped since the last one, once its second has passed: otherwise, while
+		// other desires keep asking for resets, every proof could meet a skipped one.
+		tm.Reset()
+		if tm.stale() {
+			return nil, errors.New("discovery was refreshed less than a second ago; retrying")
+		}
 	}
 	return r.groups()
 }

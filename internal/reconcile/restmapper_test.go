@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -124,5 +125,34 @@ func TestThrottledMapperCopiesTheFirstAnswer(t *testing.T) {
 	second, _ := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
 	if mine.Resource.Resource != "configmaps" || second.Resource.Resource != "configmaps" {
 		t.Fatalf("the mapper's own %q, a later caller's %q: want both configmaps", mine.Resource.Resource, second.Resource.Resource)
+	}
+}
+
+// TestProofRunsThePendingReset: a proof that "not served" meets a reset skipped since the last
+// one (stale) runs that reset itself once its second has passed, rather than waiting for
+// another desire to ask for one: while desires in back-off keep asking within each second, a
+// proof that only waited could meet a skipped reset every time.
+func TestProofRunsThePendingReset(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lastReset time.Duration // before now
+		wantProof bool
+	}{
+		{"the last reset ran less than a second ago: retry", 100 * time.Millisecond, false},
+		{"its second has passed: the pending reset runs, then the proof", 2 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := newMapper()
+			m := &throttledMapper{ResettableRESTMapper: inner, last: time.Now().Add(-tc.lastReset), skipped: true}
+			proved := 0
+			r := &targetResolver{mapper: m, groups: func() (map[string][]string, error) { proved++; return map[string][]string{"": {"configmaps"}}, nil }}
+			_, err := r.proof()
+			if got := err == nil && proved == 1; got != tc.wantProof {
+				t.Fatalf("proof: err %v, discovery listed %d times; want proven %v", err, proved, tc.wantProof)
+			}
+			if tc.wantProof && (m.stale() || inner.resets != 1) {
+				t.Fatalf("after the proof: stale %v, inner resets %d; want the pending reset run once", m.stale(), inner.resets)
+			}
+		})
 	}
 }
