@@ -28,6 +28,9 @@ const (
 	ReasonTargetConflict     = api.ReasonTargetConflict
 	ReasonDriftConflict      = api.ReasonDriftConflict
 	ReasonStaleFieldOwners   = api.ReasonStaleFieldOwners
+	ReasonTargetAbsent       = api.ReasonTargetAbsent
+	ReasonApplyConflict      = api.ReasonApplyConflict
+	ReasonHealthRuleInvalid  = api.ReasonHealthRuleInvalid
 )
 
 // DynamoDBMetadata is the document metadata every desire carries (api.DynamoDBMetadata: the

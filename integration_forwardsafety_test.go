@@ -17,9 +17,10 @@ import (
 // TestIntegrationForwardSafety (issue #40 item 9): a spec attribute this applier does not know
 // may be an option of a newer applier, so the desire is refused (PreCheckFailed naming it)
 // and never acted on with a default. On the real stack, with items written raw as a newer
-// backend writes them: an ApplyDesire with `applyPolicy: ReadOnly` does not create its
-// object; DeleteDesires with `propagationPolicy` or a newer targetItem field do not delete
-// their target; a ReadDesire with `fields` mirrors nothing. The ApplyDesire written again
+// backend writes them: an ApplyDesire with `suspend: true` does not create its object, nor one
+// with an applyPolicy value this applier does not know; DeleteDesires with `gracePeriodSeconds`
+// or a newer targetItem field do not delete their target; a ReadDesire with `projection`
+// mirrors nothing. The ApplyDesire written again
 // without the attribute is applied (the refusal was the attribute's).
 func TestIntegrationForwardSafety(t *testing.T) {
 	e := startE2E(t, nil)
@@ -59,34 +60,44 @@ func TestIntegrationForwardSafety(t *testing.T) {
 		}
 	}
 
-	// ApplyDesire, applyPolicy ReadOnly: today's default would create the object.
+	// ApplyDesire, suspend: today's default would create the object.
 	ro := applyDesire("fwd-readonly", e.configMap("fwd-readonly", map[string]string{"a": "1"}))
 	ro.Version = 1
-	put(e.applyS.Name(), ro, map[string]ddbtypes.AttributeValue{"applyPolicy": s("ReadOnly")})
-	refused(waitCondition(e, e.specs.ApplyDesireStatus(), "fwd-readonly", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second), "applyPolicy")
+	put(e.applyS.Name(), ro, map[string]ddbtypes.AttributeValue{"suspend": &ddbtypes.AttributeValueMemberBOOL{Value: true}})
+	refused(waitCondition(e, e.specs.ApplyDesireStatus(), "fwd-readonly", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second), "suspend")
+	// A known option with a value this applier does not know: refused the same way.
+	newer := applyDesire("fwd-newer-policy", e.configMap("fwd-newer-policy", map[string]string{"a": "1"}))
+	newer.Version = 1
+	put(e.applyS.Name(), newer, map[string]ddbtypes.AttributeValue{"applyPolicy": s("ReadOnlyOnce")})
+	if msg := condition(waitCondition(e, e.specs.ApplyDesireStatus(), "fwd-newer-policy", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second),
+		ConditionSuccessful).Message; !strings.Contains(msg, `spec.applyPolicy is "ReadOnlyOnce", a value this applier does not know`) {
+		t.Errorf("fwd-newer-policy: message %q does not name the value", msg)
+	}
 
 	// DeleteDesires of two ConfigMaps that exist: neither is deleted.
 	e.createConfigMap("fwd-keep-1", map[string]string{"k": "1"})
 	e.createConfigMap("fwd-keep-2", map[string]string{"k": "2"})
 	orphan := deleteDesire("fwd-orphan", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "fwd-keep-1"})
-	put(e.deleteS.Name(), orphan, map[string]ddbtypes.AttributeValue{"propagationPolicy": s("Orphan")})
+	put(e.deleteS.Name(), orphan, map[string]ddbtypes.AttributeValue{"gracePeriodSeconds": &ddbtypes.AttributeValueMemberN{Value: "0"}})
 	uid := deleteDesire("fwd-uid", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "fwd-keep-2"})
 	put(e.deleteS.Name(), uid, map[string]ddbtypes.AttributeValue{"targetItem.uid": s("00000000-0000-4000-8000-000000000000")})
-	refused(waitCondition(e, e.specs.DeleteDesireStatus(), "fwd-orphan", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second), "propagationPolicy")
+	refused(waitCondition(e, e.specs.DeleteDesireStatus(), "fwd-orphan", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second), "gracePeriodSeconds")
 	refused(waitCondition(e, e.specs.DeleteDesireStatus(), "fwd-uid", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second), "targetItem.uid")
 
-	// ReadDesire, fields: nothing is mirrored (not the whole object in place of the fields).
+	// ReadDesire, projection: nothing is mirrored (not the whole object in its place).
 	rd := readDesire("fwd-fields", TargetItem{Version: "v1", Resource: "configmaps", Namespace: e.ns, Name: "fwd-keep-1"})
-	put(e.readS.Name(), rd, map[string]ddbtypes.AttributeValue{"fields": &ddbtypes.AttributeValueMemberL{Value: []ddbtypes.AttributeValue{s("/data")}}})
+	put(e.readS.Name(), rd, map[string]ddbtypes.AttributeValue{"projection": &ddbtypes.AttributeValueMemberL{Value: []ddbtypes.AttributeValue{s("/data")}}})
 	rst := waitCondition(e, e.specs.ReadDesireStatus(), "fwd-fields", 1, ConditionFalse, ReasonPreCheckFailed, 30*time.Second)
-	refused(rst, "fields")
+	refused(rst, "projection")
 	if rst.Status.KubeContent != nil {
 		t.Errorf("the refused ReadDesire mirrored the object: %s", rst.Status.KubeContent)
 	}
 
 	// The cluster is as it was: nothing created, nothing deleted.
-	if _, err := e.getConfigMap("fwd-readonly"); !apierrors.IsNotFound(err) {
-		t.Errorf("the ReadOnly ApplyDesire's object: got %v, want NotFound (it was applied)", err)
+	for _, name := range []string{"fwd-readonly", "fwd-newer-policy"} {
+		if _, err := e.getConfigMap(name); !apierrors.IsNotFound(err) {
+			t.Errorf("the refused ApplyDesire's object %s: got %v, want NotFound (it was applied)", name, err)
+		}
 	}
 	for _, name := range []string{"fwd-keep-1", "fwd-keep-2"} {
 		cm, err := e.getConfigMap(name)
@@ -104,6 +115,6 @@ func TestIntegrationForwardSafety(t *testing.T) {
 	put(e.applyS.Name(), ro, nil)
 	waitCondition(e, e.specs.ApplyDesireStatus(), "fwd-readonly", 2, ConditionTrue, ReasonNoErrors, 30*time.Second)
 	if _, err := e.getConfigMap("fwd-readonly"); err != nil {
-		t.Errorf("the ApplyDesire without applyPolicy was not applied: %v", err)
+		t.Errorf("the ApplyDesire without suspend was not applied: %v", err)
 	}
 }

@@ -123,6 +123,11 @@ func (t *Desires[T]) validate(op string, d T) error {
 		return fmt.Errorf("%s %s in %s: %w: its spec holds attributes this module does not know (%s); writing it would drop them",
 			op, id, t.specs, ErrInvalidItem, strings.Join(u, ", "))
 	}
+	// An option value the applier would refuse (PreCheckFailed) is refused here, before it is
+	// stored.
+	if err := CheckOptions(d); err != nil {
+		return fmt.Errorf("%s %s in %s: %w", op, id, t.specs, err)
+	}
 	return nil
 }
 

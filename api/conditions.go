@@ -58,4 +58,15 @@ const (
 	// the version and the managers. Not Degraded and never taken for the desire's fault;
 	// retried with back-off.
 	ReasonStaleFieldOwners = "StaleFieldOwners"
+	// ReasonTargetAbsent: a ReadOnly ApplyDesire's object does not exist (spec.applyPolicy);
+	// nothing is created. Not Degraded; looked at again when the object appears.
+	ReasonTargetAbsent = "TargetAbsent"
+	// ReasonApplyConflict: the apply would take fields other field managers own, and
+	// spec.forceConflicts is false; the message names the managers and the first field
+	// paths of the apiserver's 409. Retried when the object changes and at the resync.
+	ReasonApplyConflict = "ApplyConflict"
+	// ReasonHealthRuleInvalid (the Ready condition's reason, status Unknown): a CEL rule of
+	// spec.health does not compile, or failed on the object; the message names the rule.
+	// Successful is not changed by it.
+	ReasonHealthRuleInvalid = "HealthRuleInvalid"
 )

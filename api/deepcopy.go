@@ -13,6 +13,23 @@ func (d *ApplyDesire) DeepCopy() *ApplyDesire {
 	out := *d
 	out.Status.CommonStatus = d.Status.CommonStatus.DeepCopy()
 	out.Spec.KubeContent = bytes.Clone(d.Spec.KubeContent)
+	if d.Spec.ForceConflicts != nil {
+		force := *d.Spec.ForceConflicts
+		out.Spec.ForceConflicts = &force
+	}
+	out.Spec.IgnoreFields = slices.Clone(d.Spec.IgnoreFields)
+	for i := range out.Spec.IgnoreFields {
+		out.Spec.IgnoreFields[i].JSONPointers = slices.Clone(out.Spec.IgnoreFields[i].JSONPointers)
+	}
+	out.Spec.YieldToManagers = slices.Clone(d.Spec.YieldToManagers)
+	if d.Spec.StatusFeedback != nil {
+		out.Spec.StatusFeedback = &StatusFeedback{JSONPaths: slices.Clone(d.Spec.StatusFeedback.JSONPaths)}
+	}
+	if d.Spec.Health != nil {
+		health := *d.Spec.Health
+		out.Spec.Health = &health
+	}
+	out.Status.Feedback = slices.Clone(d.Status.Feedback)
 	return &out
 }
 
@@ -34,6 +51,7 @@ func (d *ReadDesire) DeepCopy() *ReadDesire {
 	out := *d
 	out.Status.CommonStatus = d.Status.CommonStatus.DeepCopy()
 	out.Status.KubeContent = bytes.Clone(d.Status.KubeContent)
+	out.Spec.Fields = slices.Clone(d.Spec.Fields)
 	return &out
 }
 

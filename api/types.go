@@ -84,6 +84,10 @@ type CommonSpec struct {
 	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
 	// ClusterID is the hosted cluster the desire belongs to (informational).
 	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
+	// Owner (`spec.owner`, S, optional) names who wrote the desire (a backend, a team). Rival
+	// desires of one object with different owners are reported with the rival's documentID
+	// and owner (TargetConflict); with the same owner, or none, the rival rules are unchanged.
+	Owner string `json:"owner,omitempty" dynamodbav:"owner,omitempty"`
 	// unknown holds the `spec` attributes DecodeItem did not map (UnknownAttributes); never
 	// encoded. Unexported so that only the decoder sets it.
 	unknown string
@@ -204,6 +208,22 @@ type ApplyDesireSpec struct {
 	// KubeContent is one Kubernetes object as JSON. Stored as compact JSON in the top-level
 	// attribute `spec_kubeContent`, not inside `spec`.
 	KubeContent json.RawMessage `json:"kubeContent,omitempty" dynamodbav:"-"`
+	// ApplyPolicy (`applyPolicy`, S): ApplyPolicyServerSideApply (default), ApplyPolicyCreateOnly
+	// or ApplyPolicyReadOnly; read it through Policy.
+	ApplyPolicy string `json:"applyPolicy,omitempty" dynamodbav:"applyPolicy,omitempty"`
+	// ForceConflicts (`forceConflicts`, BOOL): false leaves fields other managers own to them and
+	// reports ApplyConflict; nil (absent) is true. Read it through ForcesConflicts.
+	ForceConflicts *bool `json:"forceConflicts,omitempty" dynamodbav:"forceConflicts,omitempty"`
+	// IgnoreFields (`ignoreFields`, L of M): fields the apply leaves alone, and drift never
+	// repairs, under a condition.
+	IgnoreFields []IgnoreField `json:"ignoreFields,omitempty" dynamodbav:"ignoreFields,omitempty"`
+	// YieldToManagers (`yieldToManagers`, L of S): field managers (e.g. an HPA's) whose fields
+	// are never taken back.
+	YieldToManagers []string `json:"yieldToManagers,omitempty" dynamodbav:"yieldToManagers,omitempty"`
+	// StatusFeedback (`statusFeedback`, M): values of the object reported in status.feedback.
+	StatusFeedback *StatusFeedback `json:"statusFeedback,omitempty" dynamodbav:"statusFeedback,omitempty"`
+	// Health (`health`, M): CEL rules that replace kstatus for the Ready condition.
+	Health *HealthRules `json:"health,omitempty" dynamodbav:"health,omitempty"`
 }
 
 // ApplyDesireStatus reports the outcome of an ApplyDesire.
@@ -218,6 +238,9 @@ type ApplyDesireStatus struct {
 	// AppliedFieldsDigest is an order-independent hash (hex) of the field set the applier's
 	// Apply entry in managedFields held after the last apply.
 	AppliedFieldsDigest string `json:"appliedFieldsDigest,omitempty" dynamodbav:"appliedFieldsDigest,omitempty"`
+	// Feedback holds the values spec.statusFeedback asks for, read from an observed object
+	// (`feedback`, L of M); absent without statusFeedback.
+	Feedback []FeedbackValue `json:"feedback,omitempty" dynamodbav:"feedback,omitempty"`
 }
 
 // ApplyDesire is a document of the `...-applydesires` tables.
@@ -233,6 +256,9 @@ type ApplyDesire struct {
 type DeleteDesireSpec struct {
 	CommonSpec
 	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+	// PropagationPolicy (`propagationPolicy`, S): PropagationBackground (default),
+	// PropagationForeground or PropagationOrphan; read it through Propagation.
+	PropagationPolicy string `json:"propagationPolicy,omitempty" dynamodbav:"propagationPolicy,omitempty"`
 }
 
 // DeleteDesireStatus reports the outcome of a DeleteDesire.
@@ -252,6 +278,9 @@ type DeleteDesire struct {
 type ReadDesireSpec struct {
 	CommonSpec
 	TargetItem TargetItem `json:"targetItem" dynamodbav:"targetItem"`
+	// Fields (`fields`, L of S): RFC 6901 JSON Pointers; when set, status_kubeContent holds only
+	// these paths of the live object (and its apiVersion, kind and metadata name/namespace).
+	Fields []string `json:"fields,omitempty" dynamodbav:"fields,omitempty"`
 }
 
 // ReadDesireStatus carries the live object.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -74,7 +75,7 @@ func TestRead(t *testing.T) {
 					}
 					want := kubeapplier.ReadDesireSpec{CommonSpec: testCommon,
 						TargetItem: kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}}
-					if during == nil || during.Version != 1 || during.Spec != want {
+					if during == nil || during.Version != 1 || !reflect.DeepEqual(during.Spec, want) {
 						t.Fatalf("ReadDesire while waiting: %+v", during)
 					}
 					after := readSpec(t, h)

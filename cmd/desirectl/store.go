@@ -234,19 +234,24 @@ func failedAt[T api.Desire](ctx context.Context, t kindTables[T], cur T) bool {
 }
 
 // sameSpec reports whether two desires of one kind ask for the same thing: equal spec
-// fields, and for ApplyDesires kubeContent equal as JSON (key order and layout aside; numbers
-// compared as written, so 1 and 1.0 count as a change).
+// fields and options, and for ApplyDesires kubeContent equal as JSON (key order and layout
+// aside; numbers compared as written, so 1 and 1.0 count as a change).
 func sameSpec(a, b api.Desire) bool {
 	switch x := a.(type) {
 	case *api.ApplyDesire:
 		y, ok := b.(*api.ApplyDesire)
-		return ok && x.Spec.CommonSpec == y.Spec.CommonSpec && jsonEqual(x.Spec.KubeContent, y.Spec.KubeContent)
+		if !ok || !jsonEqual(x.Spec.KubeContent, y.Spec.KubeContent) {
+			return false
+		}
+		xs, ys := x.Spec, y.Spec
+		xs.KubeContent, ys.KubeContent = nil, nil
+		return reflect.DeepEqual(xs, ys)
 	case *api.DeleteDesire:
 		y, ok := b.(*api.DeleteDesire)
 		return ok && x.Spec == y.Spec
 	case *api.ReadDesire:
 		y, ok := b.(*api.ReadDesire)
-		return ok && x.Spec == y.Spec
+		return ok && reflect.DeepEqual(x.Spec, y.Spec)
 	}
 	return false
 }

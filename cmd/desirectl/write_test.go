@@ -50,7 +50,7 @@ func TestReapplyAfterAFailedVerdictWritesAgain(t *testing.T) {
 
 // A spec a newer backend wrote with options this desirectl does not know is never rewritten
 // (apply of the same or of an edited manifest, read, delete): EncodeItem would drop them, and
-// an applyPolicy: ReadOnly would become a write.
+// a newer "suspend: true" would become a write.
 func TestNoRewriteOverSpecAttributesOfANewerBackend(t *testing.T) {
 	h := newHarness(t)
 	file := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '1'}\n")
@@ -59,18 +59,18 @@ func TestNoRewriteOverSpecAttributesOfANewerBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	item["spec"].(*types.AttributeValueMemberM).Value["applyPolicy"] = &types.AttributeValueMemberS{Value: "ReadOnly"}
+	item["spec"].(*types.AttributeValueMemberM).Value["suspend"] = &types.AttributeValueMemberBOOL{Value: true}
 	table := tableName(api.SpecsTable, kubeapplier.KindApplyDesire)
 	h.db.PutRaw(table, item)
 	edited := h.writeFile("cm2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo}\ndata: {a: '2'}\n")
 	for _, f := range []string{file, edited} {
 		out, errOut, code := h.run("apply", "-f", f)
-		if code == 0 || !strings.Contains(errOut, "applyPolicy") {
-			t.Errorf("apply -f %s over a spec with applyPolicy: exit %d, stdout %q stderr %q; want a failure naming applyPolicy", f, code, out, errOut)
+		if code == 0 || !strings.Contains(errOut, "suspend") {
+			t.Errorf("apply -f %s over a spec with suspend: exit %d, stdout %q stderr %q; want a failure naming suspend", f, code, out, errOut)
 		}
 		got := h.db.Item(table, idFoo)
 		spec, _ := got["spec"].(*types.AttributeValueMemberM)
-		if spec == nil || spec.Value["applyPolicy"] == nil || h.specVersion(kubeapplier.KindApplyDesire, idFoo) != 1 {
+		if spec == nil || spec.Value["suspend"] == nil || h.specVersion(kubeapplier.KindApplyDesire, idFoo) != 1 {
 			t.Fatalf("apply -f %s rewrote the spec: %v", f, got)
 		}
 	}

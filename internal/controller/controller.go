@@ -634,6 +634,11 @@ func (c *Controller[T]) Judge(ctx context.Context, d T) Verdict {
 		c.forgetDesire(id)
 		return Refused(api.ReasonPreCheckFailed, unknownAttributesMessage(c.Kind, d.Common().UnknownAttributes()))
 	}
+	if err := api.CheckOptions(d); err != nil {
+		// The same rule for a value: an applyPolicy this applier does not know is not a default.
+		c.forgetDesire(id)
+		return Refused(api.ReasonPreCheckFailed, err.Error())
+	}
 	if c.ObjectRules == nil {
 		return c.Reconciler.Reconcile(ctx, d)
 	}

@@ -81,29 +81,77 @@ func TestJudgeRefusesUnknownSpecAttributes(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"apply, applyPolicy ReadOnly is not applied", func(t *testing.T) {
+		{"apply, a newer option is not applied", func(t *testing.T) {
 			judgeCase(t, api.KindApplyDesire, applyDesire("a1", cmJSON("c1")),
-				map[string]types.AttributeValue{"applyPolicy": s("ReadOnly")}, []string{"applyPolicy"})
+				map[string]types.AttributeValue{"rolloutStrategy": s("Canary")}, []string{"rolloutStrategy"})
 		}},
 		{"apply, several named", func(t *testing.T) {
 			judgeCase(t, api.KindApplyDesire, applyDesire("a2", cmJSON("c1")),
-				map[string]types.AttributeValue{"forceConflicts": &types.AttributeValueMemberBOOL{}, "owner": s("team-a")},
-				[]string{"forceConflicts", "owner"})
+				map[string]types.AttributeValue{"prune": &types.AttributeValueMemberBOOL{}, "wave": s("2")},
+				[]string{"prune", "wave"})
 		}},
-		{"delete, propagationPolicy is not deleted with a default", func(t *testing.T) {
+		{"apply, a newer key inside a known option", func(t *testing.T) {
+			judgeCase(t, api.KindApplyDesire, applyDesire("a3", cmJSON("c1")),
+				map[string]types.AttributeValue{"health": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+					"current": s("true"), "degraded": s("false")}}},
+				[]string{"health.degraded"})
+		}},
+		{"delete, a newer option is not deleted with a default", func(t *testing.T) {
 			judgeCase(t, api.KindDeleteDesire, deleteDesire("d1", target),
-				map[string]types.AttributeValue{"propagationPolicy": s("Orphan")}, []string{"propagationPolicy"})
+				map[string]types.AttributeValue{"gracePeriodSeconds": s("0")}, []string{"gracePeriodSeconds"})
 		}},
 		{"delete, a newer targetItem field", func(t *testing.T) {
 			judgeCase(t, api.KindDeleteDesire, deleteDesire("d2", target),
 				map[string]types.AttributeValue{"targetItem.uid": s("u-1")}, []string{"targetItem.uid"})
 		}},
-		{"read, fields is not mirrored whole", func(t *testing.T) {
+		{"read, a newer option is not mirrored whole", func(t *testing.T) {
 			judgeCase(t, api.KindReadDesire, readDesire("r1", target),
-				map[string]types.AttributeValue{"fields": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("/data")}}}, []string{"fields"})
+				map[string]types.AttributeValue{"format": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("yaml")}}}, []string{"format"})
 		}},
 	} {
 		t.Run(tc.name, tc.run)
+	}
+}
+
+// TestJudgeRefusesUnknownOptionValues: a known option holding a value this applier does not
+// know (api.CheckOptions) is refused like an unknown attribute, before any reconciler runs.
+func TestJudgeRefusesUnknownOptionValues(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	target := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "c1"}
+	for _, tc := range []struct {
+		name  string
+		sync  func(t *testing.T) (calls int, st api.Desire)
+		wants string
+	}{
+		{"apply, applyPolicy Merge", func(t *testing.T) (int, api.Desire) {
+			r := &countingReconciler[*api.ApplyDesire]{}
+			_, st := newHarness[*api.ApplyDesire](api.KindApplyDesire, r).sync(t,
+				decodedWith(t, applyDesire("a1", cmJSON("c1")), map[string]types.AttributeValue{"applyPolicy": s("Merge")}))
+			return r.calls, st
+		}, `spec.applyPolicy is "Merge"`},
+		{"delete, propagationPolicy Cascade", func(t *testing.T) (int, api.Desire) {
+			r := &countingReconciler[*api.DeleteDesire]{}
+			_, st := newHarness[*api.DeleteDesire](api.KindDeleteDesire, r).sync(t,
+				decodedWith(t, deleteDesire("d1", target), map[string]types.AttributeValue{"propagationPolicy": s("Cascade")}))
+			return r.calls, st
+		}, `spec.propagationPolicy is "Cascade"`},
+		{"read, a field that is no JSON Pointer", func(t *testing.T) (int, api.Desire) {
+			r := &countingReconciler[*api.ReadDesire]{}
+			_, st := newHarness[*api.ReadDesire](api.KindReadDesire, r).sync(t,
+				decodedWith(t, readDesire("r1", target), map[string]types.AttributeValue{"fields": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("data")}}}))
+			return r.calls, st
+		}, `spec.fields[0]: JSON Pointer "data"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, st := tc.sync(t)
+			if calls != 0 {
+				t.Errorf("the reconciler was called %d times", calls)
+			}
+			c := condition(st, api.ConditionSuccessful)
+			if c.Status != api.ConditionFalse || c.Reason != api.ReasonPreCheckFailed || !strings.Contains(c.Message, tc.wants) {
+				t.Fatalf("Successful = %+v, want False/PreCheckFailed saying %q", c, tc.wants)
+			}
+		})
 	}
 }
 
@@ -113,10 +161,11 @@ func TestUnknownAttributesMessage(t *testing.T) {
 		unknown []string
 		want    string
 	}{
-		{api.KindApplyDesire, []string{"applyPolicy"}, `spec attribute "applyPolicy" is not known to this applier (the ApplyDesire spec may hold only clusterID, managementCluster): ` +
+		{api.KindApplyDesire, []string{"suspend"}, `spec attribute "suspend" is not known to this applier (the ApplyDesire spec may hold only ` +
+			"applyPolicy, clusterID, forceConflicts, health, ignoreFields, managementCluster, owner, statusFeedback, yieldToManagers): " +
 			"a newer applier may understand it; refusing rather than acting with a default"},
-		{api.KindDeleteDesire, []string{"propagationPolicy", "targetItem.uid"}, `spec attributes "propagationPolicy", "targetItem.uid" are not known to this applier ` +
-			"(the DeleteDesire spec may hold only clusterID, managementCluster, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
+		{api.KindDeleteDesire, []string{"gracePeriodSeconds", "targetItem.uid"}, `spec attributes "gracePeriodSeconds", "targetItem.uid" are not known to this applier ` +
+			"(the DeleteDesire spec may hold only clusterID, managementCluster, owner, propagationPolicy, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
 	} {
 		if got := unknownAttributesMessage(tc.kind, tc.unknown); got != tc.want {
 			t.Errorf("unknownAttributesMessage(%s, %q) =\n%s\nwant\n%s", tc.kind, tc.unknown, got, tc.want)
