@@ -43,12 +43,30 @@ func (k DynamicKube) Get(ctx context.Context, gvr schema.GroupVersionResource, n
 }
 
 func (k DynamicKube) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string) error {
-	bg := metav1.DeletePropagationBackground
+	return k.DeleteWithPropagation(ctx, gvr, namespace, name, uid, resourceVersion, metav1.DeletePropagationBackground)
+}
+
+// DeleteWithPropagation deletes like Delete, with the given propagation policy (a
+// DeleteDesire's spec.propagationPolicy: Background, Foreground or Orphan).
+func (k DynamicKube) DeleteWithPropagation(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string, propagation metav1.DeletionPropagation) error {
 	pre := &metav1.Preconditions{UID: &uid}
 	if resourceVersion != "" {
 		pre.ResourceVersion = &resourceVersion
 	}
-	return k.res(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: pre})
+	return k.res(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &propagation, Preconditions: pre})
+}
+
+// ApplyUnforced server-side applies obj without force (an ApplyDesire whose
+// spec.forceConflicts is false): fields other managers own make the apiserver answer 409
+// Conflict, naming them, instead of being taken.
+func (k DynamicKube) ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	return k.res(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager})
+}
+
+// Create creates obj with fieldManager (an ApplyDesire whose spec.applyPolicy is CreateOnly);
+// an AlreadyExists error when it exists.
+func (k DynamicKube) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	return k.res(gvr, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
 }
 
 // ReplaceManagedFields replaces the object's metadata.managedFields with fields, only while

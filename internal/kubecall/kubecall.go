@@ -7,6 +7,7 @@ package kubecall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,32 @@ type ManagedFieldsEditor interface {
 
 // ErrNoManagedFieldsEditor: the Client has no ReplaceManagedFields method.
 var ErrNoManagedFieldsEditor = errors.New("the KubeClient cannot edit managedFields (no ReplaceManagedFields method)")
+
+// The optional Client methods below carry out desire options (docs/contract.md "Desire
+// options"); a Client without one cannot serve the option, and its desires are refused with
+// ErrNoOptionVerb (wrapped, naming the method), never carried out with the default verb.
+
+// ErrNoOptionVerb: the Client lacks the optional method a desire option needs.
+var ErrNoOptionVerb = errors.New("the KubeClient has no method for this desire option")
+
+// UnforcedApplier is the optional Client method that server-side applies without force:
+// fields other managers own are not taken, the apiserver answers 409 Conflict instead
+// (spec.forceConflicts false).
+type UnforcedApplier interface {
+	ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
+}
+
+// Creator is the optional Client method that creates obj (POST) with fieldManager; an object
+// that exists is an AlreadyExists *apierrors.StatusError (spec.applyPolicy CreateOnly).
+type Creator interface {
+	Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
+}
+
+// PropagatingDeleter is the optional Client method that deletes like Client.Delete (uid and
+// resourceVersion preconditions) with the given propagation policy (spec.propagationPolicy).
+type PropagatingDeleter interface {
+	DeleteWithPropagation(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string, propagation metav1.DeletionPropagation) error
+}
 
 // WithDeadline returns kube whose every call has a deadline of timeout: a hung call cannot
 // hold a reconcile, a term or a shutdown for ever. Its mutations (Apply, Delete,
@@ -87,4 +114,49 @@ func (d deadlineClient) ReplaceManagedFields(ctx context.Context, gvr schema.Gro
 	}
 	defer cancel()
 	return ed.ReplaceManagedFields(ctx, gvr, namespace, name, resourceVersion, fields)
+}
+
+// ApplyUnforced passes the call to the wrapped client when it has the method (else
+// ErrNoOptionVerb): a mutation like Apply.
+func (d deadlineClient) ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	a, ok := d.kube.(UnforcedApplier)
+	if !ok {
+		return nil, fmt.Errorf("%w (ApplyUnforced)", ErrNoOptionVerb)
+	}
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return a.ApplyUnforced(ctx, gvr, obj, fieldManager)
+}
+
+// Create passes the call to the wrapped client when it has the method (else ErrNoOptionVerb):
+// a mutation like Apply.
+func (d deadlineClient) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	c, ok := d.kube.(Creator)
+	if !ok {
+		return nil, fmt.Errorf("%w (Create)", ErrNoOptionVerb)
+	}
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return c.Create(ctx, gvr, obj, fieldManager)
+}
+
+// DeleteWithPropagation passes the call to the wrapped client when it has the method (else
+// ErrNoOptionVerb): a mutation like Delete.
+func (d deadlineClient) DeleteWithPropagation(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, uid types.UID, resourceVersion string, propagation metav1.DeletionPropagation) error {
+	pd, ok := d.kube.(PropagatingDeleter)
+	if !ok {
+		return fmt.Errorf("%w (DeleteWithPropagation)", ErrNoOptionVerb)
+	}
+	ctx, cancel, err := d.term().CallContext(ctx, d.timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return pd.DeleteWithPropagation(ctx, gvr, namespace, name, uid, resourceVersion, propagation)
 }

@@ -3,6 +3,7 @@ package kubecall
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,15 @@ func (h *hangingCalls) Delete(ctx context.Context, _ schema.GroupVersionResource
 func (h *hangingCalls) ReplaceManagedFields(ctx context.Context, _ schema.GroupVersionResource, _, _, _ string, _ []metav1.ManagedFieldsEntry) error {
 	return h.wait(ctx)
 }
+func (h *hangingCalls) ApplyUnforced(ctx context.Context, _ schema.GroupVersionResource, _ *unstructured.Unstructured, _ string) (*unstructured.Unstructured, error) {
+	return nil, h.wait(ctx)
+}
+func (h *hangingCalls) Create(ctx context.Context, _ schema.GroupVersionResource, _ *unstructured.Unstructured, _ string) (*unstructured.Unstructured, error) {
+	return nil, h.wait(ctx)
+}
+func (h *hangingCalls) DeleteWithPropagation(ctx context.Context, _ schema.GroupVersionResource, _, _ string, _ types.UID, _ string, _ metav1.DeletionPropagation) error {
+	return h.wait(ctx)
+}
 
 var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -54,6 +64,11 @@ func TestEveryCallHasADeadline(t *testing.T) {
 		func() error { _, err := kube.Get(ctx, cmGVR, "", ""); return err },
 		func() error { return kube.Delete(ctx, cmGVR, "", "", "", "") },
 		func() error { return kube.(ManagedFieldsEditor).ReplaceManagedFields(ctx, cmGVR, "", "", "", nil) },
+		func() error { _, err := kube.(UnforcedApplier).ApplyUnforced(ctx, cmGVR, nil, "fm"); return err },
+		func() error { _, err := kube.(Creator).Create(ctx, cmGVR, nil, "fm"); return err },
+		func() error {
+			return kube.(PropagatingDeleter).DeleteWithPropagation(ctx, cmGVR, "", "", "", "", metav1.DeletePropagationOrphan)
+		},
 	}
 	for i, call := range calls {
 		start := time.Now()
@@ -74,9 +89,51 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	if err := kube.Delete(ctx, cmGVR, "", "", "", ""); !errors.Is(err, fencing.ErrFenced) {
 		t.Fatalf("delete in an ended term: %v, want fencing.ErrFenced", err)
 	}
+	for name, call := range map[string]func() error{
+		"ApplyUnforced": func() error { _, err := kube.(UnforcedApplier).ApplyUnforced(ctx, cmGVR, nil, "fm"); return err },
+		"Create":        func() error { _, err := kube.(Creator).Create(ctx, cmGVR, nil, "fm"); return err },
+		"DeleteWithPropagation": func() error {
+			return kube.(PropagatingDeleter).DeleteWithPropagation(ctx, cmGVR, "", "", "", "", metav1.DeletePropagationForeground)
+		},
+	} {
+		if err := call(); !errors.Is(err, fencing.ErrFenced) {
+			t.Fatalf("%s in an ended term: %v, want fencing.ErrFenced", name, err)
+		}
+	}
 	if h.deadlines != len(calls) {
 		t.Fatal("an ended term's change reached the cluster")
 	}
+}
+
+// TestOptionVerbsOfAClientWithout: a Client without the optional methods makes the wrapper
+// answer ErrNoOptionVerb naming the method, without a call.
+func TestOptionVerbsOfAClientWithout(t *testing.T) {
+	kube := WithDeadline(plainClient{}, time.Second, nil)
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"ApplyUnforced": func() error { _, err := kube.(UnforcedApplier).ApplyUnforced(ctx, cmGVR, nil, "fm"); return err },
+		"Create":        func() error { _, err := kube.(Creator).Create(ctx, cmGVR, nil, "fm"); return err },
+		"DeleteWithPropagation": func() error {
+			return kube.(PropagatingDeleter).DeleteWithPropagation(ctx, cmGVR, "", "", "", "", metav1.DeletePropagationOrphan)
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrNoOptionVerb) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s of a client without it: %v, want ErrNoOptionVerb naming it", name, err)
+		}
+	}
+}
+
+// plainClient has the Client methods only; each fails the test's call if reached.
+type plainClient struct{}
+
+func (plainClient) Apply(context.Context, schema.GroupVersionResource, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+	return nil, errors.New("called")
+}
+func (plainClient) Get(context.Context, schema.GroupVersionResource, string, string) (*unstructured.Unstructured, error) {
+	return nil, errors.New("called")
+}
+func (plainClient) Delete(context.Context, schema.GroupVersionResource, string, string, types.UID, string) error {
+	return errors.New("called")
 }
 
 // managedFieldsRecorder is a Client that can edit managedFields and records the deadline of
