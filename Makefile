@@ -6,7 +6,7 @@ STACK := hack/local-stack.sh
 # examples that need dependencies the library must not have or must do without the library.
 EXAMPLE_MODULES := api examples/backend-go examples/controller-runtime examples/monitoring
 
-.PHONY: up down env status install test test-unit test-race lint demo bench chaos
+.PHONY: up down env status install test test-unit test-race lint demo bench bench-options chaos
 
 up:
 	@$(STACK) up
@@ -89,6 +89,11 @@ bench:
 	rc=0; go run ./hack/bench $(BENCH_FLAGS) || rc=$$?; \
 	if [ -n "$$started" ]; then $(STACK) down; fi; \
 	exit $$rc
+
+# Only the desire options' scenario (issue #40; hack/bench/README.md "options"): N=200 fresh
+# ApplyDesires per way (no option, statusFeedback, health rules), two rounds; ~5 minutes.
+bench-options:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only options -desires 200 $(BENCH_FLAGS)'
 
 # Chaos tests (applier_chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
 # leaders, throttle DynamoDB. They run on a stack of their own (.stack-chaos, DynamoDB with

@@ -94,8 +94,11 @@ type bench struct {
 	rows    []row
 	details map[string]any
 	notes   []string
-	facts   map[string]any
-	started time.Time
+	// sections are markdown blocks printed after the result table (e.g. the options
+	// scenario's table of every run).
+	sections []string
+	facts    map[string]any
+	started  time.Time
 }
 
 // newBench names the run and makes its output directory and clients; it creates nothing on the

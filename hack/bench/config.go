@@ -40,10 +40,15 @@ type config struct {
 	heartbeatWindow  time.Duration
 	billWindow       time.Duration // idlebill: the idle window
 	billBytes        int           // idlebill: size of each ReadDesire's ConfigMap
+	// options scenario (desire options, issue #40)
+	optDesires     int           // new ApplyDesires per way and round
+	optRounds      int           // rounds; an even one runs the ways backwards
+	optChangeEvery time.Duration // interval between the changes of one way's desires
+	optWays        []string      // ways measured (optionWays, a subset in their order)
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat", "idlebill"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat", "idlebill", "options"}
 
 // defaultScenarios run without -only; heartbeat needs a long idle window of its own, idlebill
 // a mix of its own (R ReadDesires of 100 KB objects, which would change every other scenario).
-var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness"}
+var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "options", "fairness"}

@@ -15,8 +15,8 @@ import (
 // parseFlags reads the command line into a config; it exits (status 2) on a bad value.
 func parseFlags() config {
 	var c config
-	only, sweep := new(string), new(string)
-	defineFlags(&c, only, sweep)
+	only, sweep, ways := new(string), new(string), new(string)
+	defineFlags(&c, only, sweep, ways)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./hack/bench [flags]   (stack up: eval \"$(hack/local-stack.sh env)\"; or make bench)\n\n")
 		flag.PrintDefaults()
@@ -29,6 +29,14 @@ func parseFlags() config {
 	var err error
 	if c.sweep, err = parseSweep(*sweep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.optWays, err = parseWays(*ways); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.optDesires < 1 || c.optRounds < 1 || c.optChangeEvery <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -options-desires and -options-rounds must be >= 1, -options-change-every > 0")
 		os.Exit(2)
 	}
 	if c.burstDesires < 1 || c.fairRounds < 1 {
@@ -48,9 +56,9 @@ func parseFlags() config {
 	return c
 }
 
-// defineFlags defines every flag into c, and -only and -sweep into only and sweep (parsed
-// after flag.Parse).
-func defineFlags(c *config, only, sweep *string) {
+// defineFlags defines every flag into c, and -only, -sweep and -options-ways into only, sweep
+// and ways (parsed after flag.Parse).
+func defineFlags(c *config, only, sweep, ways *string) {
 	flag.IntVar(&c.desires, "desires", 10000, "N: ApplyDesires (ConfigMaps) synced in every scenario")
 	flag.IntVar(&c.reads, "reads", 1000, "R: ReadDesires of existing ConfigMaps (memory scenario)")
 	flag.IntVar(&c.samples, "samples", 200, "S: spec changes measured in the latency scenario")
@@ -82,6 +90,10 @@ func defineFlags(c *config, only, sweep *string) {
 	flag.DurationVar(&c.churn, "churn", 60*time.Second, "watch: status-only churn window, 100 status updates/s")
 	flag.IntVar(&c.finalizerDeletes, "finalizer-deletes", 50, "watch: DeleteDesires of ConfigMaps held by a finalizer")
 	flag.IntVar(&c.namespaces, "namespaces", 50, "watch: namespaces with one ConfigMap and one ReadDesire each")
+	flag.IntVar(&c.optDesires, "options-desires", 200, "options: new ApplyDesires (ConfigMaps) per way and round")
+	flag.IntVar(&c.optRounds, "options-rounds", 2, "options: rounds of every way; even rounds run the ways backwards (drift cancels)")
+	flag.DurationVar(&c.optChangeEvery, "options-change-every", 100*time.Millisecond, "options: interval between the changes of one way's desires")
+	flag.StringVar(ways, "options-ways", strings.Join(optionWays, ","), "options: ways measured: none (no option), feedback (3 statusFeedback JSONPaths), health (3 CEL health rules)")
 	flag.StringVar(&c.redraw, "redraw", "", "a sweep's output folder: write its sweep.md and sweep.svg again from its sweep.json (no stack needed)")
 	flag.StringVar(sweep, "sweep", "", "comma-separated N (e.g. 2500,5000,10000,20000,40000): run bulk, latency, footprint, idle and restart\n"+
 		"once per N, each on fresh tables, then print the cost curve and draw it (sweep.svg); -only is ignored")
@@ -106,6 +118,35 @@ func parseOnly(only string) map[string]bool {
 		set[s] = true
 	}
 	return set
+}
+
+// parseWays reads -options-ways: known ways, returned in optionWays's order.
+func parseWays(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		known := false
+		for _, k := range optionWays {
+			known = known || k == w
+		}
+		if !known {
+			return nil, fmt.Errorf("-options-ways %q: unknown way %q (have %s)", s, w, strings.Join(optionWays, ","))
+		}
+		want[w] = true
+	}
+	var out []string
+	for _, k := range optionWays {
+		if want[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-options-ways %q: no way named", s)
+	}
+	return out, nil
 }
 
 // parseSweep reads "2500,5000,10000": distinct positive sizes, sorted.

@@ -86,6 +86,9 @@ func (b *bench) report() error {
 		fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, metric, formatValue(r.Value, r.Unit), r.Target, base, ratio, pass)
 	}
 	fmt.Fprintf(&md, "\n%d of %d targets met. Ratio = value / baseline (baseline measured in this run).\n", met, total)
+	for _, sec := range b.sections {
+		md.WriteString("\n" + sec)
+	}
 	if len(b.notes) > 0 {
 		md.WriteString("\nNotes:\n")
 		for _, n := range b.notes {
