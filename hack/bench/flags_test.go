@@ -24,3 +24,22 @@ func TestParseSweep(t *testing.T) {
 		}
 	}
 }
+
+func TestParseWays(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"none,feedback,health", []string{"none", "feedback", "health"}, false},
+		{" health, none ,none", []string{"none", "health"}, false}, // optionWays's order, once each
+		{"none", []string{"none"}, false},
+		{"", nil, true},
+		{"none,ready", nil, true},
+	} {
+		got, err := parseWays(tc.in)
+		if (err != nil) != tc.wantErr || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseWays(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
