@@ -22,6 +22,9 @@
 //	idle     requests of an idle applier by DynamoDB operation and kube verb (no writes,
 //	         GetRecords <= 5/s per shard, no Scan outside relists)
 //	restart  kill -9, start again: time to /readyz (<= 30 s), status writes caused (0)
+//	options  N fresh ApplyDesires per way: no option, statusFeedback (3 JSONPaths), health (3 CEL
+//	         rules): change -> status p50/p99, applier CPU per desire, status item bytes, kube
+//	         requests per desire (issue #40; reported, no target)
 //	fairness a 5,000-desire burst of one clusterID while another clusterID changes every 200 ms:
 //	         the other's change -> Successful p99 (<= 1 s) and the burst's throughput
 //	         (>= 0.95x), fair queue vs the applier restarted with --fifo-queue
