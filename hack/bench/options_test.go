@@ -51,7 +51,7 @@ func TestReversed(t *testing.T) {
 	}
 }
 
-// TestChangeCPUNet: the idle rate over the window is subtracted, never below zero.
+// TestChangeCPUNet: in both phases, the idle rate over the window is subtracted, never below zero.
 func TestChangeCPUNet(t *testing.T) {
 	r := &optRun{ChangeCPU: 1.0, IdleCPUPerSec: 0.01, ChangeSeconds: 20}
 	if got := r.changeCPUNet(); got < 0.7999 || got > 0.8001 {
@@ -60,5 +60,9 @@ func TestChangeCPUNet(t *testing.T) {
 	r.IdleCPUPerSec = 1
 	if got := r.changeCPUNet(); got != 0 {
 		t.Fatalf("changeCPUNet = %v, want 0", got)
+	}
+	r = &optRun{CreateCPU: 0.5, IdleCPUPerSec: 0.01, CreateQuietSeconds: 10}
+	if got := r.createCPUNet(); got < 0.3999 || got > 0.4001 {
+		t.Fatalf("createCPUNet = %v, want 0.4", got)
 	}
 }

@@ -91,6 +91,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.2f s", v)
 	case "MiB":
 		return fmt.Sprintf("%.1f MiB", v)
+	case "B":
+		return fmt.Sprintf("%.0f B", v)
 	case "KiB":
 		return fmt.Sprintf("%.1f KiB", v)
 	case "/s":

@@ -14,7 +14,7 @@ func TestFormatValue(t *testing.T) {
 	}{
 		{12.34, "ms", "12.3 ms"}, {250, "ms", "250 ms"}, {12500, "ms", "12.5 s"},
 		{1.234, "s", "1.23 s"}, {3.25, "/s", "3.25/s"}, {312.4, "/s", "312/s"},
-		{7, "", "7"}, {0.125, "", "0.125"}, {2, "GiB", "2 GiB"},
+		{7, "", "7"}, {909.675, "B", "910 B"}, {0.125, "", "0.125"}, {2, "GiB", "2 GiB"},
 		{math.NaN(), "ms", "n/a"}, {math.Inf(1), "ms", "timeout"},
 	} {
 		if got := formatValue(tc.v, tc.unit); got != tc.want {
