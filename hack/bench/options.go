@@ -23,12 +23,12 @@ import (
 // runs them backwards, so the drift of a filling apiserver and DynamoDB Local cancels out).
 var optionWays = []string{"none", "feedback", "health"}
 
-// benchFeedback is way "feedback"'s spec.statusFeedback: a String, an Integer-like string and a
-// Json value, read on every status.
+// benchFeedback is way "feedback"'s spec.statusFeedback: a String, an Integer and a Json value,
+// read on every status. Braced paths: client-go's jsonpath reads an unbraced one as text.
 var benchFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{
-	{Name: "rev", Path: ".data.rev"},
-	{Name: "resourceVersion", Path: ".metadata.resourceVersion"},
-	{Name: "labels", Path: ".metadata.labels"},
+	{Name: "rev", Path: "{.data.rev}"},
+	{Name: "generation", Path: "{.metadata.generation}"},
+	{Name: "labels", Path: "{.metadata.labels}"},
 }}
 
 // benchHealth is way "health"'s spec.health: all three rules, evaluated in full on every
