@@ -80,7 +80,7 @@ demo:
 
 # Benchmark (hack/bench/README.md): builds and runs the real binary against the local stack,
 # which it starts when it is not running and stops afterwards only if it started it.
-# Default sizes finish in under 15 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
+# Default sizes finish in about 15 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
 #   make bench BENCH_FLAGS='-desires 500 -reads 50 -samples 20 -idle 15s'
 bench:
 	@started=; \

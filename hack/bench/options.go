@@ -69,7 +69,7 @@ type optRun struct {
 	Timeouts           int                `json:"timeouts"`
 	KubeRequests       map[string]float64 `json:"kube_requests"` // create + changes, by verb
 	DynamoRequests     map[string]float64 `json:"dynamodb_requests"`
-	StatusWrites       map[string]float64 `json:"status_writes"`
+	StatusWrites       map[string]float64 `json:"status_writes"` // by result: created, replaced, unchanged (no write), stale
 	StatusBytes        []float64          `json:"-"`
 	MeanStatusBytes    float64            `json:"mean_status_item_bytes"`
 	MaxStatusBytes     float64            `json:"max_status_item_bytes"`

@@ -9,7 +9,7 @@ func testRuns() []*optRun {
 	mk := func(way string, round int, p50, cpu float64) *optRun {
 		return &optRun{Way: way, Round: round, N: 100, P50MS: p50, P99MS: 2 * p50, CreateCPU: cpu, ChangeCPU: cpu,
 			ChangeSeconds: 10, MeanStatusBytes: 1500, KubeRequests: map[string]float64{"apply": 200, "get": 0},
-			StatusWrites: map[string]float64{"created": 100, "replaced": 100}}
+			StatusWrites: map[string]float64{"created": 100, "replaced": 100, "unchanged": 50}}
 	}
 	return []*optRun{mk("none", 1, 40, 0.2), mk("feedback", 1, 50, 0.3), mk("feedback", 2, 70, 0.5), mk("none", 2, 60, 0.4)}
 }
@@ -36,6 +36,10 @@ func TestOptionsRows(t *testing.T) {
 	kube := b.rows[10]
 	if !strings.HasPrefix(kube.Metric, "none: kube requests") || kube.Value != 2 {
 		t.Errorf("kube requests row: %+v", kube)
+	}
+	written, verdicts := b.rows[12], b.rows[14]
+	if written.Value != 2 || verdicts.Value != 2.5 {
+		t.Errorf("status items written %v (want 2: unchanged is no write), verdicts %v (want 2.5)", written.Value, verdicts.Value)
 	}
 	if len(b.sections) != 1 {
 		t.Fatalf("%d sections, want the run table", len(b.sections))
