@@ -93,9 +93,10 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	t := api.TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: head.namespace, Name: head.name}
 	var repair *target.Drift
-	// Kinds with a status are told of every new resourceVersion: their readiness may change.
+	// Kinds with a status, and objects with health rules, are told of every new
+	// resourceVersion: their readiness may change.
 	what := target.MetadataOnly
-	if r.health != nil && target.HasStatus(gvk.GroupKind()) {
+	if byRules := r.useHealthRules(d); r.health != nil && (target.HasStatus(gvk.GroupKind()) || byRules) {
 		what = target.EveryVersion
 	}
 	if r.drift != nil {
