@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,7 +168,7 @@ func (c *programCache) compile(text string) (cel.Program, error) {
 	}
 	ast, iss := env.Compile(text)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("does not compile: %w", iss.Err())
+		return nil, fmt.Errorf("does not compile: %s", compileErrors(iss.Err()))
 	}
 	// self is dynamic: only a rule whose type is known and not bool is refused here.
 	if out := ast.OutputType(); !out.IsExactType(types.BoolType) && !out.IsExactType(types.DynType) {
@@ -200,4 +201,19 @@ func (c *programCache) evaluate(text string, self map[string]any, deadline time.
 		return false, fmt.Errorf("%w, not %s", errNotBool, out.Type())
 	}
 	return b, nil
+}
+
+// compileErrors is err's "ERROR: <input>:line:col: ..." lines, without the source excerpts
+// and carets CEL adds below each (the Ready message is one line).
+func compileErrors(err error) string {
+	var errs []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.HasPrefix(l, "ERROR: ") {
+			errs = append(errs, strings.TrimPrefix(l, "ERROR: "))
+		}
+	}
+	if len(errs) == 0 {
+		return err.Error()
+	}
+	return strings.Join(errs, "; ")
 }

@@ -49,7 +49,7 @@ func TestHealthRules(t *testing.T) {
 		{"only current, not yet", api.HealthRules{Current: current}, pod("Pending"), "InProgress", "no health rule is true yet"},
 		{"failed before inProgress and current", api.HealthRules{Failed: "true", InProgress: "true", Current: "true"}, bare, "Failed", "health.failed: true"},
 		{"inProgress before current", api.HealthRules{Failed: "false", InProgress: "true", Current: "true"}, bare, "InProgress", "health.inProgress: true"},
-		{"does not compile", api.HealthRules{Current: `self.status.phase ==`}, pod("Running"), api.ReasonHealthRuleInvalid, "health.current: self.status.phase ==: does not compile"},
+		{"does not compile", api.HealthRules{Current: `self.status.phase ==`}, pod("Running"), api.ReasonHealthRuleInvalid, "health.current: self.status.phase ==: does not compile: <input>:1:21: Syntax error: mismatched input '<EOF>'"},
 		{"unknown function", api.HealthRules{Failed: `frobnicate(self)`}, pod("Running"), api.ReasonHealthRuleInvalid, "health.failed: frobnicate(self): does not compile"},
 		{"not a bool at compile time", api.HealthRules{Current: `1 + 1`}, pod("Running"), api.ReasonHealthRuleInvalid, "the rule must return a bool, not int"},
 		{"not a bool at run time", api.HealthRules{Current: `self.status.phase`}, pod("Running"), api.ReasonHealthRuleInvalid, "the rule must return a bool, not string"},
@@ -61,6 +61,9 @@ func TestHealthRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := evaluateRules(tc.rules, tc.obj)
+			if strings.Contains(r.Message, "\n") {
+				t.Fatalf("a message of more than one line: %q", r.Message)
+			}
 			if r.Status != tc.wantStatus || !strings.Contains(r.Message, tc.wantMessage) {
 				t.Fatalf("readiness %q %q; want %q containing %q", r.Status, r.Message, tc.wantStatus, tc.wantMessage)
 			}
