@@ -176,3 +176,33 @@ func ExampleReadiness_Unknown() {
 	fmt.Println(r.Unknown(), r.Status, r.Message)
 	// Output: true HealthRuleInvalid health.current: self.status.ready: no such key: status
 }
+
+// BenchmarkHealthRules is what health rules cost per readiness (a compiled rule, the usual
+// condition lookups over a Deployment-like object), next to kstatus's compute of the same.
+func BenchmarkHealthRules(b *testing.B) {
+	cond := func(typ, status string) map[string]any { return map[string]any{"type": typ, "status": status} }
+	u := unstructuredObj("apps/v1", "Deployment", "ns", "o", map[string]any{"spec": map[string]any{"replicas": int64(1)}})
+	u.SetGeneration(2)
+	u.Object["status"] = map[string]any{"observedGeneration": int64(2), "replicas": int64(1), "updatedReplicas": int64(1),
+		"readyReplicas": int64(1), "availableReplicas": int64(1),
+		"conditions": []any{cond("Available", "True"), cond("Progressing", "True")}}
+	rules := api.HealthRules{
+		Failed:     `has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, c.type == "ReplicaFailure" && c.status == "True")`,
+		InProgress: `!has(self.status) || self.status.observedGeneration != self.metadata.generation`,
+		Current:    `self.status.conditions.exists(c, c.type == "Available" && c.status == "True")`,
+	}
+	b.Run("rules", func(b *testing.B) {
+		for b.Loop() {
+			if r := evaluateRules(rules, u); r.Status != "Current" {
+				b.Fatal(r)
+			}
+		}
+	})
+	b.Run("kstatus", func(b *testing.B) {
+		for b.Loop() {
+			if r := compute(u); r.Status != "Current" {
+				b.Fatal(r)
+			}
+		}
+	})
+}
