@@ -23,7 +23,9 @@ import (
 // healthCheckExprs). A rule that does not compile, is not a bool, exceeds the cost limit or
 // the deadline, or errors on the object makes Ready Unknown/HealthRuleInvalid. A field the
 // object lacks is such an error (CEL's "no such key", as Flux treats it): rules guard
-// optional fields with has(), e.g. `has(self.status) && self.status.phase == "Failed"`.
+// optional fields with has(), e.g. `has(self.status) && self.status.phase == "Failed"`. The
+// Ready message names the deciding rule and quotes it (and CEL's error), except on a Secret,
+// where it names the rule only.
 
 // Limits of one rule's evaluation. The cost limit is Kubernetes' per-expression limit for
 // validation rules (a unit is roughly one CEL operation); the deadline bounds what the cost
@@ -81,6 +83,8 @@ func (h *HealthCheck) rulesOf(id string) (api.HealthRules, bool) {
 // current decides; none true is InProgress; an invalid rule is HealthRuleInvalid.
 func evaluateRules(rules api.HealthRules, live *unstructured.Unstructured) *Readiness {
 	self := live.UnstructuredContent()
+	gvk := live.GroupVersionKind()
+	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	for _, rule := range []struct{ name, expr, status string }{
 		{"health.failed", rules.Failed, healthFailed},
 		{"health.inProgress", rules.InProgress, healthInProgress},
@@ -90,10 +94,16 @@ func evaluateRules(rules api.HealthRules, live *unstructured.Unstructured) *Read
 			continue
 		}
 		ok, err := healthPrograms.evaluate(rule.expr, self, healthRuleDeadline)
-		if err != nil {
+		switch {
+		case err != nil && secret:
+			// Condition messages never quote a Secret's values: neither the rule (which may
+			// compare one) nor CEL's error (which may quote one) is shown.
+			return &Readiness{Status: api.ReasonHealthRuleInvalid, Message: rule.name + " is invalid (on a Secret, the rule and its error are not shown)"}
+		case err != nil:
 			return &Readiness{Status: api.ReasonHealthRuleInvalid, Message: fmt.Sprintf("%s: %s: %v", rule.name, rule.expr, err)}
-		}
-		if ok {
+		case ok && secret:
+			return &Readiness{Status: rule.status, Message: rule.name + " is true"}
+		case ok:
 			return &Readiness{Status: rule.status, Message: rule.name + ": " + rule.expr}
 		}
 	}

@@ -23,6 +23,7 @@ func TestHealthRules(t *testing.T) {
 		return object(t, "example.com/v1", "Widget", 1, map[string]any{"phase": phase})
 	}
 	bare := object(t, "v1", "ConfigMap", 0, nil) // no status at all
+	secret := unstructuredObj("v1", "Secret", "ns", "s", map[string]any{"data": map[string]any{"token": "c2VjcmV0"}})
 	items := make([]any, 2000)
 	for i := range items {
 		items[i] = int64(i)
@@ -56,11 +57,16 @@ func TestHealthRules(t *testing.T) {
 		{"missing key is an error", api.HealthRules{Current: `self.status.phase == "Running"`}, bare, api.ReasonHealthRuleInvalid, "health.current: self.status.phase == \"Running\": no such key: status"},
 		{"has() guards a missing key", api.HealthRules{Current: `has(self.status) && self.status.phase == "Running"`}, bare, "InProgress", "no health rule is true yet"},
 		{"an invalid rule stops the order", api.HealthRules{Failed: `self.nope`, Current: "true"}, bare, api.ReasonHealthRuleInvalid, "health.failed: self.nope: no such key: nope"},
+		{"a Secret's rule is not shown", api.HealthRules{Current: `self.data.token == "c2VjcmV0"`}, secret, "Current", "health.current is true"},
+		{"nor its error", api.HealthRules{Current: `int(self.data.token) > 0`}, secret, api.ReasonHealthRuleInvalid, "health.current is invalid (on a Secret, the rule and its error are not shown)"},
 		{"cost limit", api.HealthRules{Current: `self.status.items.all(i, !self.status.log.contains("error"))`}, big, api.ReasonHealthRuleInvalid, "cost limit exceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := evaluateRules(tc.rules, tc.obj)
+			if strings.Contains(r.Message, "c2VjcmV0") {
+				t.Fatalf("a Secret's value in the message: %q", r.Message)
+			}
 			if strings.Contains(r.Message, "\n") {
 				t.Fatalf("a message of more than one line: %q", r.Message)
 			}
