@@ -14,7 +14,9 @@ import (
 )
 
 // Readiness is an ApplyDesire's Ready condition as kstatus computed it: Status is kstatus's
-// Current, InProgress, Failed, Terminating or NotFound, Message its message.
+// Current, InProgress, Failed, Terminating or NotFound, Message its message. For a desire
+// with health rules (healthrules.go), Current, InProgress or Failed come from the rules, or
+// Status is api.ReasonHealthRuleInvalid.
 type Readiness struct {
 	Status  string
 	Message string
