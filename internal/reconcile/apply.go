@@ -98,6 +98,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if r.health != nil && target.HasStatus(gvk.GroupKind()) {
 		what = target.EveryVersion
 	}
+	if d.Spec.Policy() != api.ApplyPolicyServerSideApply {
+		return r.byPolicy(ctx, d, head, mapping.Resource, t, ref, what) // CreateOnly, ReadOnly: policy.go
+	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
 		if dec.Unknown && r.Last != nil {
@@ -129,7 +132,11 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
-	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
+	verb, err := r.applyVerb(d) // forced, or not (spec.forceConflicts false): applyconflict.go
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
+	}
+	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb)
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.
@@ -140,6 +147,12 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
 		r.mapper.Reset()
 		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
+	}
+	if v, ok := r.conflictVerdict(d, t, ref, what, err); ok {
+		return v
+	}
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
 	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
