@@ -35,6 +35,8 @@ type Apply struct {
 	// verifies an object from it instead of applying again. nil: none is known (every first
 	// look in a term applies).
 	Last LastStatus[*api.ApplyDesire]
+	// created: this term's CreateOnly creates (policy.go).
+	created creations
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -176,6 +178,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 
 // Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *Apply) Forget(id string) {
+	r.created.forget(id)
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -203,6 +206,7 @@ func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 
 // EndTerm drops every record: a new term verifies each object again.
 func (r *Apply) EndTerm() {
+	r.created.reset()
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,8 +39,13 @@ func (r *Apply) policyVerdict(ctx context.Context, d *api.ApplyDesire, head cont
 	}
 	if seen.exists {
 		message := ref + " exists: left as found (applyPolicy CreateOnly)"
-		if policy == api.ApplyPolicyReadOnly {
+		switch {
+		case policy == api.ApplyPolicyReadOnly:
 			message = ref + " exists: not written (applyPolicy ReadOnly)"
+		case r.created.unchanged(d, seen.resourceVersion()):
+			// Still as this spec's create left it (the create's own watch event, a resync):
+			// the status keeps saying so instead of flipping to "left as found".
+			message = createdMessage(ref)
 		}
 		return r.withReadiness(ctx, d.DocumentID, t, head, controller.Present(message), seen)
 	}
@@ -79,7 +86,8 @@ func (r *Apply) create(ctx context.Context, d *api.ApplyDesire, head contentHead
 	case err != nil:
 		return kubeFailure(fmt.Errorf("create of %s failed: %w", ref, err))
 	}
-	v := controller.Present("created " + ref + " (applyPolicy CreateOnly: never updated, drift not repaired)")
+	r.created.record(d, live.GetResourceVersion())
+	v := controller.Present(createdMessage(ref))
 	if r.health != nil {
 		v = controller.WithReadiness(v, r.health.OfObject(d.DocumentID, t, live))
 	}
@@ -141,3 +149,54 @@ func (r *Apply) withReadiness(ctx context.Context, id string, t api.TargetItem, 
 	}
 	return controller.WithReadiness(v, ready)
 }
+
+func createdMessage(ref string) string {
+	return "created " + ref + " (applyPolicy CreateOnly: never updated, drift not repaired)"
+}
+
+// resourceVersion is the object's resourceVersion as seen ("" when absent).
+func (s sighting) resourceVersion() string {
+	switch {
+	case s.st != nil:
+		return s.st.ResourceVersion()
+	case s.live != nil:
+		return s.live.GetResourceVersion()
+	}
+	return ""
+}
+
+// creations are the CreateOnly creates of this term: per desire, the spec write and the
+// object's resourceVersion its create left. The zero value is ready to use.
+type creations struct {
+	mu sync.Mutex
+	m  map[string]creation
+}
+
+type creation struct {
+	version   int64
+	updated   time.Time
+	createdRV string
+}
+
+// record remembers that d's create left resourceVersion rv.
+func (c *creations) record(d *api.ApplyDesire, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]creation{}
+	}
+	c.m[d.DocumentID] = creation{version: d.Version, updated: d.UpdateTime, createdRV: rv}
+}
+
+// unchanged reports whether this very spec of d created the object and it is still at the
+// resourceVersion rv the create left.
+func (c *creations) unchanged(d *api.ApplyDesire, rv string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x, ok := c.m[d.DocumentID]
+	return ok && rv != "" && x.createdRV == rv && x.version == d.Version && x.updated.Equal(d.UpdateTime)
+}
+
+func (c *creations) forget(id string) { c.mu.Lock(); delete(c.m, id); c.mu.Unlock() }
+
+func (c *creations) reset() { c.mu.Lock(); c.m = nil; c.mu.Unlock() }
