@@ -70,10 +70,10 @@ func NewApply(cfg ApplyConfig) *Apply {
 func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Verdict {
 	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
-		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
+		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
 	}
 	// The apiserver quotes offending values in its errors.
-	return scrubVerdict(d, r.apply(ctx, d, head))
+	return scrubVerdict(d, policyStatus(d, r.apply(ctx, d, head)))
 }
 
 // apply maps the object head names and verifies it from its watch as still applied; only when

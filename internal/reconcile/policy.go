@@ -30,6 +30,16 @@ func (r *Apply) byPolicy(ctx context.Context, d *api.ApplyDesire, head contentHe
 	return controller.NothingApplied(r.policyVerdict(ctx, d, head, gvr, t, ref, what))
 }
 
+// policyStatus returns v, said to apply nothing when d's applyPolicy is CreateOnly or
+// ReadOnly, whatever the verdict (a bad manifest, a kind not served): such a desire's status
+// never keeps the applied fields of an earlier ServerSideApply version.
+func policyStatus(d *api.ApplyDesire, v controller.Verdict) controller.Verdict {
+	if d.Spec.Policy() == api.ApplyPolicyServerSideApply {
+		return v
+	}
+	return controller.NothingApplied(v)
+}
+
 func (r *Apply) policyVerdict(ctx context.Context, d *api.ApplyDesire, head contentHead, gvr schema.GroupVersionResource,
 	t api.TargetItem, ref string, what target.Interest) controller.Verdict {
 	policy := d.Spec.Policy()

@@ -228,3 +228,21 @@ func TestApplyPolicyWithoutWatchOrVerb(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyPolicyFailureDropsAppliedFields: a ReadOnly version that fails before looking at
+// the object (a kind the cluster does not serve) does not keep the applied fields of the
+// ServerSideApply version before it either.
+func TestApplyPolicyFailureDropsAppliedFields(t *testing.T) {
+	f := newDriftFixture(t)
+	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, f.rec)
+	if _, st := h.sync(t, policyDesire("a1", "", "desired")); st.Status.AppliedFieldsDigest == "" {
+		t.Fatalf("ServerSideApply status: %+v", st.Status)
+	}
+	d := applyDesire("a1", `{"apiVersion":"example.org/v1","kind":"Nothing","metadata":{"name":"cm","namespace":"default"}}`)
+	d.Spec.ApplyPolicy = api.ApplyPolicyReadOnly
+	d.Version++
+	v, st := h.sync(t, d)
+	if v.Reason() != api.ReasonKindNotServed || st.Status.AppliedFieldsDigest != "" || st.Status.AppliedUID != "" {
+		t.Fatalf("verdict %v, status %+v: want KindNotServed without applied fields", v, st.Status)
+	}
+}
