@@ -37,6 +37,7 @@ const (
 // | constructor         | Successful | Degraded | reason             | looks again            |
 // |---------------------|------------|----------|--------------------|------------------------|
 // | Applied             | True       | False    | NoErrors           | after the resync       |
+// | Present             | True       | False    | NoErrors           | after the resync       |
 // | Gone                | True       | False    | NoErrors           | after the resync       |
 // | Mirrored            | True       | False    | NoErrors           | after the resync       |
 // | Absent              | True       | False    | NotFound           | after the resync       |

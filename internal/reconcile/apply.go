@@ -35,6 +35,8 @@ type Apply struct {
 	// verifies an object from it instead of applying again. nil: none is known (every first
 	// look in a term applies).
 	Last LastStatus[*api.ApplyDesire]
+	// created: this term's CreateOnly creates (policy.go).
+	created creations
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -68,10 +70,10 @@ func NewApply(cfg ApplyConfig) *Apply {
 func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Verdict {
 	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
-		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
+		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
 	}
 	// The apiserver quotes offending values in its errors.
-	return scrubVerdict(d, r.apply(ctx, d, head))
+	return scrubVerdict(d, policyStatus(d, r.apply(ctx, d, head)))
 }
 
 // apply maps the object head names and verifies it from its watch as still applied; only when
@@ -98,6 +100,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	what := target.MetadataOnly
 	if byRules := r.useHealthRules(d); r.health != nil && (target.HasStatus(gvk.GroupKind()) || byRules) {
 		what = target.EveryVersion
+	}
+	if d.Spec.Policy() != api.ApplyPolicyServerSideApply {
+		return r.byPolicy(ctx, d, head, mapping.Resource, t, ref, what) // CreateOnly, ReadOnly: policy.go
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
@@ -130,7 +135,11 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
-	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
+	verb, err := r.applyVerb(d) // forced, or not (spec.forceConflicts false): applyconflict.go
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
+	}
+	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb)
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.
@@ -141,6 +150,12 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 		// wait for the kind like a CRD not applied yet (woken when a CRD is applied).
 		r.mapper.Reset()
 		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
+	}
+	if v, ok := r.conflictVerdict(d, t, ref, what, err); ok {
+		return v
+	}
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
 	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
@@ -164,6 +179,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 
 // Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *Apply) Forget(id string) {
+	r.created.forget(id)
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -191,6 +207,7 @@ func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 
 // EndTerm drops every record: a new term verifies each object again.
 func (r *Apply) EndTerm() {
+	r.created.reset()
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}

@@ -225,6 +225,35 @@ func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns
 	return nil
 }
 
+// ApplyUnforced is kubecall.UnforcedApplier's apply without force: the injected
+// "applyUnforced" error (a 409 of another manager's fields), else an apply. Field ownership
+// is internal/ssafake's (policy_test.go).
+func (k *fakeKube) ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	err := k.errs["applyUnforced"]
+	if err != nil {
+		k.calls = append(k.calls, "apply-unforced "+obj.GetName()+" "+fm)
+	}
+	k.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return k.Apply(ctx, gvr, obj, fm)
+}
+
+// Create is kubecall.Creator's POST: AlreadyExists when the object exists, else stored as an
+// apply stores it (its call listed as "create" then "apply").
+func (k *fakeKube) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	k.calls = append(k.calls, "create "+obj.GetName()+" "+fm)
+	_, exists := k.objects[objKey(gvr, obj.GetNamespace(), obj.GetName())]
+	k.mu.Unlock()
+	if exists {
+		return nil, apierrors.NewAlreadyExists(gvr.GroupResource(), obj.GetName())
+	}
+	return k.Apply(ctx, gvr, obj, fm)
+}
+
 var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 func deleteDesire(id string, target api.TargetItem) *api.DeleteDesire {

@@ -40,13 +40,13 @@ func staleVersion(err error) (string, bool) {
 // version the apiserver names).
 const staleRepairAttempts = 3
 
-// applyRepairingStaleFields applies obj; when the apiserver refuses it for managedFields of a
+// applyRepairingStaleFields applies obj with apply (forced or not, applyVerb); when the apiserver refuses it for managedFields of a
 // version no longer served, it removes those entries and applies again. note says what was
 // removed ("" when nothing); stale is set when the refusal remains, with what blocks it.
-func (r *Apply) applyRepairingStaleFields(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (live *unstructured.Unstructured, note string, stale error, err error) {
+func (r *Apply) applyRepairingStaleFields(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, apply applyFunc) (live *unstructured.Unstructured, note string, stale error, err error) {
 	var removed []string
 	for attempt := 0; ; attempt++ {
-		live, err = r.kube.Apply(ctx, gvr, obj, r.fieldManager)
+		live, err = apply(ctx, gvr, obj, r.fieldManager)
 		gv, isStale := staleVersion(err)
 		if !isStale {
 			if len(removed) > 0 && err == nil {
