@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,8 +261,27 @@ type incarnation struct {
 	// landedAt is the wall time just after each version's write returned, and updated its
 	// updateTime as the backend's clock stamped it (I7).
 	landedAt, updated map[int64]time.Time
-	// opts are an ApplyDesire's options, by version (none: a plain server-side apply).
-	opts map[int64]specOptions
+	// opts are an ApplyDesire's options, as each version was written (a version written
+	// twice, after a restore, may carry other options; a restore puts back one of them).
+	opts []optionsWrite
+}
+
+// optionsWrite is the options of one write of a spec version, at logical time at.
+type optionsWrite struct {
+	version, at int64
+	opts        specOptions
+}
+
+// optionsOf returns the options of every write of version v before logical time t: a status
+// of v may answer any of them.
+func (inc incarnation) optionsOf(v, t int64) []specOptions {
+	var out []specOptions
+	for _, o := range inc.opts {
+		if o.version == v && o.at < t {
+			out = append(out, o.opts)
+		}
+	}
+	return out
 }
 
 // specOptions are the desire options (#40) an ApplyDesire version of the world carries: a
@@ -811,7 +831,7 @@ func (w *world) writeApply(ctx context.Context, id string) {
 		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
 		w.mu.Lock()
 		incs := w.incs[id]
-		incs[len(incs)-1].opts[stored.Version] = opts
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{stored.Version, at, opts})
 		w.mu.Unlock()
 	}
 }
@@ -831,7 +851,7 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	w.step("ApplyDesire %s created (createTime %s) %+v", id, stored.CreateTime.Format(time.StampMicro), opts)
 	w.mu.Lock()
 	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, writes: []specWrite{{1, at}}, landed: w.tick(),
-		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}, opts: map[int64]specOptions{1: opts}})
+		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}, opts: []optionsWrite{{1, at, opts}}})
 	w.mu.Unlock()
 }
 
@@ -1299,7 +1319,7 @@ func (w *world) check() {
 					return
 				}
 			}
-			if s.successful && table == invApplyStatus && w.incs[id][inc].opts[s.version].policy == "" {
+			if s.successful && table == invApplyStatus && !w.incs[id][inc].anyPolicy(s.version, s.at) {
 				// I3
 				m := marker(id, w.incs[id][inc].created, s.version)
 				if !w.appliedBetween(objectOf(id), m, s.generation, written, s.at) {
@@ -1338,40 +1358,60 @@ func (w *world) check() {
 	}
 }
 
+// anyPolicy reports whether a write of version v before t carried an applyPolicy: its status
+// may say Successful=True without an apply (I3 does not hold for it).
+func (inc incarnation) anyPolicy(v, t int64) bool {
+	for _, o := range inc.optionsOf(v, t) {
+		if o.policy != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // optionsBreak checks I11 and I12 on status write s of ApplyDesire id (incarnation inc), whose
 // version was last written at logical time written; "" when they hold. w.mu is held.
 func (w *world) optionsBreak(id string, inc int, s statusWrite, written int64) string {
-	opts, obj := w.incs[id][inc].opts[s.version], objectOf(id)
+	all, obj := w.incs[id][inc].optionsOf(s.version, s.at), objectOf(id)
+	feedback, policy := false, ""
+	for i, o := range all {
+		feedback = feedback || o.feedback
+		if i == 0 || o.policy == policy {
+			policy = o.policy
+		} else {
+			policy = "" // written with several policies: a status may answer either
+		}
+	}
 	for _, f := range s.feedback {
 		if f.Name != feedbackRule || f.Type == "" {
 			continue // "" : the path matched nothing, which says no value
 		}
-		if !opts.feedback {
+		if !feedback {
 			return fmt.Sprintf("I12: ApplyDesire %s v%d has no feedback rule but its status reports %+v", id, s.version, f)
 		}
 		if f.Type != api.FeedbackString || !w.heldBetween(obj, f.Value, written, s.at) {
 			return fmt.Sprintf("I12: ApplyDesire %s v%d reports feedback %+v, which %s did not hold between t%d and t%d", id, s.version, f, obj, written, s.at)
 		}
 	}
-	if opts.policy == "" {
+	if policy == "" || slices.ContainsFunc(all, func(o specOptions) bool { return o.policy == "" }) {
 		return ""
 	}
 	if s.digest != "" {
-		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) claims content applied (appliedFieldsDigest %s)", id, s.version, opts.policy, s.digest)
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) claims content applied (appliedFieldsDigest %s)", id, s.version, policy, s.digest)
 	}
 	switch {
 	case s.successful && !w.existedBetween(obj, written, s.at):
-		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says Successful=True, but %s did not exist between t%d and t%d", id, s.version, opts.policy, obj, written, s.at)
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says Successful=True, but %s did not exist between t%d and t%d", id, s.version, policy, obj, written, s.at)
 	case s.reason == ReasonTargetAbsent && !w.absentBetween(obj, written, s.at):
-		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says TargetAbsent, but %s existed from t%d to t%d", id, s.version, opts.policy, obj, written, s.at)
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says TargetAbsent, but %s existed from t%d to t%d", id, s.version, policy, obj, written, s.at)
 	}
 	m := marker(id, w.incs[id][inc].created, s.version)
 	for i, ev := range w.objects[obj] {
-		if !ev.applied || ev.marker != m {
-			continue
+		if !ev.applied || ev.marker != m || ev.at <= written || ev.at >= s.at {
+			continue // another write of the version (with other options) may have applied it
 		}
-		if opts.policy == api.ApplyPolicyReadOnly || (i > 0 && w.objects[obj][i-1].exists) {
-			return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) wrote %s at t%d", id, s.version, opts.policy, obj, ev.at)
+		if policy == api.ApplyPolicyReadOnly || (i > 0 && w.objects[obj][i-1].exists) {
+			return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) wrote %s at t%d", id, s.version, policy, obj, ev.at)
 		}
 	}
 	return ""
