@@ -237,16 +237,21 @@ func ignoreField(obj, live map[string]any, tokens []string, owners []managedTree
 		return false, err
 	}
 	var others, mine bool
+	var ours map[string]any
 	for _, e := range owners {
 		if holds(e.tree, obj, tokens) {
 			if e.manager == fieldManager {
-				mine = true
+				mine, ours = true, e.tree
 			} else {
 				others = true
 			}
 		}
 	}
-	liveValue, liveHas := valueAt(live, tokens)
+	var liveValue any
+	var liveHas bool
+	if mine && !others {
+		liveValue, liveHas = liveValueAt(ours, obj, live, tokens)
+	}
 	keep := mine && !others && liveHas
 	switch p := parent.(type) {
 	case map[string]any:
@@ -312,18 +317,6 @@ func listIndex(t string) (int, error) {
 	return n, nil
 }
 
-// valueAt returns the value at tokens in doc (list tokens as indexes).
-func valueAt(doc map[string]any, tokens []string) (any, bool) {
-	parent, key, idx, err := locate(doc, tokens)
-	switch p := parent.(type) {
-	case map[string]any:
-		return p[key], err == nil
-	case []any:
-		return p[idx], err == nil
-	}
-	return nil, false
-}
-
 // setAt replaces the value at tokens in doc (its container exists).
 func setAt(doc map[string]any, tokens []string, v any) {
 	parent, key, idx, _ := locate(doc, tokens)
@@ -370,26 +363,83 @@ func holds(tree map[string]any, doc any, tokens []string) bool {
 	return true
 }
 
+// liveValueAt returns the live object's value of the field tokens point at in doc
+// (kubeContent): a list element of doc is found in live's list by the element key that tree
+// (the applier's managedFields entry) holds it under ("k:" keys, a "v:" value), by the same
+// index when tree does not say.
+func liveValueAt(tree map[string]any, doc, live any, tokens []string) (any, bool) {
+	for _, t := range tokens {
+		switch d := doc.(type) {
+		case map[string]any:
+			l, ok := live.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if live, ok = l[t]; !ok {
+				return nil, false
+			}
+			doc = d[t]
+			tree, _ = tree["f:"+t].(map[string]any)
+		case []any:
+			l, ok := live.([]any)
+			n, err := listIndex(t)
+			if !ok || err != nil || n >= len(d) {
+				return nil, false
+			}
+			key, sub := elementKey(tree, d[n], n)
+			live, ok = nil, false
+			for i, e := range l {
+				if (key == "" && i == n) || (key != "" && keyMatches(key, e)) {
+					live, ok = e, true
+					break
+				}
+			}
+			if !ok {
+				return nil, false
+			}
+			doc, tree = d[n], sub
+		default:
+			return nil, false
+		}
+	}
+	return live, true
+}
+
+// elementKey is the key ("k:..." or "v:...") and node of tree for list element e at index n
+// ("" when tree holds it by index or not at all).
+func elementKey(tree map[string]any, e any, n int) (string, map[string]any) {
+	for k, v := range tree {
+		if (strings.HasPrefix(k, "k:") || strings.HasPrefix(k, "v:")) && keyMatches(k, e) {
+			sub, _ := v.(map[string]any)
+			return k, sub
+		}
+	}
+	sub, _ := tree["i:"+strconv.Itoa(n)].(map[string]any)
+	return "", sub
+}
+
+// keyMatches reports whether list element e is the one fieldsV1 element key k names.
+func keyMatches(k string, e any) bool {
+	switch {
+	case strings.HasPrefix(k, "k:"):
+		var keys map[string]any
+		return json.Unmarshal([]byte(k[2:]), &keys) == nil && matchesKeys(e, keys)
+	case strings.HasPrefix(k, "v:"):
+		var val any
+		return json.Unmarshal([]byte(k[2:]), &val) == nil && sameJSON(e, val)
+	}
+	return false
+}
+
 // elementNode is the node of tree (a list's) for element e at index n: "k:" whose key fields
 // e has, "v:" equal to e, or "i:n".
 func elementNode(tree map[string]any, e any, n int) any {
 	for k, v := range tree {
-		switch {
-		case strings.HasPrefix(k, "k:"):
-			var keys map[string]any
-			if json.Unmarshal([]byte(k[2:]), &keys) == nil && matchesKeys(e, keys) {
-				return v
-			}
-		case strings.HasPrefix(k, "v:"):
-			var val any
-			if json.Unmarshal([]byte(k[2:]), &val) == nil && sameJSON(e, val) {
-				return v
-			}
-		case k == "i:"+strconv.Itoa(n):
+		if keyMatches(k, e) {
 			return v
 		}
 	}
-	return nil
+	return tree["i:"+strconv.Itoa(n)]
 }
 
 func matchesKeys(e any, keys map[string]any) bool {

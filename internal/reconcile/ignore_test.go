@@ -39,6 +39,18 @@ func withManagers(t *testing.T, obj *unstructured.Unstructured, entries ...[2]st
 	return live
 }
 
+// valueAt returns the value at tokens in doc (list tokens as indexes).
+func valueAt(doc map[string]any, tokens []string) (any, bool) {
+	parent, key, idx, err := locate(doc, tokens)
+	switch p := parent.(type) {
+	case map[string]any:
+		return p[key], err == nil
+	case []any:
+		return p[idx], err == nil
+	}
+	return nil, false
+}
+
 func pointerAt(t *testing.T, obj *unstructured.Unstructured, p string) (any, bool) {
 	t.Helper()
 	return valueAt(obj.Object, api.SplitJSONPointer(p))
@@ -111,6 +123,15 @@ func TestLeaveOutOf(t *testing.T) {
 			},
 			gone: []string{"/spec/template/spec/containers/0/image"},
 			kept: map[string]any{"/spec/template/spec/containers/0/name": "app", "/spec/template/spec/containers/1/image": "busybox"},
+			note: "; ignored /spec/template/spec/containers/0/image (OnTargetPresent)"},
+		{name: "list element found in the live list by its key", spec: api.ApplyDesireSpec{IgnoreFields: present("/spec/template/spec/containers/0/image")},
+			live: func(t *testing.T) *unstructured.Unstructured {
+				u := liveObj(t)
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "side", "image": "busybox"},
+					map[string]any{"name": "app", "image": "nginx:2"}}, "spec", "template", "spec", "containers")
+				return withManagers(t, u, [2]string{"kaa", ours})
+			},
+			kept: map[string]any{"/spec/template/spec/containers/0/image": "nginx:2", "/spec/template/spec/containers/1/image": "busybox"},
 			note: "; ignored /spec/template/spec/containers/0/image (OnTargetPresent)"},
 		{name: "a label", spec: api.ApplyDesireSpec{IgnoreFields: present("/metadata/labels/tier")},
 			live: func(t *testing.T) *unstructured.Unstructured {
