@@ -130,6 +130,15 @@ func (r *Apply) leaveOut(ctx context.Context, d *api.ApplyDesire, gvr schema.Gro
 	if !hasLeaveOutOptions(&d.Spec) {
 		return leftOut{}, nil
 	}
+	// Refused whether or not the object exists yet: the first apply must not pass a pointer
+	// that the next one refuses.
+	for _, f := range d.Spec.IgnoreFields {
+		for _, p := range f.JSONPointers {
+			if _, _, _, err := locate(obj.Object, api.SplitJSONPointer(p)); err != nil {
+				return leftOut{}, &PreCheckError{Message: fmt.Sprintf("spec.ignoreFields jsonPointer %q: %v", p, err)}
+			}
+		}
+	}
 	live, err := r.kube.Get(ctx, gvr, obj.GetNamespace(), obj.GetName())
 	if objectNotFound(err, obj.GetName()) {
 		live, err = nil, nil

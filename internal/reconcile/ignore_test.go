@@ -268,6 +268,16 @@ func TestApplyIgnoreFields(t *testing.T) {
 			t.Fatalf("verdict %s %q, applies %d", v.Reason(), v.Message(), len(kube.applied))
 		}
 	})
+	t.Run("list token that is no index refused before the object exists", func(t *testing.T) {
+		kube := &recordingKube{fakeKube: newFakeKube()}
+		r := NewApply(ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "kaa"})
+		d := applyDesire("a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"default","finalizers":["x/y"]}}`)
+		d.Spec.IgnoreFields = []api.IgnoreField{{Condition: api.IgnoreOnTargetPresent, JSONPointers: []string{"/metadata/finalizers/first"}}}
+		v := r.Reconcile(context.Background(), d)
+		if v.Reason() != api.ReasonPreCheckFailed || !strings.Contains(v.Message(), `"/metadata/finalizers/first": steps into a list with "first"`) || len(kube.applied) != 0 {
+			t.Fatalf("verdict %s %q, applies %d", v.Reason(), v.Message(), len(kube.applied))
+		}
+	})
 	for _, tc := range []struct {
 		name, cond   string
 		appliedSpec  bool // the last status says this spec was applied
