@@ -151,6 +151,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
+	if repair != nil && left.wroteNothing(live, r.fieldManager) {
+		repair = nil // a change of fields the apply leaves out (ignore.go)
+	}
 	message, digest := "applied "+ref+note+left.note(), ""
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -39,8 +40,9 @@ import (
 // Since the applier no longer applies these fields, its Apply entry in managedFields no
 // longer holds them (appliedFieldsDigest excludes them), and another writer's change to them
 // is no drift the applier repairs: the drift watch sees the change, the apply that follows
-// leaves the fields out and changes nothing, and a no-op apply is no repair (no "re-applied",
-// no fight, no DriftConflict).
+// leaves the fields out and changes nothing, and an apply that wrote nothing is no repair (no
+// "re-applied", no fight, no DriftConflict), even when a status update moved the
+// resourceVersion meanwhile (leftOut.wroteNothing).
 //
 // Pointers (RFC 6901, syntax checked by api.CheckOptions) may step through lists by index
 // ("/spec/template/spec/containers/0/image"): the index is into kubeContent's list, and the
@@ -52,6 +54,34 @@ import (
 type leftOut struct {
 	ignored []string // "/spec/replicas (OnTargetPresent)"
 	yielded []string // managers whose fields were left out, sorted
+	// before is the live object read before the apply (nil: absent, or not read).
+	before *unstructured.Unstructured
+}
+
+// wroteNothing reports whether the apply that answered after wrote nothing to the object read
+// before it: the same uid and generation, and the applier's Apply entry (fieldManager) with the
+// same fields and time. A drift the watch saw before such an apply was no drift of what the
+// applier applies (a change of a field it left out) even when the resourceVersion moved
+// meanwhile (a controller's status update after a scale): it is not counted as a repair. A
+// repair takes fields back (the entry's fields change) or changes values (its time, and for
+// spec fields the generation, change).
+func (l leftOut) wroteNothing(after *unstructured.Unstructured, fieldManager string) bool {
+	if l.before == nil || after == nil || l.before.GetUID() != after.GetUID() || l.before.GetGeneration() != after.GetGeneration() {
+		return false
+	}
+	x, ok1 := applyEntry(l.before, fieldManager)
+	y, ok2 := applyEntry(after, fieldManager)
+	return ok1 && ok2 && x.Time.Equal(y.Time) && x.FieldsV1 != nil && y.FieldsV1 != nil && string(x.FieldsV1.Raw) == string(y.FieldsV1.Raw)
+}
+
+// applyEntry is u's managedFields entry of fieldManager's Apply operation on the main resource.
+func applyEntry(u *unstructured.Unstructured, fieldManager string) (metav1.ManagedFieldsEntry, bool) {
+	for _, e := range u.GetManagedFields() {
+		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			return e, true
+		}
+	}
+	return metav1.ManagedFieldsEntry{}, false
 }
 
 // note is the message's tail: "; ignored /spec/replicas (OnTargetPresent); yielded to
@@ -151,7 +181,9 @@ func (r *Apply) leaveOut(ctx context.Context, d *api.ApplyDesire, gvr schema.Gro
 	if live != nil && slices.ContainsFunc(d.Spec.IgnoreFields, func(f api.IgnoreField) bool { return f.Condition == api.IgnoreOnTargetChange }) {
 		changed = r.appliesNewSpec(ctx, d)
 	}
-	return leaveOutOf(&d.Spec, obj, live, r.fieldManager, changed)
+	out, err := leaveOutOf(&d.Spec, obj, live, r.fieldManager, changed)
+	out.before = live
+	return out, err
 }
 
 // appliesNewSpec reports whether an apply of d now carries a change of the desire: neither this

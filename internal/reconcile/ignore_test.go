@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
@@ -320,4 +321,42 @@ func TestApplyIgnoreFields(t *testing.T) {
 func hasField(u *unstructured.Unstructured, path ...string) bool {
 	_, ok, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
 	return ok
+}
+
+// TestWroteNothing: an apply that left the applier's entry, the uid and the generation as the
+// read before it found them wrote nothing, whatever the resourceVersion says.
+func TestWroteNothing(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	obj := func(uid string, gen int64, rv string, fields string, when metav1.Time) *unstructured.Unstructured {
+		u := mustObj(t, ignoreDeploy)
+		u.SetUID(types.UID(uid))
+		u.SetGeneration(gen)
+		u.SetResourceVersion(rv)
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: "kaa", Operation: metav1.ManagedFieldsOperationApply, Time: &when, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}},
+			{Manager: "scaler", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "scale", Time: &when, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+		})
+		return u
+	}
+	before := obj("u1", 3, "10", `{"f:spec":{"f:paused":{}}}`, at)
+	cases := []struct {
+		name  string
+		after *unstructured.Unstructured
+		want  bool
+	}{
+		{"no-op, status updated meanwhile", obj("u1", 3, "11", `{"f:spec":{"f:paused":{}}}`, at), true},
+		{"fields taken back", obj("u1", 3, "11", `{"f:spec":{"f:paused":{},"f:replicas":{}}}`, at), false},
+		{"a value changed", obj("u1", 4, "11", `{"f:spec":{"f:paused":{}}}`, at), false},
+		{"our entry rewritten", obj("u1", 3, "11", `{"f:spec":{"f:paused":{}}}`, metav1.NewTime(at.Add(time.Second))), false},
+		{"another object", obj("u2", 3, "11", `{"f:spec":{"f:paused":{}}}`, at), false},
+	}
+	for _, tc := range cases {
+		if got := (leftOut{before: before}).wroteNothing(tc.after, "kaa"); got != tc.want {
+			t.Errorf("%s: wroteNothing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (leftOut{}).wroteNothing(before, "kaa") {
+		t.Error("nothing read before: wroteNothing")
+	}
 }
