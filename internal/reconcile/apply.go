@@ -72,6 +72,9 @@ func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Ve
 	if err != nil {
 		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
 	}
+	if err := checkIgnoreOptions(&d.Spec, r.fieldManager); err != nil {
+		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
+	}
 	// The apiserver quotes offending values in its errors.
 	return scrubVerdict(d, policyStatus(d, r.apply(ctx, d, head)))
 }
@@ -139,6 +142,10 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if v, ok := noVerbVerdict(ref, err); ok {
 		return v
 	}
+	left, err := r.leaveOut(ctx, d, mapping.Resource, obj) // ignoreFields, yieldToManagers (ignore.go)
+	if err != nil {
+		return leaveOutVerdict(err)
+	}
 	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb)
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
@@ -160,7 +167,10 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
-	message, digest := "applied "+ref+note, ""
+	if repair != nil && left.wroteNothing(live, r.fieldManager) {
+		repair = nil // a change of fields the apply leaves out (ignore.go)
+	}
+	message, digest := "applied "+ref+note+left.note(), ""
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.
 		message, digest = r.drift.Applied(d.DocumentID, d.Meta(), t, live, message, repair, what)

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -98,21 +97,10 @@ func pick(dst, src any, tokens []string) (any, bool) {
 	return dst, false
 }
 
-// listIndex parses an RFC 6901 array index (decimal, no leading zero but "0") below n.
+// listIndex parses an RFC 6901 array index (pointerIndex) below n.
 func listIndex(token string, n int) (int, bool) {
-	if token == "" || (len(token) > 1 && token[0] == '0') {
-		return 0, false
-	}
-	for _, c := range token {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	i, err := strconv.Atoi(token)
-	if err != nil || i >= n {
-		return 0, false
-	}
-	return i, true
+	i, err := pointerIndex(token)
+	return i, err == nil && i < n
 }
 
 // deepCopyJSON copies v's maps and lists (scalars are shared: they are immutable).
