@@ -1039,6 +1039,14 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
 		d.Spec.ManagementCluster = "mc01"
 		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
+		// The snapshot holds version v as it was last written by then, options included.
+		var opts specOptions
+		for _, o := range inc.opts {
+			if o.version == v && o.at <= snap {
+				opts = o.opts
+			}
+		}
+		opts.setOptions(d)
 		item, err := api.EncodeItem(d)
 		if err != nil {
 			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
@@ -1051,6 +1059,8 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		w.step("  %s back to v%d", id, v)
 		w.recordSpec(id, inc.created, inc.updated[v], v, wrote)
 		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{v, wrote, opts})
 		w.restoring = ""
 		w.mu.Unlock()
 	}
@@ -1411,7 +1421,7 @@ func (w *world) optionsBreak(id string, inc int, s statusWrite, written int64) s
 			continue // another write of the version (with other options) may have applied it
 		}
 		if policy == api.ApplyPolicyReadOnly || (i > 0 && w.objects[obj][i-1].exists) {
-			return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) wrote %s at t%d", id, s.version, policy, obj, ev.at)
+			return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) wrote %s at t%d; its history: %s", id, s.version, policy, obj, ev.at, w.describeObject(obj))
 		}
 	}
 	return ""
@@ -1504,6 +1514,15 @@ func (w *world) describeSpecs(id string) string {
 	var out []string
 	for k, inc := range w.incs[id] {
 		out = append(out, fmt.Sprintf("inc %d created t%d deleted %v t%d", k, inc.createdAt(), inc.deleted, inc.deletedAt))
+	}
+	return strings.Join(out, "; ")
+}
+
+// describeObject lists an object's events for failure messages.
+func (w *world) describeObject(name string) string {
+	var out []string
+	for _, ev := range w.objects[name] {
+		out = append(out, fmt.Sprintf("t%d exists=%v applied=%v %s", ev.at, ev.exists, ev.applied, ev.marker))
 	}
 	return strings.Join(out, "; ")
 }

@@ -75,7 +75,7 @@ func TestIntegrationHealthRules(t *testing.T) {
 
 	bad := e.putApplyHealth("bad", e.configMap("bad", map[string]string{"ready": "yes"}), &api.HealthRules{Current: `self.data.ready ==`})
 	waitCondition(e, e.specs.ApplyDesireStatus(), "bad", bad.Version, ConditionTrue, ReasonNoErrors, 15*time.Second)
-	if c := e.waitReady("bad", bad.Version, ConditionUnknown, ReasonHealthRuleInvalid, 5*time.Second); !strings.HasPrefix(c.Message, "health.current: self.data.ready ==: does not compile") {
+	if c := e.waitReady("bad", bad.Version, ConditionUnknown, api.ReasonHealthRuleInvalid, 5*time.Second); !strings.HasPrefix(c.Message, "health.current: self.data.ready ==: does not compile") {
 		t.Fatalf("Ready message %q", c.Message)
 	}
 
