@@ -35,6 +35,8 @@ type Apply struct {
 	// verifies an object from it instead of applying again. nil: none is known (every first
 	// look in a term applies).
 	Last LastStatus[*api.ApplyDesire]
+	// feedback holds the desires' compiled spec.statusFeedback rules and last values (feedback.go).
+	feedback feedbacks
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -89,6 +91,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err := checkScope(mapping, head.namespace, "kubeContent"); err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
+	if v, refused := r.feedbackPrecheck(d, gvk.GroupKind()); refused {
+		return v
+	}
 	ref := gvk.Kind + " " + objectRef(head.namespace, head.name)
 	t := api.TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: head.namespace, Name: head.name}
@@ -97,6 +102,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	what := target.MetadataOnly
 	if r.health != nil && target.HasStatus(gvk.GroupKind()) {
 		what = target.EveryVersion
+	}
+	if d.Spec.StatusFeedback != nil {
+		what = target.EveryVersion // feedback is read at every new resourceVersion
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
@@ -117,7 +125,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 				}
 				v = controller.WithReadiness(v, ready)
 			}
-			return v
+			return r.observeFeedback(ctx, d, t, gvk.GroupKind(), dec.Sighting, nil, v)
 		case dec.Held != "":
 			return controller.Refused(api.ReasonDriftConflict, dec.Held).After(dec.HeldFor)
 		case dec.Wait > 0:
@@ -153,6 +161,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if r.health != nil {
 		v = controller.WithReadiness(v, r.health.OfObject(d.DocumentID, t, live))
 	}
+	v = r.observeFeedback(ctx, d, t, gvk.GroupKind(), nil, live, v)
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
 		r.mapper.Reset()
@@ -163,6 +172,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 
 // Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *Apply) Forget(id string) {
+	r.feedback.forget(id)
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -190,6 +200,7 @@ func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 
 // EndTerm drops every record: a new term verifies each object again.
 func (r *Apply) EndTerm() {
+	r.feedback.endTerm()
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}
