@@ -48,7 +48,8 @@ type feedbacks struct {
 // feedbackRules are one desire's rules, compiled once per rule text.
 type feedbackRules struct {
 	rules []api.FeedbackRule
-	mu    sync.Mutex // a JSONPath keeps state while it runs
+	gk    schema.GroupKind // the kind they were checked for (a Secret's rules are stricter)
+	mu    sync.Mutex       // a JSONPath keeps state while it runs
 	paths []*jsonpath.JSONPath
 	// The values last read, for the object at rv (the target t).
 	t      api.TargetItem
@@ -66,10 +67,7 @@ func (f *feedbacks) rulesOf(d *api.ApplyDesire, gk schema.GroupKind) (*feedbackR
 	rules := d.Spec.StatusFeedback.JSONPaths
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.byID[d.DocumentID]; ok && slices.Equal(c.rules, rules) {
-		if err := secretRulesAllowed(gk, rules); err != nil {
-			return nil, err // same rules, another kind (the content changed)
-		}
+	if c, ok := f.byID[d.DocumentID]; ok && c.gk == gk && slices.Equal(c.rules, rules) {
 		return c, nil
 	}
 	c, err := compileFeedback(rules, gk)
@@ -88,7 +86,7 @@ func compileFeedback(rules []api.FeedbackRule, gk schema.GroupKind) (*feedbackRu
 	if err := secretRulesAllowed(gk, rules); err != nil {
 		return nil, err
 	}
-	c := &feedbackRules{rules: slices.Clone(rules)}
+	c := &feedbackRules{rules: slices.Clone(rules), gk: gk}
 	for i, r := range rules {
 		p := jsonpath.New(r.Name).AllowMissingKeys(true)
 		if err := p.Parse(relaxedPath(r.Path)); err != nil {

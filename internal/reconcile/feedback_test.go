@@ -262,3 +262,32 @@ func mustHead(t *testing.T, d *api.ApplyDesire) contentHead {
 func tgtGVR(t api.TargetItem) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
 }
+
+// TestFeedbackCompiledOnce: a desire's rules are compiled once per rule text and kind; new
+// rules, or the same rules over a Secret, are compiled (and checked) again; a desire without
+// rules drops them.
+func TestFeedbackCompiledOnce(t *testing.T) {
+	var f feedbacks
+	d := applyDesire("a", "")
+	d.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: "p", Path: ".data.p"}}}
+	first, err := f.rulesOf(d, schema.GroupKind{Kind: "ConfigMap"})
+	if err != nil || first == nil {
+		t.Fatal(first, err)
+	}
+	d2 := applyDesire("a", "")
+	d2.Version = 4
+	d2.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: "p", Path: ".data.p"}}}
+	if again, _ := f.rulesOf(d2, schema.GroupKind{Kind: "ConfigMap"}); again != first {
+		t.Fatal("the same rules were compiled again")
+	}
+	if _, err := f.rulesOf(d2, schema.GroupKind{Kind: "Secret"}); err == nil {
+		t.Fatal("the same rules over a Secret were not checked again")
+	}
+	d2.Spec.StatusFeedback.JSONPaths[0].Path = ".data.q"
+	if again, err := f.rulesOf(d2, schema.GroupKind{Kind: "ConfigMap"}); err != nil || again == first {
+		t.Fatalf("changed rules: %v, recompiled %v", err, again != first)
+	}
+	if c, err := f.rulesOf(applyDesire("a", ""), schema.GroupKind{Kind: "ConfigMap"}); c != nil || err != nil || f.byID["a"] != nil {
+		t.Fatal("rules kept for a desire without statusFeedback")
+	}
+}
