@@ -60,6 +60,8 @@ type Verdict struct {
 	ready    *target.Readiness // ApplyDesire: the object's kstatus readiness (nil: not observed)
 	mirrored bool              // ReadDesire: content is the live object (nil: it does not exist)
 	content  []byte
+	// feedback: an ApplyDesire's status feedback, read from the observed object (feedback.go).
+	feedback *[]api.FeedbackValue
 	// kindsChanged: a CustomResourceDefinition was applied; desires waiting for a kind that
 	// was not served are looked at again at once.
 	kindsChanged bool

@@ -37,6 +37,8 @@ type Apply struct {
 	Last LastStatus[*api.ApplyDesire]
 	// created: this term's CreateOnly creates (policy.go).
 	created creations
+	// feedback holds the desires' compiled spec.statusFeedback rules and last values (feedback.go).
+	feedback feedbacks
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -94,6 +96,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err := checkScope(mapping, head.namespace, "kubeContent"); err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
+	if v, refused := r.feedbackPrecheck(d, gvk.GroupKind()); refused {
+		return v
+	}
 	ref := gvk.Kind + " " + objectRef(head.namespace, head.name)
 	t := api.TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: head.namespace, Name: head.name}
@@ -103,6 +108,9 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	what := target.MetadataOnly
 	if byRules := r.useHealthRules(d); r.health != nil && (target.HasStatus(gvk.GroupKind()) || byRules) {
 		what = target.EveryVersion
+	}
+	if d.Spec.StatusFeedback != nil {
+		what = target.EveryVersion // feedback is read at every new resourceVersion
 	}
 	if d.Spec.Policy() != api.ApplyPolicyServerSideApply {
 		return r.byPolicy(ctx, d, head, mapping.Resource, t, ref, what) // CreateOnly, ReadOnly: policy.go
@@ -126,7 +134,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 				}
 				v = controller.WithReadiness(v, ready)
 			}
-			return v
+			return r.observeFeedback(ctx, d, t, gvk.GroupKind(), dec.Sighting, nil, v)
 		case dec.Held != "":
 			return controller.Refused(api.ReasonDriftConflict, dec.Held).After(dec.HeldFor)
 		case dec.Wait > 0:
@@ -179,6 +187,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if r.health != nil {
 		v = controller.WithReadiness(v, r.health.OfObject(d.DocumentID, t, live))
 	}
+	v = r.observeFeedback(ctx, d, t, gvk.GroupKind(), nil, live, v)
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
 		r.mapper.Reset()
@@ -190,6 +199,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 // Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *Apply) Forget(id string) {
 	r.created.forget(id)
+	r.feedback.forget(id)
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -218,6 +228,7 @@ func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 // EndTerm drops every record: a new term verifies each object again.
 func (r *Apply) EndTerm() {
 	r.created.reset()
+	r.feedback.endTerm()
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}

@@ -57,7 +57,7 @@ func (r *Apply) policyVerdict(ctx context.Context, d *api.ApplyDesire, head cont
 			// the status keeps saying so instead of flipping to "left as found".
 			message = createdMessage(ref)
 		}
-		return r.withReadiness(ctx, d.DocumentID, t, head, controller.Present(message), seen)
+		return r.observed(ctx, d, t, head, controller.Present(message), seen)
 	}
 	if policy == api.ApplyPolicyReadOnly {
 		// Not Degraded, and no back-off: the watch wakes the desire when the object appears,
@@ -89,7 +89,7 @@ func (r *Apply) create(ctx context.Context, d *api.ApplyDesire, head contentHead
 			"applyPolicy CreateOnly needs it, nothing was written", ref, err))
 	case apierrors.IsAlreadyExists(err):
 		v := controller.Present(ref + " exists: left as found (applyPolicy CreateOnly)")
-		return r.withReadiness(ctx, d.DocumentID, t, head, v, sighting{exists: true})
+		return r.observed(ctx, d, t, head, v, sighting{exists: true})
 	case resourceNotServed(err):
 		r.mapper.Reset()
 		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("create of %s: the apiserver no longer serves %s: %v", ref, gvrString(gvr), err))
@@ -105,7 +105,15 @@ func (r *Apply) create(ctx context.Context, d *api.ApplyDesire, head contentHead
 		r.mapper.Reset()
 		v = controller.WithKindsChanged(v)
 	}
-	return v
+	return r.observeFeedback(ctx, d, t, head.gvk.GroupKind(), nil, live, v)
+}
+
+// observed returns v (a present object's verdict) with the object's Ready condition and
+// status feedback, read from what was seen (feedback.go: the object itself, or one GET per
+// new resourceVersion).
+func (r *Apply) observed(ctx context.Context, d *api.ApplyDesire, t api.TargetItem, head contentHead, v controller.Verdict, seen sighting) controller.Verdict {
+	v = r.withReadiness(ctx, d.DocumentID, t, head, v, seen)
+	return r.observeFeedback(ctx, d, t, head.gvk.GroupKind(), seen.st, seen.live, v)
 }
 
 // sighting is what a policy reconcile saw of its target: from the watch (st, when the watch
