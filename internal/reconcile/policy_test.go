@@ -246,3 +246,46 @@ func TestApplyPolicyFailureDropsAppliedFields(t *testing.T) {
 		t.Fatalf("verdict %v, status %+v: want KindNotServed without applied fields", v, st.Status)
 	}
 }
+
+// TestApplyPolicyFeedback: a CreateOnly or ReadOnly desire reports its status feedback from
+// the object it saw (created, found, or changed by another writer since), and none for an
+// absent object.
+func TestApplyPolicyFeedback(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy, existing, thenOther string
+		want                              string // feedback value of data.a; "": no feedback
+	}{
+		{name: "ReadOnly present", policy: api.ApplyPolicyReadOnly, existing: "theirs", want: "theirs"},
+		{name: "ReadOnly absent", policy: api.ApplyPolicyReadOnly},
+		{name: "ReadOnly changed", policy: api.ApplyPolicyReadOnly, existing: "theirs", thenOther: "changed", want: "changed"},
+		{name: "CreateOnly created", policy: api.ApplyPolicyCreateOnly, want: "desired"},
+		{name: "CreateOnly found", policy: api.ApplyPolicyCreateOnly, existing: "theirs", want: "theirs"},
+		{name: "CreateOnly changed", policy: api.ApplyPolicyCreateOnly, thenOther: "changed", want: "changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDriftFixture(t)
+			ctx := context.Background()
+			if tc.existing != "" {
+				writeAsOther(t, f.kube, tc.existing)
+			}
+			f.settle(t, "cm", tc.existing == "")
+			d := policyDesire("a1", tc.policy, "desired")
+			d.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: "a", Path: ".data.a"}}}
+			v := f.rec.Reconcile(ctx, d)
+			if tc.thenOther != "" {
+				f.settle(t, "cm", false)
+				writeAsOther(t, f.kube, tc.thenOther)
+				f.settle(t, "cm", false)
+				v = f.rec.Reconcile(ctx, d)
+			}
+			values, ok := controller.Feedback(v)
+			switch {
+			case tc.want == "" && ok:
+				t.Fatalf("feedback %+v for an absent object, want none", values)
+			case tc.want == "":
+			case !ok || len(values) != 1 || values[0] != (api.FeedbackValue{Name: "a", Type: api.FeedbackString, Value: tc.want}):
+				t.Fatalf("feedback %+v (%v), want a=%q (verdict %v)", values, ok, tc.want, v)
+			}
+		})
+	}
+}
