@@ -72,7 +72,8 @@ import (
 //	   only where it was absent; Successful=True for them only if the object existed at some
 //	   moment after the version was written, TargetAbsent only if it was absent at one;
 //	I12 a status.feedback value is one the object held at some moment between the spec
-//	   version's write and the status write (it comes from an observed object).
+//	   version's write and the status write (it comes from an observed object); a failed
+//	   reconcile's status may keep values observed before.
 //
 // A failure prints the seed and the schedule. Replay one with
 // KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
@@ -1156,6 +1157,12 @@ func (w *world) swapSpecs(ctx context.Context, name string) (string, bool) {
 			return "", false
 		}
 		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+		// The version keeps the options the spec had.
+		kept := specOptions{policy: cur.Spec.ApplyPolicy, feedback: cur.Spec.StatusFeedback != nil}
+		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{stored.Version, at, kept})
+		w.mu.Unlock()
 		m = marker(id, cur.CreateTime, stored.Version)
 	default:
 		return "", false
@@ -1399,8 +1406,14 @@ func (w *world) optionsBreak(id string, inc int, s statusWrite, written int64) s
 		if !feedback {
 			return fmt.Sprintf("I12: ApplyDesire %s v%d has no feedback rule but its status reports %+v", id, s.version, f)
 		}
-		if f.Type != api.FeedbackString || !w.heldBetween(obj, f.Value, written, s.at) {
-			return fmt.Sprintf("I12: ApplyDesire %s v%d reports feedback %+v, which %s did not hold between t%d and t%d", id, s.version, f, obj, written, s.at)
+		from := written
+		if !s.successful {
+			// A failed reconcile keeps the feedback the last verdict observed (as it keeps the
+			// applied generation): observed once, perhaps before this version.
+			from = 0
+		}
+		if f.Type != api.FeedbackString || !w.heldBetween(obj, f.Value, from, s.at) {
+			return fmt.Sprintf("I12: ApplyDesire %s v%d reports feedback %+v, which %s did not hold between t%d and t%d", id, s.version, f, obj, from, s.at)
 		}
 	}
 	if policy == "" || slices.ContainsFunc(all, func(o specOptions) bool { return o.policy == "" }) {
