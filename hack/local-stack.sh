@@ -62,9 +62,11 @@ print_env() {
   echo "export AWS_PAGER="
   echo "export AWS_EC2_METADATA_DISABLED=true"
   echo "export KUBECONFIG=$(printf %q "$STATE/kubeconfig")"
-  local -a kas
-  eval "kas=($(<"$STATE/kube-apiserver.cmd"))"
-  echo "export KAA_KUBE_BIN_DIR=$(printf %q "$(dirname "${kas[1]}")")"
+  if [[ -f $STATE/kube-apiserver.cmd ]]; then
+    local -a kas
+    eval "kas=($(<"$STATE/kube-apiserver.cmd"))"
+    echo "export KAA_KUBE_BIN_DIR=$(printf %q "$(dirname "${kas[1]}")")"
+  fi
 }
 
 now_ms() { date +%s%3N; }
