@@ -168,7 +168,8 @@ func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api
 const specGoneRecheck = time.Second
 
 // stillWanted confirms d against its table (when r.specs is set): ok when the spec exists,
-// decodes and targets the same object for the same management cluster; otherwise the
+// decodes and targets the same object for the same management cluster with the same
+// propagationPolicy (samePropagation); otherwise the
 // verdict that waits for the cache to catch up.
 func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controller.Verdict, bool) {
 	if r.specs == nil {
@@ -177,7 +178,7 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 	cur, err := r.specs.Get(ctx, d.DocumentID)
 	switch {
 	case err == nil && cur.Invalid == "" && cur.Spec.TargetItem == d.Spec.TargetItem &&
-		cur.Spec.ManagementCluster == d.Spec.ManagementCluster:
+		cur.Spec.ManagementCluster == d.Spec.ManagementCluster && samePropagation(cur, d):
 		return controller.Verdict{}, true
 	case err == nil || errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalidItem):
 		return controller.Pending(specGoneRecheck), false

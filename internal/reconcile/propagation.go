@@ -49,6 +49,14 @@ func (r *Delete) deleteVerb(d *api.DeleteDesire) (deleteFunc, error) {
 	}, nil
 }
 
+// samePropagation reports whether the spec a consistent read returned (cur) asks the delete
+// that d, the cached spec being reconciled, would make: a policy changed since (Orphan to
+// Background, say) waits for the cache instead of deleting with the old one, which could
+// delete dependents the new spec keeps, or keep those it wants gone.
+func samePropagation(cur, d *api.DeleteDesire) bool {
+	return cur.Spec.Propagation() == d.Spec.Propagation()
+}
+
 // noDeleteVerbVerdict refuses a DeleteDesire the Kube cannot delete as it asks (err wraps
 // kubecall.ErrNoOptionVerb): Refused(KubeAPIError), nothing deleted. ok is false for any other
 // err.

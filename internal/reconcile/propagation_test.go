@@ -137,3 +137,41 @@ func TestPropagationWaitingMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletePropagationConfirmed: the consistent read before the delete confirms the policy
+// too: a spec whose propagationPolicy changed since the cached one (the cache lags) is not
+// deleted with the old policy; the desire is looked at again soon, nothing deleted.
+func TestDeletePropagationConfirmed(t *testing.T) {
+	target := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "owner"}
+	for _, tc := range []struct{ cached, current string }{
+		{api.PropagationBackground, api.PropagationOrphan},
+		{api.PropagationOrphan, ""},
+		{"", api.PropagationForeground},
+	} {
+		fake := newFakeKube()
+		fake.Apply(context.Background(), cmGVR, configMapObject("owner"), "setup")
+		cur := deleteDesire("d", target)
+		cur.Spec.PropagationPolicy = tc.current
+		cached := deleteDesire("d", target)
+		cached.Spec.PropagationPolicy = tc.cached
+		rec := NewDelete(DeleteConfig{Kube: fake, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: &confirmingSpecs{d: cur}})
+		v := rec.Reconcile(context.Background(), cached)
+		if afterOf(v) != specGoneRecheck || v.Successful() {
+			t.Errorf("cached %q, current %q: verdict %v, want a look again after %s", tc.cached, tc.current, v, specGoneRecheck)
+		}
+		for _, c := range fake.calls {
+			if strings.HasPrefix(c, "delete") {
+				t.Errorf("cached %q, current %q: deleted (%s) with the cached policy", tc.cached, tc.current, c)
+			}
+		}
+	}
+	// The same policy, spelt out or absent: deleted.
+	fake := newFakeKube()
+	fake.Apply(context.Background(), cmGVR, configMapObject("owner"), "setup")
+	cur := deleteDesire("d", target)
+	cur.Spec.PropagationPolicy = api.PropagationBackground
+	rec := NewDelete(DeleteConfig{Kube: fake, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: &confirmingSpecs{d: cur}})
+	if v := rec.Reconcile(context.Background(), deleteDesire("d", target)); !v.Successful() {
+		t.Fatalf("Background spelt out against absent: %v", v)
+	}
+}
