@@ -95,6 +95,7 @@ func TestIntegrationPropagation(t *testing.T) {
 		e.putDeleteWith("fg", "fg", api.PropagationForeground)
 		st := waitCondition(e, e.specs.DeleteDesireStatus(), "fg", 1, ConditionFalse, ReasonWaitingForDeletion, 30*time.Second)
 		msg := condition(st, ConditionSuccessful).Message
+		t.Logf("waiting: %s", msg)
 		if !strings.Contains(msg, "waiting for the garbage collector to delete its dependents") || !strings.Contains(msg, "foregroundDeletion") {
 			t.Fatalf("message %q does not name the foreground deletion", msg)
 		}
