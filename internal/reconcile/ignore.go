@@ -226,6 +226,7 @@ func leaveOutOf(s *api.ApplyDesireSpec, obj, live *unstructured.Unstructured, fi
 			}
 		}
 	}
+	obj.Object = dropLeftOutElements(obj.Object).(map[string]any)
 	for _, m := range s.YieldToManagers {
 		if m == fieldManager {
 			continue
@@ -307,10 +308,42 @@ func ignoreField(obj, live map[string]any, tokens []string, owners []managedTree
 		if keep {
 			p[idx] = liveValue
 		} else {
-			setAt(obj, tokens[:len(tokens)-1], slices.Delete(slices.Clone(p), idx, idx+1))
+			// Marked, and removed once every pointer is done (dropLeftOutElements): a
+			// removal now would shift the elements the next pointers name.
+			p[idx] = leftOutElement{}
 		}
 	}
 	return true, nil
+}
+
+// leftOutElement marks a list element an ignoreFields pointer leaves out, until
+// dropLeftOutElements removes it.
+type leftOutElement struct{}
+
+// dropLeftOutElements returns v without the list elements marked leftOutElement (lists
+// holding one are copied).
+func dropLeftOutElements(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = dropLeftOutElements(e)
+		}
+	case []any:
+		out := v
+		if slices.ContainsFunc(v, func(e any) bool { _, ok := e.(leftOutElement); return ok }) {
+			out = make([]any, 0, len(v))
+			for _, e := range v {
+				if _, ok := e.(leftOutElement); !ok {
+					out = append(out, e)
+				}
+			}
+		}
+		for i, e := range out {
+			out[i] = dropLeftOutElements(e)
+		}
+		return out
+	}
+	return v
 }
 
 // locate finds the container of the field tokens point at in doc: a map and its key, or a list
@@ -361,17 +394,6 @@ func pointerIndex(t string) (int, error) {
 		return 0, fmt.Errorf("steps into a list with %q, which is not an index of it (a decimal number from 0)", t)
 	}
 	return n, nil
-}
-
-// setAt replaces the value at tokens in doc (its container exists).
-func setAt(doc map[string]any, tokens []string, v any) {
-	parent, key, idx, _ := locate(doc, tokens)
-	switch p := parent.(type) {
-	case map[string]any:
-		p[key] = v
-	case []any:
-		p[idx] = v
-	}
 }
 
 // holds reports whether the fieldsV1 tree holds the field tokens point at in doc (tokens

@@ -360,3 +360,36 @@ func TestWroteNothing(t *testing.T) {
 		t.Error("nothing read before: wroteNothing")
 	}
 }
+
+// TestLeaveOutOfSeveralListPointers: the pointers of one desire all index kubeContent's lists
+// as written: a list element left out before does not shift the elements the next pointers
+// name (else the wrong element's field would be left out, and the named one sent).
+func TestLeaveOutOfSeveralListPointers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pointers []string
+		want     string // the containers list applied, as JSON
+	}{
+		{"two elements", []string{"/spec/template/spec/containers/0", "/spec/template/spec/containers/1"}, `[]`},
+		{"an element, then a field of the next", []string{"/spec/template/spec/containers/0", "/spec/template/spec/containers/1/image"},
+			`[{"name":"side"}]`},
+		{"in reverse order", []string{"/spec/template/spec/containers/1/image", "/spec/template/spec/containers/0"}, `[{"name":"side"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := api.ApplyDesireSpec{IgnoreFields: []api.IgnoreField{{Condition: api.IgnoreOnTargetPresent, JSONPointers: tc.pointers}}}
+			obj := mustObj(t, ignoreDeploy)
+			live := withManagers(t, mustObj(t, ignoreDeploy), [2]string{"other", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{}}}}}`})
+			if _, err := leaveOutOf(&spec, obj, live, "kaa", false); err != nil {
+				t.Fatal(err)
+			}
+			got, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			var want []any
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(got, want) {
+				t.Fatalf("containers applied %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
