@@ -274,6 +274,7 @@ func managedTrees(live *unstructured.Unstructured) ([]managedTree, error) {
 // whether obj had the field; an error when a token steps into a list by something other than
 // an index of it.
 func ignoreField(obj, live map[string]any, tokens []string, owners []managedTree, fieldManager string) (bool, error) {
+	tokens = atomicListPrefix(obj, tokens, owners)
 	parent, key, idx, err := locate(obj, tokens)
 	if err != nil || parent == nil {
 		return false, err
@@ -429,6 +430,57 @@ func holds(tree map[string]any, doc any, tokens []string) bool {
 		tree = sub
 	}
 	return true
+}
+
+// atomicListPrefix returns the tokens of the outermost list on the way to tokens' field that
+// a managedFields entry holds whole (an atomic list: its elements are not fields of their own),
+// else tokens. An element of such a list cannot be left out alone: the apply would send the
+// list without it, a value nobody asked for, so the whole list is left out.
+func atomicListPrefix(obj map[string]any, tokens []string, owners []managedTree) []string {
+	var cur any = obj
+	for i, t := range tokens {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[t]
+		case []any:
+			for _, e := range owners {
+				if heldWhole(e.tree, obj, tokens[:i]) {
+					return tokens[:i]
+				}
+			}
+			n, err := pointerIndex(t)
+			if err != nil || n >= len(c) {
+				return tokens
+			}
+			cur = c[n]
+		default:
+			return tokens
+		}
+	}
+	return tokens
+}
+
+// heldWhole reports whether the fieldsV1 tree holds the field tokens point at in doc as a
+// leaf, or an atomic field above it.
+func heldWhole(tree map[string]any, doc any, tokens []string) bool {
+	if !holds(tree, doc, tokens) {
+		return false
+	}
+	for _, t := range tokens {
+		if len(tree) == 0 {
+			return true
+		}
+		var child any
+		switch c := doc.(type) {
+		case map[string]any:
+			child, doc = tree["f:"+t], c[t]
+		case []any:
+			n, _ := pointerIndex(t)
+			child, doc = elementNode(tree, c[n], n), c[n]
+		}
+		tree, _ = child.(map[string]any)
+	}
+	return len(tree) == 0
 }
 
 // liveValueAt returns the live object's value of the field tokens point at in doc
