@@ -13,27 +13,6 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// putApplyWith writes ApplyDesire id of content with its spec options set by opt (#40).
-func (e *e2e) putApplyWith(id, content string, opt func(*ApplyDesireSpec)) *ApplyDesire {
-	e.t.Helper()
-	d := applyDesire(id, content)
-	opt(&d.Spec)
-	cur, err := e.applyS.Get(context.Background(), id)
-	if err == nil {
-		cur.Spec = d.Spec
-		out, err := e.applyS.Replace(context.Background(), cur)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return out
-	}
-	out, err := e.applyS.Create(context.Background(), d)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
 // writeConfigMapAs server-side applies ConfigMap name with data as manager (a kubectl-like
 // client; force: it takes fields another manager holds).
 func (e *e2e) writeConfigMapAs(manager, name string, data map[string]string) *unstructured.Unstructured {

@@ -15,27 +15,6 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
-// putApplyWith is putApply with the spec's options set by opts.
-func (e *e2e) putApplyWith(id, content string, opts func(*ApplyDesireSpec)) *ApplyDesire {
-	e.t.Helper()
-	d := applyDesire(id, content)
-	opts(&d.Spec)
-	cur, err := e.applyS.Get(context.Background(), id)
-	if err == nil {
-		cur.Spec = d.Spec
-		out, err := e.applyS.Replace(context.Background(), cur)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return out
-	}
-	out, err := e.applyS.Create(context.Background(), d)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
 // TestIntegrationIgnoreFields: spec.ignoreFields and spec.yieldToManagers on the real
 // apiserver (no controller-manager: the Deployments never roll out). A scale by another client
 // of a Deployment whose /spec/replicas is ignored OnTargetPresent is never undone, the desire
