@@ -1039,6 +1039,14 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
 		d.Spec.ManagementCluster = "mc01"
 		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
+		// The snapshot holds the version with the options it was written with then.
+		var opts specOptions
+		for _, o := range inc.opts {
+			if o.version == v && o.at <= snap {
+				opts = o.opts
+			}
+		}
+		opts.setOptions(d)
 		item, err := api.EncodeItem(d)
 		if err != nil {
 			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
@@ -1051,6 +1059,8 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		w.step("  %s back to v%d", id, v)
 		w.recordSpec(id, inc.created, inc.updated[v], v, wrote)
 		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{v, wrote, opts})
 		w.restoring = ""
 		w.mu.Unlock()
 	}
