@@ -287,3 +287,24 @@ func TestGetShowsOptionsAndFeedback(t *testing.T) {
 		}
 	}
 }
+
+// A read without option flags asks nothing of the options: an existing ReadDesire of the
+// object (here one a backend keeps, with its owner and fields) is reused as it is, never
+// rewritten without them (which would drop another writer's owner and projection).
+func TestReadWithoutOptionFlagsKeepsDesire(t *testing.T) {
+	h := newHarness(t)
+	h.clock.onSleep = func(int) {
+		h.writeStatus(kubeapplier.KindReadDesire, idFoo, h.specVersion(kubeapplier.KindReadDesire, idFoo), outcome{successful: true, reason: kubeapplier.ReasonNoErrors,
+			content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foo","namespace":"default"},"data":{"a":"1"}}`})
+	}
+	h.mustRun("read", "configmaps", "foo", "--fields", "/data", "--owner", "team-a", "--keep")
+	writes := h.db.Writes()
+	h.mustRun("read", "configmaps", "foo")
+	if h.db.Writes() != writes {
+		t.Fatalf("a read without option flags wrote %d times", h.db.Writes()-writes)
+	}
+	d := readSpec(t, h)
+	if d == nil || d.Spec.Owner != "team-a" || !reflect.DeepEqual(d.Spec.Fields, []string{"/data"}) {
+		t.Fatalf("the ReadDesire after a plain read: %+v", d)
+	}
+}

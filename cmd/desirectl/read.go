@@ -34,7 +34,8 @@ mirrored the object into its status, and print the object. A missing object is a
 timeout), unless --keep: a kept one is mirrored on by the applier, so later reads are
 answered at once ('desirectl remove TYPE NAME --kind read' removes it). A ReadDesire that
 existed before is reused and left as it was, when it asks for what this read asks (the same
---fields and --owner); else it is written as asked, and kept.
+--fields and --owner; without these flags, its own are kept); else it is written as asked,
+and kept.
 
 --fields /data,/status/phase mirrors only those JSON Pointers (RFC 6901; apiVersion, kind,
 metadata.name and metadata.namespace always): a smaller status for a large object.`,
@@ -70,6 +71,16 @@ metadata.name and metadata.namespace always): a smaller status for a large objec
 		spec := cur
 		d := &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}, Spec: want}
 		d.Spec.CommonSpec, d.Spec.Owner, d.Spec.TargetItem = ds.common, want.Owner, t.item
+		if cur != nil && !cmd.Flags().Changed(flagFields) && !cmd.Flags().Changed(flagOwner) {
+			// No option asked: its options are not this read's to change (another writer's
+			// owner or projection would be lost); only what it targets is compared.
+			if rd, ok := cur.(*api.ReadDesire); ok {
+				d.Spec.Owner, d.Spec.Fields = rd.Spec.Owner, rd.Spec.Fields
+				if len(rd.Spec.Fields) > 0 {
+					a.warnf("%s mirrors only its spec.fields %s (pass --fields to ask for others)", desireRef(api.KindReadDesire, id), strings.Join(rd.Spec.Fields, ","))
+				}
+			}
+		}
 		if cur == nil || !sameSpec(cur, d) {
 			var done putResult
 			if spec, done, err = put(ctx, st.reads, d, false); err != nil {

@@ -154,7 +154,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return leaveOutVerdict(err)
 	}
-	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb)
+	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb, !d.Spec.ForcesConflicts())
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.

@@ -66,7 +66,8 @@ func (c *Conflicts) OwnerConflicts() int {
 }
 
 // Check returns ad's refusal (or Pending when a rival could not be confirmed), else the note
-// for the keeper's message ("" without rivals).
+// for the keeper's message ("" without rivals). A refusal of a CreateOnly desire says nothing
+// is applied (policyStatus): its status never keeps an earlier version's applied fields.
 func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.Verdict, bool, string) {
 	rules := c.rules.Load()
 	if rules == nil {
@@ -79,9 +80,9 @@ func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.
 	c.owners.set(ad.DocumentID, ownerRefused(ad, o))
 	switch {
 	case len(o.Deletes) > 0:
-		return deleteConflictVerdict(ad, o.Deletes), true, ""
+		return policyStatus(ad, deleteConflictVerdict(ad, o.Deletes)), true, ""
 	case o.Keeper != nil:
-		return applyConflictVerdict(ad, o.Keeper), true, ""
+		return policyStatus(ad, applyConflictVerdict(ad, o.Keeper)), true, ""
 	case len(o.Refused) > 0:
 		return controller.Verdict{}, false, keeperNote(ad, o)
 	}

@@ -226,6 +226,7 @@ func leaveOutOf(s *api.ApplyDesireSpec, obj, live *unstructured.Unstructured, fi
 			}
 		}
 	}
+	obj.Object = dropLeftOutElements(obj.Object).(map[string]any)
 	for _, m := range s.YieldToManagers {
 		if m == fieldManager {
 			continue
@@ -273,6 +274,7 @@ func managedTrees(live *unstructured.Unstructured) ([]managedTree, error) {
 // whether obj had the field; an error when a token steps into a list by something other than
 // an index of it.
 func ignoreField(obj, live map[string]any, tokens []string, owners []managedTree, fieldManager string) (bool, error) {
+	tokens = atomicListPrefix(obj, tokens, owners)
 	parent, key, idx, err := locate(obj, tokens)
 	if err != nil || parent == nil {
 		return false, err
@@ -307,10 +309,42 @@ func ignoreField(obj, live map[string]any, tokens []string, owners []managedTree
 		if keep {
 			p[idx] = liveValue
 		} else {
-			setAt(obj, tokens[:len(tokens)-1], slices.Delete(slices.Clone(p), idx, idx+1))
+			// Marked, and removed once every pointer is done (dropLeftOutElements): a
+			// removal now would shift the elements the next pointers name.
+			p[idx] = leftOutElement{}
 		}
 	}
 	return true, nil
+}
+
+// leftOutElement marks a list element an ignoreFields pointer leaves out, until
+// dropLeftOutElements removes it.
+type leftOutElement struct{}
+
+// dropLeftOutElements returns v without the list elements marked leftOutElement (lists
+// holding one are copied).
+func dropLeftOutElements(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = dropLeftOutElements(e)
+		}
+	case []any:
+		out := v
+		if slices.ContainsFunc(v, func(e any) bool { _, ok := e.(leftOutElement); return ok }) {
+			out = make([]any, 0, len(v))
+			for _, e := range v {
+				if _, ok := e.(leftOutElement); !ok {
+					out = append(out, e)
+				}
+			}
+		}
+		for i, e := range out {
+			out[i] = dropLeftOutElements(e)
+		}
+		return out
+	}
+	return v
 }
 
 // locate finds the container of the field tokens point at in doc: a map and its key, or a list
@@ -363,17 +397,6 @@ func pointerIndex(t string) (int, error) {
 	return n, nil
 }
 
-// setAt replaces the value at tokens in doc (its container exists).
-func setAt(doc map[string]any, tokens []string, v any) {
-	parent, key, idx, _ := locate(doc, tokens)
-	switch p := parent.(type) {
-	case map[string]any:
-		p[key] = v
-	case []any:
-		p[idx] = v
-	}
-}
-
 // holds reports whether the fieldsV1 tree holds the field tokens point at in doc (tokens
 // through lists are matched to the tree's element keys by doc's element): the field itself, or
 // an atomic field above it (a leaf of the tree).
@@ -407,6 +430,57 @@ func holds(tree map[string]any, doc any, tokens []string) bool {
 		tree = sub
 	}
 	return true
+}
+
+// atomicListPrefix returns the tokens of the outermost list on the way to tokens' field that
+// a managedFields entry holds whole (an atomic list: its elements are not fields of their own),
+// else tokens. An element of such a list cannot be left out alone: the apply would send the
+// list without it, a value nobody asked for, so the whole list is left out.
+func atomicListPrefix(obj map[string]any, tokens []string, owners []managedTree) []string {
+	var cur any = obj
+	for i, t := range tokens {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[t]
+		case []any:
+			for _, e := range owners {
+				if heldWhole(e.tree, obj, tokens[:i]) {
+					return tokens[:i]
+				}
+			}
+			n, err := pointerIndex(t)
+			if err != nil || n >= len(c) {
+				return tokens
+			}
+			cur = c[n]
+		default:
+			return tokens
+		}
+	}
+	return tokens
+}
+
+// heldWhole reports whether the fieldsV1 tree holds the field tokens point at in doc as a
+// leaf, or an atomic field above it.
+func heldWhole(tree map[string]any, doc any, tokens []string) bool {
+	if !holds(tree, doc, tokens) {
+		return false
+	}
+	for _, t := range tokens {
+		if len(tree) == 0 {
+			return true
+		}
+		var child any
+		switch c := doc.(type) {
+		case map[string]any:
+			child, doc = tree["f:"+t], c[t]
+		case []any:
+			n, _ := pointerIndex(t)
+			child, doc = elementNode(tree, c[n], n), c[n]
+		}
+		tree, _ = child.(map[string]any)
+	}
+	return len(tree) == 0
 }
 
 // liveValueAt returns the live object's value of the field tokens point at in doc

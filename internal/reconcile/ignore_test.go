@@ -360,3 +360,77 @@ func TestWroteNothing(t *testing.T) {
 		t.Error("nothing read before: wroteNothing")
 	}
 }
+
+// TestLeaveOutOfSeveralListPointers: the pointers of one desire all index kubeContent's lists
+// as written: a list element left out before does not shift the elements the next pointers
+// name (else the wrong element's field would be left out, and the named one sent).
+func TestLeaveOutOfSeveralListPointers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pointers []string
+		want     string // the containers list applied, as JSON
+	}{
+		{"two elements", []string{"/spec/template/spec/containers/0", "/spec/template/spec/containers/1"}, `[]`},
+		{"an element, then a field of the next", []string{"/spec/template/spec/containers/0", "/spec/template/spec/containers/1/image"},
+			`[{"name":"side"}]`},
+		{"in reverse order", []string{"/spec/template/spec/containers/1/image", "/spec/template/spec/containers/0"}, `[{"name":"side"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := api.ApplyDesireSpec{IgnoreFields: []api.IgnoreField{{Condition: api.IgnoreOnTargetPresent, JSONPointers: tc.pointers}}}
+			obj := mustObj(t, ignoreDeploy)
+			live := withManagers(t, mustObj(t, ignoreDeploy), [2]string{"other",
+				`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{}},"k:{\"name\":\"side\"}":{".":{},"f:image":{}}}}}}}`})
+			if _, err := leaveOutOf(&spec, obj, live, "kaa", false); err != nil {
+				t.Fatal(err)
+			}
+			got, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			var want []any
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(got, want) {
+				t.Fatalf("containers applied %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLeaveOutOfAtomicListElement: an element of an atomic list (held whole, e.g. a
+// container's args) cannot be left out alone: the apply would send the list without it, a
+// value nobody asked for, which a forced apply writes. The whole list is left out instead
+// (kept at the object's value when the applier alone holds it).
+func TestLeaveOutOfAtomicListElement(t *testing.T) {
+	const deploy = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},
+"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1","args":["a","b"]}]}}}}`
+	const args = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:args":{}}}}}}}`
+	for _, tc := range []struct {
+		name     string
+		managers [][2]string
+		liveArgs []any
+		want     []any // nil: args left out
+	}{
+		{"held by another manager: the list left out", [][2]string{{"other", args}}, []any{"x", "y", "z"}, nil},
+		{"held by the applier alone: the object's list", [][2]string{{"kaa", args}}, []any{"x", "y", "z"}, []any{"x", "y", "z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := api.ApplyDesireSpec{IgnoreFields: []api.IgnoreField{{Condition: api.IgnoreOnTargetPresent,
+				JSONPointers: []string{"/spec/template/spec/containers/0/args/1"}}}}
+			obj := mustObj(t, deploy)
+			live := mustObj(t, deploy)
+			c, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+			c[0].(map[string]any)["args"] = tc.liveArgs
+			_ = unstructured.SetNestedSlice(live.Object, c, "spec", "template", "spec", "containers")
+			live = withManagers(t, live, tc.managers...)
+			if _, err := leaveOutOf(&spec, obj, live, "kaa", false); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := pointerAt(t, obj, "/spec/template/spec/containers/0/args")
+			if tc.want == nil && ok {
+				t.Fatalf("args applied %v, want them left out", got)
+			}
+			if tc.want != nil && !sameJSON(got, tc.want) {
+				t.Fatalf("args applied %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

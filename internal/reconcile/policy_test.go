@@ -289,3 +289,37 @@ func TestApplyPolicyFeedback(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyPolicyRefusedForRivalDropsAppliedFields: a CreateOnly version refused for a rival
+// (TargetConflict, decided before the reconciler runs) does not keep the applied fields of the
+// ServerSideApply version before it: its status never claims content applied.
+func TestApplyPolicyRefusedForRivalDropsAppliedFields(t *testing.T) {
+	kube := newFakeKube()
+	h := newHarness[*api.ApplyDesire](api.KindApplyDesire, NewApply(ApplyConfig{Kube: kube, Mapper: newMapper(), FieldManager: "fm"}))
+	d := policyDesire("a1", "", "desired")
+	d.CreateTime = testTime.Add(time.Minute)
+	if err := h.cache.Add(d); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := h.sync(t, d); st.Status.AppliedUID == "" {
+		t.Fatalf("ServerSideApply status: %+v", st.Status)
+	}
+	older := policyDesire("b-older", "", "other")
+	older.CreateTime = testTime
+	if err := h.cache.Add(older); err != nil {
+		t.Fatal(err)
+	}
+	d = policyDesire("a1", api.ApplyPolicyCreateOnly, "desired")
+	d.CreateTime = testTime.Add(time.Minute)
+	d.Version++
+	if err := h.cache.Update(d); err != nil {
+		t.Fatal(err)
+	}
+	_, st := h.sync(t, d)
+	if c := condition(st, api.ConditionSuccessful); c.Reason != api.ReasonTargetConflict {
+		t.Fatalf("CreateOnly with an older rival: %+v", c)
+	}
+	if s := st.Status; s.AppliedFieldsDigest != "" || s.AppliedUID != "" || s.AppliedResourceVersion != "" || s.AppliedResourceGeneration != 0 {
+		t.Fatalf("CreateOnly status refused for a rival keeps applied fields: %+v", s)
+	}
+}
