@@ -136,7 +136,8 @@ func splitPointers(s string) []string {
 // may share them with another desire) their normal form, which sameSpec compares and apply
 // writes: a default value (ServerSideApply, forceConflicts true) is absent, and an empty list
 // is nil, so a desire written with the defaults spelled out, or decoded from an empty list,
-// is not rewritten for nothing. A HealthRules without rules is kept: it is not kstatus.
+// is not rewritten for nothing. A HealthRules without rules is kept as written (the applier
+// reads it as kstatus, but the item says what the user asked).
 func normalApply(s *api.ApplyDesireSpec) {
 	if s.ApplyPolicy == api.ApplyPolicyServerSideApply {
 		s.ApplyPolicy = ""

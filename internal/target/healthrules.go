@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -39,6 +40,9 @@ const (
 	// healthProgramsMax bounds the compiled rules kept (least recently used dropped first):
 	// desires usually share a few rule texts.
 	healthProgramsMax = 1024
+	// healthRuleMaxBytes bounds one rule's text (a rule is a line or two; a 400 KB item could
+	// hold a huge one): with healthProgramsMax, the cache holds at most ~16 MiB of rule text.
+	healthRuleMaxBytes = 16 << 10
 )
 
 // Ready reasons of health rules (kstatus's names for the outcomes, plus the invalid rule).
@@ -100,14 +104,28 @@ func evaluateRules(rules api.HealthRules, live *unstructured.Unstructured) *Read
 			// compare one) nor CEL's error (which may quote one) is shown.
 			return &Readiness{Status: api.ReasonHealthRuleInvalid, Message: rule.name + " is invalid (on a Secret, the rule and its error are not shown)"}
 		case err != nil:
-			return &Readiness{Status: api.ReasonHealthRuleInvalid, Message: fmt.Sprintf("%s: %s: %v", rule.name, rule.expr, err)}
+			return &Readiness{Status: api.ReasonHealthRuleInvalid, Message: fmt.Sprintf("%s: %s: %v", rule.name, quoteRule(rule.expr), err)}
 		case ok && secret:
 			return &Readiness{Status: rule.status, Message: rule.name + " is true"}
 		case ok:
-			return &Readiness{Status: rule.status, Message: rule.name + ": " + rule.expr}
+			return &Readiness{Status: rule.status, Message: rule.name + ": " + quoteRule(rule.expr)}
 		}
 	}
 	return &Readiness{Status: healthInProgress, Message: "no health rule is true yet"}
+}
+
+// quoteRule is a rule's text for a message: whole, or its first 256 bytes and "…" (a
+// condition message names the rule; it need not hold a long one).
+func quoteRule(expr string) string {
+	const max = 256
+	if len(expr) <= max {
+		return expr
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(expr[cut]) {
+		cut--
+	}
+	return expr[:cut] + "…"
 }
 
 // healthPrograms holds the compiled rules of every desire of the process, by rule text.
@@ -145,6 +163,9 @@ var errNotBool = errors.New("the rule must return a bool")
 
 // program returns text's program, compiling it on first use (or after it was dropped).
 func (c *programCache) program(text string) (cel.Program, error) {
+	if len(text) > healthRuleMaxBytes {
+		return nil, fmt.Errorf("the rule is %d bytes, over the limit of %d", len(text), healthRuleMaxBytes)
+	}
 	c.mu.Lock()
 	if e, ok := c.byKey[text]; ok {
 		c.order.MoveToFront(e)

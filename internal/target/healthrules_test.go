@@ -60,6 +60,8 @@ func TestHealthRules(t *testing.T) {
 		{"a Secret's rule is not shown", api.HealthRules{Current: `self.data.token == "c2VjcmV0"`}, secret, "Current", "health.current is true"},
 		{"nor its error", api.HealthRules{Current: `int(self.data.token) > 0`}, secret, api.ReasonHealthRuleInvalid, "health.current is invalid (on a Secret, the rule and its error are not shown)"},
 		{"cost limit", api.HealthRules{Current: `self.status.items.all(i, !self.status.log.contains("error"))`}, big, api.ReasonHealthRuleInvalid, "cost limit exceeded"},
+		{"a rule too long to compile or quote", api.HealthRules{Current: strings.Repeat("true && ", 2100) + "true"}, bare, api.ReasonHealthRuleInvalid,
+			"…: the rule is 16804 bytes, over the limit of 16384"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

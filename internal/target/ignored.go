@@ -17,7 +17,8 @@ func (dw *DriftWatch) AppliedSpec(id string, m *api.DynamoDBMetadata) bool {
 }
 
 // AppliedBefore reports whether last (a desire's last stored status; nil: none) says spec m was
-// applied: Successful=True for this very incarnation and write of the spec. A previous term
+// applied: Successful=True, with an applied uid or fields digest, for this very incarnation and
+// write of the spec. A previous term
 // applied it, so an apply now is no change of the desire.
 func AppliedBefore(last *api.ApplyDesire, m *api.DynamoDBMetadata) bool {
 	if last == nil {
@@ -25,6 +26,9 @@ func AppliedBefore(last *api.ApplyDesire, m *api.DynamoDBMetadata) bool {
 	}
 	s := &last.Status
 	c := s.Condition(api.ConditionSuccessful)
-	return c != nil && c.Status == api.ConditionTrue && c.ObservedGeneration == m.Version &&
+	// Only a status of an apply counts (a CreateOnly or ReadOnly status carries no applied
+	// uid or digest): one put back with another policy applied nothing.
+	applied := s.AppliedUID != "" || s.AppliedFieldsDigest != ""
+	return applied && c != nil && c.Status == api.ConditionTrue && c.ObservedGeneration == m.Version &&
 		s.ObservedDesireCreateTime != "" && observedCreate(&s.CommonStatus).Equal(m.CreateTime) && observedWrite(&s.CommonStatus, m)
 }

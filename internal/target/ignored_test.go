@@ -41,6 +41,7 @@ func TestAppliedBefore(t *testing.T) {
 		s.Status.ObservedDesireCreateTime = created.Format(time.RFC3339Nano)
 		s.Status.ObservedDesireUpdateTime = m.UpdateTime.Format(time.RFC3339Nano)
 		s.Status.SetCondition(api.Condition{Type: api.ConditionSuccessful, Status: api.ConditionTrue, Reason: api.ReasonNoErrors, ObservedGeneration: 4}, created)
+		s.Status.AppliedUID, s.Status.AppliedFieldsDigest = "uid-1", "digest"
 		if edit != nil {
 			edit(s)
 		}
@@ -57,6 +58,9 @@ func TestAppliedBefore(t *testing.T) {
 		{"failed", status(func(s *api.ApplyDesire) { s.Status.Conditions[0].Status = api.ConditionFalse }), false},
 		{"other incarnation", status(func(s *api.ApplyDesire) { s.Status.ObservedDesireCreateTime = "2025-01-01T00:00:00Z" }), false},
 		{"other write", status(func(s *api.ApplyDesire) { s.Status.ObservedDesireUpdateTime = "2025-01-01T00:00:00Z" }), false},
+		// The same version and write put back with CreateOnly or ReadOnly: nothing applied.
+		{"a status of a policy that applies nothing", status(func(s *api.ApplyDesire) { s.Status.AppliedUID, s.Status.AppliedFieldsDigest = "", "" }), false},
+		{"applied, digest only (no drift watch uid)", status(func(s *api.ApplyDesire) { s.Status.AppliedUID = "" }), true},
 	}
 	for _, tc := range cases {
 		if got := AppliedBefore(tc.last, m); got != tc.want {
