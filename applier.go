@@ -140,6 +140,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	// The rival rules read the indexes of each term's informers (handed over in newInformers).
 	a.conflicts = reconcile.NewConflicts(rivals.Rules{Cluster: opts.ManagementCluster,
 		ApplySpecs: a.db.ApplyDesireSpecs(), DeleteSpecs: a.db.DeleteDesireSpecs()}, w.mapper)
+	m.SetOwnerConflictsSource(a.conflicts.OwnerConflicts)
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))
 	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, Reconciler[*DeleteDesire](a.deleteRec))
 	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))

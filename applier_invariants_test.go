@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/fencing"
+	"github.com/kube-applier-aws/kubeapplier/internal/kubecall"
 	"github.com/kube-applier-aws/kubeapplier/internal/reconcile"
 	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
@@ -64,7 +66,14 @@ import (
 //	   stray item is followed by a term above it, at once when no live leader holds it, else
 //	   once that leader's heartbeat is overdue;
 //	I6 at quiescence every spec has a status answering its latest version, and no status lacks
-//	   a spec.
+//	   a spec;
+//	I11 an ApplyDesire version with applyPolicy CreateOnly or ReadOnly never claims content
+//	   applied (no appliedFieldsDigest); ReadOnly never writes the object, CreateOnly writes it
+//	   only where it was absent; Successful=True for them only if the object existed at some
+//	   moment after the version was written, TargetAbsent only if it was absent at one;
+//	I12 a status.feedback value is one the object held at some moment between the spec
+//	   version's write and the status write (it comes from an observed object); a failed
+//	   reconcile's status may keep values observed before.
 //
 // A failure prints the seed and the schedule. Replay one with
 // KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
@@ -200,6 +209,13 @@ func (k cutKube) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj
 	return k.KubeClient.Apply(ctx, gvr, obj, fm)
 }
 
+func (k cutKube) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	if k.cut.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
+	}
+	return k.KubeClient.(kubecall.Creator).Create(ctx, gvr, obj, fm)
+}
+
 func (k cutKube) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 	if k.cut.Load() {
 		return nil, errors.New("dial tcp 127.0.0.1:6443: connection refused")
@@ -246,6 +262,59 @@ type incarnation struct {
 	// landedAt is the wall time just after each version's write returned, and updated its
 	// updateTime as the backend's clock stamped it (I7).
 	landedAt, updated map[int64]time.Time
+	// opts are an ApplyDesire's options, as each version was written (a version written
+	// twice, after a restore, may carry other options; a restore puts back one of them).
+	opts []optionsWrite
+}
+
+// optionsWrite is the options of one write of a spec version, at logical time at.
+type optionsWrite struct {
+	version, at int64
+	opts        specOptions
+}
+
+// optionsOf returns the options of every write of version v before logical time t: a status
+// of v may answer any of them.
+func (inc incarnation) optionsOf(v, t int64) []specOptions {
+	var out []specOptions
+	for _, o := range inc.opts {
+		if o.version == v && o.at < t {
+			out = append(out, o.opts)
+		}
+	}
+	return out
+}
+
+// specOptions are the desire options (#40) an ApplyDesire version of the world carries: a
+// policy, and a feedback rule reporting the object's data.spec (its marker).
+type specOptions struct {
+	policy   string // "" is ServerSideApply
+	feedback bool
+}
+
+// feedbackRule is the world's statusFeedback rule: the marker the object holds.
+const feedbackRule = "marker"
+
+// randomOptions picks a version's options: mostly none, sometimes CreateOnly or ReadOnly, a
+// third of them with feedback.
+func (w *world) randomOptions() specOptions {
+	var o specOptions
+	switch r := w.rng.Intn(10); {
+	case r == 0:
+		o.policy = api.ApplyPolicyCreateOnly
+	case r == 1:
+		o.policy = api.ApplyPolicyReadOnly
+	}
+	o.feedback = w.rng.Intn(3) == 0
+	return o
+}
+
+// setOptions writes o into d's spec.
+func (o specOptions) setOptions(d *ApplyDesire) {
+	d.Spec.ApplyPolicy, d.Spec.StatusFeedback = o.policy, nil
+	if o.feedback {
+		d.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: feedbackRule, Path: ".data.spec"}}}
+	}
 }
 
 type specWrite struct{ version, at int64 }
@@ -302,6 +371,8 @@ type statusWrite struct {
 	successful bool
 	reason     string
 	generation int64
+	digest     string              // an ApplyDesire's appliedFieldsDigest
+	feedback   []api.FeedbackValue // an ApplyDesire's status.feedback
 	deleted    bool
 	// external: deleted (or, with restored, put back from a snapshot) by someone else (an
 	// operator, a point-in-time restore), at wall time wall.
@@ -522,7 +593,7 @@ func (w *world) decodeStatus(table string, item map[string]ddbtypes.AttributeVal
 		}
 	}
 	if ad, ok := d.(*ApplyDesire); ok {
-		sw.generation = ad.Status.AppliedResourceGeneration
+		sw.generation, sw.digest, sw.feedback = ad.Status.AppliedResourceGeneration, ad.Status.AppliedFieldsDigest, ad.Status.Feedback
 	}
 	return sw, nil
 }
@@ -749,14 +820,20 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	default:
 		next := cur.DeepCopy()
 		next.Spec.KubeContent = json.RawMessage([]byte(w.content(id, cur.CreateTime, cur.Version+1)))
+		opts := w.randomOptions()
+		opts.setOptions(next)
 		w.specs.SetClock(w.backendClock())
 		at := w.tick()
 		stored, err := w.specs.Replace(ctx, next)
 		if err != nil {
 			w.t.Fatalf("seed %d: replace spec: %v", w.seed, err)
 		}
-		w.step("ApplyDesire %s v%d", id, stored.Version)
+		w.step("ApplyDesire %s v%d %+v", id, stored.Version, opts)
 		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{stored.Version, at, opts})
+		w.mu.Unlock()
 	}
 }
 
@@ -764,16 +841,18 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
+	opts := w.randomOptions()
+	opts.setOptions(d)
 	w.specs.SetClock(func() time.Time { return now })
 	at := w.tick()
 	stored, err := w.specs.Create(ctx, d)
 	if err != nil {
 		w.t.Fatalf("seed %d: create spec: %v", w.seed, err)
 	}
-	w.step("ApplyDesire %s created (createTime %s)", id, stored.CreateTime.Format(time.StampMicro))
+	w.step("ApplyDesire %s created (createTime %s) %+v", id, stored.CreateTime.Format(time.StampMicro), opts)
 	w.mu.Lock()
 	w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{1: at}, writes: []specWrite{{1, at}}, landed: w.tick(),
-		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}})
+		landedAt: map[int64]time.Time{1: time.Now()}, updated: map[int64]time.Time{1: stored.UpdateTime}, opts: []optionsWrite{{1, at, opts}}})
 	w.mu.Unlock()
 }
 
@@ -961,6 +1040,14 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		d.DocumentID, d.Version, d.CreateTime, d.UpdateTime = id, v, inc.created, inc.updated[v]
 		d.Spec.ManagementCluster = "mc01"
 		d.Spec.KubeContent = json.RawMessage(w.content(id, inc.created, v))
+		// The snapshot holds version v as it was last written by then, options included.
+		var opts specOptions
+		for _, o := range inc.opts {
+			if o.version == v && o.at <= snap {
+				opts = o.opts
+			}
+		}
+		opts.setOptions(d)
 		item, err := api.EncodeItem(d)
 		if err != nil {
 			w.t.Fatalf("seed %d: restore: encode: %v", w.seed, err)
@@ -973,6 +1060,8 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		w.step("  %s back to v%d", id, v)
 		w.recordSpec(id, inc.created, inc.updated[v], v, wrote)
 		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{v, wrote, opts})
 		w.restoring = ""
 		w.mu.Unlock()
 	}
@@ -1068,6 +1157,12 @@ func (w *world) swapSpecs(ctx context.Context, name string) (string, bool) {
 			return "", false
 		}
 		w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+		// The version keeps the options the spec had.
+		kept := specOptions{policy: cur.Spec.ApplyPolicy, feedback: cur.Spec.StatusFeedback != nil}
+		w.mu.Lock()
+		incs := w.incs[id]
+		incs[len(incs)-1].opts = append(incs[len(incs)-1].opts, optionsWrite{stored.Version, at, kept})
+		w.mu.Unlock()
 		m = marker(id, cur.CreateTime, stored.Version)
 	default:
 		return "", false
@@ -1235,7 +1330,13 @@ func (w *world) check() {
 					return
 				}
 			}
-			if s.successful && table == invApplyStatus {
+			if table == invApplyStatus {
+				if why := w.optionsBreak(id, inc, s, written); why != "" {
+					w.report("%s; its writes: %s", why, w.describeWrites(id, writes))
+					return
+				}
+			}
+			if s.successful && table == invApplyStatus && !w.incs[id][inc].anyPolicy(s.version, s.at) {
 				// I3
 				m := marker(id, w.incs[id][inc].created, s.version)
 				if !w.appliedBetween(objectOf(id), m, s.generation, written, s.at) {
@@ -1272,6 +1373,71 @@ func (w *world) check() {
 			newest[parts[0]] = got
 		}
 	}
+}
+
+// anyPolicy reports whether a write of version v before t carried an applyPolicy: its status
+// may say Successful=True without an apply (I3 does not hold for it).
+func (inc incarnation) anyPolicy(v, t int64) bool {
+	for _, o := range inc.optionsOf(v, t) {
+		if o.policy != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// optionsBreak checks I11 and I12 on status write s of ApplyDesire id (incarnation inc), whose
+// version was last written at logical time written; "" when they hold. w.mu is held.
+func (w *world) optionsBreak(id string, inc int, s statusWrite, written int64) string {
+	all, obj := w.incs[id][inc].optionsOf(s.version, s.at), objectOf(id)
+	feedback, policy := false, ""
+	for i, o := range all {
+		feedback = feedback || o.feedback
+		if i == 0 || o.policy == policy {
+			policy = o.policy
+		} else {
+			policy = "" // written with several policies: a status may answer either
+		}
+	}
+	for _, f := range s.feedback {
+		if f.Name != feedbackRule || f.Type == "" {
+			continue // "" : the path matched nothing, which says no value
+		}
+		if !feedback {
+			return fmt.Sprintf("I12: ApplyDesire %s v%d has no feedback rule but its status reports %+v", id, s.version, f)
+		}
+		from := written
+		if !s.successful {
+			// A failed reconcile keeps the feedback the last verdict observed (as it keeps the
+			// applied generation): observed once, perhaps before this version.
+			from = 0
+		}
+		if f.Type != api.FeedbackString || !w.heldBetween(obj, f.Value, from, s.at) {
+			return fmt.Sprintf("I12: ApplyDesire %s v%d reports feedback %+v, which %s did not hold between t%d and t%d", id, s.version, f, obj, from, s.at)
+		}
+	}
+	if policy == "" || slices.ContainsFunc(all, func(o specOptions) bool { return o.policy == "" }) {
+		return ""
+	}
+	if s.digest != "" {
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) claims content applied (appliedFieldsDigest %s)", id, s.version, policy, s.digest)
+	}
+	switch {
+	case s.successful && !w.existedBetween(obj, written, s.at):
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says Successful=True, but %s did not exist between t%d and t%d", id, s.version, policy, obj, written, s.at)
+	case s.reason == ReasonTargetAbsent && !w.absentBetween(obj, written, s.at):
+		return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) says TargetAbsent, but %s existed from t%d to t%d", id, s.version, policy, obj, written, s.at)
+	}
+	m := marker(id, w.incs[id][inc].created, s.version)
+	for i, ev := range w.objects[obj] {
+		if !ev.applied || ev.marker != m || ev.at <= written || ev.at >= s.at {
+			continue // another write of the version (with other options) may have applied it
+		}
+		if policy == api.ApplyPolicyReadOnly || (i > 0 && w.objects[obj][i-1].exists) {
+			return fmt.Sprintf("I11: ApplyDesire %s v%d (%s) wrote %s at t%d; its history: %s", id, s.version, policy, obj, ev.at, w.describeObject(obj))
+		}
+	}
+	return ""
 }
 
 // heartbeatWritten checks I7 when a heartbeat lands: for each kind, every live spec version
@@ -1365,6 +1531,15 @@ func (w *world) describeSpecs(id string) string {
 	return strings.Join(out, "; ")
 }
 
+// describeObject lists an object's events for failure messages.
+func (w *world) describeObject(name string) string {
+	var out []string
+	for _, ev := range w.objects[name] {
+		out = append(out, fmt.Sprintf("t%d exists=%v applied=%v %s", ev.at, ev.exists, ev.applied, ev.marker))
+	}
+	return strings.Join(out, "; ")
+}
+
 // describeWrites lists a status's writes for failure messages.
 func (w *world) describeWrites(id string, writes []statusWrite) string {
 	var out []string
@@ -1401,6 +1576,39 @@ func (w *world) absentBetween(name string, from, to int64) bool {
 		}
 	}
 	return !existsAtFrom
+}
+
+// existedBetween reports whether object name existed at some moment in [from, to].
+func (w *world) existedBetween(name string, from, to int64) bool {
+	existsAtFrom := false
+	for _, ev := range w.objects[name] {
+		switch {
+		case ev.at > to:
+			return existsAtFrom
+		case ev.at <= from:
+			existsAtFrom = ev.exists
+		case ev.exists:
+			return true
+		}
+	}
+	return existsAtFrom
+}
+
+// heldBetween reports whether object name held marker m (data.spec) at some moment in
+// [from, to].
+func (w *world) heldBetween(name, m string, from, to int64) bool {
+	heldAtFrom := false
+	for _, ev := range w.objects[name] {
+		switch {
+		case ev.at > to:
+			return heldAtFrom
+		case ev.at <= from:
+			heldAtFrom = ev.exists && ev.marker == m
+		case ev.exists && ev.marker == m:
+			return true
+		}
+	}
+	return heldAtFrom
 }
 
 // appliedBetween reports whether content m was applied to object name in [from, to],

@@ -15,6 +15,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/tools/go/packages"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-applier-aws/kubeapplier"
@@ -44,6 +46,8 @@ func ExampleVerdict() {
 		kubeapplier.Refused(kubeapplier.ReasonDriftConflict, "fields re-taken by kubectl-edit within 10s of each repair"),
 		kubeapplier.NotYet(kubeapplier.ReasonKindNotServed, "kind example.com/v1, Kind=Widget is not known to the cluster"),
 		kubeapplier.NotYet(kubeapplier.ReasonStaleFieldOwners, "managedFields entries of old-operator (Apply) at example.org/v1alpha1, which the cluster no longer serves, …"),
+		kubeapplier.Refused(kubeapplier.ReasonTargetAbsent, "ConfigMap demo/settings does not exist; applyPolicy ReadOnly never creates it"),
+		kubeapplier.Refused(kubeapplier.ReasonApplyConflict, `server-side apply of ConfigMap demo/settings conflicts with field managers "other-team" over .data.owner`),
 		kubeapplier.Transient(kubeapplier.ReasonKubeAPIError, errors.New("etcdserver: request timed out")),
 	} {
 		c := v.Conditions(1, now)
@@ -65,6 +69,8 @@ func ExampleVerdict() {
 	// DriftConflict      Successful=False Degraded=False
 	// KindNotServed      Successful=False Degraded=False
 	// StaleFieldOwners   Successful=False Degraded=False
+	// TargetAbsent       Successful=False Degraded=False
+	// ApplyConflict      Successful=False Degraded=False
 	// KubeAPIError       Successful=False Degraded=True
 	// applied ConfigMap demo/settings
 	// true true true
@@ -421,6 +427,55 @@ func TestReplaceManagedFieldsFromOutside(t *testing.T) {
 	}
 	if mf := live.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kaa" {
 		t.Fatalf("managedFields = %+v, want only kaa's", mf)
+	}
+}
+
+// TestOptionVerbsFromOutside: DynamicKube's methods for desire options carry the option to
+// the apiserver: an apply without force, a create with the field manager, a delete with the
+// propagation policy and the uid precondition. An embedder's KubeClient wrapper forwards them
+// (a KubeClient without them cannot serve those options).
+func TestOptionVerbsFromOutside(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	var actions []clienttesting.Action
+	client.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		actions = append(actions, a)
+		return false, nil, nil
+	})
+	kube := kubeapplier.DynamicKube{Client: client}
+	ctx := context.Background()
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "namespace": "n"}}}
+	created, err := kube.Create(ctx, gvr, cm, "kaa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.Create(ctx, gvr, cm, "kaa"); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second Create: %v, want AlreadyExists", err)
+	}
+	_, _ = kube.ApplyUnforced(ctx, gvr, cm, "kaa") // the fake's apply support does not matter: the call does
+	_, _ = kube.Apply(ctx, gvr, cm, "kaa")
+	if err := kube.DeleteWithPropagation(ctx, gvr, "n", "c", created.GetUID(), "", metav1.DeletePropagationOrphan); err != nil {
+		t.Fatal(err)
+	}
+	var forces []bool
+	for _, a := range actions {
+		switch a := a.(type) {
+		case clienttesting.CreateActionImpl:
+			if a.CreateOptions.FieldManager != "kaa" {
+				t.Errorf("create with field manager %q, want kaa", a.CreateOptions.FieldManager)
+			}
+		case clienttesting.PatchActionImpl:
+			forces = append(forces, a.PatchOptions.Force != nil && *a.PatchOptions.Force)
+		case clienttesting.DeleteActionImpl:
+			o := a.DeleteOptions
+			if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationOrphan || o.Preconditions == nil || o.Preconditions.UID == nil {
+				t.Errorf("delete options %+v, want Orphan with a uid precondition", o)
+			}
+		}
+	}
+	if len(forces) != 2 || forces[0] || !forces[1] {
+		t.Fatalf("applies forced %v, want [false true] (ApplyUnforced, then Apply)", forces)
 	}
 }
 

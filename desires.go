@@ -30,7 +30,6 @@ const (
 	ReasonStaleFieldOwners   = api.ReasonStaleFieldOwners
 	ReasonTargetAbsent       = api.ReasonTargetAbsent
 	ReasonApplyConflict      = api.ReasonApplyConflict
-	ReasonHealthRuleInvalid  = api.ReasonHealthRuleInvalid
 )
 
 // DynamoDBMetadata is the document metadata every desire carries (api.DynamoDBMetadata: the

@@ -80,6 +80,11 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 	if err := k.errs["apply"]; err != nil {
 		return nil, err
 	}
+	return k.applyLocked(gvr, obj)
+}
+
+// applyLocked is Apply's change, k.mu held.
+func (k *fakeKube) applyLocked(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	// Like kube-apiserver: request bodies over 3 MiB are refused with 413.
 	if body, _ := obj.MarshalJSON(); len(body) > fakeMaxRequestBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", fakeMaxRequestBytes))
@@ -112,6 +117,21 @@ func (k *fakeKube) Apply(_ context.Context, gvr schema.GroupVersionResource, obj
 	k.objects[key] = live
 	k.changed(key, live, true)
 	return live.DeepCopy(), nil
+}
+
+// Create creates obj like Apply when there is no such object (kubecall.Creator, for
+// applyPolicy CreateOnly); AlreadyExists otherwise. Errors injected for "create".
+func (k *fakeKube) Create(_ context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "create "+obj.GetName()+" "+fm)
+	if err := k.errs["create"]; err != nil {
+		return nil, err
+	}
+	if _, exists := k.objects[objKey(gvr, obj.GetNamespace(), obj.GetName())]; exists {
+		return nil, apierrors.NewAlreadyExists(gvr.GroupResource(), obj.GetName())
+	}
+	return k.applyLocked(gvr, obj)
 }
 
 // setErr injects (or clears, with nil) the error of a verb.

@@ -124,6 +124,27 @@ func (e *e2e) putApply(id, content string) *ApplyDesire {
 	return out
 }
 
+// putApplyWith writes ApplyDesire id of content with its spec options set by opt (#40).
+func (e *e2e) putApplyWith(id, content string, opt func(*ApplyDesireSpec)) *ApplyDesire {
+	e.t.Helper()
+	d := applyDesire(id, content)
+	opt(&d.Spec)
+	cur, err := e.applyS.Get(context.Background(), id)
+	if err == nil {
+		cur.Spec = d.Spec
+		out, err := e.applyS.Replace(context.Background(), cur)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return out
+	}
+	out, err := e.applyS.Create(context.Background(), d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
 func (e *e2e) configMap(name string, data map[string]string, finalizers ...string) string {
 	e.t.Helper()
 	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",

@@ -4,7 +4,9 @@
 #     AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION and local credentials (so the AWS SDKs,
 #     the library's default chain and the AWS CLI reach it)
 #   - etcd + kube-apiserver (no controller-manager)     -> KAA_KUBECONFIG, and KUBECONFIG (so
-#     kubectl and desirectl's discovery reach it in a shell that evaluated `env`)
+#     kubectl and desirectl's discovery reach it in a shell that evaluated `env`); the folder of
+#     the kube binaries (kube-controller-manager included, for the tests that start their own
+#     garbage collector)                                 -> KAA_KUBE_BIN_DIR
 #
 # Usage: hack/local-stack.sh up|down|env|status|stop C|start C|restart C
 #   up      start everything (a no-op when it already runs) and print the env exports
@@ -46,6 +48,9 @@ log() { echo "local-stack: $*" >&2; }
 #   AWS_PAGER=""         the AWS CLI v2 prints instead of opening a pager
 #   AWS_EC2_METADATA_DISABLED=true   no SDK waits for an instance-metadata endpoint for
 #                        credentials or a region it never needs here
+#   KAA_KUBE_BIN_DIR     the folder the stack's kube-apiserver runs from (hack/build-kube.sh's
+#                        cache, which holds kube-controller-manager too): tests that need a
+#                        garbage collector start their own from it (testenv.StartControllerManager)
 print_env() {
   cat "$STATE/env"
   local endpoint region
@@ -57,6 +62,11 @@ print_env() {
   echo "export AWS_PAGER="
   echo "export AWS_EC2_METADATA_DISABLED=true"
   echo "export KUBECONFIG=$(printf %q "$STATE/kubeconfig")"
+  if [[ -f $STATE/kube-apiserver.cmd ]]; then
+    local -a kas
+    eval "kas=($(<"$STATE/kube-apiserver.cmd"))"
+    echo "export KAA_KUBE_BIN_DIR=$(printf %q "$(dirname "${kas[1]}")")"
+  fi
 }
 
 now_ms() { date +%s%3N; }

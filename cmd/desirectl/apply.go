@@ -13,6 +13,7 @@ func (a *app) newApplyCommand() *cobra.Command {
 		file      string
 		namespace string
 		wf        waitFlags
+		opts      applyOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|-",
@@ -27,18 +28,33 @@ object is deleted first, as delete deletes the ApplyDesire: the object is not de
 re-created in turn.
 
 --wait needs a kube-applier-aws running for the context's management cluster: it waits until
-the applier's status answers the spec just written.`,
+the applier's status answers the spec just written.
+
+The desire options (docs/contract.md "Desire options") are flags, and hold for every object
+of the input: --apply-policy, --force-conflicts=false, --ignore-fields, --yield-to-manager,
+--feedback, --health-*, --owner. They are part of what apply writes: applying again without a
+flag removes its option (a new version), and the same manifest with the same flags is
+unchanged. A flag at its default writes nothing. Values an applier would refuse are refused
+before anything is written (exit 2).`,
 		Example: `  desirectl apply -f configmap.yaml
   desirectl apply -f manifests/ --wait --timeout 2m
-  kubectl create configmap foo --from-literal=a=b --dry-run=client -o yaml | desirectl apply -f -`,
+  kubectl create configmap foo --from-literal=a=b --dry-run=client -o yaml | desirectl apply -f -
+  desirectl apply -f deployment.yaml --ignore-fields OnTargetPresent=/spec/replicas --yield-to-manager hpa-controller
+  desirectl apply -f deployment.yaml --apply-policy ReadOnly --feedback ready=.status.readyReplicas \
+      --health-current 'self.status.readyReplicas == self.spec.replicas'`,
 		Args: usageArgs(cobra.NoArgs),
 	}
 	addFileFlag(cmd, &file, "the objects")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of namespaced objects that name none (default \"default\")")
 	wf.register(cmd, "applied")
+	opts.register(cmd)
 	a.addRecordsFlag(cmd)
 	cmd.RunE = a.records(func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		spec, err := opts.spec()
+		if err != nil {
+			return err
+		}
 		ms, err := readManifests(file, a.stdin)
 		if err != nil {
 			return err
@@ -56,10 +72,9 @@ the applier's status answers the spec just written.`,
 			if err != nil {
 				return nil, usageErrorf("%s: %v", t.label, err)
 			}
-			return &api.ApplyDesire{
-				DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
-				Spec:             api.ApplyDesireSpec{CommonSpec: ds.common, KubeContent: json.RawMessage(content)},
-			}, nil
+			d := &api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}, Spec: spec}
+			d.Spec.CommonSpec, d.Spec.Owner, d.Spec.KubeContent = ds.common, spec.Owner, json.RawMessage(content)
+			return d, nil
 		})
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ func (a *app) newDeleteCommand() *cobra.Command {
 		namespace string
 		ta        typeArgs
 		wf        waitFlags
+		opts      deleteOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "delete (TYPE NAME | -f FILE|DIR|-)",
@@ -22,25 +23,34 @@ all three desire kinds. The DeleteDesire is Successful once the object is gone. 
 for the same object is deleted first, so its periodic re-apply cannot bring the object back
 (apply likewise deletes a DeleteDesire).
 
+--propagation-policy Foreground keeps the object until the garbage collector has deleted its
+dependents (the status names those left), Orphan keeps the dependents; --owner sets
+spec.owner. A flag at its default writes nothing.
+
 --wait needs a kube-applier-aws running for the context's management cluster.`,
 		Example: `  desirectl delete configmaps foo -n default --wait
   desirectl delete deployments.apps web -n shop
-  desirectl delete -f manifests/`,
+  desirectl delete -f manifests/
+  desirectl delete deployments.apps web -n shop --propagation-policy Foreground --wait`,
 		Args: usageArgs(cobra.MaximumNArgs(2)),
 	}
 	addFileFlag(cmd, &file, "the objects to delete")
 	addObjectNamespaceFlag(cmd, &namespace)
 	addTypeFlags(cmd, &ta)
 	wf.register(cmd, "deleted")
+	opts.register(cmd)
 	a.addRecordsFlag(cmd)
 	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
+		spec, err := opts.spec()
+		if err != nil {
+			return err
+		}
 		var ms []manifest
 		switch {
 		case file != "" && len(args) > 0:
 			return usageErrorf("give either TYPE NAME or -f, not both")
 		case file != "":
-			var err error
 			if ms, err = readManifests(file, a.stdin); err != nil {
 				return err
 			}
@@ -64,8 +74,9 @@ for the same object is deleted first, so its periodic re-apply cannot bring the 
 			return err
 		}
 		waits, err := writeDesires(ctx, a, st.deletes, st.applies, ds, targets, func(id string, t target) (*api.DeleteDesire, error) {
-			return &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
-				Spec: api.DeleteDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}, nil
+			d := &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}, Spec: spec}
+			d.Spec.CommonSpec, d.Spec.Owner, d.Spec.TargetItem = ds.common, spec.Owner, t.item
+			return d, nil
 		})
 		if err != nil {
 			return err

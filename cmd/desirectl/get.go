@@ -65,7 +65,9 @@ An ApplyDesire's target is read from its kubeContent. -o yaml|json prints the do
 metadata and spec from the specs table, status from the status table. --kind read (or
 delete, apply, a comma-separated list) lists only those kinds, e.g. the ReadDesires left by
 'read --keep'; 'desirectl remove' removes desires. --all-kinds lists the desires about
-objects of every type instead of TYPE, with a TYPE column; --degraded only the desires whose
+objects of every type instead of TYPE, with a TYPE column. -o wide adds the ID, VERSION and
+MESSAGE columns, and OPTIONS (the desire options the spec sets) and FEEDBACK (an ApplyDesire
+status's feedback values) when a listed desire has any. --degraded lists only the desires whose
 status says Degraded=True (the applier fails at its job for them: the
 KubeApplierDesiresDegraded alert). It writes nothing.`,
 		Example: `  desirectl get configmaps
@@ -137,8 +139,16 @@ KubeApplierDesiresDegraded alert). It writes nothing.`,
 		if allKinds {
 			header = slices.Insert(header, 1, "TYPE")
 		}
+		// OPTIONS and FEEDBACK only when a listed desire has options or feedback: a listing
+		// of desires without options prints as it did before options existed.
+		withOptions := output == "wide" && slices.ContainsFunc(found, func(l listedDesire) bool {
+			return optionsSummary(l.spec) != "-" || feedbackSummary(l.status) != "-"
+		})
 		if output == "wide" {
 			header = append(header, "ID", "VERSION", "MESSAGE")
+			if withOptions {
+				header = slices.Insert(header, len(header)-1, "OPTIONS", "FEEDBACK")
+			}
 		}
 		rows := [][]string{header}
 		now := a.clock.Now()
@@ -159,6 +169,9 @@ KubeApplierDesiresDegraded alert). It writes nothing.`,
 			}
 			if output == "wide" {
 				row = append(row, m.DocumentID, strconv.FormatInt(m.Version, 10), msg)
+				if withOptions {
+					row = slices.Insert(row, len(row)-1, optionsSummary(l.spec), feedbackSummary(l.status))
+				}
 			}
 			rows = append(rows, row)
 		}

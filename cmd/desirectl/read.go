@@ -23,6 +23,7 @@ func (a *app) newReadCommand() *cobra.Command {
 		keep      bool
 		timeout   time.Duration
 		ta        typeArgs
+		opts      readOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "read TYPE NAME",
@@ -32,9 +33,15 @@ mirrored the object into its status, and print the object. A missing object is a
 (exit 1). A ReadDesire that read created is removed afterwards (also after a failure or a
 timeout), unless --keep: a kept one is mirrored on by the applier, so later reads are
 answered at once ('desirectl remove TYPE NAME --kind read' removes it). A ReadDesire that
-existed before is reused and left as it was.`,
+existed before is reused and left as it was, when it asks for what this read asks (the same
+--fields and --owner; without these flags, its own are kept); else it is written as asked,
+and kept.
+
+--fields /data,/status/phase mirrors only those JSON Pointers (RFC 6901; apiVersion, kind,
+metadata.name and metadata.namespace always): a smaller status for a large object.`,
 		Example: `  desirectl read configmaps foo -n default
-  desirectl read deployments.apps web -n shop -o json`,
+  desirectl read deployments.apps web -n shop -o json
+  desirectl read deployments.apps web -n shop --fields /status/readyReplicas,/status/conditions`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 	}
 	addObjectNamespaceFlag(cmd, &namespace)
@@ -42,10 +49,15 @@ existed before is reused and left as it was.`,
 	addTimeoutFlag(cmd, &timeout, "how long to wait for the applier")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the ReadDesire that read creates (the applier mirrors the object on)")
 	addTypeFlags(cmd, &ta)
+	opts.register(cmd)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) (err error) {
 		ctx := cmd.Context()
 		if output != "yaml" && output != "json" {
 			return usageErrorf("--output must be yaml or json, not %q", output)
+		}
+		want, err := opts.spec()
+		if err != nil {
+			return err
 		}
 		st, ds, t, err := a.openTarget(cmd, &ta, args, namespace)
 		if err != nil {
@@ -57,9 +69,19 @@ existed before is reused and left as it was.`,
 			return err
 		}
 		spec := cur
-		if rd, _ := cur.(*api.ReadDesire); rd == nil || rd.Spec.CommonSpec != ds.common || rd.Spec.TargetItem != t.item {
-			d := &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id},
-				Spec: api.ReadDesireSpec{CommonSpec: ds.common, TargetItem: t.item}}
+		d := &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}, Spec: want}
+		d.Spec.CommonSpec, d.Spec.Owner, d.Spec.TargetItem = ds.common, want.Owner, t.item
+		if cur != nil && !cmd.Flags().Changed(flagFields) && !cmd.Flags().Changed(flagOwner) {
+			// No option asked: its options are not this read's to change (another writer's
+			// owner or projection would be lost); only what it targets is compared.
+			if rd, ok := cur.(*api.ReadDesire); ok {
+				d.Spec.Owner, d.Spec.Fields = rd.Spec.Owner, rd.Spec.Fields
+				if len(rd.Spec.Fields) > 0 {
+					a.warnf("%s mirrors only its spec.fields %s (pass --fields to ask for others)", desireRef(api.KindReadDesire, id), strings.Join(rd.Spec.Fields, ","))
+				}
+			}
+		}
+		if cur == nil || !sameSpec(cur, d) {
 			var done putResult
 			if spec, done, err = put(ctx, st.reads, d, false); err != nil {
 				return fmt.Errorf("%s (%s): %w", desireRef(api.KindReadDesire, id), t.label, err)

@@ -235,7 +235,9 @@ func failedAt[T api.Desire](ctx context.Context, t kindTables[T], cur T) bool {
 
 // sameSpec reports whether two desires of one kind ask for the same thing: equal spec
 // fields and options, and for ApplyDesires kubeContent equal as JSON (key order and layout
-// aside; numbers compared as written, so 1 and 1.0 count as a change).
+// aside; numbers compared as written, so 1 and 1.0 count as a change). Options are compared
+// in their normal form (normalApply): a default spelled out equals its absence, an empty
+// list none, so neither causes a rewrite; a change of options alone is a change.
 func sameSpec(a, b api.Desire) bool {
 	switch x := a.(type) {
 	case *api.ApplyDesire:
@@ -245,13 +247,27 @@ func sameSpec(a, b api.Desire) bool {
 		}
 		xs, ys := x.Spec, y.Spec
 		xs.KubeContent, ys.KubeContent = nil, nil
+		normalApply(&xs)
+		normalApply(&ys)
 		return reflect.DeepEqual(xs, ys)
 	case *api.DeleteDesire:
 		y, ok := b.(*api.DeleteDesire)
-		return ok && x.Spec == y.Spec
+		if !ok {
+			return false
+		}
+		xs, ys := x.Spec, y.Spec
+		normalDelete(&xs)
+		normalDelete(&ys)
+		return xs == ys
 	case *api.ReadDesire:
 		y, ok := b.(*api.ReadDesire)
-		return ok && reflect.DeepEqual(x.Spec, y.Spec)
+		if !ok {
+			return false
+		}
+		xs, ys := x.Spec, y.Spec
+		normalRead(&xs)
+		normalRead(&ys)
+		return reflect.DeepEqual(xs, ys)
 	}
 	return false
 }

@@ -177,7 +177,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	// The alerts an operator pages on (issue #12).
 	want := []string{"KubeApplierAbsent", "KubeApplierDesiresDegraded", "KubeApplierHeartbeatStale", "KubeApplierNoLeader",
-		"KubeApplierRelistLoop", "KubeApplierStatusWriteErrors", "KubeApplierStreamLagHigh"}
+		"KubeApplierOwnerConflicts", "KubeApplierRelistLoop", "KubeApplierStatusWriteErrors", "KubeApplierStreamLagHigh"}
 	sort.Strings(alerts)
 	if strings.Join(alerts, ",") != strings.Join(want, ",") {
 		t.Fatalf("alerts %v, want %v", alerts, want)

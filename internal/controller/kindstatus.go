@@ -61,6 +61,9 @@ func (applyStatus) lastStatusUsed() bool { return true }
 
 func (applyStatus) record(next api.Desire, v Verdict) {
 	n, ok := next.(*api.ApplyDesire)
+	if ok {
+		recordFeedback(n, v)
+	}
 	if !ok || v.applied == nil {
 		return
 	}
@@ -98,6 +101,9 @@ func clearedCopy(k statusKind, d api.Desire) api.Desire {
 }
 
 func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
+	if c, ok := cur.(*api.ApplyDesire); ok {
+		v = carryFeedback(v, c)
+	}
 	if c, ok := cur.(*api.ApplyDesire); ok && v.applied == nil {
 		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
 			uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}

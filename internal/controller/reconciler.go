@@ -37,6 +37,7 @@ const (
 // | constructor         | Successful | Degraded | reason             | looks again            |
 // |---------------------|------------|----------|--------------------|------------------------|
 // | Applied             | True       | False    | NoErrors           | after the resync       |
+// | Present             | True       | False    | NoErrors           | after the resync       |
 // | Gone                | True       | False    | NoErrors           | after the resync       |
 // | Mirrored            | True       | False    | NoErrors           | after the resync       |
 // | Absent              | True       | False    | NotFound           | after the resync       |
@@ -59,6 +60,8 @@ type Verdict struct {
 	ready    *target.Readiness // ApplyDesire: the object's kstatus readiness (nil: not observed)
 	mirrored bool              // ReadDesire: content is the live object (nil: it does not exist)
 	content  []byte
+	// feedback: an ApplyDesire's status feedback, read from the observed object (feedback.go).
+	feedback *[]api.FeedbackValue
 	// kindsChanged: a CustomResourceDefinition was applied; desires waiting for a kind that
 	// was not served are looked at again at once.
 	kindsChanged bool

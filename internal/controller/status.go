@@ -61,11 +61,14 @@ func (v Verdict) Conditions(observedGeneration int64, now time.Time) []api.Condi
 	return conds
 }
 
-// readyCondition is the Ready condition for r: True only when kstatus says Current.
+// readyCondition is the Ready condition for r: True only when kstatus (or the desire's
+// health rules) says Current, Unknown when a health rule is invalid.
 func readyCondition(r *target.Readiness, observedGeneration int64, t time.Time) api.Condition {
 	s := api.ConditionFalse
 	if r.Ready() {
 		s = api.ConditionTrue
+	} else if r.Unknown() {
+		s = api.ConditionUnknown // a health rule is invalid: neither ready nor not
 	}
 	return api.Condition{Type: api.ConditionReady, Status: s, Reason: r.Status, Message: compactMessage(r.Message),
 		ObservedGeneration: observedGeneration, LastTransitionTime: t}

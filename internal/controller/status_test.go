@@ -20,7 +20,7 @@ import (
 )
 
 // TestReadyCondition: the Ready condition says what kstatus said: True only when Current, the
-// kstatus status as its reason, the message compacted.
+// kstatus status as its reason, the message compacted; Unknown when a health rule is invalid.
 func TestReadyCondition(t *testing.T) {
 	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	long := strings.Repeat("waiting for rollout ", 200)
@@ -34,6 +34,7 @@ func TestReadyCondition(t *testing.T) {
 		{"Terminating", "Resource scheduled for deletion", api.ConditionFalse},
 		{"NotFound", "Resource not found", api.ConditionFalse},
 		{"Unknown", long, api.ConditionFalse},
+		{api.ReasonHealthRuleInvalid, "health.current: self.x: no such key: x", api.ConditionUnknown},
 	} {
 		c := readyCondition(&target.Readiness{Status: tc.status, Message: tc.message}, 7, at)
 		if c.Type != api.ConditionReady || c.Status != tc.want || c.Reason != tc.status || c.ObservedGeneration != 7 || !c.LastTransitionTime.Equal(at) {

@@ -5,6 +5,7 @@ package metrics
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,11 +37,14 @@ type Metrics struct {
 	wqRetries    *prometheus.CounterVec
 	driftRepairs *prometheus.CounterVec // group, resource (bounded: see countDriftRepair)
 	statusChecks *prometheus.CounterVec // kind, result: the periodic checks of the status cache
-	driftMu      sync.Mutex
-	driftSeen    map[string]struct{}
-	now          func() time.Time
-	constLabels  prometheus.Labels      // added to every series at registration
-	extra        []prometheus.Collector // computed at scrape time (AddCollectors)
+	// ownerConflicts is read at scrape time from the source SetOwnerConflictsSource gives.
+	ownerConflicts       prometheus.GaugeFunc
+	ownerConflictsSource atomic.Pointer[func() int]
+	driftMu              sync.Mutex
+	driftSeen            map[string]struct{}
+	now                  func() time.Time
+	constLabels          prometheus.Labels      // added to every series at registration
+	extra                []prometheus.Collector // computed at scrape time (AddCollectors)
 }
 
 // New builds the series; Register adds constLabels (nil: none) to each. now (nil: time.Now)
@@ -89,6 +93,14 @@ func New(constLabels prometheus.Labels, now func() time.Time) *Metrics {
 			Help: "Applied objects re-applied because they drifted (deleted, replaced, or fields taken by another manager), by group and resource; resources beyond the first 100 count as \"other\"."}, []string{"group", "resource"}),
 		now: now,
 	}
+	m.ownerConflicts = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kube_applier_owner_conflicts",
+		Help: "ApplyDesires refused (TargetConflict) for a rival desire of another spec.owner, as the leader last judged them; 0 on a standby."},
+		func() float64 {
+			if f := m.ownerConflictsSource.Load(); f != nil {
+				return float64((*f)())
+			}
+			return 0
+		})
 	m.constLabels = constLabels
 	return m
 }
@@ -100,7 +112,8 @@ func (m *Metrics) AddCollectors(c ...prometheus.Collector) { m.extra = append(m.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{m.reconciles, m.errors, m.duration, m.specToStatus, m.statusWrites,
 		m.streamLag, m.leader, m.leaderSync, m.dynamoDBReqs, m.kubeReqs, m.readUnits, m.writeUnits,
-		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs, m.statusChecks}, m.extra...)
+		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongest, m.wqRetries, m.driftRepairs, m.statusChecks,
+		m.ownerConflicts}, m.extra...)
 }
 
 // Register registers every series with reg (nil: none). An error (e.g. a second Applier of
@@ -187,6 +200,11 @@ func (m *Metrics) ObserveStatusWrite(kind, result string, written bool, err erro
 		m.specToStatus.WithLabelValues(kind).Observe(m.now().Sub(specUpdate).Seconds())
 	}
 }
+
+// SetOwnerConflictsSource makes count the source of kube_applier_owner_conflicts: it is called
+// at each scrape and returns how many ApplyDesires are refused now for a rival desire of
+// another owner (reconcile.Conflicts.OwnerConflicts).
+func (m *Metrics) SetOwnerConflictsSource(count func() int) { m.ownerConflictsSource.Store(&count) }
 
 // CountStatusCheck counts one check of kind's status cache against its table by result.
 func (m *Metrics) CountStatusCheck(kind, result string) {

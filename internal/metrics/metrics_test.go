@@ -78,3 +78,28 @@ func TestCountCapacity(t *testing.T) {
 		t.Errorf("write units %v", write)
 	}
 }
+
+// TestOwnerConflictsGauge: kube_applier_owner_conflicts is 0 without a source, then what the
+// source counts at each scrape.
+func TestOwnerConflictsGauge(t *testing.T) {
+	m := New(nil, nil)
+	value := func() float64 {
+		var d dto.Metric
+		if err := m.ownerConflicts.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetGauge().GetValue()
+	}
+	if got := value(); got != 0 {
+		t.Fatalf("without a source: %v, want 0", got)
+	}
+	n := 2
+	m.SetOwnerConflictsSource(func() int { return n })
+	if got := value(); got != 2 {
+		t.Fatalf("got %v, want 2", got)
+	}
+	n = 0
+	if got := value(); got != 0 {
+		t.Fatalf("after the conflicts ended: %v, want 0", got)
+	}
+}

@@ -35,6 +35,10 @@ type Apply struct {
 	// verifies an object from it instead of applying again. nil: none is known (every first
 	// look in a term applies).
 	Last LastStatus[*api.ApplyDesire]
+	// created: this term's CreateOnly creates (policy.go).
+	created creations
+	// feedback holds the desires' compiled spec.statusFeedback rules and last values (feedback.go).
+	feedback feedbacks
 }
 
 // LastStatus returns the loader of desire id's status document as last stored (which
@@ -68,10 +72,13 @@ func NewApply(cfg ApplyConfig) *Apply {
 func (r *Apply) Reconcile(ctx context.Context, d *api.ApplyDesire) controller.Verdict {
 	head, err := parseHead(d.Spec.KubeContent)
 	if err != nil {
-		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
+		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
+	}
+	if err := checkIgnoreOptions(&d.Spec, r.fieldManager); err != nil {
+		return policyStatus(d, controller.Refused(api.ReasonPreCheckFailed, err.Error()))
 	}
 	// The apiserver quotes offending values in its errors.
-	return scrubVerdict(d, r.apply(ctx, d, head))
+	return scrubVerdict(d, policyStatus(d, r.apply(ctx, d, head)))
 }
 
 // apply maps the object head names and verifies it from its watch as still applied; only when
@@ -89,14 +96,24 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err := checkScope(mapping, head.namespace, "kubeContent"); err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
+	if v, refused := r.feedbackPrecheck(d, gvk.GroupKind()); refused {
+		return v
+	}
 	ref := gvk.Kind + " " + objectRef(head.namespace, head.name)
 	t := api.TargetItem{Group: mapping.Resource.Group, Version: mapping.Resource.Version, Resource: mapping.Resource.Resource,
 		Namespace: head.namespace, Name: head.name}
 	var repair *target.Drift
-	// Kinds with a status are told of every new resourceVersion: their readiness may change.
+	// Kinds with a status, and objects with health rules, are told of every new
+	// resourceVersion: their readiness may change.
 	what := target.MetadataOnly
-	if r.health != nil && target.HasStatus(gvk.GroupKind()) {
+	if byRules := r.useHealthRules(d); r.health != nil && (target.HasStatus(gvk.GroupKind()) || byRules) {
 		what = target.EveryVersion
+	}
+	if d.Spec.StatusFeedback != nil {
+		what = target.EveryVersion // feedback is read at every new resourceVersion
+	}
+	if d.Spec.Policy() != api.ApplyPolicyServerSideApply {
+		return r.byPolicy(ctx, d, head, mapping.Resource, t, ref, what) // CreateOnly, ReadOnly: policy.go
 	}
 	if r.drift != nil {
 		dec := r.drift.Check(d.DocumentID, d.Meta(), t, ref, what)
@@ -117,7 +134,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 				}
 				v = controller.WithReadiness(v, ready)
 			}
-			return v
+			return r.observeFeedback(ctx, d, t, gvk.GroupKind(), dec.Sighting, nil, v)
 		case dec.Held != "":
 			return controller.Refused(api.ReasonDriftConflict, dec.Held).After(dec.HeldFor)
 		case dec.Wait > 0:
@@ -129,7 +146,15 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if err != nil {
 		return controller.Refused(api.ReasonPreCheckFailed, err.Error())
 	}
-	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj)
+	verb, err := r.applyVerb(d) // forced, or not (spec.forceConflicts false): applyconflict.go
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
+	}
+	left, err := r.leaveOut(ctx, d, mapping.Resource, obj) // ignoreFields, yieldToManagers (ignore.go)
+	if err != nil {
+		return leaveOutVerdict(err)
+	}
+	live, note, stale, err := r.applyRepairingStaleFields(ctx, mapping.Resource, obj, verb, !d.Spec.ForcesConflicts())
 	if stale != nil {
 		// Neither the desire's fault nor the applier's: retried with back-off, never taken
 		// for a bad manifest.
@@ -141,10 +166,19 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 		r.mapper.Reset()
 		return controller.NotYet(api.ReasonKindNotServed, fmt.Sprintf("server-side apply of %s: the apiserver no longer serves %s: %v", ref, gvrString(mapping.Resource), err))
 	}
+	if v, ok := r.conflictVerdict(d, t, ref, what, err); ok {
+		return v
+	}
+	if v, ok := noVerbVerdict(ref, err); ok {
+		return v
+	}
 	if err != nil {
 		return kubeFailure(fmt.Errorf("server-side apply of %s failed: %w", ref, err))
 	}
-	message, digest := "applied "+ref+note, ""
+	if repair != nil && left.wroteNothing(live, r.fieldManager) {
+		repair = nil // a change of fields the apply leaves out (ignore.go)
+	}
+	message, digest := "applied "+ref+note+left.note(), ""
 	if r.drift != nil {
 		// The fields digest serves only the next term's verification, which needs the watches.
 		message, digest = r.drift.Applied(d.DocumentID, d.Meta(), t, live, message, repair, what)
@@ -153,6 +187,7 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 	if r.health != nil {
 		v = controller.WithReadiness(v, r.health.OfObject(d.DocumentID, t, live))
 	}
+	v = r.observeFeedback(ctx, d, t, gvk.GroupKind(), nil, live, v)
 	if isCRD(gvk) {
 		// The new kind's desires (and this mapper's callers) must see it at once.
 		r.mapper.Reset()
@@ -163,6 +198,8 @@ func (r *Apply) apply(ctx context.Context, d *api.ApplyDesire, head contentHead)
 
 // Forget drops what the reconciler holds for ApplyDesire id (its record and watch).
 func (r *Apply) Forget(id string) {
+	r.created.forget(id)
+	r.feedback.forget(id)
 	if r.drift != nil {
 		r.drift.Forget(id)
 	}
@@ -190,6 +227,8 @@ func (r *Apply) Prewarm(term context.Context, d *api.ApplyDesire) {
 
 // EndTerm drops every record: a new term verifies each object again.
 func (r *Apply) EndTerm() {
+	r.created.reset()
+	r.feedback.endTerm()
 	if r.drift != nil {
 		r.drift.EndTerm()
 	}

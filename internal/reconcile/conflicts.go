@@ -12,6 +12,7 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 	"github.com/kube-applier-aws/kubeapplier/internal/rivals"
+	"github.com/kube-applier-aws/kubeapplier/internal/stream"
 )
 
 // The rival rules (internal/rivals) decide which desire keeps an object when several of this
@@ -25,8 +26,9 @@ import (
 // handed indexes (NewConflicts with them, or Use), it knows no rival: it only locks and
 // scrubs, as the controller of a test harness without informers needs.
 type Conflicts struct {
-	base  rivals.Rules
-	rules atomic.Pointer[rivals.Rules]
+	base   rivals.Rules
+	rules  atomic.Pointer[rivals.Rules]
+	owners ownerConflicts // refused for a rival of another owner (OwnerConflicts)
 }
 
 // NewConflicts returns the Conflicts of rules; their Applies and Deletes may be left nil and
@@ -50,27 +52,69 @@ func (c *Conflicts) Use(applies, deletes cache.Indexer) {
 	r := c.base
 	r.Applies, r.Deletes = applies, deletes
 	c.rules.Store(&r)
+	c.owners.reset()
+}
+
+// OwnerConflicts returns how many ApplyDesires of the current term's cache were refused, at
+// their last rival check, for a rival desire of another owner (kube_applier_owner_conflicts).
+func (c *Conflicts) OwnerConflicts() int {
+	var applies cache.Indexer
+	if rules := c.rules.Load(); rules != nil {
+		applies = rules.Applies
+	}
+	return c.owners.count(applies)
 }
 
 // Check returns ad's refusal (or Pending when a rival could not be confirmed), else the note
-// for the keeper's message ("" without rivals).
+// for the keeper's message ("" without rivals). A refusal of a CreateOnly desire says nothing
+// is applied (policyStatus): its status never keeps an earlier version's applied fields.
 func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.Verdict, bool, string) {
 	rules := c.rules.Load()
 	if rules == nil {
 		return controller.Verdict{}, false, ""
 	}
 	o := rules.Check(ctx, ad)
-	switch {
-	case o.Unconfirmed:
+	if o.Unconfirmed {
 		return controller.Pending(rivals.ConfirmRetry), true, ""
+	}
+	c.owners.set(ad.DocumentID, ownerRefused(ad, o))
+	switch {
 	case len(o.Deletes) > 0:
-		return deleteConflictVerdict(ad, o.Deletes), true, ""
+		return policyStatus(ad, deleteConflictVerdict(ad, o.Deletes)), true, ""
 	case o.Keeper != nil:
-		return applyConflictVerdict(ad, o.Keeper), true, ""
+		return policyStatus(ad, applyConflictVerdict(ad, o.Keeper)), true, ""
 	case len(o.Refused) > 0:
-		return controller.Verdict{}, false, fmt.Sprintf("; ApplyDesire %s also target(s) this object and were refused (%s)", strings.Join(o.Refused, ", "), api.ReasonTargetConflict)
+		return controller.Verdict{}, false, keeperNote(ad, o)
 	}
 	return controller.Verdict{}, false, ""
+}
+
+// ownerRefused reports whether outcome o refuses ad for a rival of another owner.
+func ownerRefused(ad *api.ApplyDesire, o rivals.Outcome) bool {
+	if o.Keeper != nil && len(o.Deletes) == 0 {
+		return otherOwner(ad.Spec.Owner, o.Keeper.Spec.Owner)
+	}
+	for _, d := range o.Deletes {
+		if otherOwner(ad.Spec.Owner, d.Spec.Owner) {
+			return true
+		}
+	}
+	return false
+}
+
+// keeperNote is the note of the keeper's message: the refused rivals, each of another owner
+// with its owner.
+func keeperNote(ad *api.ApplyDesire, o rivals.Outcome) string {
+	names := make([]string, len(o.Refused))
+	for i, id := range o.Refused {
+		names[i] = id
+		if i < len(o.RefusedDesires) {
+			if r := o.RefusedDesires[i]; otherOwner(ad.Spec.Owner, r.Spec.Owner) {
+				names[i] += fmt.Sprintf(" (owner %q)", r.Spec.Owner)
+			}
+		}
+	}
+	return fmt.Sprintf("; ApplyDesire %s also target(s) this object and were refused (%s)", strings.Join(names, ", "), api.ReasonTargetConflict)
 }
 
 // Lock holds ad's object (rivals.ObjectLocks) from before its rival check to after its
@@ -91,8 +135,12 @@ func lockApplyObject(ctx context.Context, ad *api.ApplyDesire) (func(), error) {
 }
 
 // Others returns the IDs of the desires that share obj's object, to look at again when obj
-// changes or goes (none before the rules have indexes).
+// changes or goes (none before the rules have indexes). obj itself is looked at again (or is
+// gone): its owner conflict, if any, is forgotten until its next check.
 func (c *Conflicts) Others(obj any) []string {
+	if ad, ok := stream.As[*api.ApplyDesire](obj); ok {
+		c.owners.set(ad.DocumentID, false)
+	}
 	if rules := c.rules.Load(); rules != nil {
 		return rules.Others(obj)
 	}
@@ -104,18 +152,23 @@ func (*Conflicts) Scrub(ad *api.ApplyDesire, v controller.Verdict) controller.Ve
 	return scrubVerdict(ad, v)
 }
 
-// applyConflictVerdict is ad's refusal while the older ApplyDesire keeper keeps its object.
+// applyConflictVerdict is ad's refusal while the older ApplyDesire keeper keeps its object;
+// a keeper of another owner is named with its owner.
 func applyConflictVerdict(ad, keeper *api.ApplyDesire) controller.Verdict {
 	return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
-		"%s is also the target of ApplyDesire %s (created %s), which keeps it; this desire is not applied until only one desire targets the object",
-		objectName(ad), keeper.DocumentID, keeper.CreateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00")))
+		"%s is also the target of ApplyDesire %s (created %s%s), which keeps it; this desire is not applied until only one desire targets the object",
+		objectName(ad), keeper.DocumentID, keeper.CreateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ownerNote(ad.Spec.Owner, keeper.Spec.Owner)))
 }
 
-// deleteConflictVerdict is ad's refusal while the DeleteDesires dels target its object.
+// deleteConflictVerdict is ad's refusal while the DeleteDesires dels target its object; each
+// of another owner is named with its owner.
 func deleteConflictVerdict(ad *api.ApplyDesire, dels []*api.DeleteDesire) controller.Verdict {
 	ids := make([]string, len(dels))
 	for i, d := range dels {
 		ids[i] = d.DocumentID
+		if n := ownerNote(ad.Spec.Owner, d.Spec.Owner); n != "" {
+			ids[i] += " (" + strings.TrimPrefix(n, ", ") + ")"
+		}
 	}
 	return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
 		"%s is the target of DeleteDesire %s, which wins while it exists: this ApplyDesire applies nothing until no DeleteDesire targets the object",

@@ -19,14 +19,16 @@ import (
 )
 
 // Delete is the default DeleteDesire reconciler: resolve the target to its canonical
-// resource through the mapper, delete it with Background propagation and UID and
-// resourceVersion preconditions (an object changed since its GET is read and deleted again,
-// or looked at again soon), then GET it again. Its verdicts: Gone only when that GET answers
-// NotFound for the object, or when discovery proves the resource type is served at no version
-// (no discovery client: never proven, such a target waits as KindNotServed);
-// WaitingForDeletion while a deletionTimestamp and finalizers remain; Refused(PreCheckFailed)
-// for an invalid or non-canonical target; Refused/Transient(KubeAPIError) for apiserver errors
-// as for ApplyDesires.
+// resource through the mapper, delete it with its spec.propagationPolicy (Background when
+// absent; propagation.go) and UID and resourceVersion preconditions (an object changed since
+// its GET is read and deleted again, or looked at again soon), then GET it again. Its
+// verdicts: Gone only when that GET answers NotFound for the object, or when discovery proves
+// the resource type is served at no version (no discovery client: never proven, such a target
+// waits as KindNotServed); WaitingForDeletion while a deletionTimestamp and finalizers remain
+// (Foreground: until the garbage collector has deleted the dependents); Refused(PreCheckFailed)
+// for an invalid or non-canonical target; Refused(KubeAPIError) for a propagationPolicy the
+// Kube has no verb for; Refused/Transient(KubeAPIError) for apiserver errors as for
+// ApplyDesires.
 type Delete struct {
 	kube    Kube
 	targets *targetResolver
@@ -81,6 +83,10 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 		return controller.Gone(fmt.Sprintf("%s is not served at any version (discovery is complete): nothing to delete", gvrString(gvrOf(rt.TargetItem))))
 	}
 	t := rt.TargetItem
+	del, err := r.deleteVerb(d)
+	if v, ok := noDeleteVerbVerdict(t, d.Spec.Propagation(), err); ok {
+		return v
+	}
 	var w *target.Watch
 	if r.watches != nil {
 		// Registered before the GET: a change after it is an event, not missed.
@@ -89,7 +95,7 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	obj, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
 		var stop bool
-		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj); stop {
+		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj, del); stop {
 			return v
 		}
 		if !apierrors.IsConflict(err) {
@@ -113,7 +119,7 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	v = controller.WaitingForDeletion(waitingMessage(t, obj))
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj))
 	if w != nil && w.Synced() && w.Err() == nil {
 		v = v.After(watchedRecheck)
 	}
@@ -134,9 +140,10 @@ var objectLocks rivals.ObjectLocks
 // lock: an apply of this process lands before the confirmation (which then sees its
 // ApplyDesire's rival gone, or the ApplyDesire refused) or after the delete (and re-creates
 // the object), never between. The delete is preconditioned on obj's uid and resourceVersion:
-// an object changed since the GET (by an apply elsewhere too) fails it with a Conflict. stop:
+// an object changed since the GET (by an apply elsewhere too) fails it with a Conflict; del is
+// the desire's delete call (deleteVerb). stop:
 // v is the verdict, nothing was deleted.
-func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api.TargetItem, obj *unstructured.Unstructured) (
+func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api.TargetItem, obj *unstructured.Unstructured, del deleteFunc) (
 	live *unstructured.Unstructured, v controller.Verdict, stop bool, err error) {
 	unlock, err := objectLocks.Lock(ctx, rivals.TargetObject(t))
 	if err != nil {
@@ -147,7 +154,7 @@ func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api
 	if v, ok := r.stillWanted(ctx, d); !ok {
 		return nil, v, true, nil
 	}
-	err = r.kube.Delete(ctx, gvrOf(t), t.Namespace, t.Name, obj.GetUID(), obj.GetResourceVersion())
+	err = del(ctx, gvrOf(t), t.Namespace, t.Name, obj.GetUID(), obj.GetResourceVersion())
 	if err == nil || objectNotFound(err, t.Name) {
 		// Read under the lock: an apply waiting for it re-creates the object only after.
 		live, err = r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
@@ -161,7 +168,8 @@ func (r *Delete) deleteConfirmed(ctx context.Context, d *api.DeleteDesire, t api
 const specGoneRecheck = time.Second
 
 // stillWanted confirms d against its table (when r.specs is set): ok when the spec exists,
-// decodes and targets the same object for the same management cluster; otherwise the
+// decodes and targets the same object for the same management cluster with the same
+// propagationPolicy (samePropagation); otherwise the
 // verdict that waits for the cache to catch up.
 func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controller.Verdict, bool) {
 	if r.specs == nil {
@@ -170,7 +178,7 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 	cur, err := r.specs.Get(ctx, d.DocumentID)
 	switch {
 	case err == nil && cur.Invalid == "" && cur.Spec.TargetItem == d.Spec.TargetItem &&
-		cur.Spec.ManagementCluster == d.Spec.ManagementCluster:
+		cur.Spec.ManagementCluster == d.Spec.ManagementCluster && samePropagation(cur, d):
 		return controller.Verdict{}, true
 	case err == nil || errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalidItem):
 		return controller.Pending(specGoneRecheck), false

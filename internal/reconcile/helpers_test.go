@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -222,6 +223,75 @@ func (k *fakeKube) Delete(_ context.Context, gvr schema.GroupVersionResource, ns
 	}
 	delete(k.objects, key)
 	k.changed(key, nil, false)
+	return nil
+}
+
+// ApplyUnforced is kubecall.UnforcedApplier's apply without force: the injected
+// "applyUnforced" error (a 409 of another manager's fields), else an apply. Field ownership
+// is internal/ssafake's (policy_test.go).
+func (k *fakeKube) ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	err := k.errs["applyUnforced"]
+	if err != nil {
+		k.calls = append(k.calls, "apply-unforced "+obj.GetName()+" "+fm)
+	}
+	k.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return k.Apply(ctx, gvr, obj, fm)
+}
+
+// Create is kubecall.Creator's POST: AlreadyExists when the object exists, else stored as an
+// apply stores it (its call listed as "create" then "apply").
+func (k *fakeKube) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	k.calls = append(k.calls, "create "+obj.GetName()+" "+fm)
+	_, exists := k.objects[objKey(gvr, obj.GetNamespace(), obj.GetName())]
+	k.mu.Unlock()
+	if exists {
+		return nil, apierrors.NewAlreadyExists(gvr.GroupResource(), obj.GetName())
+	}
+	return k.Apply(ctx, gvr, obj, fm)
+}
+
+// DeleteWithPropagation is kubecall.PropagatingDeleter's delete with a propagation policy
+// (listed as "delete-<policy> <name> <uid>"), preconditions as Delete's. Foreground and
+// Orphan do what the apiserver does: the object stays with a deletionTimestamp and the
+// finalizer foregroundDeletion or orphan, which only a garbage collector (a test's mutate)
+// removes; Background is Delete.
+func (k *fakeKube) DeleteWithPropagation(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string, p metav1.DeletionPropagation) error {
+	k.mu.Lock()
+	k.calls = append(k.calls, fmt.Sprintf("delete-%s %s %s", p, name, uid))
+	k.mu.Unlock()
+	fin := map[metav1.DeletionPropagation]string{metav1.DeletePropagationForeground: metav1.FinalizerDeleteDependents,
+		metav1.DeletePropagationOrphan: metav1.FinalizerOrphanDependents}[p]
+	if fin == "" {
+		return k.Delete(ctx, gvr, ns, name, uid, rv)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.errs["delete"]; err != nil {
+		return err
+	}
+	key := objKey(gvr, ns, name)
+	o, ok := k.objects[key]
+	switch {
+	case !ok:
+		return apierrors.NewNotFound(gvr.GroupResource(), name)
+	case o.GetUID() != uid:
+		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("uid precondition failed"))
+	case rv != "" && o.GetResourceVersion() != rv:
+		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("resourceVersion precondition failed"))
+	}
+	if o.GetDeletionTimestamp() == nil {
+		now := metav1.Now()
+		o.SetDeletionTimestamp(&now)
+	}
+	if !slices.Contains(o.GetFinalizers(), fin) {
+		o.SetFinalizers(append(o.GetFinalizers(), fin))
+	}
+	k.changed(key, o, false)
 	return nil
 }
 

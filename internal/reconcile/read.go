@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,9 +47,11 @@ type Read struct {
 // workqueue) uses it.
 type fetchedObject struct {
 	target    api.TargetItem
-	watchedRV string // the watched resourceVersion the content was fetched for
-	objectRV  string // the fetched object's own resourceVersion
-	raw       []byte // the object as status content
+	fields    []string // the spec.fields the content was projected on (nil: the whole object)
+	absent    []string // those that pointed at nothing
+	watchedRV string   // the watched resourceVersion the content was fetched for
+	objectRV  string   // the fetched object's own resourceVersion
+	raw       []byte   // the object as status content
 	digest    [sha256.Size]byte
 }
 
@@ -56,6 +59,15 @@ type fetchedObject struct {
 // its compact statuses against it: held).
 func newFetched(t api.TargetItem, watchedRV, objectRV string, raw []byte) *fetchedObject {
 	return &fetchedObject{target: t, watchedRV: watchedRV, objectRV: objectRV, raw: raw, digest: sha256.Sum256(raw)}
+}
+
+// message is the Mirrored verdict's message. With spec.fields it names no resourceVersion:
+// the projection holds none, and a change of another field must not change the status.
+func (f *fetchedObject) message() string {
+	if f.fields == nil {
+		return fmt.Sprintf("%s mirrored at resourceVersion %s", f.target, f.objectRV)
+	}
+	return fieldsMessage(f.target, f.fields, f.absent)
 }
 
 // Held returns the content last fetched (or seeded) for ReadDesire id and its digest: what
@@ -117,8 +129,8 @@ func (r *Read) Reconcile(ctx context.Context, d *api.ReadDesire) controller.Verd
 		r.drop(d.DocumentID)
 		return controller.Absent(fmt.Sprintf("%s does not exist", t))
 	}
-	r.seed(ctx, d.DocumentID, t, sighting.ResourceVersion())
-	obj, err := r.fetch(ctx, d.DocumentID, t, sighting.ResourceVersion())
+	r.seed(ctx, d, t, sighting.ResourceVersion())
+	obj, err := r.fetch(ctx, d.DocumentID, t, d.Spec.Fields, sighting.ResourceVersion())
 	switch {
 	case objectNotFound(err, t.Name):
 		// Deleted since the watch saw it; its delete event reconciles again.
@@ -130,7 +142,7 @@ func (r *Read) Reconcile(ctx context.Context, d *api.ReadDesire) controller.Verd
 	case err != nil:
 		return controller.Transient(api.ReasonKubeAPIError, err)
 	}
-	return controller.Mirrored(obj.raw, fmt.Sprintf("%s mirrored at resourceVersion %s", t, obj.objectRV))
+	return controller.Mirrored(obj.raw, obj.message())
 }
 
 // unsynced is the verdict while a target's watch has not completed its first list: a
@@ -145,24 +157,27 @@ func (r *Read) unsynced(w *target.Watch, t api.TargetItem, id string) controller
 	return controller.Pending(time.Second) // the watch's sync notifies the desire; this is a fallback
 }
 
-// fetch returns the target's content, with a GET only when the watched resourceVersion moved
-// since the last fetch (or the target changed).
-func (r *Read) fetch(ctx context.Context, id string, t api.TargetItem, watchedRV string) (*fetchedObject, error) {
+// fetch returns the target's content (projected on fields, when any), with a GET only when
+// the watched resourceVersion moved since the last fetch (or the target or fields changed).
+func (r *Read) fetch(ctx context.Context, id string, t api.TargetItem, fields []string, watchedRV string) (*fetchedObject, error) {
 	r.mu.Lock()
 	f := r.fetched[id]
 	r.mu.Unlock()
-	if f != nil && f.target == t && f.watchedRV == watchedRV {
+	if f != nil && f.target == t && f.watchedRV == watchedRV && sameFields(f.fields, fields) {
 		return f, nil
 	}
 	u, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", t, err)
 	}
-	raw, err := r.content(u, t)
+	raw, absent, err := r.content(u, t, fields)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", t, err)
 	}
 	f = newFetched(t, watchedRV, u.GetResourceVersion(), raw)
+	if len(fields) > 0 {
+		f.fields, f.absent = slices.Clone(fields), absent
+	}
 	r.mu.Lock()
 	r.fetched[id] = f
 	r.mu.Unlock()
@@ -172,9 +187,11 @@ func (r *Read) fetch(ctx context.Context, id string, t api.TargetItem, watchedRV
 // seed takes, at the first look of a term, the content the last status holds as fetched
 // when it is the watched resourceVersion of the same target: a new leader then GETs only the
 // objects that changed since. Secrets are always fetched again (the redaction options may
-// have changed with the process).
-func (r *Read) seed(ctx context.Context, id string, t api.TargetItem, watchedRV string) {
-	if r.Last == nil || (t.Group == "" && t.Resource == "secrets") {
+// have changed with the process), and so are projections on spec.fields (they hold no
+// resourceVersion to compare).
+func (r *Read) seed(ctx context.Context, d *api.ReadDesire, t api.TargetItem, watchedRV string) {
+	id := d.DocumentID
+	if r.Last == nil || (t.Group == "" && t.Resource == "secrets") || len(d.Spec.Fields) > 0 {
 		return
 	}
 	r.mu.Lock()
@@ -210,14 +227,20 @@ func (r *Read) drop(id string) {
 	r.mu.Unlock()
 }
 
-// content returns the live object as compact JSON: managedFields stripped, Secret data redacted.
-// u is the reconciler's own copy (a GET's result) and is modified.
-func (r *Read) content(u *unstructured.Unstructured, t api.TargetItem) ([]byte, error) {
+// content returns the live object as compact JSON: managedFields stripped, Secret data
+// redacted, then projected on fields when any (projectFields; absent: the fields that point
+// at nothing). u is the reconciler's own copy (a GET's result) and is modified.
+func (r *Read) content(u *unstructured.Unstructured, t api.TargetItem, fields []string) (raw []byte, absent []string, err error) {
 	u.SetManagedFields(nil)
 	if t.Group == "" && t.Resource == "secrets" {
 		r.redaction.redact(u)
 	}
-	return json.Marshal(u.Object)
+	obj := u.Object
+	if len(fields) > 0 {
+		obj, absent = projectFields(obj, fields)
+	}
+	raw, err = json.Marshal(obj)
+	return raw, absent, err
 }
 
 // Forget drops what the reconciler holds for ReadDesire id and its watch registration.

@@ -136,3 +136,53 @@ func TestStaleFieldOwners(t *testing.T) {
 		})
 	}
 }
+
+// ApplyUnforced refuses like Apply while a stale entry is there (the apiserver converts the
+// managedFields before it looks at conflicts).
+func (k *staleKube) ApplyUnforced(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, fm string) (*unstructured.Unstructured, error) {
+	return k.Apply(ctx, gvr, obj, fm)
+}
+
+// TestStaleFieldOwnersUnforced: a desire with forceConflicts false never removes another
+// manager's stale managedFields entry (that would hand its fields to the unforced apply, a
+// take-over the desire refused); it waits as StaleFieldOwners naming the entry, nothing
+// edited. Its own stale entry is removed as with force.
+func TestStaleFieldOwnersUnforced(t *testing.T) {
+	content := `{"apiVersion":"crd.example.net/v1","kind":"Gadget","metadata":{"name":"g1","namespace":"default"},"spec":{"size":2}}`
+	for _, tc := range []struct {
+		name        string
+		staleOwner  string
+		wantReason  string
+		wantReplace bool
+	}{
+		{"another manager's entry is kept", "old-operator", api.ReasonStaleFieldOwners, false},
+		{"the applier's own entry is removed", "fm", api.ReasonNoErrors, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sk := &staleKube{fakeKube: newFakeKube(), unserved: "crd.example.net/v1alpha1"}
+			o := &unstructured.Unstructured{}
+			_ = json.Unmarshal([]byte(content), &o.Object)
+			o.SetUID(types.UID("uid-g1"))
+			o.SetResourceVersion("41")
+			o.SetManagedFields([]metav1.ManagedFieldsEntry{
+				{Manager: tc.staleOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "crd.example.net/v1alpha1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:size":{}}}`)}},
+			})
+			sk.objects[objKey(gadgetGVR, "default", "g1")] = o
+			h := newHarness[*api.ApplyDesire](api.KindApplyDesire, NewApply(ApplyConfig{Kube: sk, Mapper: withGadgets(newMapper()), FieldManager: "fm"}))
+			d := applyDesire("g", content)
+			no := false
+			d.Spec.ForceConflicts = &no
+			_, st := h.sync(t, d)
+			c := condition(st, api.ConditionSuccessful)
+			if c.Reason != tc.wantReason {
+				t.Fatalf("Successful = %s/%s %q, want reason %s", c.Status, c.Reason, c.Message, tc.wantReason)
+			}
+			if (sk.replaces > 0) != tc.wantReplace {
+				t.Fatalf("managedFields replaced %d times, want a replace: %v (%s)", sk.replaces, tc.wantReplace, c.Message)
+			}
+			if !tc.wantReplace && !strings.Contains(c.Message, "forceConflicts is false") {
+				t.Fatalf("message does not say why the entry is kept: %s", c.Message)
+			}
+		})
+	}
+}

@@ -18,23 +18,30 @@ func familyKey(group, namespace, name string) string { return group + "/" + name
 
 // ObjectKey names the object an ApplyDesire's kubeContent applies (api.ApplyDesire.ObjectKey:
 // "group/Kind/namespace/name", any version, read once when the desire was decoded). "" when
-// the desire will not be carried out (undecodable, or a spec attribute this applier does not
-// know: the controller refuses it) or its content names no object (it is refused by its
+// the desire will not be carried out (undecodable, or a spec attribute or option value this
+// applier does not know: the controller refuses it) or its content names no object (it is refused by its
 // reconciler anyway): such a desire is no rival of any other.
 func ObjectKey(d *api.ApplyDesire) string {
-	if !carriedOut(d.Invalid, d.Spec.CommonSpec) {
+	if !carriedOut(d) {
 		return ""
 	}
 	return d.ObjectKey()
 }
 
-// carriedOut reports whether a desire may be carried out at all: it decoded (invalid is "")
-// and its spec holds no attribute this applier does not know (docs/contract.md, Forward
-// safety). A desire that is refused before its reconciler applies and deletes nothing, so it
-// neither keeps an object nor wins over an ApplyDesire.
-func carriedOut(invalid string, spec api.CommonSpec) bool {
-	return invalid == "" && len(spec.UnknownAttributes()) == 0
+// carriedOut reports whether a desire may be carried out at all: it decoded (Invalid is ""),
+// its spec holds no attribute this applier does not know, and no option value it does not
+// know (api.CheckOptions; docs/contract.md, Forward safety). A desire that is refused before
+// its reconciler applies and deletes nothing, so it neither keeps an object nor wins over an
+// ApplyDesire.
+func carriedOut(d api.Desire) bool {
+	return d.Meta().Invalid == "" && len(d.Common().UnknownAttributes()) == 0 && api.CheckOptions(d) == nil
 }
+
+// writes reports whether an ApplyDesire writes its object: every applyPolicy but ReadOnly
+// (CreateOnly creates it). One that never writes cannot undo another's apply nor re-create
+// what a DeleteDesire deletes, so it is no rival: it neither keeps an object nor is refused.
+// It stays in familyIndex: when its policy changes, the others are looked at again.
+func writes(d *api.ApplyDesire) bool { return d.Spec.Policy() != api.ApplyPolicyReadOnly }
 
 // applyFamily is an ApplyDesire's familyIndex key: its kubeContent's object ("" when it names
 // none).
@@ -52,7 +59,7 @@ func familyOf(objectKey string) string {
 // deleteFamily is a DeleteDesire's familyIndex key: its targetItem ("" when it names none).
 func deleteFamily(d *api.DeleteDesire) string {
 	t := d.Spec.TargetItem
-	if carriedOut(d.Invalid, d.Spec.CommonSpec) && t.Name != "" && t.Resource != "" {
+	if carriedOut(d) && t.Name != "" && t.Resource != "" {
 		return familyKey(t.Group, t.Namespace, t.Name)
 	}
 	return ""

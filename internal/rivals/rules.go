@@ -58,11 +58,18 @@ type Outcome struct {
 	// rule's order (created after it, or at the same time with a larger documentID); nil
 	// without rivals.
 	Refused []string
+	// RefusedDesires are those rivals as cached, in Refused's order (their owners name them
+	// in the keeper's message).
+	RefusedDesires []*api.ApplyDesire
 }
 
 // Check applies the rules to ad: a DeleteDesire of its object first, then the other
-// ApplyDesires of its object.
+// ApplyDesires of its object. A desire that never writes (applyPolicy ReadOnly) has no
+// rivals: it is carried out whatever else targets its object.
 func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
+	if !writes(ad) {
+		return Outcome{}
+	}
 	s := subjectOf(ad)
 	if dels := r.deleteRivals(s); len(dels) > 0 {
 		dels, err := r.confirmDeletes(ctx, s, dels)
@@ -80,7 +87,7 @@ func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
 		}
 		keeper, others := keeperOf(ad, rivals)
 		if keeper.DocumentID == ad.DocumentID {
-			return Outcome{Refused: others}
+			return Outcome{Refused: ids(others), RefusedDesires: others}
 		}
 		// Refused for the keeper: only once its spec is confirmed to keep the object.
 		cur, err := r.confirmApply(ctx, s, keeper)
@@ -127,11 +134,11 @@ func (r Rules) sameObject(s subject) []*api.ApplyDesire {
 }
 
 // applyRivals returns the other ApplyDesires of this management cluster that target s's
-// object and would be carried out (decodable).
+// object, would be carried out (decodable) and write it (not ReadOnly).
 func (r Rules) applyRivals(s subject) []*api.ApplyDesire {
 	var out []*api.ApplyDesire
 	for _, o := range r.sameObject(s) {
-		if carriedOut(o.Invalid, o.Spec.CommonSpec) && o.Spec.ManagementCluster == r.Cluster {
+		if carriedOut(o) && writes(o) && o.Spec.ManagementCluster == r.Cluster {
 			out = append(out, o)
 		}
 	}
@@ -139,8 +146,8 @@ func (r Rules) applyRivals(s subject) []*api.ApplyDesire {
 }
 
 // keeperOf is the rule over ad and its rivals: the one created first (then the smaller
-// documentID) keeps the object; others are the rest's documentIDs, in that order.
-func keeperOf(ad *api.ApplyDesire, rivals []*api.ApplyDesire) (keeper *api.ApplyDesire, others []string) {
+// documentID) keeps the object; others are the rest, in that order.
+func keeperOf(ad *api.ApplyDesire, rivals []*api.ApplyDesire) (keeper *api.ApplyDesire, others []*api.ApplyDesire) {
 	all := append([]*api.ApplyDesire{ad}, rivals...)
 	slices.SortFunc(all, func(a, b *api.ApplyDesire) int {
 		if c := a.CreateTime.Compare(b.CreateTime); c != 0 {
@@ -148,10 +155,16 @@ func keeperOf(ad *api.ApplyDesire, rivals []*api.ApplyDesire) (keeper *api.Apply
 		}
 		return strings.Compare(a.DocumentID, b.DocumentID)
 	})
-	for _, o := range all[1:] {
-		others = append(others, o.DocumentID)
+	return all[0], all[1:]
+}
+
+// ids returns the documentIDs of ds, in order.
+func ids(ds []*api.ApplyDesire) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.DocumentID
 	}
-	return all[0], others
+	return out
 }
 
 // deleteRivals returns the cached DeleteDesires of this management cluster that target s's
@@ -172,7 +185,7 @@ func (r Rules) deleteRivals(s subject) []*api.DeleteDesire {
 // a non-canonical spelling is refused by its own reconciler and deletes nothing, so it does
 // not win).
 func (r Rules) isDeleteRival(s subject, dd *api.DeleteDesire) bool {
-	if !carriedOut(dd.Invalid, dd.Spec.CommonSpec) || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != s.family {
+	if !carriedOut(dd) || dd.Spec.ManagementCluster != r.Cluster || deleteFamily(dd) != s.family {
 		return false
 	}
 	ad := s.ad
@@ -221,7 +234,8 @@ func (r Rules) confirmDeletes(ctx context.Context, s subject, dels []*api.Delete
 
 // confirmApply reads keeper's spec consistently: keeper itself when it still targets s's
 // object as the cache says, the spec as stored when it does so as another incarnation (its
-// createTime, which orders keepers, differs), nil when it is gone, retargeted or undecodable.
+// createTime, which orders keepers, differs), nil when it is gone, retargeted, undecodable or
+// no longer writes (ReadOnly).
 func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDesire) (*api.ApplyDesire, error) {
 	if r.ApplySpecs == nil {
 		return keeper, nil
@@ -232,7 +246,7 @@ func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDes
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case !carriedOut(cur.Invalid, cur.Spec.CommonSpec) || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
+	case !carriedOut(cur) || !writes(cur) || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
 		return nil, nil
 	case cur.CreateTime.Equal(keeper.CreateTime):
 		return keeper, nil

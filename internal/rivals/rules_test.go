@@ -67,6 +67,14 @@ func TestCheck(t *testing.T) {
 	olderOption := withSpecAttribute(t, older, "applyPolicy")
 	delOption := withSpecAttribute(t, del, "propagationPolicy")
 	zFirst, aSecond := applyDesire("z-first", cm("shared"), t0.Add(time.Second)), applyDesire("a-second", cm("shared"), t0.Add(2*time.Second))
+	withPolicy := func(d *api.ApplyDesire, policy string) *api.ApplyDesire {
+		c := *d
+		c.Spec.ApplyPolicy = policy
+		return &c
+	}
+	readOnlyMe := withPolicy(applyDesire("me", cm("shared"), t0), api.ApplyPolicyReadOnly)
+	olderReadOnly, newerReadOnly := withPolicy(older, api.ApplyPolicyReadOnly), withPolicy(newer, api.ApplyPolicyReadOnly)
+	olderCreateOnly, newerCreateOnly := withPolicy(older, api.ApplyPolicyCreateOnly), withPolicy(newer, api.ApplyPolicyCreateOnly)
 
 	cases := []struct {
 		name      string
@@ -109,6 +117,12 @@ func TestCheck(t *testing.T) {
 		{name: "no rival: a DeleteDesire refused for a spec attribute this applier does not know", deletes: []*api.DeleteDesire{delOption}, want: want{}},
 		{name: "keeper refused in its table for a spec attribute this applier does not know", applies: []*api.ApplyDesire{older}, applyHeld: []*api.ApplyDesire{olderOption}, want: want{}},
 		{name: "the keeper's note names the refused in the rule's order", applies: []*api.ApplyDesire{aSecond, zFirst}, want: want{refused: []string{"z-first", "a-second"}}},
+		{name: "ReadOnly: no rival of anyone, not even a DeleteDesire", me: readOnlyMe, applies: []*api.ApplyDesire{older, newer}, deletes: []*api.DeleteDesire{del}, want: want{}},
+		{name: "no rival: an older ReadOnly ApplyDesire", applies: []*api.ApplyDesire{olderReadOnly}, want: want{}},
+		{name: "no rival: a newer ReadOnly ApplyDesire is not refused", applies: []*api.ApplyDesire{newerReadOnly}, want: want{}},
+		{name: "an older CreateOnly ApplyDesire keeps the object", applies: []*api.ApplyDesire{olderCreateOnly}, want: want{keeper: "older"}},
+		{name: "a newer CreateOnly ApplyDesire is refused", applies: []*api.ApplyDesire{newerCreateOnly}, want: want{refused: []string{"newer"}}},
+		{name: "keeper ReadOnly in its table: no rival", applies: []*api.ApplyDesire{older}, applyHeld: []*api.ApplyDesire{olderReadOnly}, want: want{}},
 		{name: "a keeper that turns out gone after one re-incarnation, then its successor gone too", applies: []*api.ApplyDesire{older, sameTimeSmaller},
 			applyHeld: []*api.ApplyDesire{},
 			script:    map[string][]answer[*api.ApplyDesire]{"older": {{d: applyDesire("older", cm("shared"), t0.Add(-time.Hour))}}},

@@ -14,7 +14,9 @@ import (
 )
 
 // Readiness is an ApplyDesire's Ready condition as kstatus computed it: Status is kstatus's
-// Current, InProgress, Failed, Terminating or NotFound, Message its message.
+// Current, InProgress, Failed, Terminating or NotFound, Message its message. For a desire
+// with health rules (healthrules.go), Current, InProgress or Failed come from the rules, or
+// Status is api.ReasonHealthRuleInvalid.
 type Readiness struct {
 	Status  string
 	Message string
@@ -49,14 +51,16 @@ type HealthCheck struct {
 	get     GetFunc
 	limiter *rate.Limiter
 
-	mu   sync.Mutex
-	last map[string]readAt // by ApplyDesire ID; dropped at term end
+	mu    sync.Mutex
+	last  map[string]readAt          // by ApplyDesire ID; dropped at term end
+	rules map[string]api.HealthRules // by ApplyDesire ID: health rules replacing kstatus (healthrules.go)
 }
 
 // readAt is the readiness computed at one resourceVersion of one object.
 type readAt struct {
 	target api.TargetItem
 	rv     string
+	rules  api.HealthRules // the health rules it was computed with (none: kstatus)
 	ready  *Readiness
 }
 
@@ -68,18 +72,25 @@ type GetFunc func(ctx context.Context, t api.TargetItem) (*unstructured.Unstruct
 
 // NewHealthCheck returns a readiness check that reads objects through get.
 func NewHealthCheck(get GetFunc) *HealthCheck {
-	return &HealthCheck{get: get, limiter: rate.NewLimiter(healthGetsPerSecond, 2*healthGetsPerSecond), last: map[string]readAt{}}
+	return &HealthCheck{get: get, limiter: rate.NewLimiter(healthGetsPerSecond, 2*healthGetsPerSecond), last: map[string]readAt{},
+		rules: map[string]api.HealthRules{}}
 }
 
 // OfObject computes the readiness of live (an apply's response, or a GET) and remembers it
 // for live's resourceVersion.
 func (h *HealthCheck) OfObject(id string, t api.TargetItem, live *unstructured.Unstructured) *Readiness {
-	r := compute(live)
-	if !HasStatus(live.GroupVersionKind().GroupKind()) {
+	rules, byRules := h.rulesOf(id)
+	var r *Readiness
+	if byRules {
+		r = evaluateRules(rules, live)
+	} else {
+		r = compute(live)
+	}
+	if !byRules && !HasStatus(live.GroupVersionKind().GroupKind()) {
 		return r // never looked up: OfSighting answers such kinds from the sighting
 	}
 	h.mu.Lock()
-	h.last[id] = readAt{target: t, rv: live.GetResourceVersion(), ready: r}
+	h.last[id] = readAt{target: t, rv: live.GetResourceVersion(), rules: rules, ready: r}
 	h.mu.Unlock()
 	return r
 }
@@ -93,13 +104,15 @@ func (h *HealthCheck) OfSighting(ctx context.Context, id string, t api.TargetIte
 		return &Readiness{Status: string(status.NotFoundStatus), Message: "Resource not found"}, nil
 	case st.deleting:
 		return &Readiness{Status: string(status.TerminatingStatus), Message: "Resource scheduled for deletion"}, nil
-	case !HasStatus(gk):
+	}
+	rules, byRules := h.rulesOf(id)
+	if !byRules && !HasStatus(gk) {
 		return &Readiness{Status: string(status.CurrentStatus), Message: "Resource is always ready"}, nil
 	}
 	h.mu.Lock()
 	last, ok := h.last[id]
 	h.mu.Unlock()
-	if ok && last.target == t && (last.rv == st.resourceVersion || olderVersion(st.resourceVersion, last.rv)) {
+	if ok && last.target == t && last.rules == rules && (last.rv == st.resourceVersion || olderVersion(st.resourceVersion, last.rv)) {
 		return last.ready, nil
 	}
 	if err := h.limiter.Wait(ctx); err != nil {
@@ -131,12 +144,14 @@ func compute(u *unstructured.Unstructured) *Readiness {
 func (h *HealthCheck) Forget(id string) {
 	h.mu.Lock()
 	delete(h.last, id)
+	delete(h.rules, id)
 	h.mu.Unlock()
 }
 
 func (h *HealthCheck) EndTerm() {
 	h.mu.Lock()
 	h.last = map[string]readAt{}
+	h.rules = map[string]api.HealthRules{}
 	h.mu.Unlock()
 }
 

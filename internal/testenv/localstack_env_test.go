@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +51,9 @@ func fakeStack(t *testing.T, endpoint string) string {
 	dir := t.TempDir()
 	env := "export KAA_DYNAMODB_ENDPOINT=" + endpoint + "\nexport KAA_KUBECONFIG=" + filepath.Join(dir, "kubeconfig") +
 		"\nexport AWS_REGION=us-east-1\nexport AWS_ACCESS_KEY_ID=local\nexport AWS_SECRET_ACCESS_KEY=local\n"
-	for name, content := range map[string]string{"env": env, "kubeconfig": "apiVersion: v1\nkind: Config\n"} {
+	// kube-apiserver.cmd as `start` records it: the folder, then the command line, %q-quoted.
+	kas := fmt.Sprintf("%s %s --secure-port=1\n", dir, filepath.Join(dir, `kube\ bin`, "kube-apiserver"))
+	for name, content := range map[string]string{"env": env, "kubeconfig": "apiVersion: v1\nkind: Config\n", "kube-apiserver.cmd": kas} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -88,6 +91,7 @@ func TestStackEnvExports(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY":     "local",
 		"AWS_PAGER":                 "",
 		"AWS_EC2_METADATA_DISABLED": "true",
+		"KAA_KUBE_BIN_DIR":          filepath.Join(dir, "kube bin"), // kube-controller-manager's folder (testenv.StartControllerManager)
 	} {
 		got, ok := vars[k]
 		if !ok || got != want {

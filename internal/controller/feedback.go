@@ -1,0 +1,47 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+)
+
+// WithFeedback returns v observing an ApplyDesire's status feedback (spec.statusFeedback's
+// values, read from the object as observed after the apply or at the resourceVersion its watch
+// reports; never from kubeContent). The controller writes them to status.feedback. A verdict
+// without feedback keeps the last status's only when it is Transient (the object was not
+// looked at); any other verdict without it, or a desire without statusFeedback, drops it.
+func WithFeedback(v Verdict, values []api.FeedbackValue) Verdict {
+	c := slices.Clone(values)
+	v.feedback = &c
+	return v
+}
+
+// Feedback returns the status feedback v observed, and whether it observed any.
+func Feedback(v Verdict) ([]api.FeedbackValue, bool) {
+	if v.feedback == nil {
+		return nil, false
+	}
+	return *v.feedback, true
+}
+
+// recordFeedback sets n's status.feedback from v: only while n's spec asks for feedback (a
+// desire whose statusFeedback was removed drops it), and nil rather than empty.
+func recordFeedback(n *api.ApplyDesire, v Verdict) {
+	n.Status.Feedback = nil
+	if n.Spec.StatusFeedback == nil || v.feedback == nil || len(*v.feedback) == 0 {
+		return
+	}
+	n.Status.Feedback = slices.Clone(*v.feedback)
+}
+
+// carryFeedback returns v with the last status's feedback when v is Transient and observed
+// none: the applier failed to look, the object is taken as last seen (as a ReadDesire's
+// content is).
+func carryFeedback(v Verdict, cur *api.ApplyDesire) Verdict {
+	if v.feedback == nil && v.degraded && len(cur.Status.Feedback) > 0 {
+		c := slices.Clone(cur.Status.Feedback)
+		v.feedback = &c
+	}
+	return v
+}
