@@ -397,3 +397,51 @@ func TestStartingLine(t *testing.T) {
 		})
 	}
 }
+
+// TestTableFlags: --table-prefix, --table-name-format and the repeatable --table make the
+// layout the applier gets; a bad format, key, name or ARN, or a key given twice, is refused
+// before anything is reached, naming the flag.
+func TestTableFlags(t *testing.T) {
+	const arn = "arn:aws:dynamodb:us-east-1:123456789012:table/mc01-specs-applydesires"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want map[string]string // TableKey -> what the applier passes as TableName
+		err  string
+	}{
+		{"default", nil, map[string]string{"specs-applydesires": "mc-mc01-specs-applydesires", "status-readdesires": "mc-mc01-status-readdesires"}, ""},
+		{"prefix", []string{"--table-prefix", "t-"}, map[string]string{"status-deletedesires": "t-mc-mc01-status-deletedesires"}, ""},
+		{"upstream format, one ARN, one name", []string{"--table-name-format", "{cluster}-{table}-{kind}",
+			"--table", "specs-applydesires=" + arn, "--table", "status-readdesires=reads-status"},
+			map[string]string{"specs-applydesires": arn, "status-readdesires": "reads-status", "specs-readdesires": "mc01-specs-readdesires"}, ""},
+		{"unknown placeholder", []string{"--table-name-format", "{mc}-{table}-{kind}"}, nil, "--table-name-format/--table: invalid table layout: format \"{mc}-{table}-{kind}\": unknown placeholder {mc}"},
+		{"colliding names", []string{"--table-name-format", "{cluster}-{kind}"}, nil, "are both named"},
+		{"unknown key", []string{"--table", "specs=abc"}, nil, "--table: invalid table layout: unknown table \"specs\""},
+		{"no value", []string{"--table", "specs-applydesires"}, nil, "want KEY=NAME or KEY=ARN"},
+		{"bad ARN", []string{"--table", "specs-applydesires=arn:aws:dynamodb:us-east-1:12:table/abc"}, nil, "12 digits"},
+		{"twice", []string{"--table", "specs-applydesires=abc", "--table", "specs-applydesires=abd"}, nil, "--table: specs-applydesires given twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f flags
+			if err := newCommand(&f).Flags().Parse(append([]string{"--management-cluster", "mc01"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			l, err := f.tableLayout()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("tableLayout = %v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range tc.want {
+				tk, k, _ := api.ParseTableKey(key)
+				if got := l.Name("mc01", tk, k); got != want {
+					t.Errorf("%s = %q, want %q", key, got, want)
+				}
+			}
+		})
+	}
+}
