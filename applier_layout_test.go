@@ -12,15 +12,20 @@ import (
 	"github.com/kube-applier-aws/kubeapplier/internal/tables"
 )
 
-// TestApplierTableLayout: an Applier given a layout of other names (upstream's format, the
-// ApplyDesire status table by ARN) touches those six tables and no other, on every path a
+// TestApplierTableLayout: an Applier given a layout of other names (upstream's format, both
+// ApplyDesire tables by ARN: the specs table's stream is found by DescribeTable of its ARN)
+// touches those six tables and no other, on every path a
 // round trip takes: the start-up checks, the term's seed and heartbeat, the specs' Scans and
 // streams, the status cache and writes. The default layout's tables are missing, so a call
 // site that built a name by itself would fail.
 func TestApplierTableLayout(t *testing.T) {
-	const statusARN = "arn:aws:dynamodb:us-east-1:123456789012:table/mc01-applies-status"
+	const (
+		specsARN  = "arn:aws:dynamodb:us-east-1:123456789012:table/mc01-applies"
+		statusARN = "arn:aws:dynamodb:us-east-1:123456789012:table/mc01-applies-status"
+	)
 	o, opts := newOffline(t)
-	layout := api.TableLayout{Format: "{cluster}-{table}-{kind}", Tables: map[string]string{"status-applydesires": statusARN}}
+	layout := api.TableLayout{Format: "{cluster}-{table}-{kind}",
+		Tables: map[string]string{"specs-applydesires": specsARN, "status-applydesires": statusARN}}
 	var names []string
 	for _, tk := range []api.TableKind{api.SpecsTable, api.StatusTable} {
 		for _, k := range DesireKinds {
@@ -36,7 +41,7 @@ func TestApplierTableLayout(t *testing.T) {
 			o.db.AddTable(name, view, "")
 		}
 	}
-	if want := []string{"t-mc01-specs-applydesires", "t-mc01-specs-deletedesires", "t-mc01-specs-readdesires",
+	if want := []string{specsARN, "t-mc01-specs-deletedesires", "t-mc01-specs-readdesires",
 		statusARN, "t-mc01-status-deletedesires", "t-mc01-status-readdesires"}; !slices.Equal(names, want) {
 		t.Fatalf("layout names %v, want %v", names, want)
 	}
@@ -69,9 +74,12 @@ func TestApplierTableLayout(t *testing.T) {
 		if !tableOps[op] {
 			continue
 		}
-		table, _, _ := strings.Cut(strings.TrimPrefix(detail, statusARN), "/") // "table/index" for an index
-		if strings.HasPrefix(detail, statusARN) {
-			table = statusARN
+		// The detail is the table, or "table/index" for an index.
+		table, _, _ := strings.Cut(detail, "/")
+		for _, arn := range []string{specsARN, statusARN} {
+			if detail == arn || strings.HasPrefix(detail, arn+"/") {
+				table = arn
+			}
 		}
 		if !slices.Contains(names, table) {
 			t.Errorf("%s on %s, a table outside the layout", op, detail)
