@@ -23,7 +23,8 @@ func (a *app) newTablesCommand() *cobra.Command {
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
 		Long: `Create mc-{cluster}-specs-{apply,delete,read}desires (with Streams NEW_AND_OLD_IMAGES) and
-mc-{cluster}-status-{apply,delete,read}desires, each keyed by documentID and billed per request.
+mc-{cluster}-status-{apply,delete,read}desires (or the names of the context's table-name-format
+and tables), each keyed by documentID and billed per request.
 Each status table gets the global secondary index ` + api.StatusCheckIndexName + ` (partition key shard S,
 sort key updateTime S, projecting version and applierTerm) that the applier's periodic status
 check reads instead of Scanning the statuses; it is added to status tables that exist without
