@@ -445,3 +445,47 @@ func TestTableFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationBinaryTableLayout: the binary's --table-name-format and --table reach the
+// applier: before the tables exist it exits 1 naming the tables of that layout (upstream's
+// names, one overridden), not the default ones; a bad format ends it with exit 1 naming the
+// flag, before DynamoDB is reached.
+func TestIntegrationBinaryTableLayout(t *testing.T) {
+	env := testenv.DynamoDB(t) // a fresh database: no table yet
+	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	ns := testenv.Namespace(t, testenv.Kube(t))
+	_, bin := buildBinaries(t)
+	creds, err := env.Client.Options().Credentials.Retrieve(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) (string, int) {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		args := append([]string{"--management-cluster", "mc01", "--kubeconfig", kubeconfig, "--aws-region", "us-east-1",
+			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-election-namespace", ns,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, extra...)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kube-applier-aws"), args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_ACCESS_KEY_ID=" + creds.AccessKeyID,
+			"AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("%v: %v\n%s", extra, err, out)
+		}
+		return string(out), exit.ExitCode()
+	}
+	out, code := run("--table-name-format", "{cluster}-{table}-{kind}", "--table", "status-readdesires="+env.Prefix+"reads.status")
+	for _, name := range []string{env.Prefix + "mc01-specs-applydesires", env.Prefix + "mc01-status-deletedesires", env.Prefix + "reads.status"} {
+		if code != 1 || !strings.Contains(out, name) {
+			t.Errorf("exit %d, want 1 naming %s:\n%s", code, name, out)
+		}
+	}
+	if strings.Contains(out, env.Prefix+"mc-mc01-") {
+		t.Errorf("a table of the default layout named:\n%s", out)
+	}
+	out, code = run("--table-name-format", "{mc}-{table}-{kind}")
+	if code != 1 || !strings.Contains(out, "error: --table-name-format/--table: invalid table layout") || strings.Contains(out, "starting") {
+		t.Errorf("bad format: exit %d, want 1 naming the flag before starting:\n%s", code, out)
+	}
+}
