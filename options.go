@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -324,6 +325,7 @@ func (o *Options) complete(w *wiring) error {
 // completeTables folds TablePrefix into Tables (so that both name the same layout) and checks
 // the layout before any call.
 func (o *Options) completeTables() error {
+	o.Tables.Tables = maps.Clone(o.Tables.Tables) // the caller's map may change after New
 	switch {
 	case o.Tables.Prefix == "":
 		o.Tables.Prefix = o.TablePrefix

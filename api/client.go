@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func WithLayout(l TableLayout) ClientOption {
 		if l.Prefix == "" {
 			l.Prefix = c.layout.Prefix
 		}
+		l.Tables = maps.Clone(l.Tables) // the caller's map may change later
 		c.layout = l
 	}
 }
