@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
@@ -40,6 +41,8 @@ type Delete struct {
 	// (a DeleteDesire removed and replaced by an ApplyDesire a moment ago is still cached,
 	// and the ApplyDesire, which confirms its rival gone, may already have applied).
 	specs controller.SpecReader[*api.DeleteDesire]
+	// dependents names a Foreground deletion's blocking dependents; nil: not named.
+	dependents *dependents
 }
 
 // DeleteConfig is what a Delete is built from.
@@ -54,11 +57,16 @@ type DeleteConfig struct {
 	// Specs, when set, confirms each delete against the specs table; nil: the cache is
 	// trusted.
 	Specs controller.SpecReader[*api.DeleteDesire]
+	// Metadata, with Discovery, lists the blocking dependents of an object deleted with
+	// Foreground propagation to name them in its WaitingForDeletion message (dependents.go: at
+	// most one listing per desire per 10 s, in the object's namespace only); nil: not named.
+	Metadata metadata.Interface
 }
 
 // NewDelete returns the DeleteDesire reconciler of cfg.
 func NewDelete(cfg DeleteConfig) *Delete {
-	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs}
+	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs,
+		dependents: newDependents(cfg.Discovery, cfg.Metadata)}
 }
 
 // watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
@@ -119,7 +127,7 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj))
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, r.dependents.note(ctx, d.DocumentID, obj)))
 	if w != nil && w.Synced() && w.Err() == nil {
 		v = v.After(watchedRecheck)
 	}
@@ -188,8 +196,9 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 	return controller.Backoff("SpecReadFailed"), false
 }
 
-// Forget drops DeleteDesire id's watch registration.
+// Forget drops DeleteDesire id's watch registration and its last listing of dependents.
 func (r *Delete) Forget(id string) {
+	r.dependents.forget(id)
 	if r.watches != nil {
 		r.watches.Forget(target.Ref{Kind: api.KindDeleteDesire, ID: id})
 	}
