@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
 )
 
 // dependentsEvery bounds the cost of naming a Foreground deletion's dependents: at most one
@@ -114,6 +116,10 @@ func (f *dependents) list(ctx context.Context, ns string, owner types.UID) strin
 		return fmt.Sprintf("its dependents could not be listed (discovery: %v)", err)
 	}
 	partial := err != nil
+	// client-go's default warning handler logs each warning through the request context's
+	// logger: a listing of every type would log the deprecation of some (v1 Endpoints) every
+	// dependentsEvery per desire, news of the types, not of the desire.
+	ctx = klog.NewContext(ctx, logr.Discard())
 	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists)
 	found := map[types.UID]string{}
 	for _, l := range lists {
