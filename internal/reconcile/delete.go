@@ -26,7 +26,8 @@ import (
 // verdicts: Gone only when that GET answers NotFound for the object, or when discovery proves
 // the resource type is served at no version (no discovery client: never proven, such a target
 // waits as KindNotServed); WaitingForDeletion while a deletionTimestamp and finalizers remain
-// (Foreground: until the garbage collector has deleted the dependents); Refused(PreCheckFailed)
+// (Foreground: until the garbage collector has deleted the dependents, the blocking ones left
+// named when DeleteConfig.Metadata is set: dependents.go); Refused(PreCheckFailed)
 // for an invalid or non-canonical target; Refused(KubeAPIError) for a propagationPolicy the
 // Kube has no verb for; Refused/Transient(KubeAPIError) for apiserver errors as for
 // ApplyDesires.

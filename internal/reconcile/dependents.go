@@ -26,6 +26,11 @@ const dependentsEvery = 10 * time.Second
 // dependentsNamed is how many dependents a message names; the rest are counted.
 const dependentsNamed = 5
 
+// dependentsTime bounds one listing, within half of what is left of the reconcile's deadline:
+// the reconcile's status write shares that deadline, and a type not listed in time is only a
+// partial note.
+const dependentsTime = 5 * time.Second
+
 // dependentsPage is the LIST page size of a listing (metadata only, so pages are small).
 const dependentsPage = 500
 
@@ -108,9 +113,15 @@ func (f *dependents) forget(id string) {
 }
 
 // list lists namespace ns's blocking dependents of owner uid and words them. Each LIST carries
-// ctx (the reconcile's deadline); a type that fails (discovery of its group, or its LIST) is
+// ctx (the reconcile's deadline, cut to dependentsTime or half what is left); a type that fails (discovery of its group, or its LIST) is
 // skipped and makes the result partial.
 func (f *dependents) list(ctx context.Context, ns string, owner types.UID) string {
+	budget := dependentsTime
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/2)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	lists, err := discovery.ServerPreferredNamespacedResourcesWithContext(ctx, discovery.ToDiscoveryInterfaceWithContext(f.disc))
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Sprintf("its dependents could not be listed (discovery: %v)", err)

@@ -245,3 +245,19 @@ func TestDeleteForegroundNamesDependents(t *testing.T) {
 		})
 	}
 }
+
+// TestDependentsOutOfTime: a listing whose reconcile has no time left lists nothing and says
+// its dependents could not be listed (never "none left").
+func TestDependentsOutOfTime(t *testing.T) {
+	md := newMetadataFake(dependent("v1", "ConfigMap", "ns", "dep-1", ownerUID, true))
+	f := newDependents(newDependentsDiscovery(false), md)
+	owner := configMapObject("owner", "foregroundDeletion")
+	owner.SetNamespace("ns")
+	owner.SetUID(ownerUID)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := f.note(ctx, "d", owner)
+	if !strings.Contains(got, "could not be listed") || strings.Contains(got, "no blocking dependents") || len(listActions(md)) != 0 {
+		t.Fatalf("note %q after LISTs %q", got, listActions(md))
+	}
+}
