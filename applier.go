@@ -130,7 +130,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
 	applyRecCfg := reconcile.ApplyConfig{Kube: opts.Kube, Mapper: w.mapper, FieldManager: opts.FieldManager, Readiness: true}
-	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Specs: a.db.DeleteDesireSpecs()}
+	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Metadata: opts.MetadataClient, Specs: a.db.DeleteDesireSpecs()}
 	if w.watchTargets {
 		applyRecCfg.Drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
 		a.watches.Adopt = applyRecCfg.Drift.Adopt
