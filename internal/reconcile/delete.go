@@ -128,8 +128,14 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, r.dependents.note(ctx, d.DocumentID, obj)))
-	if w != nil && w.Synced() && w.Err() == nil {
+	note := r.dependents.note(ctx, d.DocumentID, obj)
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note))
+	switch {
+	case note != "":
+		// The dependents named go without an event of the owner: list them again soon, so
+		// the message does not keep naming ones already gone.
+		v = v.After(dependentsEvery)
+	case w != nil && w.Synced() && w.Err() == nil:
 		v = v.After(watchedRecheck)
 	}
 	return v

@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/controller"
 )
 
 // ownerUID is the uid of the owner in the dependents tests.
@@ -231,8 +232,12 @@ func TestDeleteForegroundNamesDependents(t *testing.T) {
 			h := newHarness[*api.DeleteDesire](api.KindDeleteDesire, NewDelete(cfg))
 			d := deleteDesire("d", target)
 			d.Spec.PropagationPolicy = api.PropagationForeground
-			_, st := h.sync(t, d)
+			v, st := h.sync(t, d)
 			succ := condition(st, api.ConditionSuccessful)
+			// Dependents named are listed again soon: they go without an event of the owner.
+			if look, after := controller.Again(v); withMetadata && (look != controller.LookSoon || after != dependentsEvery) {
+				t.Fatalf("looks again %v after %v, want soon after %v", look, after, dependentsEvery)
+			}
 			const words = "waiting for the garbage collector to delete its dependents that block its deletion (foreground deletion, finalizer foregroundDeletion)"
 			want := words
 			if withMetadata {
