@@ -118,7 +118,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	a.opts.Stream.ObserveLag = func(k DesireKind, lag time.Duration) { observe(k, lag); a.heartbeat.ObserveLag(k, lag) }
 	a.streamObs.caughtUp = a.heartbeat.ObserveCaughtUp
 	opts = a.opts
-	a.db = tables.NewClient(opts.DynamoDB, opts.TablePrefix, opts.ManagementCluster)
+	a.db = tables.NewLayoutClient(opts.DynamoDB, opts.Tables, opts.ManagementCluster)
 	a.watches = target.NewWatches(opts.DynamicClient, opts.MetadataClient, a.targetChanged)
 	a.watches.FieldManager = opts.FieldManager
 	a.watches.Synced = func(gvr schema.GroupVersionResource, objects int, took time.Duration) {
@@ -130,7 +130,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	// The default ApplyDesire and DeleteDesire reconcilers watch their targets through the
 	// shared watches: drift is repaired and a deletion seen at once.
 	applyRecCfg := reconcile.ApplyConfig{Kube: opts.Kube, Mapper: w.mapper, FieldManager: opts.FieldManager, Readiness: true}
-	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Specs: a.db.DeleteDesireSpecs()}
+	deleteRecCfg := reconcile.DeleteConfig{Kube: opts.Kube, Mapper: w.mapper, Discovery: opts.Discovery, Metadata: opts.MetadataClient, Specs: a.db.DeleteDesireSpecs()}
 	if w.watchTargets {
 		applyRecCfg.Drift = target.NewDriftWatch(a.watches, opts.FieldManager, w.clock, m.CountDriftRepair)
 		a.watches.Adopt = applyRecCfg.Drift.Adopt
@@ -182,7 +182,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 
 // newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
 func (a *Applier) newInformers() (*Informers, error) {
-	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.TablePrefix, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
+	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.Tables, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.Handler())
 	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.Handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())

@@ -84,7 +84,7 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	defer cancel()
 	var statusTables []string
 	for _, k := range DesireKinds {
-		statusTables = append(statusTables, api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k))
+		statusTables = append(statusTables, a.opts.table(api.StatusTable, k))
 	}
 	seed := func(ctx context.Context) (int64, error) {
 		return tables.NewestStatusTerm(ctx, a.opts.DynamoDB, statusTables)

@@ -43,14 +43,21 @@ type Informers struct {
 // through db; Watch polls the tables' DynamoDB Streams through streams. Run them with
 // Informer.Run or Start; check the streams first with CheckStreams.
 func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts StreamOptions) *Informers {
-	return newInformers(db, streams, prefix, managementCluster, opts.options(streamObservers{}))
+	return NewLayoutInformers(db, streams, api.TableLayout{Prefix: prefix}, managementCluster, opts)
 }
 
-func newInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster string, opts stream.Options) *Informers {
+// NewLayoutInformers is NewInformers for the specs tables of layout (api.TableLayout.Name: a
+// name or an ARN each; a table's stream is found by DescribeTable, which takes either).
+func NewLayoutInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts StreamOptions) *Informers {
+	return newInformers(db, streams, layout, managementCluster, opts.options(streamObservers{}))
+}
+
+func newInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts stream.Options) *Informers {
+	specs := func(k DesireKind) string { return layout.Name(managementCluster, api.SpecsTable, k) }
 	return &Informers{streams: streams,
-		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindApplyDesire), KindApplyDesire, opts),
-		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindDeleteDesire), KindDeleteDesire, opts),
-		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, api.TableName(prefix, managementCluster, api.SpecsTable, KindReadDesire), KindReadDesire, opts),
+		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, specs(KindApplyDesire), KindApplyDesire, opts),
+		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, specs(KindDeleteDesire), KindDeleteDesire, opts),
+		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, specs(KindReadDesire), KindReadDesire, opts),
 	}
 }
 

@@ -79,8 +79,8 @@ func (e *e2e) describeConfigMaps(names ...string) func() string {
 
 // TestIntegrationPropagation: spec.propagationPolicy of DeleteDesires against a real garbage
 // collector (kube-controller-manager, started by this test only: the stack runs none).
-// Foreground: the owner waits (WaitingForDeletion naming the collector's foregroundDeletion)
-// while a dependent is held by a finalizer, and is Successful only once the owner and its
+// Foreground: the owner waits (WaitingForDeletion naming the collector's foregroundDeletion
+// and the dependent left) while a dependent is held by a finalizer, and is Successful only once the owner and its
 // dependents are gone. Orphan: the owner goes, its dependents stay without their
 // ownerReferences. Background (absent): the owner goes, the collector deletes its dependents.
 func TestIntegrationPropagation(t *testing.T) {
@@ -99,6 +99,11 @@ func TestIntegrationPropagation(t *testing.T) {
 		if !strings.Contains(msg, "waiting for the garbage collector to delete its dependents") || !strings.Contains(msg, "foregroundDeletion") {
 			t.Fatalf("message %q does not name the foreground deletion", msg)
 		}
+		// The dependent held by its finalizer is left for as long as the test holds it: every
+		// listing of the blocking dependents before the finalizer's removal names it.
+		if !strings.Contains(msg, "dependents left: ") || !strings.Contains(msg, "ConfigMap "+deps[0]) {
+			t.Fatalf("message %q does not name the dependent left %s", msg, deps[0])
+		}
 		// The collector deletes the free dependent, and the held one waits for its finalizer:
 		// the owner stays, with its foregroundDeletion finalizer.
 		waitFor(t, gcTimeout, "the collector to delete fg-b and mark fg-a deleted", func() bool {
@@ -110,7 +115,7 @@ func TestIntegrationPropagation(t *testing.T) {
 			t.Fatalf("owner while a dependent is held: %v, %v", e.describeConfigMaps("fg")(), err)
 		}
 		st = waitCondition(e, e.specs.DeleteDesireStatus(), "fg", 1, ConditionFalse, ReasonWaitingForDeletion, 10*time.Second)
-		if c := condition(st, ConditionSuccessful); !strings.Contains(c.Message, "foregroundDeletion") {
+		if c := condition(st, ConditionSuccessful); !strings.Contains(c.Message, "foregroundDeletion") || !strings.Contains(c.Message, "ConfigMap "+deps[0]) {
 			t.Fatalf("still waiting: %q", c.Message)
 		}
 		e.removeFinalizers(cmGVR, deps[0])

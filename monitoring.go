@@ -153,7 +153,7 @@ func (a *Applier) heartbeatKinds() map[string]api.HeartbeatKind {
 // newHeartbeat returns the heartbeat writer of a.
 func (a *Applier) newHeartbeat(mon *monitoring) *heartbeat.Writer {
 	return heartbeat.New(heartbeat.Config{DB: a.opts.DynamoDB,
-		Table:   api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, KindApplyDesire),
+		Table:   a.opts.table(api.StatusTable, KindApplyDesire),
 		Cluster: a.opts.ManagementCluster, Identity: a.opts.Identity, Version: heartbeat.Version(),
 		Interval: a.wiring.heartbeatInterval, MaxAge: a.wiring.heartbeatMaxAge, Visibility: a.wiring.recordVisibility,
 		Now: a.wiring.clock, Log: a.opts.Log.WithName("heartbeat"), Kinds: a.heartbeatKinds, Written: mon.written()})

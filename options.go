@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/awscall"
 	"github.com/kube-applier-aws/kubeapplier/internal/awslog"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
@@ -69,10 +71,18 @@ const (
 // field has a default.
 type Options struct {
 	// ManagementCluster is the name this applier serves; its tables are
-	// "mc-{ManagementCluster}-{specs|status}-...". Required.
+	// "mc-{ManagementCluster}-{specs|status}-..." unless Tables says otherwise. Required.
 	ManagementCluster string
-	// TablePrefix is prepended to every table name (tests). Default "".
+	// TablePrefix is prepended to every table name made from a format (tests); the same as
+	// Tables.Prefix, which may be set instead (both set and different: ErrInvalidOptions).
+	// Default "".
 	TablePrefix string
+	// Tables names the six tables: a name format (api.DefaultTableFormat by default; e.g.
+	// "{cluster}-{table}-{kind}" as openshift-online/rosa-hyperfleet names them) and per-table
+	// overrides by name or by ARN (tables in another AWS account, reached through DynamoDB
+	// resource-based policies). New refuses a layout that fails api.TableLayout.Validate
+	// (ErrInvalidOptions). docs/contract.md, "Table names". Default: the zero layout.
+	Tables api.TableLayout
 
 	// AWSConfig builds the DynamoDB and Streams clients when those are nil. Default: the SDK's
 	// default chain (config.LoadDefaultConfig: environment, shared files, IRSA / EKS Pod
@@ -292,6 +302,9 @@ func (o *Options) complete(w *wiring) error {
 	if o.StartupFailure != StartupRetry && o.StartupFailure != StartupFailFast {
 		return fmt.Errorf("%w: StartupFailure %v is neither StartupRetry nor StartupFailFast", ErrInvalidOptions, o.StartupFailure)
 	}
+	if err := o.completeTables(); err != nil {
+		return err
+	}
 	w.logs = newLogRoute(o.Log)
 	o.Log = w.logs.logger()
 	o.setDefaults(w)
@@ -309,6 +322,29 @@ func (o *Options) complete(w *wiring) error {
 
 // completeFieldManager checks the field manager against the Kubernetes API rule: at most 128
 // printable characters.
+// completeTables folds TablePrefix into Tables (so that both name the same layout) and checks
+// the layout before any call.
+func (o *Options) completeTables() error {
+	o.Tables.Tables = maps.Clone(o.Tables.Tables) // the caller's map may change after New
+	switch {
+	case o.Tables.Prefix == "":
+		o.Tables.Prefix = o.TablePrefix
+	case o.TablePrefix == "":
+		o.TablePrefix = o.Tables.Prefix
+	case o.Tables.Prefix != o.TablePrefix:
+		return fmt.Errorf("%w: TablePrefix %q and Tables.Prefix %q differ", ErrInvalidOptions, o.TablePrefix, o.Tables.Prefix)
+	}
+	if err := o.Tables.Validate(o.ManagementCluster); err != nil {
+		return fmt.Errorf("%w: Tables: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// table returns what to pass as TableName for one of the applier's tables (a name or an ARN).
+func (o *Options) table(t api.TableKind, k DesireKind) string {
+	return o.Tables.Name(o.ManagementCluster, t, k)
+}
+
 func (o *Options) completeFieldManager() error {
 	if o.FieldManager == "" {
 		o.FieldManager = DefaultFieldManager

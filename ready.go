@@ -80,7 +80,7 @@ func (a *Applier) ReadyzCheck(req *http.Request) error {
 
 // probes returns the reachability probes: DynamoDB always, the apiserver with RESTConfig.
 func (a *Applier) probes() []probe {
-	table := api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.SpecsTable, KindApplyDesire)
+	table := a.opts.table(api.SpecsTable, KindApplyDesire)
 	ps := []probe{{"DynamoDB", func(ctx context.Context) error {
 		_, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 		if err != nil {

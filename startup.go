@@ -185,7 +185,7 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	defer cancel()
 	errs := []error{a.informers.Load().CheckStreams(ctx)}
 	for _, k := range DesireKinds {
-		name := api.TableName(a.opts.TablePrefix, a.opts.ManagementCluster, api.StatusTable, k)
+		name := a.opts.table(api.StatusTable, k)
 		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
 			errs = append(errs, awscall.DescribeTableError(name, err))
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ type DynamoDBAPI interface {
 // use; the zero value is not usable: use NewClient.
 type Client struct {
 	db      DynamoDBAPI
-	prefix  string
+	layout  TableLayout
 	cluster string
 	// Now returns the time stamped on specs (UTC is taken); time.Now when nil.
 	Now func() time.Time
@@ -38,10 +39,33 @@ type Client struct {
 }
 
 // NewClient returns a Client for the tables "{prefix}mc-{managementCluster}-…" (prefix is ""
-// in production).
-func NewClient(db DynamoDBAPI, prefix, managementCluster string) *Client {
-	return &Client{db: db, prefix: prefix, cluster: managementCluster}
+// in production), or for those of another layout with WithLayout.
+func NewClient(db DynamoDBAPI, prefix, managementCluster string, opts ...ClientOption) *Client {
+	c := &Client{db: db, layout: TableLayout{Prefix: prefix}, cluster: managementCluster}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
+
+// ClientOption changes what NewClient builds.
+type ClientOption func(*Client)
+
+// WithLayout makes the Client name its tables by l (its Format, Tables overrides, and
+// Prefix when l.Prefix is set; NewClient's prefix otherwise). Check l first
+// (TableLayout.Validate): the Client does not, and DynamoDB refuses a bad name on each call.
+func WithLayout(l TableLayout) ClientOption {
+	return func(c *Client) {
+		if l.Prefix == "" {
+			l.Prefix = c.layout.Prefix
+		}
+		l.Tables = maps.Clone(l.Tables) // the caller's map may change later
+		c.layout = l
+	}
+}
+
+// Layout returns the table layout c uses.
+func (c *Client) Layout() TableLayout { return c.layout }
 
 // ManagementCluster returns the management cluster whose tables c uses.
 func (c *Client) ManagementCluster() string { return c.cluster }
@@ -49,7 +73,7 @@ func (c *Client) ManagementCluster() string { return c.cluster }
 // Heartbeat reads the applier's heartbeat (see ReadHeartbeat): ErrNotFound before a leader
 // wrote one.
 func (c *Client) Heartbeat(ctx context.Context) (*Heartbeat, error) {
-	return ReadHeartbeat(ctx, c.db, c.prefix, c.cluster)
+	return ReadHeartbeatFrom(ctx, c.db, c.layout.Name(c.cluster, StatusTable, KindApplyDesire))
 }
 
 // ApplyDesires returns the client of the ApplyDesire specs and status tables.
@@ -70,10 +94,10 @@ type Desires[T Desire] struct {
 
 func newDesires[T Desire](c *Client) *Desires[T] {
 	k := NewDesire[T]().Kind()
-	return &Desires[T]{c: c, specs: TableName(c.prefix, c.cluster, SpecsTable, k), status: TableName(c.prefix, c.cluster, StatusTable, k)}
+	return &Desires[T]{c: c, specs: c.layout.Name(c.cluster, SpecsTable, k), status: c.layout.Name(c.cluster, StatusTable, k)}
 }
 
-// SpecsTable and StatusTable return the table names.
+// SpecsTable and StatusTable return the table names (or ARNs, as the layout gives them).
 func (t *Desires[T]) SpecsTable() string { return t.specs }
 
 // StatusTable returns the status table's name.

@@ -40,6 +40,17 @@ func WithStatusIndex() TableOption { return func(o *tableOptions) { o.statusInde
 // index-poll backends, to existing tables too; ErrStatusIndexOutdated when an existing one has
 // the key type of older releases.
 func EnsureTables(ctx context.Context, db TableAdminAPI, prefix, managementCluster string, opts ...TableOption) ([]string, error) {
+	return EnsureLayoutTables(ctx, db, TableLayout{Prefix: prefix}, managementCluster, opts...)
+}
+
+// EnsureLayoutTables is EnsureTables for the tables of layout (TableLayout.Name; a table given
+// by ARN is created under its ARN, which CreateTable takes: in another account, only a caller
+// allowed to create tables there can). ErrInvalidLayout, before any call, when layout does not
+// pass Validate.
+func EnsureLayoutTables(ctx context.Context, db TableAdminAPI, layout TableLayout, managementCluster string, opts ...TableOption) ([]string, error) {
+	if err := layout.Validate(managementCluster); err != nil {
+		return nil, err
+	}
 	var o tableOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -47,7 +58,7 @@ func EnsureTables(ctx context.Context, db TableAdminAPI, prefix, managementClust
 	var created []string
 	for _, tk := range []TableKind{SpecsTable, StatusTable} {
 		for _, k := range DesireKinds {
-			name := TableName(prefix, managementCluster, tk, k)
+			name := layout.Name(managementCluster, tk, k)
 			made, err := ensureTable(ctx, db, name, tk, o)
 			if made {
 				created = append(created, name)

@@ -82,7 +82,12 @@ type ItemGetter interface {
 // HeartbeatID in its ApplyDesire status table); ErrNotFound when no leader wrote one yet,
 // ErrInvalidItem when it does not decode, the SDK's error otherwise (wrapped).
 func ReadHeartbeat(ctx context.Context, db ItemGetter, prefix, managementCluster string) (*Heartbeat, error) {
-	table := TableName(prefix, managementCluster, StatusTable, KindApplyDesire)
+	return ReadHeartbeatFrom(ctx, db, TableName(prefix, managementCluster, StatusTable, KindApplyDesire))
+}
+
+// ReadHeartbeatFrom is ReadHeartbeat from table, the ApplyDesire status table's name or ARN
+// (TableLayout.Name(cluster, StatusTable, KindApplyDesire)).
+func ReadHeartbeatFrom(ctx context.Context, db ItemGetter, table string) (*Heartbeat, error) {
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{AttrDocumentID: &types.AttributeValueMemberS{Value: HeartbeatID}}})
 	if err != nil {

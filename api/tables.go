@@ -1,9 +1,6 @@
 package api
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // DesireKind names a desire type; table names use it lower-cased with an "s"
 // ("applydesires").
@@ -28,12 +25,6 @@ const (
 	SpecsTable  TableKind = "specs"
 	StatusTable TableKind = "status"
 )
-
-// TableName returns "{prefix}mc-{cluster}-{specs|status}-{applydesires|deletedesires|readdesires}".
-// prefix is "" in production; tests set one to keep their tables apart.
-func TableName(prefix, cluster string, table TableKind, kind DesireKind) string {
-	return fmt.Sprintf("%smc-%s-%s-%ss", prefix, cluster, table, strings.ToLower(string(kind)))
-}
 
 // HeartbeatID is the documentID of the heartbeat: one document per management cluster in its
 // ApplyDesire status table, which a backend can already read. Reserved (IsReservedID), it is

@@ -37,6 +37,7 @@ var binaryFlags = []string{
 	"management-cluster", "kubeconfig", "aws-region", "aws-endpoint-url",
 	"leader-elect", "leader-election-namespace", "leader-election-id",
 	"metrics-bind-address", "health-probe-bind-address", "kube-api-qps", "kube-api-burst", "v",
+	"table-name-format", "table",
 }
 
 // readObjects decodes every YAML document of file into unstructured objects (empty

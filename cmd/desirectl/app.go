@@ -138,7 +138,7 @@ func (a *app) store(ctx context.Context) (*store, settings, error) {
 		return nil, s, err
 	}
 	a.managementCluster = s.ManagementCluster
-	return newStore(db, s.TablePrefix, s.ManagementCluster), s, nil
+	return newStore(db, s.layout(), s.ManagementCluster), s, nil
 }
 
 // clusterDiscovery returns the discovery resolver of --kubeconfig or $KUBECONFIG, or nil when

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // configEnv overrides the config file location (the --config flag overrides it in turn).
@@ -30,6 +32,45 @@ type contextEntry struct {
 	ClusterID         string `json:"cluster-id,omitempty"`
 	TaskKey           string `json:"task-key,omitempty"`
 	TablePrefix       string `json:"table-prefix,omitempty"`
+	// TableNameFormat and Tables name the tables as the applier's --table-name-format and
+	// --table do (api.TableLayout): a format, and overrides by name or ARN.
+	TableNameFormat string         `json:"table-name-format,omitempty"`
+	Tables          tableOverrides `json:"tables,omitzero"`
+}
+
+// tableOverrides are a context's tables given by name or ARN, one field per api.TableKey: a
+// struct rather than a map so that a contextEntry stays comparable and a misspelt key in the
+// config file is refused (yaml.UnmarshalStrict).
+type tableOverrides struct {
+	SpecsApplyDesires   string `json:"specs-applydesires,omitempty"`
+	SpecsDeleteDesires  string `json:"specs-deletedesires,omitempty"`
+	SpecsReadDesires    string `json:"specs-readdesires,omitempty"`
+	StatusApplyDesires  string `json:"status-applydesires,omitempty"`
+	StatusDeleteDesires string `json:"status-deletedesires,omitempty"`
+	StatusReadDesires   string `json:"status-readdesires,omitempty"`
+}
+
+// field returns the field of key (an api.TableKey), nil for another key.
+func (t *tableOverrides) field(key string) *string {
+	return map[string]*string{
+		"specs-applydesires": &t.SpecsApplyDesires, "specs-deletedesires": &t.SpecsDeleteDesires,
+		"specs-readdesires": &t.SpecsReadDesires, "status-applydesires": &t.StatusApplyDesires,
+		"status-deletedesires": &t.StatusDeleteDesires, "status-readdesires": &t.StatusReadDesires,
+	}[key]
+}
+
+// asMap returns the overrides set, as api.TableLayout.Tables takes them; nil for none.
+func (t tableOverrides) asMap() map[string]string {
+	var m map[string]string
+	for _, k := range api.TableKeys() {
+		if v := *t.field(k); v != "" {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // context returns the named context, or nil.

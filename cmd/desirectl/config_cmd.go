@@ -33,6 +33,8 @@ func (a *app) newSetContextCommand() *cobra.Command {
 	}
 	// These shadow the global overrides of the same names: here they are the values to store.
 	registerContextFlags(cmd.Flags(), &e, "")
+	var tables []string
+	cmd.Flags().StringArrayVar(&tables, flagTable, nil, tableFlagHelp)
 	cmd.RunE = a.records(func(cmd *cobra.Command, args []string) error {
 		cfg, path, err := a.loadConfig()
 		if err != nil {
@@ -50,6 +52,14 @@ func (a *app) newSetContextCommand() *cobra.Command {
 			verb = "created"
 		}
 		copyChangedFields(cur, &e, cmd.Flags().Changed)
+		if err := setTables(cur, tables); err != nil {
+			return err
+		}
+		if cur.ManagementCluster != "" {
+			if err := cur.layout().Validate(cur.ManagementCluster); err != nil {
+				return usageErrorf("context %q: %v", name, err)
+			}
+		}
 		if err := saveConfig(path, cfg); err != nil {
 			return err
 		}

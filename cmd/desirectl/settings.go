@@ -1,7 +1,11 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Names of the flags that set (config set-context) or override (global flags) context values.
@@ -10,6 +14,8 @@ const (
 	flagAWSRegion         = "aws-region"
 	flagEndpointURL       = "endpoint-url"
 	flagTablePrefix       = "table-prefix"
+	flagTableNameFormat   = "table-name-format"
+	flagTable             = "table"
 	flagClusterID         = "cluster-id"
 	flagTaskKey           = "task-key"
 )
@@ -39,6 +45,37 @@ var contextFields = []struct {
 		func(e *contextEntry) *string { return &e.TaskKey }},
 	{flagTablePrefix, "table name prefix; empty in production",
 		func(e *contextEntry) *string { return &e.TablePrefix }},
+	{flagTableNameFormat, "name of the six tables, as kube-applier-aws --table-name-format: {cluster}, {table} (specs, status), {kind} (applydesires, deletedesires, readdesires); default " + api.DefaultTableFormat,
+		func(e *contextEntry) *string { return &e.TableNameFormat }},
+}
+
+// tableFlagHelp is the help of --table, which is repeated (a list, not a string field).
+var tableFlagHelp = "KEY=NAME or KEY=ARN: one table by name or by ARN instead of the format, as kube-applier-aws --table; KEY is " +
+	strings.Join(api.TableKeys(), ", ") + "; repeat for several; KEY= removes an override"
+
+// setTables applies --table values to e.Tables: KEY=NAME or KEY=ARN sets the override,
+// KEY= removes it. A bad key, name or ARN is a usage error.
+func setTables(e *contextEntry, values []string) error {
+	for _, v := range values {
+		if key, rest, ok := strings.Cut(v, "="); ok && rest == "" {
+			if _, _, err := api.ParseTableKey(key); err != nil {
+				return usageErrorf("--%s %s: %v", flagTable, v, err)
+			}
+			*e.Tables.field(key) = ""
+			continue
+		}
+		key, ref, err := api.ParseTableOverride(v)
+		if err != nil {
+			return usageErrorf("--%s %s: %v", flagTable, v, err)
+		}
+		*e.Tables.field(key) = ref
+	}
+	return nil
+}
+
+// layout is the table layout of a context (api.TableLayout).
+func (e contextEntry) layout() api.TableLayout {
+	return api.TableLayout{Prefix: e.TablePrefix, Format: e.TableNameFormat, Tables: e.Tables.asMap()}
 }
 
 // registerContextFlags binds the flags of the context values to the fields of e, each help
@@ -65,12 +102,14 @@ type globalFlags struct {
 	kubeconfig string
 	verbosity  int
 	overrides  contextEntry // values that override the context's
+	tables     []string     // --table values, applied over the context's
 }
 
 func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.configPath, flagConfig, "", "config file (default $"+configEnv+", else <user config dir>/desirectl/config.yaml)")
 	fs.StringVar(&g.context, flagContext, "", "context to use instead of the current one")
 	registerContextFlags(fs, &g.overrides, " (overrides the context)")
+	fs.StringArrayVar(&g.tables, flagTable, nil, tableFlagHelp+" (over the context's)")
 	fs.StringVar(&g.kubeconfig, flagKubeconfig, "", "kubeconfig of the target cluster, used only for discovery of resource names (default $KUBECONFIG)")
 	fs.IntVarP(&g.verbosity, flagVerbosity, flagVerbosity, 0, "log verbosity of the libraries (client-go, AWS SDK), as kube-applier-aws logs: 4 debug, 6 requests; errors always show")
 }
@@ -103,6 +142,12 @@ func (a *app) settings() (settings, error) {
 	copyChangedFields(&s.contextEntry, &a.flags.overrides, a.changed)
 	if s.ManagementCluster == "" {
 		return settings{}, usageErrorf("no management cluster: create a context with 'desirectl config set-context NAME --management-cluster MC ...' and 'desirectl config use-context NAME', or pass --management-cluster")
+	}
+	if err := setTables(&s.contextEntry, a.flags.tables); err != nil {
+		return settings{}, err
+	}
+	if err := s.layout().Validate(s.ManagementCluster); err != nil {
+		return settings{}, usageErrorf("tables of context %q: %v", s.Name, err)
 	}
 	return s, nil
 }

@@ -102,7 +102,7 @@ func (a *app) readHeartbeat(ctx context.Context) (*api.Heartbeat, error) {
 	if err != nil {
 		return nil, err
 	}
-	hb, err := api.ReadHeartbeat(ctx, db, s.TablePrefix, s.ManagementCluster)
+	hb, err := api.ReadHeartbeatFrom(ctx, db, s.layout().Name(s.ManagementCluster, api.StatusTable, api.KindApplyDesire))
 	if errors.Is(err, api.ErrNotFound) {
 		return nil, failedErrorf("no heartbeat for management cluster %s: is kube-applier-aws running for it?", s.ManagementCluster)
 	}

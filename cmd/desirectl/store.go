@@ -88,8 +88,8 @@ type kindTables[T api.Desire] struct {
 	status statusReader[T]
 }
 
-func newStore(db dynamoDB, prefix, managementCluster string) *store {
-	c := api.NewClient(contractDB{db}, prefix, managementCluster)
+func newStore(db dynamoDB, layout api.TableLayout, managementCluster string) *store {
+	c := api.NewClient(contractDB{db}, layout.Prefix, managementCluster, api.WithLayout(layout))
 	return &store{
 		applies: newKindTables(c.ApplyDesires(), api.KindApplyDesire),
 		deletes: newKindTables(c.DeleteDesires(), api.KindDeleteDesire),

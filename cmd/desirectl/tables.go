@@ -23,7 +23,8 @@ func (a *app) newTablesCommand() *cobra.Command {
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
 		Long: `Create mc-{cluster}-specs-{apply,delete,read}desires (with Streams NEW_AND_OLD_IMAGES) and
-mc-{cluster}-status-{apply,delete,read}desires, each keyed by documentID and billed per request.
+mc-{cluster}-status-{apply,delete,read}desires (or the names of the context's table-name-format
+and tables), each keyed by documentID and billed per request.
 Each status table gets the global secondary index ` + api.StatusCheckIndexName + ` (partition key shard S,
 sort key updateTime S, projecting version and applierTerm) that the applier's periodic status
 check reads instead of Scanning the statuses; it is added to status tables that exist without
@@ -51,7 +52,7 @@ that exist without it.`,
 			if statusIndex {
 				opts = append(opts, api.WithStatusIndex())
 			}
-			created, err := api.EnsureTables(cmd.Context(), admin, s.TablePrefix, s.ManagementCluster, opts...)
+			created, err := api.EnsureLayoutTables(cmd.Context(), admin, s.layout(), s.ManagementCluster, opts...)
 			for _, name := range created {
 				a.line(outputRecord{Event: "created", Table: name}, "table/"+name+" created")
 			}
@@ -64,7 +65,7 @@ that exist without it.`,
 			}
 			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
 				for _, k := range api.DesireKinds {
-					name := api.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+					name := s.layout().Name(s.ManagementCluster, kind, k)
 					if a.output != "" && !slices.Contains(created, name) {
 						a.collected = append(a.collected, outputRecord{Event: "ready", Table: name})
 					}
@@ -102,7 +103,7 @@ func (a *app) newTablesDeleteCommand() *cobra.Command {
 		Use:   "delete --yes",
 		Short: "Delete the six tables of the context's management cluster, with every desire and status in them",
 		Long: `Delete mc-{cluster}-specs-{apply,delete,read}desires and mc-{cluster}-status-{apply,delete,read}desires
-of the context's management cluster (and table prefix), and wait until each is gone, so that
+of the context's management cluster (or the names its table-name-format and tables give), and wait until each is gone, so that
 'tables create' can follow. Every desire and status in them is lost; the objects the desires
 made stay in the cluster. A table that does not exist is skipped. --yes is required. Stop the
 appliers of that management cluster first: an applier without its tables is not ready. For
@@ -127,7 +128,7 @@ local development and tests, like 'tables create'.`,
 			deleted, missing := 0, 0
 			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
 				for _, k := range api.DesireKinds {
-					name := api.TableName(s.TablePrefix, s.ManagementCluster, kind, k)
+					name := s.layout().Name(s.ManagementCluster, kind, k)
 					_, err := admin.DeleteTable(cmd.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 					var notFound *types.ResourceNotFoundException
 					if errors.As(err, &notFound) {

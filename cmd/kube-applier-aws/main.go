@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
+	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/cmd/internal/logs"
 	"github.com/kube-applier-aws/kubeapplier/cmd/internal/version"
 )
@@ -45,6 +47,8 @@ type flags struct {
 	pprof, fifoQueue                                                   bool
 	leaseDuration, renewDeadline, retryPeriod                          time.Duration
 	streamPollInterval                                                 time.Duration
+	tableNameFormat                                                    string
+	tables                                                             []string // KEY=NAME or KEY=ARN
 }
 
 func main() {
@@ -65,7 +69,7 @@ func newCommand(f *flags) *cobra.Command {
 		Short: "Carry out DynamoDB desires on this Kubernetes cluster and report their status",
 		Long: `kube-applier-aws watches the specs tables mc-{cluster}-specs-{apply,delete,read}desires
 (Scan, then DynamoDB Streams), server-side applies, deletes or reads the objects they name, and
-writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's default chain
+writes the outcome to mc-{cluster}-status-* (other names: --table-name-format, --table). AWS credentials come from the SDK's default chain
 (EKS Pod Identity or IRSA in a cluster; environment or profile locally).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -78,7 +82,9 @@ writes the outcome to mc-{cluster}-status-*. AWS credentials come from the SDK's
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty = in-cluster config")
 	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region (default: the SDK's chain, e.g. AWS_REGION)")
 	fs.StringVar(&f.awsEndpoint, "aws-endpoint-url", "", "DynamoDB and Streams endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local")
-	fs.StringVar(&f.tablePrefix, "table-prefix", "", "prefix of every table name (tests)")
+	fs.StringVar(&f.tablePrefix, "table-prefix", "", "prefix of every table name made from --table-name-format (tests)")
+	fs.StringVar(&f.tableNameFormat, "table-name-format", api.DefaultTableFormat, "name of the six tables: {cluster} the management cluster, {table} specs or status, {kind} applydesires, deletedesires or readdesires (e.g. {cluster}-{table}-{kind})")
+	fs.StringArrayVar(&f.tables, "table", nil, "KEY=NAME or KEY=ARN: one table by name or by ARN (another account's, through DynamoDB resource-based policies) instead of --table-name-format; KEY is "+strings.Join(api.TableKeys(), ", ")+"; repeat for several tables")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "reconcile only while holding a Lease (run 2 replicas)")
 	fs.StringVar(&f.leaseNamespace, "leader-election-namespace", kubeapplier.DefaultLeaseNamespace, "namespace of the Lease")
 	fs.StringVar(&f.leaseName, "leader-election-id", kubeapplier.DefaultLeaseName, "name of the Lease")
@@ -117,6 +123,10 @@ func run(ctx context.Context, f flags) error {
 	if err := checkPollInterval(f.streamPollInterval); err != nil {
 		return err
 	}
+	layout, err := f.tableLayout()
+	if err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -135,7 +145,7 @@ func run(ctx context.Context, f flags) error {
 	// kube_applier_kube_requests_total) and, with --aws-endpoint-url (DynamoDB Local), skips
 	// the response checksums that DynamoDB Local's error answers lack.
 	app, err := kubeapplier.New(kubeapplier.Options{
-		ManagementCluster: f.managementCluster, TablePrefix: f.tablePrefix, AWSConfig: &awsCfg,
+		ManagementCluster: f.managementCluster, Tables: layout, AWSConfig: &awsCfg,
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
@@ -166,12 +176,38 @@ func run(ctx context.Context, f flags) error {
 	return nil
 }
 
+// tableLayout is the layout of --table-prefix, --table-name-format and --table, checked
+// (api.TableLayout.Validate) before anything is reached; a key given twice is refused.
+func (f flags) tableLayout() (api.TableLayout, error) {
+	l := api.TableLayout{Prefix: f.tablePrefix, Format: f.tableNameFormat}
+	for _, t := range f.tables {
+		k, v, err := api.ParseTableOverride(t)
+		if err != nil {
+			return l, fmt.Errorf("--table: %w", err)
+		}
+		if _, ok := l.Tables[k]; ok {
+			return l, fmt.Errorf("--table: %s given twice", k)
+		}
+		if l.Tables == nil {
+			l.Tables = map[string]string{}
+		}
+		l.Tables[k] = v
+	}
+	if err := l.Validate(f.managementCluster); err != nil {
+		return l, fmt.Errorf("--table-name-format/--table: %w", err)
+	}
+	return l, nil
+}
+
 // startingValues are the values of the "starting" line: what this process serves and where
 // it reads and writes (the DynamoDB endpoint, the table prefix, the Lease), so that a log
 // tells which tables and Lease a replica used.
 func startingValues(ctx context.Context, f flags, awsCfg aws.Config) []any {
 	kv := []any{"managementCluster", f.managementCluster, "dynamodbEndpoint", dynamoDBEndpoint(ctx, awsCfg), "region", awsCfg.Region,
-		"tablePrefix", f.tablePrefix, "leaderElection", f.leaderElect}
+		"tablePrefix", f.tablePrefix, "tableNameFormat", f.tableNameFormat, "leaderElection", f.leaderElect}
+	if len(f.tables) > 0 {
+		kv = append(kv, "tables", f.tables)
+	}
 	if f.leaderElect {
 		kv = append(kv, "leaseNamespace", f.leaseNamespace, "leaseName", f.leaseName)
 	}

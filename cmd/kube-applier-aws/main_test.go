@@ -397,3 +397,95 @@ func TestStartingLine(t *testing.T) {
 		})
 	}
 }
+
+// TestTableFlags: --table-prefix, --table-name-format and the repeatable --table make the
+// layout the applier gets; a bad format, key, name or ARN, or a key given twice, is refused
+// before anything is reached, naming the flag.
+func TestTableFlags(t *testing.T) {
+	const arn = "arn:aws:dynamodb:us-east-1:123456789012:table/mc01-specs-applydesires"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want map[string]string // TableKey -> what the applier passes as TableName
+		err  string
+	}{
+		{"default", nil, map[string]string{"specs-applydesires": "mc-mc01-specs-applydesires", "status-readdesires": "mc-mc01-status-readdesires"}, ""},
+		{"prefix", []string{"--table-prefix", "t-"}, map[string]string{"status-deletedesires": "t-mc-mc01-status-deletedesires"}, ""},
+		{"upstream format, one ARN, one name", []string{"--table-name-format", "{cluster}-{table}-{kind}",
+			"--table", "specs-applydesires=" + arn, "--table", "status-readdesires=reads-status"},
+			map[string]string{"specs-applydesires": arn, "status-readdesires": "reads-status", "specs-readdesires": "mc01-specs-readdesires"}, ""},
+		{"unknown placeholder", []string{"--table-name-format", "{mc}-{table}-{kind}"}, nil, "--table-name-format/--table: invalid table layout: format \"{mc}-{table}-{kind}\": unknown placeholder {mc}"},
+		{"colliding names", []string{"--table-name-format", "{cluster}-{kind}"}, nil, "are both named"},
+		{"unknown key", []string{"--table", "specs=abc"}, nil, "--table: invalid table layout: unknown table \"specs\""},
+		{"no value", []string{"--table", "specs-applydesires"}, nil, "want KEY=NAME or KEY=ARN"},
+		{"bad ARN", []string{"--table", "specs-applydesires=arn:aws:dynamodb:us-east-1:12:table/abc"}, nil, "12 digits"},
+		{"twice", []string{"--table", "specs-applydesires=abc", "--table", "specs-applydesires=abd"}, nil, "--table: specs-applydesires given twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f flags
+			if err := newCommand(&f).Flags().Parse(append([]string{"--management-cluster", "mc01"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			l, err := f.tableLayout()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("tableLayout = %v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range tc.want {
+				tk, k, _ := api.ParseTableKey(key)
+				if got := l.Name("mc01", tk, k); got != want {
+					t.Errorf("%s = %q, want %q", key, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestIntegrationBinaryTableLayout: the binary's --table-name-format and --table reach the
+// applier: before the tables exist it exits 1 naming the tables of that layout (upstream's
+// names, one overridden), not the default ones; a bad format ends it with exit 1 naming the
+// flag, before DynamoDB is reached.
+func TestIntegrationBinaryTableLayout(t *testing.T) {
+	env := testenv.DynamoDB(t) // a fresh database: no table yet
+	kubeconfig := os.Getenv(testenv.EnvKubeconfig)
+	ns := testenv.Namespace(t, testenv.Kube(t))
+	_, bin := buildBinaries(t)
+	creds, err := env.Client.Options().Credentials.Retrieve(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) (string, int) {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		args := append([]string{"--management-cluster", "mc01", "--kubeconfig", kubeconfig, "--aws-region", "us-east-1",
+			"--aws-endpoint-url", env.Endpoint, "--table-prefix", env.Prefix, "--leader-election-namespace", ns,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, extra...)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kube-applier-aws"), args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_ACCESS_KEY_ID=" + creds.AccessKeyID,
+			"AWS_SECRET_ACCESS_KEY=" + creds.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("%v: %v\n%s", extra, err, out)
+		}
+		return string(out), exit.ExitCode()
+	}
+	out, code := run("--table-name-format", "{cluster}-{table}-{kind}", "--table", "status-readdesires="+env.Prefix+"reads.status")
+	for _, name := range []string{env.Prefix + "mc01-specs-applydesires", env.Prefix + "mc01-status-deletedesires", env.Prefix + "reads.status"} {
+		if code != 1 || !strings.Contains(out, name) {
+			t.Errorf("exit %d, want 1 naming %s:\n%s", code, name, out)
+		}
+	}
+	if strings.Contains(out, env.Prefix+"mc-mc01-") {
+		t.Errorf("a table of the default layout named:\n%s", out)
+	}
+	out, code = run("--table-name-format", "{mc}-{table}-{kind}")
+	if code != 1 || !strings.Contains(out, "error: --table-name-format/--table: invalid table layout") || strings.Contains(out, "starting") {
+		t.Errorf("bad format: exit %d, want 1 naming the flag before starting:\n%s", code, out)
+	}
+}

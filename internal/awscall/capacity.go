@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // Units receives the capacity units DynamoDB reports for one call (ReturnConsumedCapacity):
@@ -90,7 +92,9 @@ func (c capacity) report(op string, cc *types.ConsumedCapacity, read bool) {
 	if cc == nil {
 		return
 	}
-	table := aws.ToString(cc.TableName)
+	// DynamoDB answers with the ARN when the call named the table by ARN: the label keeps the
+	// name alone (no account number in a label; one dashboard for every layout).
+	table := api.TableShortName(aws.ToString(cc.TableName))
 	if cc.Table == nil && len(cc.GlobalSecondaryIndexes) == 0 && len(cc.LocalSecondaryIndexes) == 0 {
 		c.add(table, op, cc.ReadCapacityUnits, cc.WriteCapacityUnits, cc.CapacityUnits, read)
 		return

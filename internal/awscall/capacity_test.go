@@ -80,6 +80,14 @@ func TestWithCapacity(t *testing.T) {
 			_, err := d.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String("t"), IndexName: aws.String("ix")})
 			return err
 		}, types.ReturnConsumedCapacityIndexes, []unitsSeen{{"t/ix", "Scan", 3, 0}}},
+		{"a table given by ARN: labelled by its name", &types.ConsumedCapacity{
+			TableName: aws.String("arn:aws:dynamodb:us-east-1:123456789012:table/mc1-status-applydesires"), CapacityUnits: aws.Float64(3),
+			Table:                  &types.Capacity{CapacityUnits: aws.Float64(1)},
+			GlobalSecondaryIndexes: map[string]types.Capacity{"ix": {CapacityUnits: aws.Float64(2)}}}, nil, func(d DynamoDB) error {
+			_, err := d.Scan(context.Background(), &dynamodb.ScanInput{IndexName: aws.String("ix"),
+				TableName: aws.String("arn:aws:dynamodb:us-east-1:123456789012:table/mc1-status-applydesires")})
+			return err
+		}, types.ReturnConsumedCapacityIndexes, []unitsSeen{{"mc1-status-applydesires", "Scan", 1, 0}, {"mc1-status-applydesires/ix", "Scan", 2, 0}}},
 		{"a failed call: nothing", total("t", 1), errors.New("boom"), func(d DynamoDB) error {
 			_, err := d.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("t")})
 			return err

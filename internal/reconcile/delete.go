@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/controller"
@@ -25,7 +26,8 @@ import (
 // verdicts: Gone only when that GET answers NotFound for the object, or when discovery proves
 // the resource type is served at no version (no discovery client: never proven, such a target
 // waits as KindNotServed); WaitingForDeletion while a deletionTimestamp and finalizers remain
-// (Foreground: until the garbage collector has deleted the dependents); Refused(PreCheckFailed)
+// (Foreground: until the garbage collector has deleted the dependents, the blocking ones left
+// named when DeleteConfig.Metadata is set: dependents.go); Refused(PreCheckFailed)
 // for an invalid or non-canonical target; Refused(KubeAPIError) for a propagationPolicy the
 // Kube has no verb for; Refused/Transient(KubeAPIError) for apiserver errors as for
 // ApplyDesires.
@@ -40,6 +42,8 @@ type Delete struct {
 	// (a DeleteDesire removed and replaced by an ApplyDesire a moment ago is still cached,
 	// and the ApplyDesire, which confirms its rival gone, may already have applied).
 	specs controller.SpecReader[*api.DeleteDesire]
+	// dependents names a Foreground deletion's blocking dependents; nil: not named.
+	dependents *dependents
 }
 
 // DeleteConfig is what a Delete is built from.
@@ -54,11 +58,16 @@ type DeleteConfig struct {
 	// Specs, when set, confirms each delete against the specs table; nil: the cache is
 	// trusted.
 	Specs controller.SpecReader[*api.DeleteDesire]
+	// Metadata, with Discovery, lists the blocking dependents of an object deleted with
+	// Foreground propagation to name them in its WaitingForDeletion message (dependents.go: at
+	// most one listing per desire per 10 s, in the object's namespace only); nil: not named.
+	Metadata metadata.Interface
 }
 
 // NewDelete returns the DeleteDesire reconciler of cfg.
 func NewDelete(cfg DeleteConfig) *Delete {
-	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs}
+	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs,
+		dependents: newDependents(cfg.Discovery, cfg.Metadata)}
 }
 
 // watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
@@ -119,8 +128,14 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
-	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj))
-	if w != nil && w.Synced() && w.Err() == nil {
+	note := r.dependents.note(ctx, d.DocumentID, obj)
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note))
+	switch {
+	case note != "":
+		// The dependents named go without an event of the owner: list them again soon, so
+		// the message does not keep naming ones already gone.
+		v = v.After(dependentsEvery)
+	case w != nil && w.Synced() && w.Err() == nil:
 		v = v.After(watchedRecheck)
 	}
 	return v
@@ -188,8 +203,9 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 	return controller.Backoff("SpecReadFailed"), false
 }
 
-// Forget drops DeleteDesire id's watch registration.
+// Forget drops DeleteDesire id's watch registration and its last listing of dependents.
 func (r *Delete) Forget(id string) {
+	r.dependents.forget(id)
 	if r.watches != nil {
 		r.watches.Forget(target.Ref{Kind: api.KindDeleteDesire, ID: id})
 	}

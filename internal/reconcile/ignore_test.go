@@ -306,6 +306,7 @@ func TestApplyIgnoreFields(t *testing.T) {
 					last.Status.ObservedDesireCreateTime = testTime.Format(time.RFC3339Nano)
 					last.Status.ObservedDesireUpdateTime = testTime.Format(time.RFC3339Nano)
 					last.Status.SetCondition(api.Condition{Type: api.ConditionSuccessful, Status: api.ConditionTrue, Reason: api.ReasonNoErrors, ObservedGeneration: d.Version}, testTime)
+					last.Status.AppliedUID = "uid-1" // a status of an apply (target.AppliedBefore)
 					return last
 				}
 			}

@@ -69,21 +69,24 @@ func noDeleteVerbVerdict(t api.TargetItem, policy string, err error) (controller
 }
 
 // propagationWaitingMessage is the WaitingForDeletion message of obj, t's object being
-// deleted with a deletionTimestamp. It names only what the object itself shows: the
-// garbage collector's finalizers in words (foregroundDeletion: it deletes the dependents
-// that block the owner's deletion; orphan: it removes the object from its dependents'
-// ownerReferences), then the other finalizers by name.
-//
-// The dependents left are not named: finding them means listing every namespaced resource
-// type for ownerReferences to the object's uid (what the garbage collector's graph holds),
-// a cost per reconcile far above the single GET of the object, and a list that could already
-// be stale. The message claims no more than was observed; without a garbage collector
-// (no kube-controller-manager) the object waits for ever.
-func propagationWaitingMessage(t api.TargetItem, obj *unstructured.Unstructured) string {
+// deleted with a deletionTimestamp. It names what the object itself shows: the garbage
+// collector's finalizers in words (foregroundDeletion: it deletes the dependents that block
+// the owner's deletion; orphan: it removes the object from its dependents' ownerReferences),
+// then the other finalizers by name. dependents, when not "", follows the foregroundDeletion
+// words: what the last listing of the blocking dependents saw (dependents.note: the first few
+// left by kind and name, none seen, some types not listed, or not listed at all for a
+// cluster-scoped object). That listing is at most 10 s old and only what was observed: none
+// seen never claims the dependents gone; without a garbage collector (no
+// kube-controller-manager) the object waits for ever.
+func propagationWaitingMessage(t api.TargetItem, obj *unstructured.Unstructured, dependents string) string {
 	fins := obj.GetFinalizers()
 	var parts []string
 	if slices.Contains(fins, finalizerForeground) {
-		parts = append(parts, "waiting for the garbage collector to delete its dependents that block its deletion (foreground deletion, finalizer "+finalizerForeground+")")
+		p := "waiting for the garbage collector to delete its dependents that block its deletion (foreground deletion, finalizer " + finalizerForeground + ")"
+		if dependents != "" {
+			p += ": " + dependents
+		}
+		parts = append(parts, p)
 	}
 	if slices.Contains(fins, finalizerOrphan) {
 		parts = append(parts, "waiting for the garbage collector to orphan its dependents (finalizer "+finalizerOrphan+")")

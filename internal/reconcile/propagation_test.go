@@ -132,7 +132,7 @@ func TestPropagationWaitingMessage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		obj := configMapObject("o", tc.finalizers...)
-		if got := propagationWaitingMessage(target, obj); !strings.Contains(got, tc.want) || strings.Contains(got, "dependents:") {
+		if got := propagationWaitingMessage(target, obj, ""); !strings.Contains(got, tc.want) || strings.Contains(got, "dependents:") {
 			t.Errorf("%v: %q, want it to contain %q", tc.finalizers, got, tc.want)
 		}
 	}

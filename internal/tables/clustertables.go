@@ -6,18 +6,24 @@ import "github.com/kube-applier-aws/kubeapplier/api"
 // read-only, the status tables read and written.
 type Client struct {
 	db      DynamoDBAPI
-	prefix  string
+	layout  api.TableLayout
 	cluster string
 }
 
-// NewClient returns the clients of the tables of managementCluster; prefix is "" in
-// production.
+// NewClient returns the clients of the tables of managementCluster in the default layout;
+// prefix is "" in production.
 func NewClient(db DynamoDBAPI, prefix, managementCluster string) *Client {
-	return &Client{db: db, prefix: prefix, cluster: managementCluster}
+	return NewLayoutClient(db, api.TableLayout{Prefix: prefix}, managementCluster)
+}
+
+// NewLayoutClient returns the clients of the tables of managementCluster, named by layout (a
+// name or an ARN each: api.TableLayout.Name).
+func NewLayoutClient(db DynamoDBAPI, layout api.TableLayout, managementCluster string) *Client {
+	return &Client{db: db, layout: layout, cluster: managementCluster}
 }
 
 func (c *Client) name(t api.TableKind, k api.DesireKind) string {
-	return api.TableName(c.prefix, c.cluster, t, k)
+	return c.layout.Name(c.cluster, t, k)
 }
 
 // ApplyDesireSpecs returns the read-only client of the ApplyDesire specs table.
