@@ -91,7 +91,7 @@ bench:
 	exit $$rc
 
 # Only the desire options' scenario (issue #40; hack/bench/README.md "options"): N=200 fresh
-# ApplyDesires per way (no option, statusFeedback, health rules), two rounds; ~5 minutes.
+# ApplyDesires per way (no option, statusFeedback, health rules), two rounds; ~4 minutes.
 bench-options:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only options -desires 200 $(BENCH_FLAGS)'
 
