@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -116,15 +117,28 @@ func unknownIn(m map[string]types.AttributeValue, typ reflect.Type, prefix strin
 	}
 }
 
+// encodedFieldsOf caches encodedFields by type: DecodeItem runs it for every item it decodes
+// (every stream record), and the answer never changes.
+var encodedFieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
 // encodedFields returns the dynamodbav names typ (a struct) encodes, embedded structs
-// included, with their field types.
+// included, with their field types. The map is shared: callers only read it.
 func encodedFields(typ reflect.Type) map[string]reflect.Type {
+	if m, ok := encodedFieldsOf.Load(typ); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := walkEncodedFields(typ)
+	encodedFieldsOf.Store(typ, m)
+	return m
+}
+
+func walkEncodedFields(typ reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for f := range typ.Fields() {
 		tag, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ",")
 		switch {
 		case f.Anonymous && f.Type.Kind() == reflect.Struct:
-			maps.Copy(out, encodedFields(f.Type))
+			maps.Copy(out, walkEncodedFields(f.Type))
 		case !f.IsExported() || tag == "-":
 		case tag == "":
 			out[f.Name] = f.Type
