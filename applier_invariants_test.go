@@ -814,7 +814,7 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	cur, err := w.specs.Get(ctx, id)
 	switch {
 	case IsNotFoundError(err):
-		w.createApply(ctx, id, time.Now())
+		w.createApply(ctx, id, time.Now(), w.randomOptions())
 	case err != nil:
 		w.t.Fatalf("seed %d: get spec: %v", w.seed, err)
 	default:
@@ -837,11 +837,10 @@ func (w *world) writeApply(ctx context.Context, id string) {
 	}
 }
 
-func (w *world) createApply(ctx context.Context, id string, now time.Time) {
+func (w *world) createApply(ctx context.Context, id string, now time.Time, opts specOptions) {
 	d := &ApplyDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.KubeContent = json.RawMessage([]byte(w.content(id, now.UTC().Round(0), 1)))
-	opts := w.randomOptions()
 	opts.setOptions(d)
 	w.specs.SetClock(func() time.Time { return now })
 	at := w.tick()
@@ -954,7 +953,7 @@ func (w *world) recreate(ctx context.Context) {
 	w.mu.Unlock()
 	now := w.backendClock()()
 	w.step("spec %s deleted and created again", id)
-	w.createApply(ctx, id, now)
+	w.createApply(ctx, id, now, w.randomOptions())
 }
 
 // deleteStatusBehindTheApplier deletes a status as an operator (or a restored table) would:
@@ -1146,7 +1145,9 @@ func (w *world) swapSpecs(ctx context.Context, name string) (string, bool) {
 	switch {
 	case IsNotFoundError(err):
 		now := time.Now()
-		w.createApply(ctx, id, now)
+		// No options: this runs on an applier's goroutine, which must not draw from the
+		// schedule's rng (not safe for concurrent use); a plain apply is what I10 needs.
+		w.createApply(ctx, id, now, specOptions{})
 		m = marker(id, now.UTC().Round(0), 1)
 	case err == nil:
 		next := cur.DeepCopy()
