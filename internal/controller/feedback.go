@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"slices"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -37,9 +38,13 @@ func recordFeedback(n *api.ApplyDesire, v Verdict) {
 
 // carryFeedback returns v with the last status's feedback when v is Transient and observed
 // none: the applier failed to look, the object is taken as last seen (as a ReadDesire's
-// content is).
-func carryFeedback(v Verdict, cur *api.ApplyDesire) Verdict {
-	if v.feedback == nil && v.degraded && len(cur.Status.Feedback) > 0 {
+// content is). Only values read for this incarnation of spec by its rules are carried: the
+// last status's spec copy (cur) must hold the same statusFeedback, else the values answer
+// other paths (or another object) and are dropped.
+func carryFeedback(v Verdict, spec, cur *api.ApplyDesire) Verdict {
+	if v.feedback == nil && v.degraded && len(cur.Status.Feedback) > 0 &&
+		!otherIncarnation(cur.StatusCommon(), spec.Meta()) &&
+		reflect.DeepEqual(cur.Spec.StatusFeedback, spec.Spec.StatusFeedback) {
 		c := slices.Clone(cur.Status.Feedback)
 		v.feedback = &c
 	}

@@ -19,6 +19,17 @@ func TestStatusFeedback(t *testing.T) {
 	withRules := func() *api.ApplyDesire {
 		d := applyDesire("a", cmJSON("o"))
 		d.Spec.StatusFeedback = rules
+		d.CreateTime = testTime
+		return d
+	}
+	otherRules := func() *api.ApplyDesire {
+		d := applyDesire("a", cmJSON("o"))
+		d.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: "ready", Path: ".spec.replicas"}}}
+		return d
+	}
+	reborn := func() *api.ApplyDesire {
+		d := withRules()
+		d.CreateTime = d.CreateTime.Add(time.Hour) // deleted and created again under the same documentID
 		return d
 	}
 	old := []api.FeedbackValue{{Name: "ready", Type: api.FeedbackInteger, Value: "1"}}
@@ -38,6 +49,8 @@ func TestStatusFeedback(t *testing.T) {
 		{"a Transient verdict with values reports them", withRules(), WithFeedback(Transient(api.ReasonKubeAPIError, errors.New("timeout")), fresh), fresh},
 		{"a refusal drops them", withRules(), Refused(api.ReasonPreCheckFailed, "bad"), nil},
 		{"an apply that observed none drops them", withRules(), Applied(1, "applied"), nil},
+		{"rules changed: a Transient verdict does not carry values read by the old rules", otherRules(), Transient(api.ReasonKubeAPIError, errors.New("timeout")), nil},
+		{"another incarnation: a Transient verdict does not carry the old one's values", reborn(), Transient(api.ReasonKubeAPIError, errors.New("timeout")), nil},
 		{"statusFeedback removed: dropped", applyDesire("a", cmJSON("o")), Applied(1, "applied"), nil},
 		{"statusFeedback removed: dropped, even through a Transient verdict", applyDesire("a", cmJSON("o")), Transient(api.ReasonKubeAPIError, errors.New("timeout")), nil},
 		{"statusFeedback removed: dropped, even when the verdict carries values", applyDesire("a", cmJSON("o")), WithFeedback(Applied(1, "applied"), fresh), nil},

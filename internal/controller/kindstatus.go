@@ -16,7 +16,7 @@ type statusKind interface {
 	record(next api.Desire, v Verdict)
 	// carry returns v with what the current status cur still truly says and v did not
 	// observe (a status never shows what was not observed).
-	carry(v Verdict, cur api.Desire) Verdict
+	carry(v Verdict, spec, cur api.Desire) Verdict
 	// withoutContent returns v without the object content its status would carry, refused
 	// with ContentTooLarge, for a status over DynamoDB's item limit; false when v carries none.
 	withoutContent(spec api.Desire, v Verdict) (Verdict, bool)
@@ -100,9 +100,11 @@ func clearedCopy(k statusKind, d api.Desire) api.Desire {
 	return c
 }
 
-func (applyStatus) carry(v Verdict, cur api.Desire) Verdict {
+func (applyStatus) carry(v Verdict, spec, cur api.Desire) Verdict {
 	if c, ok := cur.(*api.ApplyDesire); ok {
-		v = carryFeedback(v, c)
+		if s, ok := spec.(*api.ApplyDesire); ok {
+			v = carryFeedback(v, s, c)
+		}
 	}
 	if c, ok := cur.(*api.ApplyDesire); ok && v.applied == nil {
 		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
@@ -123,7 +125,7 @@ func (deleteStatus) clear(d api.Desire) {
 		x.Status, x.StatusFields = api.DeleteDesireStatus{}, api.StatusFields{}
 	}
 }
-func (deleteStatus) carry(v Verdict, _ api.Desire) Verdict { return v }
+func (deleteStatus) carry(v Verdict, _, _ api.Desire) Verdict { return v }
 
 func (deleteStatus) equal(a, b api.Desire) bool {
 	return sameParts(a, b, func(d *api.DeleteDesire) (spec, status any) { return &d.Spec, &d.Status })
@@ -153,7 +155,7 @@ func (readStatus) equal(a, b api.Desire) bool {
 	return sameParts(a, b, func(d *api.ReadDesire) (spec, status any) { return &d.Spec, &d.Status })
 }
 
-func (readStatus) carry(v Verdict, cur api.Desire) Verdict {
+func (readStatus) carry(v Verdict, _, cur api.Desire) Verdict {
 	if c, ok := cur.(*api.ReadDesire); ok && !v.mirrored && v.degraded && c.Status.KubeContent != nil {
 		v.mirrored, v.content = true, c.Status.KubeContent
 		v.message += "; status.kubeContent is the object as last read"

@@ -32,23 +32,23 @@ func TestStatusKinds(t *testing.T) {
 	}{
 		{"apply: a failure keeps the last apply's generation and uid", func() any {
 			next := applyDesire("a", cmJSON("o"))
-			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(failed, applied))
+			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(failed, applied, applied))
 			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
 		}, [2]any{int64(4), "uid-1"}},
 		{"apply: a new apply replaces them", func() any {
 			next := applyDesire("a", cmJSON("o"))
-			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(Applied(5, "ok"), applied))
+			statusKinds[api.KindApplyDesire].record(next, statusKinds[api.KindApplyDesire].carry(Applied(5, "ok"), applied, applied))
 			return [2]any{next.Status.AppliedResourceGeneration, next.Status.AppliedUID}
 		}, [2]any{int64(5), ""}},
 		{"read: a Transient verdict keeps the object, saying so", func() any {
 			next := readDesire("r", target)
-			v := statusKinds[api.KindReadDesire].carry(failed, read)
+			v := statusKinds[api.KindReadDesire].carry(failed, read, read)
 			statusKinds[api.KindReadDesire].record(next, v)
 			return [2]any{next.Status.KubeContent != nil, strings.HasSuffix(v.Message(), "status.kubeContent is the object as last read")}
 		}, [2]any{true, true}},
 		{"read: a refusal clears it", func() any {
 			next := readDesire("r", target)
-			statusKinds[api.KindReadDesire].record(next, statusKinds[api.KindReadDesire].carry(Refused(api.ReasonPreCheckFailed, "bad"), read))
+			statusKinds[api.KindReadDesire].record(next, statusKinds[api.KindReadDesire].carry(Refused(api.ReasonPreCheckFailed, "bad"), read, read))
 			return next.Status.KubeContent == nil
 		}, true},
 		{"read: too large, the content goes", func() any {
@@ -65,7 +65,7 @@ func TestStatusKinds(t *testing.T) {
 		}, [3]int{len(`{"kind":"ConfigMap"}`), 0, 0}},
 		{"delete: no fields, nothing carried", func() any {
 			_, ok := statusKinds[api.KindDeleteDesire].withoutContent(deleteDesire("d", target), Mirrored([]byte("{}"), "x"))
-			return [2]any{statusKinds[api.KindDeleteDesire].carry(failed, deleteDesire("d", target)).Message() == failed.Message(), ok}
+			return [2]any{statusKinds[api.KindDeleteDesire].carry(failed, deleteDesire("d", target), deleteDesire("d", target)).Message() == failed.Message(), ok}
 		}, [2]any{true, false}},
 	} {
 		if got := tc.got(); got != tc.want {

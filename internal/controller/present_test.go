@@ -23,7 +23,7 @@ func TestNothingAppliedDropsTheAppliedFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next := &api.ApplyDesire{}
-			applyStatus{}.record(next, applyStatus{}.carry(tc.v, last))
+			applyStatus{}.record(next, applyStatus{}.carry(tc.v, last, last))
 			s := next.Status
 			if tc.kept {
 				if s.AppliedFieldsDigest != "abc" || s.AppliedResourceGeneration != 3 || s.AppliedUID != "u1" {

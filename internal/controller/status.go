@@ -386,7 +386,7 @@ func StatusDocument[T api.Desire](spec T, v Verdict, stripSpec bool, cur T, foun
 	if found {
 		*next.Meta() = *cur.Meta()
 		conds.Conditions = cur.StatusCommon().DeepCopy().Conditions
-		v = statusKinds[spec.Kind()].carry(v, cur)
+		v = statusKinds[spec.Kind()].carry(v, spec, cur)
 	}
 	if c := conds.Condition(api.ConditionReady); c != nil && v.ready == nil &&
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
