@@ -107,21 +107,7 @@ func waitCondition[T Desire](e *e2e, st tables.ResourceCRUD[T], id string, specV
 
 func (e *e2e) putApply(id, content string) *ApplyDesire {
 	e.t.Helper()
-	d := applyDesire(id, content)
-	cur, err := e.applyS.Get(context.Background(), id)
-	if err == nil {
-		cur.Spec = d.Spec
-		out, err := e.applyS.Replace(context.Background(), cur)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return out
-	}
-	out, err := e.applyS.Create(context.Background(), d)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return e.putApplyWith(id, content, func(*ApplyDesireSpec) {})
 }
 
 // putApplyWith writes ApplyDesire id of content with its spec options set by opt (#40).
