@@ -1017,12 +1017,19 @@ func (w *world) restoreSpecs(ctx context.Context) {
 			continue
 		}
 		if inc.writes[0].at > snap {
+			// The time is taken before the delete, as every other spec delete here takes it:
+			// the applier may see the REMOVE and delete the status before the world records it.
+			w.mu.Lock()
+			w.restoring = id
+			w.mu.Unlock()
+			at := w.tick()
 			if err := w.specs.Delete(ctx, id); err != nil {
 				w.t.Fatalf("seed %d: restore: delete spec: %v", w.seed, err)
 			}
 			w.mu.Lock()
 			w.incs[id][len(w.incs[id])-1].deleted = true
-			w.incs[id][len(w.incs[id])-1].deletedAt = w.tick()
+			w.incs[id][len(w.incs[id])-1].deletedAt = at
+			w.restoring = ""
 			w.mu.Unlock()
 			continue
 		}
