@@ -123,8 +123,9 @@ func key(id string) Item {
 
 // validate refuses, before any call, a spec the applier could never answer: an empty
 // documentID (DynamoDB's ValidationException otherwise), a reserved one (IsReservedID: the
-// applier ignores it, so no status would ever come), an ApplyDesire whose kubeContent is
-// empty, blank or JSON null (nothing to apply). These are the checks the store conformance
+// applier ignores it, so no status would ever come), an ApplyDesire of type ServerSideApply
+// whose kubeContent is empty, blank or JSON null (nothing to apply), and what CheckOptions
+// refuses (a folded Delete with kubeContent or without targetItem among it). These are the checks the store conformance
 // suite of openshift-hyperfleet/hyperfleet-applier (pkg/desire/store/conformance) expects of
 // a desire store.
 func (t *Desires[T]) validate(op string, d T) error {
@@ -135,7 +136,7 @@ func (t *Desires[T]) validate(op string, d T) error {
 	case IsReservedID(id):
 		return fmt.Errorf("%s %s in %s: %w: documentIDs starting with \"_\" are reserved for the applier", op, id, t.specs, ErrInvalidItem)
 	}
-	if attr, content := d.content(); attr == AttrSpecKubeContent {
+	if attr, content := d.content(); attr == AttrSpecKubeContent && !isFoldedDelete(d) {
 		if c := bytes.TrimSpace(*content); len(c) == 0 || bytes.Equal(c, []byte("null")) {
 			return fmt.Errorf("%s %s in %s: %w: empty kubeContent", op, id, t.specs, ErrInvalidItem)
 		}
@@ -153,6 +154,13 @@ func (t *Desires[T]) validate(op string, d T) error {
 		return fmt.Errorf("%s %s in %s: %w", op, id, t.specs, err)
 	}
 	return nil
+}
+
+// isFoldedDelete reports whether d is an ApplyDesire of type Delete, which carries no
+// kubeContent (CheckOptions refuses one that does).
+func isFoldedDelete(d Desire) bool {
+	ad, ok := d.(*ApplyDesire)
+	return ok && ad.Spec.IsDelete()
 }
 
 // Create writes d as a new spec and returns what was stored: Version 1, CreateTime and

@@ -29,6 +29,14 @@ func (d *ApplyDesire) DeepCopy() *ApplyDesire {
 		health := *d.Spec.Health
 		out.Spec.Health = &health
 	}
+	if d.Spec.TargetItem != nil {
+		target := *d.Spec.TargetItem
+		out.Spec.TargetItem = &target
+	}
+	if d.Spec.ServerSideApply != nil {
+		ssa := *d.Spec.ServerSideApply
+		out.Spec.ServerSideApply = &ssa
+	}
 	out.Status.Feedback = slices.Clone(d.Status.Feedback)
 	return &out
 }

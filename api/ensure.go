@@ -46,7 +46,8 @@ func EnsureTables(ctx context.Context, db TableAdminAPI, prefix, managementClust
 // EnsureLayoutTables is EnsureTables for the tables of layout (TableLayout.Name; a table given
 // by ARN is created under its ARN, which CreateTable takes: in another account, only a caller
 // allowed to create tables there can). ErrInvalidLayout, before any call, when layout does not
-// pass Validate.
+// pass Validate. With layout.FoldedDeletes it creates the four tables of layout.Kinds(): no
+// DeleteDesire table.
 func EnsureLayoutTables(ctx context.Context, db TableAdminAPI, layout TableLayout, managementCluster string, opts ...TableOption) ([]string, error) {
 	if err := layout.Validate(managementCluster); err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func EnsureLayoutTables(ctx context.Context, db TableAdminAPI, layout TableLayou
 	}
 	var created []string
 	for _, tk := range []TableKind{SpecsTable, StatusTable} {
-		for _, k := range DesireKinds {
+		for _, k := range layout.Kinds() {
 			name := layout.Name(managementCluster, tk, k)
 			made, err := ensureTable(ctx, db, name, tk, o)
 			if made {

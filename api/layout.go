@@ -49,6 +49,20 @@ type TableLayout struct {
 	// "specs-applydesires"), value the table's name or its ARN
 	// ("arn:aws:dynamodb:REGION:ACCOUNT:table/NAME", see ParseTableARN), used as given.
 	Tables map[string]string
+	// FoldedDeletes says the management cluster has no DeleteDesire tables: deletions are
+	// ApplyDesires of type Delete (ApplyTypeDelete) in the ApplyDesire tables, as upstream's
+	// forks of rosa-hyperfleet-kube-applier keep them (docs/contract.md "The folded Delete").
+	// Kinds then leaves KindDeleteDesire out: four tables, not six. Default false.
+	FoldedDeletes bool
+}
+
+// Kinds returns the desire kinds that have tables in l, in DesireKinds order: all three, or
+// ApplyDesire and ReadDesire when FoldedDeletes.
+func (l TableLayout) Kinds() []DesireKind {
+	if !l.FoldedDeletes {
+		return DesireKinds
+	}
+	return []DesireKind{KindApplyDesire, KindReadDesire}
 }
 
 // TableName returns "{prefix}mc-{cluster}-{specs|status}-{applydesires|deletedesires|readdesires}",
@@ -111,7 +125,9 @@ var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
 // placeholder Format does not know, a brace left over, a key of Tables naming no table, an
 // override that is neither a valid table name nor a table ARN (ParseTableARN), a name that is
 // no valid DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, '_', '-', '.': the
-// DynamoDB Developer Guide, "Naming rules"), and two tables with the same name.
+// DynamoDB Developer Guide, "Naming rules"), and two tables with the same name; with
+// FoldedDeletes, only the four tables of Kinds are named, and an override of a DeleteDesire
+// table is refused.
 func (l TableLayout) Validate(cluster string) error {
 	var errs []error
 	for _, p := range placeholder.FindAllString(l.Format, -1) {
@@ -129,8 +145,10 @@ func (l TableLayout) Validate(cluster string) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if _, _, err := ParseTableKey(k); err != nil {
+		if _, kind, err := ParseTableKey(k); err != nil {
 			errs = append(errs, err)
+		} else if l.FoldedDeletes && kind == KindDeleteDesire {
+			errs = append(errs, fmt.Errorf("%w: table %s: the folded layout (FoldedDeletes) has no DeleteDesire tables", ErrInvalidLayout, k))
 		}
 		if l.Tables[k] == "" {
 			errs = append(errs, fmt.Errorf("%w: table %s: empty override", ErrInvalidLayout, k))
@@ -141,7 +159,7 @@ func (l TableLayout) Validate(cluster string) error {
 	}
 	seen := map[string]string{}
 	for _, t := range []TableKind{SpecsTable, StatusTable} {
-		for _, k := range DesireKinds {
+		for _, k := range l.Kinds() {
 			key, name := TableKey(t, k), l.Name(cluster, t, k)
 			if err := checkTableRef(name); err != nil {
 				errs = append(errs, fmt.Errorf("table %s: %w", key, err))

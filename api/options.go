@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -110,6 +112,44 @@ type FeedbackValue struct {
 	Value string `json:"value" dynamodbav:"value"`
 }
 
+// ApplyDesire types (`spec.type` of an ApplyDesire, S): what the desire asks for. Upstream's
+// forks of openshift-online/rosa-hyperfleet-kube-applier fold DeleteDesires into the
+// ApplyDesire table this way (docs/contract.md "The folded Delete").
+const (
+	// ApplyTypeServerSideApply (the default, also when absent or ""): the apply of
+	// `spec_kubeContent`, with the apply options.
+	ApplyTypeServerSideApply = "ServerSideApply"
+	// ApplyTypeDelete: the deletion of `spec.targetItem`, with the truth of a DeleteDesire
+	// (Successful=True only once the object is gone); no `spec_kubeContent`, no apply option.
+	ApplyTypeDelete = "Delete"
+)
+
+// ApplyType returns `spec.type`, ApplyTypeServerSideApply when absent.
+func (s *ApplyDesireSpec) ApplyType() string {
+	if s.Type == "" {
+		return ApplyTypeServerSideApply
+	}
+	return s.Type
+}
+
+// IsDelete reports whether the desire is a folded Delete (`spec.type` Delete).
+func (s *ApplyDesireSpec) IsDelete() bool { return s.Type == ApplyTypeDelete }
+
+// AsDeleteDesire returns the DeleteDesire a folded Delete means (the same metadata, common
+// spec, targetItem and propagationPolicy; no status), and true; nil and false for any other
+// ApplyDesire. The view shares no memory with d.
+func (d *ApplyDesire) AsDeleteDesire() (*DeleteDesire, bool) {
+	if d == nil || !d.Spec.IsDelete() {
+		return nil, false
+	}
+	dd := &DeleteDesire{DynamoDBMetadata: d.DynamoDBMetadata,
+		Spec: DeleteDesireSpec{CommonSpec: d.Spec.CommonSpec, PropagationPolicy: d.Spec.PropagationPolicy}}
+	if d.Spec.TargetItem != nil {
+		dd.Spec.TargetItem = *d.Spec.TargetItem
+	}
+	return dd, true
+}
+
 // ForcesConflicts reports whether an apply takes over fields other managers own
 // (`spec.forceConflicts`, BOOL; absent is true).
 func (s *ApplyDesireSpec) ForcesConflicts() bool {
@@ -153,6 +193,9 @@ func CheckOptions(d Desire) error {
 }
 
 func (s *ApplyDesireSpec) checkOptions() error {
+	if err := s.checkType(); err != nil {
+		return err
+	}
 	if err := oneOf("spec.applyPolicy", s.ApplyPolicy, ApplyPolicyServerSideApply, ApplyPolicyCreateOnly, ApplyPolicyReadOnly); err != nil {
 		return err
 	}
@@ -228,4 +271,72 @@ func SplitJSONPointer(p string) []string {
 		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 	}
 	return tokens
+}
+
+// checkType checks the shape `spec.type` asks for (docs/contract.md "The folded Delete"): a
+// type this module knows; a Delete with a complete targetItem, no spec_kubeContent, no apply
+// option and a known propagationPolicy; a ServerSideApply without propagationPolicy and with
+// a targetItem, when it has one, that names kubeContent's object. A ServerSideApply without
+// kubeContent is the apply's own refusal ("kubeContent is empty"), as it always was.
+func (s *ApplyDesireSpec) checkType() error {
+	if err := oneOf("spec.type", s.Type, ApplyTypeServerSideApply, ApplyTypeDelete); err != nil {
+		return err
+	}
+	if !s.IsDelete() {
+		if s.PropagationPolicy != "" {
+			return fmt.Errorf("%w: spec.propagationPolicy is set but spec.type is %s: it is an option of type %s only",
+				ErrInvalidOption, s.ApplyType(), ApplyTypeDelete)
+		}
+		return s.checkTargetAgrees()
+	}
+	if len(bytes.TrimSpace(s.KubeContent)) > 0 {
+		return fmt.Errorf("%w: spec.type is %s but the item holds %s: a Delete deletes spec.targetItem and applies nothing "+
+			"(write it without %s, or with type %s)", ErrInvalidOption, ApplyTypeDelete, AttrSpecKubeContent, AttrSpecKubeContent, ApplyTypeServerSideApply)
+	}
+	if t := s.TargetItem; t == nil || t.Version == "" || t.Resource == "" || t.Name == "" {
+		return fmt.Errorf("%w: spec.type is %s but spec.targetItem is missing or incomplete: it names the object to delete "+
+			"(version, resource and name; group and namespace as the object has them)", ErrInvalidOption, ApplyTypeDelete)
+	}
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"applyPolicy", s.ApplyPolicy != ""}, {"forceConflicts", s.ForceConflicts != nil}, {"health", s.Health != nil},
+		{"ignoreFields", s.IgnoreFields != nil}, {"serverSideApply", s.ServerSideApply != nil},
+		{"statusFeedback", s.StatusFeedback != nil}, {"yieldToManagers", s.YieldToManagers != nil},
+	} {
+		if o.set {
+			return fmt.Errorf("%w: spec.%s is set but spec.type is %s: it belongs to type %s, and a Delete applies nothing",
+				ErrInvalidOption, o.name, ApplyTypeDelete, ApplyTypeServerSideApply)
+		}
+	}
+	return oneOf("spec.propagationPolicy", s.PropagationPolicy, PropagationBackground, PropagationForeground, PropagationOrphan)
+}
+
+// checkTargetAgrees refuses a ServerSideApply whose targetItem names another object than its
+// kubeContent: which one would the status speak of? The resource is not compared (the kind's
+// resource is the cluster's to say); content that names no object is the apply's to refuse.
+func (s *ApplyDesireSpec) checkTargetAgrees() error {
+	t := s.TargetItem
+	if t == nil || len(s.KubeContent) == 0 {
+		return nil
+	}
+	key, _ := objectKeyOf(s.KubeContent)
+	parts := strings.SplitN(key, "/", 4)
+	if len(parts) != 4 {
+		return nil
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	_ = json.Unmarshal(s.KubeContent, &head)
+	_, version, found := strings.Cut(head.APIVersion, "/")
+	if !found {
+		version = head.APIVersion
+	}
+	if t.Group != parts[0] || (t.Version != "" && t.Version != version) || t.Namespace != parts[2] || t.Name != parts[3] {
+		return fmt.Errorf("%w: spec.targetItem names %s but kubeContent is %s %s/%s: they must name one object",
+			ErrInvalidOption, t, head.APIVersion+" "+parts[1], parts[2], parts[3])
+	}
+	return nil
 }

@@ -28,7 +28,7 @@ const unknownSep = "\x00"
 // spec struct's dynamodbav names; kubeContent lives in the top-level `spec_kubeContent`).
 var knownSpecAttributes = map[DesireKind][]string{
 	KindApplyDesire: {"applyPolicy", "clusterID", "forceConflicts", "health", "ignoreFields", "managementCluster", "owner",
-		"statusFeedback", "yieldToManagers"},
+		"propagationPolicy", "serverSideApply", "statusFeedback", "targetItem", "type", "yieldToManagers"},
 	KindDeleteDesire: {"clusterID", "managementCluster", "owner", "propagationPolicy", "targetItem"},
 	KindReadDesire:   {"clusterID", "fields", "managementCluster", "owner", "targetItem"},
 }

@@ -224,7 +224,29 @@ type ApplyDesireSpec struct {
 	StatusFeedback *StatusFeedback `json:"statusFeedback,omitempty" dynamodbav:"statusFeedback,omitempty"`
 	// Health (`health`, M): CEL rules that replace kstatus for the Ready condition.
 	Health *HealthRules `json:"health,omitempty" dynamodbav:"health,omitempty"`
+	// Type (`type`, S) is what the desire asks for: ApplyTypeServerSideApply (also when
+	// absent or "": the apply of KubeContent) or ApplyTypeDelete (the folded Delete: the
+	// deletion of TargetItem, with a DeleteDesire's truth; no KubeContent). Read it through
+	// ApplyType. The layout of openshift-online/rosa-hyperfleet-kube-applier's forks, which
+	// keep no DeleteDesire tables (docs/contract.md "The folded Delete").
+	Type string `json:"type,omitempty" dynamodbav:"type,omitempty"`
+	// TargetItem (`targetItem`, M) names the object: required with type Delete (the object
+	// deleted); optional with ServerSideApply, where upstream's backends write it too, and
+	// then its group, version, namespace and name must agree with KubeContent's (CheckOptions).
+	TargetItem *TargetItem `json:"targetItem,omitempty" dynamodbav:"targetItem,omitempty"`
+	// ServerSideApply (`serverSideApply`, M) holds the ServerSideApply form's settings: nothing
+	// this applier reads today (upstream's kubeContent in it is stored as the top-level
+	// `spec_kubeContent`, as KubeContent is), kept so an item round-trips; an attribute inside
+	// it refuses the desire (Forward safety). Not allowed with type Delete.
+	ServerSideApply *ServerSideApplySpec `json:"serverSideApply,omitempty" dynamodbav:"serverSideApply,omitempty"`
+	// PropagationPolicy (`propagationPolicy`, S) is a DeleteDesire's option, for type Delete
+	// only: PropagationBackground (default), PropagationForeground or PropagationOrphan.
+	PropagationPolicy string `json:"propagationPolicy,omitempty" dynamodbav:"propagationPolicy,omitempty"`
 }
+
+// ServerSideApplySpec is `spec.serverSideApply` (M) of an ApplyDesire: empty today. It has
+// no attribute so that any attribute a newer writer puts in it is refused, not ignored.
+type ServerSideApplySpec struct{}
 
 // ApplyDesireStatus reports the outcome of an ApplyDesire.
 type ApplyDesireStatus struct {
