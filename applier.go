@@ -144,13 +144,18 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 	applyR, err1 := wrapReconciler(KindApplyDesire, opts.Reconcilers.Apply, Reconciler[*ApplyDesire](a.applyRec))
 	deleteR, err2 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, Reconciler[*DeleteDesire](a.deleteRec))
 	readR, err3 := wrapReconciler(KindReadDesire, opts.Reconcilers.Read, Reconciler[*ReadDesire](a.readRec))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	// The folded Delete (an ApplyDesire of type Delete) is carried out by a DeleteDesire
+	// reconciler of its own, for ApplyDesire IDs, behind the Delete wrapper (reconcilers.go).
+	foldedRec := reconcile.NewFoldedDelete(deleteRecCfg, a.db.ApplyDesireSpecs())
+	foldedR, err4 := wrapReconciler(KindDeleteDesire, opts.Reconcilers.Delete, Reconciler[*DeleteDesire](foldedRec))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
+	applyRouter := reconcile.NewFolded(applyR, foldedR, a.applyRec.Forget, foldedRec.Forget)
 	a.conditions = conditionlog.New(opts.Log, w.clock)
 	applyCfg := controllerConfigFor(a, KindApplyDesire,
 		stream.NewCurrentLister[*ApplyDesire](&a.current),
-		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyR, a.applyRec.Forget, opts.ApplyResync)
+		a.db.ApplyDesireSpecs(), a.db.ApplyDesireStatus(), applyRouter, applyRouter.Forget, opts.ApplyResync)
 	applyCfg.ObjectRules = a.conflicts
 	a.apply = newController(applyCfg)
 	// The default reconcilers verify against the last status the controller's writer holds.

@@ -64,7 +64,7 @@ func (applyStatus) record(next api.Desire, v Verdict) {
 	if ok {
 		recordFeedback(n, v)
 	}
-	if !ok || v.applied == nil {
+	if !ok || v.applied == nil || foldedDelete(n) {
 		return
 	}
 	n.Status.AppliedResourceGeneration = v.applied.generation
@@ -101,6 +101,12 @@ func clearedCopy(k statusKind, d api.Desire) api.Desire {
 }
 
 func (applyStatus) carry(v Verdict, spec, cur api.Desire) Verdict {
+	if foldedDelete(spec) {
+		// A folded Delete never claims content applied: not even what an earlier version of
+		// the desire, of type ServerSideApply, applied.
+		v.applied, v.feedback, v.ready = nil, nil, nil
+		return v
+	}
 	if c, ok := cur.(*api.ApplyDesire); ok {
 		if s, ok := spec.(*api.ApplyDesire); ok {
 			v = carryFeedback(v, s, c)
@@ -111,6 +117,14 @@ func (applyStatus) carry(v Verdict, spec, cur api.Desire) Verdict {
 			uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}
 	}
 	return v
+}
+
+// foldedDelete reports whether d is an ApplyDesire of type Delete (docs/contract.md "The
+// folded Delete"): its status is a DeleteDesire's (its conditions, no Ready), in the
+// ApplyDesire status table.
+func foldedDelete(d api.Desire) bool {
+	a, ok := d.(*api.ApplyDesire)
+	return ok && a.Spec.IsDelete()
 }
 
 // deleteStatus: a DeleteDesire's status is its conditions.

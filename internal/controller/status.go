@@ -388,7 +388,11 @@ func StatusDocument[T api.Desire](spec T, v Verdict, stripSpec bool, cur T, foun
 		conds.Conditions = cur.StatusCommon().DeepCopy().Conditions
 		v = statusKinds[spec.Kind()].carry(v, spec, cur)
 	}
-	if c := conds.Condition(api.ConditionReady); c != nil && v.ready == nil &&
+	if foldedDelete(spec) {
+		// A Delete has no Ready: an earlier version's, of type ServerSideApply, answers
+		// nothing now.
+		conds.RemoveCondition(api.ConditionReady)
+	} else if c := conds.Condition(api.ConditionReady); c != nil && v.ready == nil &&
 		(otherIncarnation(cur.StatusCommon(), spec.Meta()) || c.ObservedGeneration > spec.Meta().Version) {
 		// A readiness observed for another incarnation of the spec answers nothing here.
 		conds.RemoveCondition(api.ConditionReady)

@@ -79,8 +79,8 @@ func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.
 	}
 	c.owners.set(ad.DocumentID, ownerRefused(ad, o))
 	switch {
-	case len(o.Deletes) > 0:
-		return policyStatus(ad, deleteConflictVerdict(ad, o.Deletes)), true, ""
+	case len(o.Deletes) > 0 || len(o.FoldedDeletes) > 0:
+		return policyStatus(ad, deleteConflictVerdict(ad, o.Deletes, o.FoldedDeletes)), true, ""
 	case o.Keeper != nil:
 		return policyStatus(ad, applyConflictVerdict(ad, o.Keeper)), true, ""
 	case len(o.Refused) > 0:
@@ -91,10 +91,15 @@ func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.
 
 // ownerRefused reports whether outcome o refuses ad for a rival of another owner.
 func ownerRefused(ad *api.ApplyDesire, o rivals.Outcome) bool {
-	if o.Keeper != nil && len(o.Deletes) == 0 {
+	if o.Keeper != nil && len(o.Deletes)+len(o.FoldedDeletes) == 0 {
 		return otherOwner(ad.Spec.Owner, o.Keeper.Spec.Owner)
 	}
 	for _, d := range o.Deletes {
+		if otherOwner(ad.Spec.Owner, d.Spec.Owner) {
+			return true
+		}
+	}
+	for _, d := range o.FoldedDeletes {
 		if otherOwner(ad.Spec.Owner, d.Spec.Owner) {
 			return true
 		}
@@ -160,19 +165,35 @@ func applyConflictVerdict(ad, keeper *api.ApplyDesire) controller.Verdict {
 		objectName(ad), keeper.DocumentID, keeper.CreateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ownerNote(ad.Spec.Owner, keeper.Spec.Owner)))
 }
 
-// deleteConflictVerdict is ad's refusal while the DeleteDesires dels target its object; each
-// of another owner is named with its owner.
-func deleteConflictVerdict(ad *api.ApplyDesire, dels []*api.DeleteDesire) controller.Verdict {
+// deleteConflictVerdict is ad's refusal while the DeleteDesires dels, or the folded Deletes
+// folded, target its object; each of another owner is named with its owner.
+func deleteConflictVerdict(ad *api.ApplyDesire, dels []*api.DeleteDesire, folded []*api.ApplyDesire) controller.Verdict {
+	named := func(id, owner string) string {
+		if n := ownerNote(ad.Spec.Owner, owner); n != "" {
+			return id + " (" + strings.TrimPrefix(n, ", ") + ")"
+		}
+		return id
+	}
 	ids := make([]string, len(dels))
 	for i, d := range dels {
-		ids[i] = d.DocumentID
-		if n := ownerNote(ad.Spec.Owner, d.Spec.Owner); n != "" {
-			ids[i] += " (" + strings.TrimPrefix(n, ", ") + ")"
-		}
+		ids[i] = named(d.DocumentID, d.Spec.Owner)
+	}
+	if len(folded) == 0 {
+		return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
+			"%s is the target of DeleteDesire %s, which wins while it exists: this ApplyDesire applies nothing until no DeleteDesire targets the object",
+			objectName(ad), strings.Join(ids, ", ")))
+	}
+	fids := make([]string, len(folded))
+	for i, d := range folded {
+		fids[i] = named(d.DocumentID, d.Spec.Owner)
+	}
+	who := "ApplyDesire " + strings.Join(fids, ", ") + " of type " + api.ApplyTypeDelete
+	if len(ids) > 0 {
+		who = "DeleteDesire " + strings.Join(ids, ", ") + " and " + who
 	}
 	return controller.Refused(api.ReasonTargetConflict, fmt.Sprintf(
-		"%s is the target of DeleteDesire %s, which wins while it exists: this ApplyDesire applies nothing until no DeleteDesire targets the object",
-		objectName(ad), strings.Join(ids, ", ")))
+		"%s is the target of %s, which wins while it exists: this ApplyDesire applies nothing until no Delete targets the object",
+		objectName(ad), who))
 }
 
 // objectName is "Kind namespace/name" of ad's object, for messages.

@@ -44,6 +44,9 @@ type Delete struct {
 	specs controller.SpecReader[*api.DeleteDesire]
 	// dependents names a Foreground deletion's blocking dependents; nil: not named.
 	dependents *dependents
+	// kind is the kind whose documentIDs the reconciler's watch registrations name:
+	// KindDeleteDesire, or KindApplyDesire for the folded Delete (folded.go).
+	kind api.DesireKind
 }
 
 // DeleteConfig is what a Delete is built from.
@@ -62,12 +65,20 @@ type DeleteConfig struct {
 	// Foreground propagation to name them in its WaitingForDeletion message (dependents.go: at
 	// most one listing per desire per 10 s, in the object's namespace only); nil: not named.
 	Metadata metadata.Interface
+	// Kind is the kind of the desires whose IDs it is handed (its target watches report to
+	// that kind's controller): KindDeleteDesire (also when ""), or KindApplyDesire for the
+	// folded Delete (NewFoldedDelete).
+	Kind api.DesireKind
 }
 
 // NewDelete returns the DeleteDesire reconciler of cfg.
 func NewDelete(cfg DeleteConfig) *Delete {
+	kind := cfg.Kind
+	if kind == "" {
+		kind = api.KindDeleteDesire
+	}
 	return &Delete{kube: cfg.Kube, targets: newTargetResolver(cfg.Mapper, cfg.Discovery), watches: cfg.Watches, specs: cfg.Specs,
-		dependents: newDependents(cfg.Discovery, cfg.Metadata)}
+		dependents: newDependents(cfg.Discovery, cfg.Metadata), kind: kind}
 }
 
 // watchedRecheck is the safety recheck of a DeleteDesire waiting for finalizers whose target
@@ -99,7 +110,7 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	var w *target.Watch
 	if r.watches != nil {
 		// Registered before the GET: a change after it is an event, not missed.
-		w = r.watches.Watch(target.Ref{Kind: api.KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
+		w = r.watches.Watch(target.Ref{Kind: r.kind, ID: d.DocumentID}, t, target.EveryVersion)
 	}
 	obj, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
 	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
@@ -207,7 +218,7 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 func (r *Delete) Forget(id string) {
 	r.dependents.forget(id)
 	if r.watches != nil {
-		r.watches.Forget(target.Ref{Kind: api.KindDeleteDesire, ID: id})
+		r.watches.Forget(target.Ref{Kind: r.kind, ID: id})
 	}
 }
 

@@ -44,8 +44,24 @@ func carriedOut(d api.Desire) bool {
 func writes(d *api.ApplyDesire) bool { return d.Spec.Policy() != api.ApplyPolicyReadOnly }
 
 // applyFamily is an ApplyDesire's familyIndex key: its kubeContent's object ("" when it names
-// none).
-func applyFamily(d *api.ApplyDesire) string { return familyOf(ObjectKey(d)) }
+// none), or a folded Delete's targetItem.
+func applyFamily(d *api.ApplyDesire) string {
+	if dd, ok := FoldedDelete(d); ok {
+		return deleteFamily(dd)
+	}
+	return familyOf(ObjectKey(d))
+}
+
+// FoldedDelete returns the DeleteDesire a folded Delete (an ApplyDesire of type Delete:
+// docs/contract.md "The folded Delete") means, when it is carried out at all (carriedOut);
+// false for any other ApplyDesire. A folded Delete is a rival as a DeleteDesire is: it wins
+// over the ApplyDesires of its object while it exists, and is never refused for one.
+func FoldedDelete(d *api.ApplyDesire) (*api.DeleteDesire, bool) {
+	if !d.Spec.IsDelete() || !carriedOut(d) {
+		return nil, false
+	}
+	return d.AsDeleteDesire()
+}
 
 // familyOf is the familyIndex key of an ObjectKey ("" for none).
 func familyOf(objectKey string) string {

@@ -52,6 +52,9 @@ type Outcome struct {
 	// Deletes are the DeleteDesires, confirmed, that target the desire's object, by
 	// documentID: they win while they exist, and the desire applies nothing.
 	Deletes []*api.DeleteDesire
+	// FoldedDeletes are the ApplyDesires of type Delete, confirmed, that target the desire's
+	// object, by documentID: they win as Deletes do.
+	FoldedDeletes []*api.ApplyDesire
 	// Keeper is the ApplyDesire, confirmed, that keeps the object: the desire applies nothing.
 	Keeper *api.ApplyDesire
 	// Refused are the documentIDs of the rivals the desire keeps the object against, in the
@@ -63,21 +66,26 @@ type Outcome struct {
 	RefusedDesires []*api.ApplyDesire
 }
 
-// Check applies the rules to ad: a DeleteDesire of its object first, then the other
-// ApplyDesires of its object. A desire that never writes (applyPolicy ReadOnly) has no
-// rivals: it is carried out whatever else targets its object.
+// Check applies the rules to ad: a DeleteDesire (or folded Delete) of its object first, then
+// the other ApplyDesires of its object. A desire that never writes (applyPolicy ReadOnly) has
+// no rivals: it is carried out whatever else targets its object; nor has a folded Delete,
+// which, as a DeleteDesire, is never refused for a rival.
 func (r Rules) Check(ctx context.Context, ad *api.ApplyDesire) Outcome {
-	if !writes(ad) {
+	if !writes(ad) || ad.Spec.IsDelete() {
 		return Outcome{}
 	}
 	s := subjectOf(ad)
-	if dels := r.deleteRivals(s); len(dels) > 0 {
+	if dels, folded := r.deleteRivals(s), r.foldedRivals(s); len(dels)+len(folded) > 0 {
 		dels, err := r.confirmDeletes(ctx, s, dels)
 		if err != nil {
 			return Outcome{Unconfirmed: true}
 		}
-		if len(dels) > 0 {
-			return Outcome{Deletes: dels}
+		folded, err := r.confirmFolded(ctx, s, folded)
+		if err != nil {
+			return Outcome{Unconfirmed: true}
+		}
+		if len(dels)+len(folded) > 0 {
+			return Outcome{Deletes: dels, FoldedDeletes: folded}
 		}
 	}
 	rivals := r.applyRivals(s)
@@ -204,6 +212,41 @@ func (r Rules) isDeleteRival(s subject, dd *api.DeleteDesire) bool {
 	return err != nil || dd.Spec.TargetItem.Resource == res
 }
 
+// foldedRivals returns the cached folded Deletes of this management cluster that target s's
+// object, by documentID.
+func (r Rules) foldedRivals(s subject) []*api.ApplyDesire {
+	var out []*api.ApplyDesire
+	for _, o := range ofFamily[*api.ApplyDesire](r.Applies, s.family) {
+		if dd, ok := FoldedDelete(o); ok && o.DocumentID != s.ad.DocumentID && r.isDeleteRival(s, dd) {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b *api.ApplyDesire) int { return strings.Compare(a.DocumentID, b.DocumentID) })
+	return out
+}
+
+// confirmFolded returns the folded Deletes of folded whose spec, read consistently, is still
+// a folded Delete of s's object; an error when a read failed.
+func (r Rules) confirmFolded(ctx context.Context, s subject, folded []*api.ApplyDesire) ([]*api.ApplyDesire, error) {
+	if r.ApplySpecs == nil {
+		return folded, nil
+	}
+	var out []*api.ApplyDesire
+	for _, o := range folded {
+		cur, err := r.ApplySpecs.Get(ctx, o.DocumentID)
+		switch {
+		case gone(err):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if dd, ok := FoldedDelete(cur); ok && r.isDeleteRival(s, dd) {
+			out = append(out, cur)
+		}
+	}
+	return out, nil
+}
+
 // gone reports whether a confirming read's error says the spec is no rival: deleted, or
 // undecodable.
 func gone(err error) bool {
@@ -255,13 +298,23 @@ func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDes
 }
 
 // Others returns the documentIDs of the cached ApplyDesires that share obj's object (obj: an
-// ApplyDesire informer's object or tombstone), to look at again when obj changes or goes.
+// ApplyDesire informer's object or tombstone), to look at again when obj changes or goes; for
+// a folded Delete, every other ApplyDesire of its object's family (as DeleteHandler does for
+// a DeleteDesire).
 func (r Rules) Others(obj any) []string {
 	ad, ok := stream.As[*api.ApplyDesire](obj)
 	if !ok {
 		return nil
 	}
 	var ids []string
+	if dd, ok := FoldedDelete(ad); ok {
+		for _, o := range ofFamily[*api.ApplyDesire](r.Applies, deleteFamily(dd)) {
+			if o.DocumentID != ad.DocumentID {
+				ids = append(ids, o.DocumentID)
+			}
+		}
+		return ids
+	}
 	for _, o := range r.sameObject(subjectOf(ad)) {
 		ids = append(ids, o.DocumentID)
 	}
