@@ -189,8 +189,11 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 func (a *Applier) newInformers() (*Informers, error) {
 	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.Tables, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.Handler())
-	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.Handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())
+	if inf.DeleteDesires == nil { // the folded layout: no DeleteDesire table
+		return inf, errors.Join(err1, err3)
+	}
+	_, err2 := inf.DeleteDesires.Informer.AddEventHandler(a.delete.Handler())
 	// A DeleteDesire's change re-evaluates the ApplyDesires of its object (it wins while it exists).
 	_, err4 := inf.DeleteDesires.Informer.AddEventHandler(rivals.DeleteHandler(inf.ApplyDesires.Informer.GetIndexer, a.apply.Enqueue))
 	return inf, errors.Join(err1, err2, err3, err4)
@@ -203,7 +206,7 @@ func (a *Applier) newInformers() (*Informers, error) {
 func (a *Applier) useInformers(inf *Informers) {
 	a.informers.Store(inf)
 	a.current.Set(inf.caches())
-	a.conflicts.Use(inf.ApplyDesires.Informer.GetIndexer(), inf.DeleteDesires.Informer.GetIndexer())
+	a.conflicts.Use(inf.ApplyDesires.Informer.GetIndexer(), inf.deleteIndexer())
 }
 
 func controllerConfigFor[T Desire](a *Applier, kind DesireKind, lister DesireLister[T], specs tables.SpecReader[T], status tables.ResourceCRUD[T], r Reconciler[T], forget func(string), resync time.Duration) controller.Config[T] {

@@ -83,7 +83,7 @@ func (a *Applier) takeTerm(ctx context.Context, t term) (term, error) {
 	tctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
 	var statusTables []string
-	for _, k := range DesireKinds {
+	for _, k := range a.opts.Tables.Kinds() {
 		statusTables = append(statusTables, a.opts.table(api.StatusTable, k))
 	}
 	seed := func(ctx context.Context) (int64, error) {

@@ -32,7 +32,9 @@ type DesireInformer[T Desire] struct {
 
 // Informers holds one informer per desire type of a management cluster.
 type Informers struct {
-	ApplyDesires  *DesireInformer[*ApplyDesire]
+	ApplyDesires *DesireInformer[*ApplyDesire]
+	// DeleteDesires is nil in the folded layout (api.TableLayout.FoldedDeletes): there is no
+	// DeleteDesire table, deletions are ApplyDesires of type Delete.
 	DeleteDesires *DesireInformer[*DeleteDesire]
 	ReadDesires   *DesireInformer[*ReadDesire]
 	streams       StreamsAPI // for CheckStreams
@@ -54,11 +56,22 @@ func NewLayoutInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayo
 
 func newInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts stream.Options) *Informers {
 	specs := func(k DesireKind) string { return layout.Name(managementCluster, api.SpecsTable, k) }
-	return &Informers{streams: streams,
-		ApplyDesires:  newDesireInformer[*ApplyDesire](db, streams, specs(KindApplyDesire), KindApplyDesire, opts),
-		DeleteDesires: newDesireInformer[*DeleteDesire](db, streams, specs(KindDeleteDesire), KindDeleteDesire, opts),
-		ReadDesires:   newDesireInformer[*ReadDesire](db, streams, specs(KindReadDesire), KindReadDesire, opts),
+	inf := &Informers{streams: streams,
+		ApplyDesires: newDesireInformer[*ApplyDesire](db, streams, specs(KindApplyDesire), KindApplyDesire, opts),
+		ReadDesires:  newDesireInformer[*ReadDesire](db, streams, specs(KindReadDesire), KindReadDesire, opts),
 	}
+	if !layout.FoldedDeletes {
+		inf.DeleteDesires = newDesireInformer[*DeleteDesire](db, streams, specs(KindDeleteDesire), KindDeleteDesire, opts)
+	}
+	return inf
+}
+
+// deleteIndexer is the DeleteDesire informer's indexer, nil in the folded layout.
+func (k *Informers) deleteIndexer() cache.Indexer {
+	if k.DeleteDesires == nil {
+		return nil
+	}
+	return k.DeleteDesires.Informer.GetIndexer()
 }
 
 func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
@@ -69,22 +82,43 @@ func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table strin
 // Table returns the specs table the informer reads.
 func (i *DesireInformer[T]) Table() string { return i.lw.Table() }
 
-// All returns the three informers as client-go SharedIndexInformers.
+// deleteCount is how many DeleteDesires are cached (0 in the folded layout).
+func (k *Informers) deleteCount() int {
+	if k.DeleteDesires == nil {
+		return 0
+	}
+	return len(k.DeleteDesires.Lister.List())
+}
+
+// All returns the three informers (two in the folded layout) as client-go
+// SharedIndexInformers.
 func (k *Informers) All() []cache.SharedIndexInformer {
+	if k.DeleteDesires == nil {
+		return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.ReadDesires.Informer}
+	}
 	return []cache.SharedIndexInformer{k.ApplyDesires.Informer, k.DeleteDesires.Informer, k.ReadDesires.Informer}
 }
 
-// caches returns the informers' caches by kind, for the controllers' listers (stream.Current).
+// caches returns the informers' caches by kind, for the controllers' listers (stream.Current);
+// in the folded layout the DeleteDesire cache is an empty one (its controller never runs).
 func (k *Informers) caches() stream.Caches {
+	deletes := k.deleteIndexer()
+	if deletes == nil {
+		deletes = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})
+	}
 	return stream.Caches{KindApplyDesire: k.ApplyDesires.Informer.GetIndexer(),
-		KindDeleteDesire: k.DeleteDesires.Informer.GetIndexer(), KindReadDesire: k.ReadDesires.Informer.GetIndexer()}
+		KindDeleteDesire: deletes, KindReadDesire: k.ReadDesires.Informer.GetIndexer()}
 }
 
 // CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
 // is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
 func (k *Informers) CheckStreams(ctx context.Context) error {
 	var errs []error
-	for _, t := range []string{k.ApplyDesires.Table(), k.DeleteDesires.Table(), k.ReadDesires.Table()} {
+	tables := []string{k.ApplyDesires.Table(), k.ReadDesires.Table()}
+	if k.DeleteDesires != nil {
+		tables = append(tables, k.DeleteDesires.Table())
+	}
+	for _, t := range tables {
 		if _, err := stream.ARN(ctx, k.streams, t); err != nil {
 			errs = append(errs, err)
 		}

@@ -52,7 +52,7 @@ func (a *Applier) lead(ctx context.Context, t term) error {
 	endLeading := a.beginLeading(took)
 	defer endLeading()
 	a.opts.Log.Info("reconciling", "managementCluster", a.opts.ManagementCluster, "term", t.Number, "synced", took.Round(time.Millisecond).String(),
-		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", len(inf.DeleteDesires.Lister.List()),
+		"applyDesires", len(inf.ApplyDesires.Lister.List()), "deleteDesires", inf.deleteCount(),
 		"readDesires", len(inf.ReadDesires.Lister.List()), "workers", a.opts.Workers)
 	a.reconcileTerm(ctx, t, starts)
 	return lostTerm(ctx)
@@ -145,10 +145,15 @@ type termStarts struct {
 // status cache for term t: the specs and status Scans overlap. It reports false when the term
 // ended first; the controllers' starts are then abandoned.
 func (a *Applier) syncTerm(ctx context.Context, t term, inf *Informers) (termStarts, bool) {
-	s := termStarts{apply: a.apply.Begin(ctx, t), delete: a.delete.Begin(ctx, t), read: a.read.Begin(ctx, t)}
+	s := termStarts{apply: a.apply.Begin(ctx, t), read: a.read.Begin(ctx, t)}
+	if !a.opts.Tables.FoldedDeletes { // the folded layout has no DeleteDesire table to read
+		s.delete = a.delete.Begin(ctx, t)
+	}
 	if err := inf.WaitForSync(ctx); err != nil {
 		s.apply.Abandon()
-		s.delete.Abandon()
+		if s.delete != nil {
+			s.delete.Abandon()
+		}
 		s.read.Abandon()
 		return termStarts{}, false
 	}
@@ -181,7 +186,9 @@ func (a *Applier) reconcileTerm(ctx context.Context, t term, starts termStarts) 
 	a.read.ClearOutcomes()
 	var wg sync.WaitGroup
 	wg.Go(func() { a.apply.RunStarted(ctx, starts.apply) })
-	wg.Go(func() { a.delete.RunStarted(ctx, starts.delete) })
+	if starts.delete != nil { // nil in the folded layout
+		wg.Go(func() { a.delete.RunStarted(ctx, starts.delete) })
+	}
 	wg.Go(func() { a.read.RunStarted(ctx, starts.read) })
 	wg.Go(func() { a.heartbeat.Run(ctx, t, t.Start) })
 	wg.Go(func() { a.endPrewarmAfterGrace(ctx) })

@@ -143,11 +143,15 @@ func heartbeatKind[T Desire](c *controller.Controller[T]) api.HeartbeatKind {
 
 // heartbeatKinds is the per-kind content of the Applier's heartbeat.
 func (a *Applier) heartbeatKinds() map[string]api.HeartbeatKind {
-	return map[string]api.HeartbeatKind{
+	kinds := map[string]api.HeartbeatKind{
 		string(KindApplyDesire):  heartbeatKind(a.apply),
 		string(KindDeleteDesire): heartbeatKind(a.delete),
 		string(KindReadDesire):   heartbeatKind(a.read),
 	}
+	if a.opts.Tables.FoldedDeletes {
+		delete(kinds, string(KindDeleteDesire)) // no such table: nothing to say of it
+	}
+	return kinds
 }
 
 // newHeartbeat returns the heartbeat writer of a.

@@ -184,7 +184,7 @@ func (a *Applier) checkTables(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTableTimeout)
 	defer cancel()
 	errs := []error{a.informers.Load().CheckStreams(ctx)}
-	for _, k := range DesireKinds {
+	for _, k := range a.opts.Tables.Kinds() { // four tables in the folded layout
 		name := a.opts.table(api.StatusTable, k)
 		if _, err := a.opts.Streams.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name}); err != nil {
 			errs = append(errs, awscall.DescribeTableError(name, err))

@@ -49,6 +49,7 @@ type flags struct {
 	streamPollInterval                                                 time.Duration
 	tableNameFormat                                                    string
 	tables                                                             []string // KEY=NAME or KEY=ARN
+	foldedDeletes                                                      bool     // no DeleteDesire tables
 }
 
 func main() {
@@ -85,6 +86,7 @@ writes the outcome to mc-{cluster}-status-* (other names: --table-name-format, -
 	fs.StringVar(&f.tablePrefix, "table-prefix", "", "prefix of every table name made from --table-name-format (tests)")
 	fs.StringVar(&f.tableNameFormat, "table-name-format", api.DefaultTableFormat, "name of the six tables: {cluster} the management cluster, {table} specs or status, {kind} applydesires, deletedesires or readdesires (e.g. {cluster}-{table}-{kind})")
 	fs.StringArrayVar(&f.tables, "table", nil, "KEY=NAME or KEY=ARN: one table by name or by ARN (another account's, through DynamoDB resource-based policies) instead of --table-name-format; KEY is "+strings.Join(api.TableKeys(), ", ")+"; repeat for several tables")
+	fs.BoolVar(&f.foldedDeletes, "folded-deletes", false, "the folded layout of upstream's forks: no DeleteDesire tables, deletions are ApplyDesires of spec.type Delete; the applier reads and checks only the four ApplyDesire and ReadDesire tables")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "reconcile only while holding a Lease (run 2 replicas)")
 	fs.StringVar(&f.leaseNamespace, "leader-election-namespace", kubeapplier.DefaultLeaseNamespace, "namespace of the Lease")
 	fs.StringVar(&f.leaseName, "leader-election-id", kubeapplier.DefaultLeaseName, "name of the Lease")
@@ -179,7 +181,7 @@ func run(ctx context.Context, f flags) error {
 // tableLayout is the layout of --table-prefix, --table-name-format and --table, checked
 // (api.TableLayout.Validate) before anything is reached; a key given twice is refused.
 func (f flags) tableLayout() (api.TableLayout, error) {
-	l := api.TableLayout{Prefix: f.tablePrefix, Format: f.tableNameFormat}
+	l := api.TableLayout{Prefix: f.tablePrefix, Format: f.tableNameFormat, FoldedDeletes: f.foldedDeletes}
 	for _, t := range f.tables {
 		k, v, err := api.ParseTableOverride(t)
 		if err != nil {
@@ -207,6 +209,9 @@ func startingValues(ctx context.Context, f flags, awsCfg aws.Config) []any {
 		"tablePrefix", f.tablePrefix, "tableNameFormat", f.tableNameFormat, "leaderElection", f.leaderElect}
 	if len(f.tables) > 0 {
 		kv = append(kv, "tables", f.tables)
+	}
+	if f.foldedDeletes {
+		kv = append(kv, "foldedDeletes", true)
 	}
 	if f.leaderElect {
 		kv = append(kv, "leaseNamespace", f.leaseNamespace, "leaseName", f.leaseName)

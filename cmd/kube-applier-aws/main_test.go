@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -420,6 +421,10 @@ func TestTableFlags(t *testing.T) {
 		{"no value", []string{"--table", "specs-applydesires"}, nil, "want KEY=NAME or KEY=ARN"},
 		{"bad ARN", []string{"--table", "specs-applydesires=arn:aws:dynamodb:us-east-1:12:table/abc"}, nil, "12 digits"},
 		{"twice", []string{"--table", "specs-applydesires=abc", "--table", "specs-applydesires=abd"}, nil, "--table: specs-applydesires given twice"},
+		{"folded deletes", []string{"--folded-deletes", "--table-name-format", "{cluster}-{table}-{kind}"},
+			map[string]string{"specs-applydesires": "mc01-specs-applydesires", "status-readdesires": "mc01-status-readdesires"}, ""},
+		{"folded deletes with a DeleteDesire table", []string{"--folded-deletes", "--table", "specs-deletedesires=abc"}, nil,
+			"the folded layout (FoldedDeletes) has no DeleteDesire tables"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var f flags
@@ -435,6 +440,9 @@ func TestTableFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if folded := slices.Contains(tc.args, "--folded-deletes"); l.FoldedDeletes != folded {
+				t.Fatalf("FoldedDeletes = %v, want %v", l.FoldedDeletes, folded)
 			}
 			for key, want := range tc.want {
 				tk, k, _ := api.ParseTableKey(key)
