@@ -67,7 +67,7 @@ before anything is written (exit 2).`,
 		if err != nil {
 			return err
 		}
-		waits, err := writeDesires(ctx, a, st.applies, st.deletes, ds, targets, func(id string, t target) (*api.ApplyDesire, error) {
+		waits, err := writeDesires(ctx, a, st.applies, st.opposite(api.KindApplyDesire), ds, targets, func(id string, t target) (*api.ApplyDesire, error) {
 			content, err := json.Marshal(t.obj.Object)
 			if err != nil {
 				return nil, usageErrorf("%s: %v", t.label, err)

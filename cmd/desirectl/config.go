@@ -36,6 +36,10 @@ type contextEntry struct {
 	// --table do (api.TableLayout): a format, and overrides by name or ARN.
 	TableNameFormat string         `json:"table-name-format,omitempty"`
 	Tables          tableOverrides `json:"tables,omitzero"`
+	// FoldedDeletes (`folded-deletes: true`) is the folded layout (api.TableLayout.FoldedDeletes,
+	// the applier's --folded-deletes): no DeleteDesire tables; delete writes an ApplyDesire of
+	// spec.type Delete.
+	FoldedDeletes bool `json:"folded-deletes,omitempty"`
 }
 
 // tableOverrides are a context's tables given by name or ARN, one field per api.TableKey: a

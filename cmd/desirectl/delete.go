@@ -27,6 +27,10 @@ for the same object is deleted first, so its periodic re-apply cannot bring the 
 dependents (the status names those left), Orphan keeps the dependents; --owner sets
 spec.owner. A flag at its default writes nothing.
 
+In a context with folded-deletes (the folded layout: no DeleteDesire tables), delete writes
+the object's ApplyDesire with spec.type Delete and its targetItem instead (the same ID: an
+ApplyDesire of the object becomes the Delete; apply turns it back).
+
 --wait needs a kube-applier-aws running for the context's management cluster.`,
 		Example: `  desirectl delete configmaps foo -n default --wait
   desirectl delete deployments.apps web -n shop
@@ -73,7 +77,22 @@ spec.owner. A flag at its default writes nothing.
 		if err != nil {
 			return err
 		}
-		waits, err := writeDesires(ctx, a, st.deletes, st.applies, ds, targets, func(id string, t target) (*api.DeleteDesire, error) {
+		if st.folded {
+			// The folded layout: the ApplyDesire of the object becomes a Delete (docs/contract.md
+			// "The folded Delete"), at the same ID.
+			waits, err := writeDesires(ctx, a, st.applies, st.opposite(api.KindDeleteDesire), ds, targets, func(id string, t target) (*api.ApplyDesire, error) {
+				item := t.item
+				d := &api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}}
+				d.Spec.CommonSpec, d.Spec.Owner = ds.common, spec.Owner
+				d.Spec.Type, d.Spec.TargetItem, d.Spec.PropagationPolicy = api.ApplyTypeDelete, &item, spec.PropagationPolicy
+				return d, nil
+			})
+			if err != nil {
+				return err
+			}
+			return wf.waitIfAsked(ctx, a, waits)
+		}
+		waits, err := writeDesires(ctx, a, st.deletes, st.opposite(api.KindDeleteDesire), ds, targets, func(id string, t target) (*api.DeleteDesire, error) {
 			d := &api.DeleteDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: id}, Spec: spec}
 			d.Spec.CommonSpec, d.Spec.Owner, d.Spec.TargetItem = ds.common, spec.Owner, t.item
 			return d, nil

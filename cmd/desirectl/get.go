@@ -159,11 +159,13 @@ KubeApplierDesiresDegraded alert). It writes nothing.`,
 			if ns == "" {
 				ns = "<none>"
 			}
-			ready := "-"
-			if l.kind == api.KindApplyDesire {
+			ready, kind := "-", string(l.kind)
+			if ad, ok := l.spec.(*api.ApplyDesire); ok && ad.Spec.IsDelete() {
+				kind += "/" + api.ApplyTypeDelete // a folded Delete: no Ready
+			} else if l.kind == api.KindApplyDesire {
 				ready = readyColumn(l.status, m)
 			}
-			row := []string{string(l.kind), ns, l.name, succ, reason, ready, age(now, m.CreateTime)}
+			row := []string{kind, ns, l.name, succ, reason, ready, age(now, m.CreateTime)}
 			if allKinds {
 				row = slices.Insert(row, 1, l.typ)
 			}
@@ -235,6 +237,9 @@ func targetOf(ctx context.Context, kr *kindResolver, d api.Desire, f desireFilte
 	case *api.ReadDesire:
 		return d.Spec.TargetItem, true, nil
 	case *api.ApplyDesire:
+		if d.Spec.IsDelete() && d.Spec.TargetItem != nil {
+			return *d.Spec.TargetItem, true, nil // a folded Delete names its object
+		}
 		obj, err := parseKubeContent(d.Spec.KubeContent)
 		if err != nil {
 			return api.TargetItem{}, false, nil // cannot be about any object

@@ -18,6 +18,7 @@ const (
 	flagTable             = "table"
 	flagClusterID         = "cluster-id"
 	flagTaskKey           = "task-key"
+	flagFoldedDeletes     = "folded-deletes"
 )
 
 // Names of the other global flags.
@@ -75,7 +76,7 @@ func setTables(e *contextEntry, values []string) error {
 
 // layout is the table layout of a context (api.TableLayout).
 func (e contextEntry) layout() api.TableLayout {
-	return api.TableLayout{Prefix: e.TablePrefix, Format: e.TableNameFormat, Tables: e.Tables.asMap()}
+	return api.TableLayout{Prefix: e.TablePrefix, Format: e.TableNameFormat, Tables: e.Tables.asMap(), FoldedDeletes: e.FoldedDeletes}
 }
 
 // registerContextFlags binds the flags of the context values to the fields of e, each help
@@ -84,6 +85,7 @@ func registerContextFlags(fs *pflag.FlagSet, e *contextEntry, suffix string) {
 	for _, f := range contextFields {
 		fs.StringVar(f.field(e), f.flag, "", f.help+suffix)
 	}
+	fs.BoolVar(&e.FoldedDeletes, flagFoldedDeletes, false, "the folded layout, as kube-applier-aws --folded-deletes: no DeleteDesire tables; delete writes an ApplyDesire of spec.type Delete"+suffix)
 }
 
 // copyChangedFields copies from src to dst the context values whose flag was given.
@@ -92,6 +94,9 @@ func copyChangedFields(dst, src *contextEntry, changed func(flag string) bool) {
 		if changed(f.flag) {
 			*f.field(dst) = *f.field(src)
 		}
+	}
+	if changed(flagFoldedDeletes) {
+		dst.FoldedDeletes = src.FoldedDeletes
 	}
 }
 

@@ -79,6 +79,9 @@ type store struct {
 	applies kindTables[*api.ApplyDesire]
 	deletes kindTables[*api.DeleteDesire]
 	reads   kindTables[*api.ReadDesire]
+	// folded: the folded layout (api.TableLayout.FoldedDeletes): deletes names tables that do
+	// not exist, and a deletion is an ApplyDesire of type Delete.
+	folded bool
 }
 
 // kindTables are the specs and status tables of one desire kind.
@@ -94,8 +97,33 @@ func newStore(db dynamoDB, layout api.TableLayout, managementCluster string) *st
 		applies: newKindTables(c.ApplyDesires(), api.KindApplyDesire),
 		deletes: newKindTables(c.DeleteDesires(), api.KindDeleteDesire),
 		reads:   newKindTables(c.ReadDesires(), api.KindReadDesire),
+		folded:  layout.FoldedDeletes,
 	}
 }
+
+// opposite returns the tables of the desire that apply or delete (kind) removes before it
+// writes: the other kind's; in the folded layout none (apply and delete write the same
+// ApplyDesire, whose type the write changes).
+func (s *store) opposite(kind api.DesireKind) desireTables {
+	switch {
+	case s.folded:
+		return noDesires{}
+	case kind == api.KindApplyDesire:
+		return s.deletes
+	}
+	return s.applies
+}
+
+// noDesires is a desire kind without tables: it holds nothing.
+type noDesires struct{}
+
+func (noDesires) desireKind() api.DesireKind { return api.KindDeleteDesire }
+func (noDesires) getSpec(context.Context, string) (api.Desire, bool, error) {
+	return nil, false, nil
+}
+func (noDesires) listSpecs(context.Context) ([]api.Desire, error)       { return nil, nil }
+func (noDesires) deleteSpec(context.Context, string) (bool, error)      { return false, nil }
+func (noDesires) getStatus(context.Context, string) (api.Desire, error) { return nil, nil }
 
 func newKindTables[T api.Desire](d *api.Desires[T], kind api.DesireKind) kindTables[T] {
 	return kindTables[T]{kind: kind, specs: d, status: statusOf[T]{d}}
@@ -117,7 +145,13 @@ type desireTables interface {
 }
 
 // kinds returns the tables of every desire kind, in the order desires are listed.
-func (s *store) kinds() []desireTables { return []desireTables{s.applies, s.deletes, s.reads} }
+// In the folded layout there are no DeleteDesire tables: folded Deletes are ApplyDesires.
+func (s *store) kinds() []desireTables {
+	if s.folded {
+		return []desireTables{s.applies, s.reads}
+	}
+	return []desireTables{s.applies, s.deletes, s.reads}
+}
 
 // of returns the tables of one desire kind.
 func (s *store) of(kind api.DesireKind) desireTables {

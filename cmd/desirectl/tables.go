@@ -64,7 +64,7 @@ that exist without it.`,
 				return err
 			}
 			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
-				for _, k := range api.DesireKinds {
+				for _, k := range s.layout().Kinds() {
 					name := s.layout().Name(s.ManagementCluster, kind, k)
 					if a.output != "" && !slices.Contains(created, name) {
 						a.collected = append(a.collected, outputRecord{Event: "ready", Table: name})
@@ -72,7 +72,7 @@ that exist without it.`,
 				}
 			}
 			if a.output == "" {
-				fmt.Fprintf(a.stdout, "6 tables ready for management cluster %s (%d created)\n", s.ManagementCluster, len(created))
+				fmt.Fprintf(a.stdout, "%d tables ready for management cluster %s (%d created)\n", 2*len(s.layout().Kinds()), s.ManagementCluster, len(created))
 			}
 			if statusIndex {
 				a.line(outputRecord{Event: "ready", Detail: "index " + api.StatusIndexName + " on the 3 status tables"},
@@ -127,7 +127,7 @@ local development and tests, like 'tables create'.`,
 			}
 			deleted, missing := 0, 0
 			for _, kind := range []api.TableKind{api.SpecsTable, api.StatusTable} {
-				for _, k := range api.DesireKinds {
+				for _, k := range s.layout().Kinds() {
 					name := s.layout().Name(s.ManagementCluster, kind, k)
 					_, err := admin.DeleteTable(cmd.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 					var notFound *types.ResourceNotFoundException
