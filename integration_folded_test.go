@@ -1,0 +1,167 @@
+package kubeapplier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-logr/logr/testr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
+	"github.com/kube-applier-aws/kubeapplier/internal/testenv"
+)
+
+// TestIntegrationFoldedLayout: on DynamoDB Local and a kube-apiserver, a management cluster
+// with the folded layout (upstream's forks: no DeleteDesire tables) has only its two specs and
+// two status tables; the Applier starts on them and serves an ApplyDesire, a ReadDesire and
+// folded Deletes: one of an object made by someone else (gone: Successful=True), and one that
+// an ApplyDesire becomes at its next version, of an object with a finalizer
+// (WaitingForDeletion until the finalizer is removed, then Successful=True), each status in
+// the ApplyDesire status table without any applied field or Ready.
+func TestIntegrationFoldedLayout(t *testing.T) {
+	env := testenv.DynamoDB(t)
+	cfg := testenv.Kube(t)
+	ns := testenv.Namespace(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	layout := api.TableLayout{Prefix: env.Prefix, Format: "{cluster}-{table}-{kind}", FoldedDeletes: true}
+	made, err := api.EnsureLayoutTables(ctx, env.Client, layout, "mc01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{env.Prefix + "mc01-specs-applydesires", env.Prefix + "mc01-specs-readdesires",
+		env.Prefix + "mc01-status-applydesires", env.Prefix + "mc01-status-readdesires"}
+	if !slices.Equal(made, want) {
+		t.Fatalf("EnsureLayoutTables made %v, want %v", made, want)
+	}
+	listed, err := env.Client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listed.TableNames {
+		if strings.HasPrefix(name, env.Prefix) && !slices.Contains(want, name) {
+			t.Fatalf("table %s outside the folded layout", name)
+		}
+	}
+
+	app, err := New(Options{ManagementCluster: "mc01", Tables: layout, DynamoDB: env.Client,
+		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+	waitFor(t, 30*time.Second, "applier ready", app.Ready)
+	if app.Informers().DeleteDesires != nil {
+		t.Fatal("a DeleteDesire informer in the folded layout")
+	}
+
+	backend := api.NewClient(env.Client, "", "mc01", api.WithLayout(layout))
+	applies, reads := backend.ApplyDesires(), backend.ReadDesires()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func(spec *api.ApplyDesire, reason string) *api.ApplyDesire {
+		t.Helper()
+		var st *api.ApplyDesire
+		waitFor(t, 30*time.Second, fmt.Sprintf("%s version %d: %s", spec.DocumentID, spec.Version, reason), func() bool {
+			wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+			defer wcancel()
+			st, err = applies.WaitForStatus(wctx, spec)
+			return err == nil && condition(st, ConditionSuccessful).Reason == reason
+		}, func() string { return fmt.Sprintf("%+v (%v)", st, err) })
+		return st
+	}
+
+	// An ApplyDesire of an object with a finalizer, and a ReadDesire of it.
+	held := &api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "folded-held"}}
+	held.Spec.KubeContent = json.RawMessage(fmt.Sprintf(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":%q,"finalizers":["example.com/hold"]},"data":{"a":"1"}}`, ns))
+	spec, err := applies.Create(ctx, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := wait(spec, ReasonNoErrors); st.Status.AppliedUID == "" {
+		t.Fatalf("applied without appliedUID: %+v", st.Status)
+	}
+	target := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: "held"}
+	rd, err := reads.Create(ctx, &api.ReadDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "folded-read"},
+		Spec: api.ReadDesireSpec{TargetItem: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if rst, err := reads.WaitForStatus(wctx, rd); err != nil || !strings.Contains(string(rst.Status.KubeContent), `"held"`) {
+		t.Fatalf("ReadDesire: %+v, %v", rst, err)
+	}
+
+	// The ApplyDesire becomes a Delete: it waits for the finalizer, in its own status table.
+	spec.Spec.KubeContent, spec.Spec.Type, spec.Spec.TargetItem = nil, api.ApplyTypeDelete, &target
+	spec, err = applies.Replace(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := wait(spec, ReasonWaitingForDeletion)
+	if c := condition(st, ConditionSuccessful); !strings.Contains(c.Message, "waiting for finalizers: example.com/hold") {
+		t.Fatalf("Successful = %+v", c)
+	}
+	assertFoldedStatus(t, st)
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Patch(ctx, "held", k8stypes.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st = wait(spec, ReasonNoErrors)
+	if c := condition(st, ConditionSuccessful); c.Status != ConditionTrue || !strings.Contains(c.Message, "is gone") {
+		t.Fatalf("Successful = %+v", c)
+	}
+	assertFoldedStatus(t, st)
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the object after Successful=True: %v", err)
+	}
+
+	// A folded Delete created as such, of an object someone else made.
+	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "other", "namespace": ns}}}
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	del := &api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "folded-other"},
+		Spec: api.ApplyDesireSpec{Type: api.ApplyTypeDelete, TargetItem: &api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: ns, Name: "other"}}}
+	if spec, err = applies.Create(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	assertFoldedStatus(t, wait(spec, ReasonNoErrors))
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the object after Successful=True: %v", err)
+	}
+}
+
+// assertFoldedStatus fails when a folded Delete's status claims anything applied or ready.
+func assertFoldedStatus(t *testing.T, st *api.ApplyDesire) {
+	t.Helper()
+	s := st.Status
+	if s.AppliedResourceGeneration != 0 || s.AppliedUID != "" || s.AppliedResourceVersion != "" || s.AppliedFieldsDigest != "" {
+		t.Fatalf("a folded Delete's status claims content applied: %+v", s)
+	}
+	if c := s.Condition(ConditionReady); c != nil {
+		t.Fatalf("a folded Delete's status has Ready: %+v", *c)
+	}
+}
