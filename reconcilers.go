@@ -145,7 +145,10 @@ type SecretRedaction = reconcile.SecretRedaction
 type ReconcilerWrappers struct {
 	// Apply wraps the ApplyDesire reconciler (server-side apply).
 	Apply func(def Reconciler[*ApplyDesire]) Reconciler[*ApplyDesire]
-	// Delete wraps the DeleteDesire reconciler (delete, then wait until gone).
+	// Delete wraps the DeleteDesire reconciler (delete, then wait until gone). It is called
+	// twice: also for the folded Delete's (an ApplyDesire of spec.type Delete, handed to it as
+	// the DeleteDesire it means, with the ApplyDesire's documentID; docs/contract.md "The
+	// folded Delete"), which Apply does not wrap.
 	Delete func(def Reconciler[*DeleteDesire]) Reconciler[*DeleteDesire]
 	// Read wraps the ReadDesire reconciler (mirror the target into the status).
 	Read func(def Reconciler[*ReadDesire]) Reconciler[*ReadDesire]
