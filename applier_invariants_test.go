@@ -87,8 +87,20 @@ const (
 	invResync = 40 * time.Millisecond
 )
 
-func TestInvariantsUnderFaults(t *testing.T) {
-	schedules, first := 500, int64(1)
+func TestInvariantsUnderFaults(t *testing.T) { runInvariants(t, false, 500) }
+
+// TestInvariantsFoldedDeletes is TestInvariantsUnderFaults in the folded layout
+// (docs/contract.md "The folded Delete"): the world's DeleteDesires d0, d1 are ApplyDesires of
+// type Delete in the ApplyDesire table, answered in the ApplyDesire status table, and every
+// invariant holds of them as of DeleteDesires (I1 for their Successful=True, I2, I5, I6, I7
+// under the ApplyDesire kind, I10 for their delete calls); the ApplyDesire invariants (I3,
+// I11, I12) hold of the ApplyDesires a0..a4.
+func TestInvariantsFoldedDeletes(t *testing.T) { runInvariants(t, true, 150) }
+
+// runInvariants runs the schedules (KAA_INVARIANT_SCHEDULES, default schedules; or the one
+// seed KAA_INVARIANT_SEED), folded or not.
+func runInvariants(t *testing.T, folded bool, schedules int) {
+	first := int64(1)
 	if s := os.Getenv("KAA_INVARIANT_SCHEDULES"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -106,7 +118,7 @@ func TestInvariantsUnderFaults(t *testing.T) {
 	start := time.Now()
 	var writes, applies, steps, heartbeats, claims int
 	for seed := first; seed < first+int64(schedules); seed++ {
-		w := newWorld(t, seed)
+		w := newWorld(t, seed, folded)
 		w.run(25)
 		w.close()
 		if t.Failed() {
@@ -182,6 +194,30 @@ type world struct {
 	// deleteWindow arms the next delete call (cutKube.Delete): an ApplyDesire swapped in for
 	// its DeleteDesire lands between the confirmation and the call.
 	deleteWindow atomic.Bool
+	// folded: the folded layout (TestInvariantsFoldedDeletes): the DeleteDesires d0, d1 are
+	// ApplyDesires of type Delete, in the ApplyDesire tables.
+	folded bool
+}
+
+// statusTableOf is the status table of desire id: a DeleteDesire's (d0, d1) is the
+// ApplyDesire status table in the folded layout.
+func (w *world) statusTableOf(id string) string {
+	if id[0] == 'd' && !w.folded {
+		return invDelStatus
+	}
+	return invApplyStatus
+}
+
+// isDelete reports whether status table|id is a DeleteDesire's: a d-desire's, in either
+// layout.
+func isDelete(table, id string) bool { return table == invDelStatus || id[0] == 'd' }
+
+// deleteSpec deletes the DeleteDesire id from its specs table.
+func (w *world) deleteSpec(ctx context.Context, id string) error {
+	if w.folded {
+		return w.specs.Delete(ctx, id)
+	}
+	return w.dspecs.Delete(ctx, id)
 }
 
 // instance is one applier process; each of its terms starts from a fresh List of the specs
@@ -387,8 +423,8 @@ var (
 	invDelStatus   = api.TableName("", "mc01", api.StatusTable, KindDeleteDesire)
 )
 
-func newWorld(t *testing.T, seed int64) *world {
-	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
+func newWorld(t *testing.T, seed int64, folded bool) *world {
+	w := &world{t: t, seed: seed, folded: folded, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
 		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
@@ -431,7 +467,8 @@ func (w *world) newApplier(in *instance) *Applier {
 		Kube: cutKube{KubeClient: w.kube, cut: &in.cut, w: w}, RESTMapper: w.mapper, Discovery: newTestDiscovery(false),
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
-		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
+		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond},
+		Tables: api.TableLayout{FoldedDeletes: w.folded}}
 	a, err := newApplier(opts, tuning{
 		heartbeatInterval: 2 * time.Millisecond, // a heartbeat (I7) every few steps
 		// A stray applier that stopped is taken for gone within a few steps (its heartbeat
@@ -443,6 +480,9 @@ func (w *world) newApplier(in *instance) *Applier {
 		w.t.Fatal(err)
 	}
 	a.delete.Recheck = 5 * time.Millisecond
+	if w.folded {
+		a.apply.Recheck = 5 * time.Millisecond // its folded Deletes wait for finalizers
+	}
 	return a
 }
 
@@ -858,6 +898,10 @@ func (w *world) createApply(ctx context.Context, id string, now time.Time, opts 
 func (w *world) writeDelete(ctx context.Context, id string) {
 	w.specMu.Lock()
 	defer w.specMu.Unlock()
+	if w.folded {
+		w.writeFoldedDelete(ctx, id)
+		return
+	}
 	d := &DeleteDesire{}
 	d.DocumentID, d.Spec.ManagementCluster = id, "mc01"
 	d.Spec.TargetItem = TargetItem{Version: "v1", Resource: "configmaps", Namespace: invNamespace, Name: fmt.Sprintf("o%d", w.rng.Intn(invObjects))}
@@ -880,6 +924,40 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 		w.t.Fatalf("seed %d: write DeleteDesire: %v", w.seed, err)
 	}
 	w.step("DeleteDesire %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
+	w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+	w.mu.Lock()
+	incs := w.incs[id]
+	if incs[len(incs)-1].target == nil {
+		incs[len(incs)-1].target = map[int64]string{}
+	}
+	incs[len(incs)-1].target[stored.Version] = d.Spec.TargetItem.Name
+	w.mu.Unlock()
+}
+
+// writeFoldedDelete is writeDelete in the folded layout: an ApplyDesire of type Delete.
+func (w *world) writeFoldedDelete(ctx context.Context, id string) {
+	d := &ApplyDesire{}
+	d.DocumentID, d.Spec.ManagementCluster, d.Spec.Type = id, "mc01", api.ApplyTypeDelete
+	d.Spec.TargetItem = &TargetItem{Version: "v1", Resource: "configmaps", Namespace: invNamespace, Name: fmt.Sprintf("o%d", w.rng.Intn(invObjects))}
+	cur, err := w.specs.Get(ctx, id)
+	at := w.tick()
+	var stored *ApplyDesire
+	if IsNotFoundError(err) {
+		stored, err = w.specs.Create(ctx, d)
+		if err == nil {
+			w.mu.Lock()
+			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick(),
+				landedAt: map[int64]time.Time{}, updated: map[int64]time.Time{}})
+			w.mu.Unlock()
+		}
+	} else if err == nil {
+		d.DynamoDBMetadata = cur.DynamoDBMetadata
+		stored, err = w.specs.Replace(ctx, d)
+	}
+	if err != nil {
+		w.t.Fatalf("seed %d: write folded Delete: %v", w.seed, err)
+	}
+	w.step("folded Delete %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
 	w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
 	w.mu.Lock()
 	incs := w.incs[id]
@@ -921,7 +999,7 @@ func (w *world) removeSpec(ctx context.Context) {
 	if id[0] == 'a' {
 		err = w.specs.Delete(ctx, id)
 	} else {
-		err = w.dspecs.Delete(ctx, id)
+		err = w.deleteSpec(ctx, id)
 	}
 	if err != nil {
 		w.t.Fatalf("seed %d: delete spec: %v", w.seed, err)
@@ -964,10 +1042,7 @@ func (w *world) deleteStatusBehindTheApplier() {
 	if id == "" {
 		return
 	}
-	table := invApplyStatus
-	if id[0] == 'd' {
-		table = invDelStatus
-	}
+	table := w.statusTableOf(id)
 	if w.db.Item(table, id) == nil {
 		return
 	}
@@ -1138,7 +1213,7 @@ func (w *world) swapSpecs(ctx context.Context, name string) (string, bool) {
 			continue
 		}
 		at := w.tick()
-		if err := w.dspecs.Delete(ctx, id); err != nil {
+		if err := w.deleteSpec(ctx, id); err != nil {
 			continue
 		}
 		w.mu.Lock()
@@ -1330,7 +1405,7 @@ func (w *world) check() {
 				w.report("status %s answers version %d, which was never written", id, s.version)
 				return
 			}
-			if s.successful && table == invDelStatus && s.reason == ReasonNoErrors {
+			if s.successful && isDelete(table, id) && s.reason == ReasonNoErrors {
 				// I1
 				target := w.incs[id][inc].target[s.version]
 				if !w.absentBetween(target, written, s.at) {
@@ -1338,13 +1413,13 @@ func (w *world) check() {
 					return
 				}
 			}
-			if table == invApplyStatus {
+			if table == invApplyStatus && !isDelete(table, id) {
 				if why := w.optionsBreak(id, inc, s, written); why != "" {
 					w.report("%s; its writes: %s", why, w.describeWrites(id, writes))
 					return
 				}
 			}
-			if s.successful && table == invApplyStatus && !w.incs[id][inc].anyPolicy(s.version, s.at) {
+			if s.successful && table == invApplyStatus && !isDelete(table, id) && !w.incs[id][inc].anyPolicy(s.version, s.at) {
 				// I3
 				m := marker(id, w.incs[id][inc].created, s.version)
 				if !w.appliedBetween(objectOf(id), m, s.generation, written, s.at) {
@@ -1462,8 +1537,13 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 	if hb.ApplierTerm > w.newestTerm {
 		w.hbRestored = false
 	}
-	for kind, k := range map[string]struct{ prefix, status string }{
-		string(KindApplyDesire): {"a", invApplyStatus}, string(KindDeleteDesire): {"d", invDelStatus}} {
+	kinds := map[string]struct{ prefix, status string }{
+		string(KindApplyDesire): {"a", invApplyStatus}, string(KindDeleteDesire): {"d", invDelStatus}}
+	if w.folded {
+		// The ApplyDesire watermark vouches for the folded Deletes too: one table, one stream.
+		kinds = map[string]struct{ prefix, status string }{string(KindApplyDesire): {"", invApplyStatus}}
+	}
+	for kind, k := range kinds {
 		wm := hb.Kinds[kind].Watermark
 		if wm == nil {
 			continue
@@ -1748,6 +1828,10 @@ func (w *world) report(format string, args ...any) {
 	w.stepsMu.Lock()
 	steps := strings.Join(w.steps, "\n  ")
 	w.stepsMu.Unlock()
-	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run TestInvariantsUnderFaults -v .",
-		w.seed, fmt.Sprintf(format, args...), steps, w.seed)
+	test := "TestInvariantsUnderFaults"
+	if w.folded {
+		test = "TestInvariantsFoldedDeletes"
+	}
+	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run %s -v .",
+		w.seed, fmt.Sprintf(format, args...), steps, w.seed, test)
 }
