@@ -116,7 +116,7 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 		schedules, first = 1, seed
 	}
 	start := time.Now()
-	var writes, applies, steps, heartbeats, claims int
+	var writes, applies, steps, heartbeats, claims, deletesGone int
 	for seed := first; seed < first+int64(schedules); seed++ {
 		w := newWorld(t, seed, folded)
 		w.run(25)
@@ -127,8 +127,14 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 		steps += len(w.steps)
 		heartbeats += w.heartbeats
 		claims += w.claims
-		for _, ws := range w.statuses {
+		for key, ws := range w.statuses {
 			writes += len(ws)
+			table, id, _ := strings.Cut(key, "|")
+			for _, s := range ws {
+				if s.successful && isDelete(table, id) {
+					deletesGone++
+				}
+			}
 		}
 		for _, evs := range w.objects {
 			for _, ev := range evs {
@@ -141,7 +147,11 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 	if schedules >= 100 && claims == 0 {
 		t.Fatal("no heartbeat watermark vouched for any spec (I7 checked nothing)")
 	}
-	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions) in %v", schedules, steps, writes, applies, heartbeats, claims, time.Since(start).Round(time.Millisecond))
+	if folded && schedules >= 100 && deletesGone == 0 {
+		t.Fatal("no folded Delete said Successful=True (I1 checked nothing)")
+	}
+	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions, %d deletions said done) in %v",
+		schedules, steps, writes, applies, heartbeats, claims, deletesGone, time.Since(start).Round(time.Millisecond))
 }
 
 // world is one schedule: the fakes, two applier instances, and everything that happened.
