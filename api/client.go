@@ -79,7 +79,9 @@ func (c *Client) Heartbeat(ctx context.Context) (*Heartbeat, error) {
 // ApplyDesires returns the client of the ApplyDesire specs and status tables.
 func (c *Client) ApplyDesires() *Desires[*ApplyDesire] { return newDesires[*ApplyDesire](c) }
 
-// DeleteDesires returns the client of the DeleteDesire specs and status tables.
+// DeleteDesires returns the client of the DeleteDesire specs and status tables. The folded
+// layout (TableLayout.FoldedDeletes) has none: there a deletion is an ApplyDesire of type
+// ApplyTypeDelete, written through ApplyDesires.
 func (c *Client) DeleteDesires() *Desires[*DeleteDesire] { return newDesires[*DeleteDesire](c) }
 
 // ReadDesires returns the client of the ReadDesire specs and status tables.
