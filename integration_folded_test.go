@@ -27,7 +27,8 @@ import (
 // folded Deletes: one of an object made by someone else (gone: Successful=True), and one that
 // an ApplyDesire becomes at its next version, of an object with a finalizer
 // (WaitingForDeletion until the finalizer is removed, then Successful=True), each status in
-// the ApplyDesire status table without any applied field or Ready.
+// the ApplyDesire status table without any applied field or Ready; an ApplyDesire of the
+// object of a folded Delete is refused (TargetConflict) until the Delete is deleted.
 func TestIntegrationFoldedLayout(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
@@ -151,6 +152,32 @@ func TestIntegrationFoldedLayout(t *testing.T) {
 	assertFoldedStatus(t, wait(spec, ReasonNoErrors))
 	if _, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the object after Successful=True: %v", err)
+	}
+
+	// The folded Delete is a rival as a DeleteDesire is: an ApplyDesire of its object is
+	// refused while it exists, and applied once it is deleted.
+	rival := &api.ApplyDesire{DynamoDBMetadata: api.DynamoDBMetadata{DocumentID: "folded-rival"}}
+	rival.Spec.KubeContent = json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":%q}}`, ns))
+	rspec, err := applies.Create(ctx, rival)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rst := wait(rspec, ReasonTargetConflict)
+	if c := condition(rst, ConditionSuccessful); !strings.Contains(c.Message, "is the target of ApplyDesire folded-other of type Delete, which wins while it exists") {
+		t.Fatalf("Successful = %+v", c)
+	}
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused ApplyDesire's object: %v", err)
+	}
+	if err := applies.DeleteIf(ctx, spec.DocumentID, spec.Version); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the ApplyDesire applied once the folded Delete is gone", func() bool {
+		st, err := applies.Status(ctx, rspec.DocumentID)
+		return err == nil && condition(st, ConditionSuccessful).Status == ConditionTrue
+	})
+	if _, err := dyn.Resource(cmGVR).Namespace(ns).Get(ctx, "other", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the ApplyDesire's object: %v", err)
 	}
 }
 
