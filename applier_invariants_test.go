@@ -950,6 +950,9 @@ func (w *world) writeFoldedDelete(ctx context.Context, id string) {
 	d.DocumentID, d.Spec.ManagementCluster, d.Spec.Type = id, "mc01", api.ApplyTypeDelete
 	d.Spec.TargetItem = &TargetItem{Version: "v1", Resource: "configmaps", Namespace: invNamespace, Name: fmt.Sprintf("o%d", w.rng.Intn(invObjects))}
 	cur, err := w.specs.Get(ctx, id)
+	// The table's clock is the backend's (createApply leaves it fixed at its create: an
+	// incarnation created after it would share that createTime).
+	w.specs.SetClock(w.backendClock())
 	at := w.tick()
 	var stored *ApplyDesire
 	if IsNotFoundError(err) {
