@@ -35,6 +35,10 @@ const (
 	feedbackGetsPerSecond = 50
 	// feedbackMatchedNothing is the Value of a rule whose path matched nothing (Type "").
 	feedbackMatchedNothing = "matched nothing"
+	// feedbackUnreadable begins the Value of a rule whose evaluation panicked (Type ""): the
+	// evaluator (client-go's jsonpath, reflection over the object) is not trusted with input
+	// from the apiserver and DynamoDB.
+	feedbackUnreadable = "could not be read"
 )
 
 // feedbacks holds, per ApplyDesire ID, the desire's compiled rules and the values last read at
@@ -188,8 +192,15 @@ func (c *feedbackRules) read(obj map[string]any) []api.FeedbackValue {
 }
 
 // feedbackValue is one rule's value on obj: a single result typed by its JSON type, several
-// as a Json list, none as "matched nothing".
-func feedbackValue(name string, p *jsonpath.JSONPath, obj map[string]any) api.FeedbackValue {
+// as a Json list, none as "matched nothing". A panic of the evaluation (client-go's jsonpath
+// reflects over the object and has panicked on crafted input before) is this rule's
+// "could not be read" value, never a crash of the applier.
+func feedbackValue(name string, p *jsonpath.JSONPath, obj map[string]any) (v api.FeedbackValue) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = api.FeedbackValue{Name: name, Value: fmt.Sprintf("%s: the JSONPath evaluation failed (%.200v)", feedbackUnreadable, r)}
+		}
+	}()
 	results, err := p.FindResults(obj)
 	if err != nil {
 		// With missing keys allowed, what is left is a value of the wrong shape (an index into

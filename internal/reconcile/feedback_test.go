@@ -291,3 +291,32 @@ func TestFeedbackCompiledOnce(t *testing.T) {
 		t.Fatal("rules kept for a desire without statusFeedback")
 	}
 }
+
+// hiddenField is a value no JSON decoding yields (an unexported field): client-go's jsonpath
+// filter calls reflect.Value.Interface on it and panics (client-go v0.37.2, evalFilter). It
+// stands for any input that makes the evaluator panic.
+type hiddenField struct{ x int }
+
+// TestFeedbackEvaluationPanics: a rule whose evaluation panics is reported as "could not be
+// read" for that rule alone; the other rules are still read and the caller does not crash.
+func TestFeedbackEvaluationPanics(t *testing.T) {
+	obj := map[string]any{"a": []any{hiddenField{1}}, "b": "ok"}
+	for _, tc := range []struct {
+		name, path string
+		want       api.FeedbackValue
+	}{
+		{"a filter over an unexported field panics in client-go", "{.a[?(@.x==1)]}", api.FeedbackValue{Name: "r", Value: feedbackUnreadable + ": the JSONPath evaluation failed (reflect.Value.Interface: cannot return value obtained from unexported field or method)"}},
+		{"a rule that does not panic is read", ".b", api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := compileFeedback([]api.FeedbackRule{{Name: "r", Path: tc.path}, {Name: "after", Path: ".b"}}, deploymentGK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []api.FeedbackValue{tc.want, {Name: "after", Type: api.FeedbackString, Value: "ok"}}
+			if got := c.read(obj); !reflect.DeepEqual(got, want) {
+				t.Fatalf("read(%q) = %+v, want %+v", tc.path, got, want)
+			}
+		})
+	}
+}
