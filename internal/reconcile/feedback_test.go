@@ -320,3 +320,35 @@ func TestFeedbackEvaluationPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedbackReadAgain: a rule's path is evaluated again at each new resourceVersion and
+// reads the same value from the same object: client-go's JSONPath keeps state across
+// evaluations (a range truncates its nodes; a panic leaves it mid-walk), so a reused one
+// reported "matched nothing" from the second read on.
+func TestFeedbackReadAgain(t *testing.T) {
+	good := map[string]any{"a": []any{map[string]any{"x": int64(1), "b": "one"}, map[string]any{"x": int64(2), "b": "two"}}}
+	for _, tc := range []struct {
+		name, path string
+		first      map[string]any // read before good (nil: none)
+		want       api.FeedbackValue
+	}{
+		{"a range", "{range .a[*]}{.b}{end}", nil, api.FeedbackValue{Name: "r", Type: api.FeedbackJSON, Value: `["one","two"]`}},
+		{"a filter", "{.a[?(@.x==1)].b}", nil, api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "one"}},
+		{"a range after a panic", "{range .a[?(@.x==1)]}{.b}{end}", map[string]any{"a": []any{hiddenField{1}}}, api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := compileFeedback([]api.FeedbackRule{{Name: "r", Path: tc.path}}, deploymentGK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.first != nil {
+				c.read(tc.first)
+			}
+			for i := range 3 {
+				if got := c.read(good); !reflect.DeepEqual(got, []api.FeedbackValue{tc.want}) {
+					t.Fatalf("read #%d of %q = %+v, want %+v", i, tc.path, got, tc.want)
+				}
+			}
+		})
+	}
+}
