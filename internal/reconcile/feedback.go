@@ -131,14 +131,14 @@ func relaxedPath(p string) string {
 // Secret's path must start with a named field other than data and stringData (no recursive
 // descent, wildcard, filter, union or the whole object at the top), and may read
 // metadata only below a named field other than annotations (the last-applied annotation can
-// hold the data).
+// hold the data) and managedFields (its fieldsV1 name the data's keys).
 func secretRulesAllowed(gk schema.GroupKind, rules []api.FeedbackRule) error {
 	if gk.Group != "" || gk.Kind != "Secret" {
 		return nil
 	}
 	for i, r := range rules {
 		if !secretSafePath(r.Path) {
-			return fmt.Errorf("spec.statusFeedback.jsonPaths[%d] (%q): path %q may read a Secret's data: a Secret's feedback path must start with a named field other than data and stringData, without recursive descent or wildcards at the top, and not reach metadata.annotations", i, r.Name, r.Path)
+			return fmt.Errorf("spec.statusFeedback.jsonPaths[%d] (%q): path %q may read a Secret's data: a Secret's feedback path must start with a named field other than data and stringData, without recursive descent or wildcards at the top, and not reach metadata.annotations or metadata.managedFields", i, r.Name, r.Path)
 		}
 	}
 	return nil
@@ -164,7 +164,7 @@ func secretSafePath(path string) bool {
 			}
 			if first.Value == "metadata" {
 				second, ok := nodeAt(n.Nodes, 1).(*jsonpath.FieldNode)
-				if !ok || second.Value == "" || second.Value == "annotations" {
+				if !ok || second.Value == "" || second.Value == "annotations" || second.Value == "managedFields" {
 					return false
 				}
 			}

@@ -92,6 +92,15 @@ func TestFeedbackRulesRefused(t *testing.T) {
 		{"Secret: metadata whole", ".metadata", secret, "may read a Secret's data"},
 		{"Secret: the annotations (last-applied)", ".metadata.annotations", secret, "may read a Secret's data"},
 		{"Secret: under metadata, a wildcard", "{.metadata.*}", secret, "may read a Secret's data"},
+		{"Secret: managedFields (the data's key names)", ".metadata.managedFields", secret, "may read a Secret's data"},
+		{"Secret: managedFields, one entry's fields", "{.metadata.managedFields[0].fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, a wildcard", "{.metadata.managedFields[*].fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, recursive descent", "{.metadata.managedFields..manager}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, bracket spelling", "{.metadata['managedFields']}", secret, "may read a Secret's data"},
+		{"Secret: recursive descent under metadata", "{.metadata..fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: a union under metadata", "{.metadata['labels','managedFields']}", secret, "may read a Secret's data"},
+		{"Secret: managedFields after a safe list", "{.type}{.metadata.managedFields}", secret, "may read a Secret's data"},
+		{"Secret: ownerReferences are fine", "{.metadata.ownerReferences[*].name}", secret, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := compileFeedback([]api.FeedbackRule{{Name: "ok", Path: ".kind"}, {Name: "r", Path: tc.path}}, tc.gk)
