@@ -80,7 +80,8 @@ type Options struct {
 	// Tables names the six tables: a name format (api.DefaultTableFormat by default; e.g.
 	// "{cluster}-{table}-{kind}" as openshift-online/rosa-hyperfleet names them) and per-table
 	// overrides by name or by ARN (tables in another AWS account, reached through DynamoDB
-	// resource-based policies). New refuses a layout that fails api.TableLayout.Validate
+	// resource-based policies). New refuses a layout that fails api.TableLayout.Validate, or
+	// an ARN of another region than the DynamoDB client's (api.TableLayout.CheckRegion)
 	// (ErrInvalidOptions). docs/contract.md, "Table names". Default: the zero layout.
 	Tables api.TableLayout
 
@@ -309,6 +310,9 @@ func (o *Options) complete(w *wiring) error {
 	o.Log = w.logs.logger()
 	o.setDefaults(w)
 	if err := o.completeDynamoDB(); err != nil {
+		return err
+	}
+	if err := o.checkTableRegion(); err != nil { // tableregion.go
 		return err
 	}
 	if err := o.completeKube(w); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,9 @@ type Delete struct {
 	specs controller.SpecReader[*api.DeleteDesire]
 	// dependents names a Foreground deletion's blocking dependents; nil: not named.
 	dependents *dependents
+	// sent holds, per desire (documentID), its last delete with a Foreground or Orphan policy
+	// (propagationSent): an object already being deleted gets that delete once (propagation.go).
+	sent sync.Map
 }
 
 // DeleteConfig is what a Delete is built from.
@@ -102,10 +106,17 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 		w = r.watches.Watch(target.Ref{Kind: api.KindDeleteDesire, ID: d.DocumentID}, t, target.EveryVersion)
 	}
 	obj, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
-	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
+	sentNow := false
+	// An object another delete is deleting gets this desire's own delete when it asks a
+	// propagation the object does not show (propagation.go: needsOwnDelete).
+	for attempt := 1; err == nil && (obj.GetDeletionTimestamp() == nil || r.needsOwnDelete(d, obj)); attempt++ {
 		var stop bool
+		uid, byOther := obj.GetUID(), obj.GetDeletionTimestamp() != nil
 		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj, del); stop {
 			return v
+		}
+		if err == nil || objectNotFound(err, t.Name) {
+			sentNow = r.recordSent(d, uid, byOther)
 		}
 		if !apierrors.IsConflict(err) {
 			break
@@ -128,8 +139,9 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
+	r.recordShown(d, obj)
 	note := r.dependents.note(ctx, d.DocumentID, obj)
-	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note))
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note) + r.ownDeleteNote(d, obj, sentNow))
 	switch {
 	case note != "":
 		// The dependents named go without an event of the owner: list them again soon, so
@@ -206,6 +218,7 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 // Forget drops DeleteDesire id's watch registration and its last listing of dependents.
 func (r *Delete) Forget(id string) {
 	r.dependents.forget(id)
+	r.sent.Delete(id)
 	if r.watches != nil {
 		r.watches.Forget(target.Ref{Kind: api.KindDeleteDesire, ID: id})
 	}
