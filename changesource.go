@@ -38,11 +38,20 @@ func (StreamsSource) changeSource() {}
 // attribute (api.AttrShard: a backend that does not write it) is not in the index: its changes
 // wait for the relist, and each such desire is logged once ("desire not in the index").
 //
+// Two writes of one spec with the same updateTime spelling look alike in the index (keys only):
+// the second is found at the relist (the api client stamps nanoseconds, always later than the
+// version it replaces). An updateTime spelled with a zone behind UTC sorts hours early and is
+// found at the relist too. client-go's reflector waits 0.8 s or more (doubling while relists
+// come less than 2 minutes apart, up to 30 s) before each relist: a RelistPeriod under 2
+// minutes relists less often than asked.
+//
 // The heartbeat's watermark under the poll is the later of the last Scan's start and the start
 // of the last complete poll round less IndexLag, once the cache holds what was read: it assumes
-// the index shows a write within IndexLag and backend clocks are less than Lookback behind (a
+// the index shows a write within IndexLag, backend clocks are less than Lookback behind (a
 // write stamped further behind is found by the next relist, and the watermark may pass it
-// until then). Zero durations take the defaults.
+// until then) and every spec is in the index (while the last Scan found one without `shard`,
+// the watermark stays at that Scan's start; one created later without it is not seen until
+// the next Scan). Zero durations take the defaults.
 type IndexPollSource struct {
 	// PollPeriod: how often each shard of the index is queried. Default
 	// DefaultIndexPollPeriod (15 s).

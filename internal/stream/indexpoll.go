@@ -161,6 +161,9 @@ type pollListWatch[T api.Desire] struct {
 type pollStart struct {
 	at   time.Time
 	book *desireBook
+	// unindexed: the List found desires outside the index, whose later writes the poll cannot
+	// see: the watermark stays at the List's start.
+	unindexed bool
 }
 
 // NewIndexPollInformer is NewInformer for a table read by the index poll (poll) instead of its
@@ -211,6 +214,7 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	for _, d := range items {
 		start.book.listed(d.Meta())
 	}
+	start.unindexed = len(unindexed) > 0
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*pollStart{rv: start} // only the newest List can be watched from
@@ -308,7 +312,13 @@ func (w *pollWatcher[T]) run(ctx context.Context) {
 // R − IndexLag whose updateTime is within the queries' bound is emitted, and every write
 // before the List's start was Scanned. It is reported once the cache holds what was emitted
 // (cacheCheck): max(List start, R − IndexLag). Deletes are not in the claim: the watermark
-// vouches for live specs, and a deleted spec's status goes at the relist.
+// vouches for live specs, and a deleted spec's status goes at the relist. When the List found
+// a desire outside the index (no shard), the poll cannot see its writes: the List's start
+// only. The claim rests on three assumptions, each documented on IndexPollSource: the index
+// shows a write within IndexLag, a write's updateTime is at most Lookback behind the time it
+// lands, and every spec is in the index (a desire created without a shard after the List is
+// invisible until the next relist) with an updateTime of its own per version (two writes
+// spelled the same look alike in a keys-only index).
 func (w *pollWatcher[T]) poll(ctx context.Context) error {
 	lw, p := w.lw, w.lw.poll
 	relistAt := w.start.at.Add(p.RelistPeriod)
@@ -333,6 +343,9 @@ func (w *pollWatcher[T]) poll(ctx context.Context) error {
 		case err == nil:
 			backoff.Duration, backoff.Steps = 100*time.Millisecond, 100
 			pending = latest(w.start.at, round.Add(-p.IndexLag))
+			if w.start.unindexed {
+				pending = w.start.at
+			}
 			report()
 		case !ok:
 			return rerr

@@ -338,3 +338,24 @@ func TestCheckIndex(t *testing.T) {
 		t.Errorf("a consistent Query of an index succeeded")
 	}
 }
+
+// TestPollWatermarkUnindexed: while the List found a desire outside the index, the poll cannot
+// vouch for its writes: the watermark stays at the List's start.
+func TestPollWatermarkUnindexed(t *testing.T) {
+	f := newPollDB()
+	item := pollItem(t, "n", 1, stTime)
+	delete(item, api.AttrShard)
+	f.PutRaw(stTable, item)
+	h := startPollInformer(t, f, testPoll(), testOptions())
+	waitFor(t, 5*time.Second, "a watermark", func() bool { return len(h.caughtUp()) > 0 })
+	time.Sleep(100 * time.Millisecond)
+	ups := h.caughtUp()
+	for _, at := range ups {
+		if !at.Equal(ups[0]) {
+			t.Fatalf("watermarks %v moved past the List's start", ups)
+		}
+	}
+	if time.Since(ups[0]) < 90*time.Millisecond {
+		t.Errorf("watermark %v is not the List's start", ups[0])
+	}
+}
