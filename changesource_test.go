@@ -112,6 +112,9 @@ func TestStartupIndexPollNeedsIndex(t *testing.T) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
 	}
+	if d := startupDiagnosis(err).Error(); !strings.HasPrefix(d, "a specs table's index is not configured: ") || !missingOnly(err) {
+		t.Errorf("diagnosis %q (missing only: %v): want the index named as missing, DynamoDB answered", d, missingOnly(err))
+	}
 	if errors.Is(err, ErrStreamNotConfigured) || o.streamReads() != 0 {
 		t.Errorf("the streams were checked: %v", err)
 	}

@@ -254,7 +254,7 @@ func (lw *pollListWatch[T]) watch(ctx context.Context, opts metav1.ListOptions) 
 	if start == nil {
 		return nil, fmt.Errorf("table %s: no index-poll start for resourceVersion %q: relist", lw.table, opts.ResourceVersion)
 	}
-	w := &pollWatcher[T]{lw: lw, start: start, result: make(chan watch.Event), stop: make(chan struct{}), read: map[string]string{}}
+	w := &pollWatcher[T]{lw: lw, start: start, result: make(chan watch.Event), stop: make(chan struct{}), read: map[string]readEntry{}}
 	ctx, w.cancel = context.WithCancel(ctx)
 	go w.run(ctx)
 	return w, nil
@@ -268,9 +268,17 @@ type pollWatcher[T api.Desire] struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	confirm  cacheCheck
-	// read holds, by documentID, the updateTime spelling of the last index entry whose item
-	// was read: a stale entry (the index behind the item) is read once, not every round.
-	read map[string]string
+	// read holds, by documentID, the last index entry whose item was read: a stale entry (the
+	// index behind the item) is read once, not every round.
+	read map[string]readEntry
+}
+
+// readEntry is an index entry read: its updateTime spelling, and the updateTime of the state
+// the watch had after the read (zero: none). The same entry is read again only once the watch
+// has another state (e.g. the table taken back to the entry's version after a newer one).
+type readEntry struct {
+	spelling string
+	after    time.Time
 }
 
 func (w *pollWatcher[T]) ResultChan() <-chan watch.Event { return w.result }
@@ -384,11 +392,13 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 	changed := map[string]string{} // documentID -> the entry's updateTime spelling
 	for shard := range api.StatusShards {
 		if err := w.query(ctx, strconv.Itoa(shard), bound, func(id, spelling string, updated time.Time, parsed bool) {
-			if w.read[id] == spelling {
-				return // read already for this entry
-			}
-			if k, known := w.start.book.known[id]; known && !k.deleted && parsed && k.updated.Equal(updated) {
+			k, known := w.start.book.known[id]
+			live := known && !k.deleted
+			if live && parsed && k.updated.Equal(updated) {
 				return // the watch has this state: listed or emitted
+			}
+			if r, ok := w.read[id]; ok && r.spelling == spelling && (live && r.after.Equal(k.updated) || !live && r.after.IsZero()) {
+				return // this entry was read, and the watch has what that read gave
 			}
 			changed[id] = spelling
 		}); err != nil {
@@ -404,7 +414,11 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 		if err := w.readAndEmit(ctx, id); err != nil {
 			return err
 		}
-		w.read[id] = changed[id]
+		r := readEntry{spelling: changed[id]}
+		if k, known := w.start.book.known[id]; known && !k.deleted {
+			r.after = k.updated
+		}
+		w.read[id] = r
 	}
 	return nil
 }
