@@ -155,6 +155,7 @@ type pollListWatch[T api.Desire] struct {
 	starts map[string]*pollStart // by the List's resourceVersion
 	// unindexed are the desires already logged as not in the index (once each).
 	unindexed map[string]struct{}
+	lists     int // Lists done: the first is logged at level 0, the periodic relists at 1
 }
 
 // pollStart is where a poll watch begins: the start of its List's Scan and what it returned.
@@ -225,8 +226,13 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 				"table", lw.table, "desire", id, "index", lw.poll.Index, "attribute", api.AttrShard, "relistPeriod", lw.poll.RelistPeriod)
 		}
 	}
+	lw.lists++
+	log := lw.opts.Log
+	if lw.lists > 1 {
+		log = log.V(1) // a relist every RelistPeriod is routine here
+	}
 	lw.mu.Unlock()
-	lw.opts.Log.Info("listed", "table", lw.table, "desires", len(items), "from", "the index "+lw.poll.Index+", polled", "pollPeriod", lw.poll.PollPeriod)
+	log.Info("listed", "table", lw.table, "desires", len(items), "from", "the index "+lw.poll.Index+", polled", "pollPeriod", lw.poll.PollPeriod)
 	objs := make([]*desireObject, len(items))
 	for i, d := range items {
 		objs[i] = &desireObject{d}
