@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +26,9 @@ import (
 // TestIntegrationIndexPoll: on DynamoDB Local, specs tables with the index updateTime-index
 // (api.WithSpecIndex) and an applier whose change source is the index poll at a 1 s period:
 // a backend's new ApplyDesire is applied, its update too (found by the poll, not a relist),
-// and its delete takes the status away once the relist (3 s here) finds it. The api client
-// writes the shard the index is keyed by.
+// an idle applier reads no spec item (4 Queries per table and period), and the spec's delete
+// takes the status away once the relist (3 s here) finds it. The api client writes the shard
+// the index is keyed by.
 func TestIntegrationIndexPoll(t *testing.T) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
@@ -35,7 +38,8 @@ func TestIntegrationIndexPoll(t *testing.T) {
 	if _, err := api.EnsureTables(ctx, env.Client, env.Prefix, "mc01", api.WithSpecIndex()); err != nil {
 		t.Fatal(err)
 	}
-	app, err := New(Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: env.Client,
+	db := &specReads{Client: env.Client, calls: map[string]int{}}
+	app, err := New(Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: db,
 		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t),
 		ChangeSource: IndexPollSource{PollPeriod: time.Second, RelistPeriod: 3 * time.Second}})
 	if err != nil {
@@ -102,6 +106,18 @@ func TestIntegrationIndexPoll(t *testing.T) {
 	}
 	applied("2")
 
+	// Idle: 4 Queries per table per period, no GetItem of a spec (and a Scan per relist).
+	before := db.snapshot()
+	time.Sleep(3 * time.Second)
+	after := db.snapshot()
+	if n := after["GetItem"] - before["GetItem"]; n != 0 {
+		t.Errorf("idle: %d GetItems of specs in 3 s", n)
+	}
+	// Up to 4 rounds per table in 3 s, fewer across a relist (client-go waits 0.8 s or more).
+	if n := after["Query"] - before["Query"]; n < 3*4 || n > 3*4*4 {
+		t.Errorf("idle: %d Queries in 3 s at a 1 s period over 3 tables, want 4 per table and round", n)
+	}
+
 	if err := applies.Delete(ctx, d.DocumentID); err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +153,40 @@ func TestIntegrationIndexPollStartupCheck(t *testing.T) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
 	}
+}
+
+// specReads counts the Query, GetItem and Scan calls of the specs tables made through it.
+type specReads struct {
+	*dynamodb.Client
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (s *specReads) count(op, table string) {
+	if strings.Contains(table, "-specs-") {
+		s.mu.Lock()
+		s.calls[op]++
+		s.mu.Unlock()
+	}
+}
+
+func (s *specReads) snapshot() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+func (s *specReads) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	s.count("Query", aws.ToString(in.TableName))
+	return s.Client.Query(ctx, in, opts...)
+}
+
+func (s *specReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	s.count("GetItem", aws.ToString(in.TableName))
+	return s.Client.GetItem(ctx, in, opts...)
+}
+
+func (s *specReads) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	s.count("Scan", aws.ToString(in.TableName))
+	return s.Client.Scan(ctx, in, opts...)
 }
