@@ -220,6 +220,10 @@ func startingValues(ctx context.Context, f flags, awsCfg aws.Config) []any {
 	if f.leaderElect {
 		kv = append(kv, "leaseNamespace", f.leaseNamespace, "leaseName", f.leaseName)
 	}
+	kv = append(kv, "changeSource", f.changeSource)
+	if f.changeSource == "index-poll" {
+		kv = append(kv, "indexPollPeriod", f.indexPollPeriod.String(), "indexRelistPeriod", f.indexRelistPeriod.String())
+	}
 	return append(kv, "version", version.Get().String(), "metrics", f.metricsAddr, "health", f.healthAddr)
 }
 
