@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/go-logr/logr/funcr"
@@ -314,29 +311,6 @@ func TestPollWatermark(t *testing.T) {
 		if at.Before(before) || at.After(now.Add(-poll.IndexLag)) {
 			t.Errorf("watermark %v outside [%v, %v]", at, before, now.Add(-poll.IndexLag))
 		}
-	}
-}
-
-// TestCheckIndex: the start-up check of the index names the table and says what is wrong.
-func TestCheckIndex(t *testing.T) {
-	f := newPollDB()
-	f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
-	if err := CheckIndex(context.Background(), f, stTable, api.SpecIndexName); err != nil {
-		t.Errorf("CheckIndex with the index: %v", err)
-	}
-	f.PutRaw("other", pollItem(t, "a", 1, stTime))
-	err := CheckIndex(context.Background(), f, "other", api.SpecIndexName)
-	if !errors.Is(err, ErrIndexNotConfigured) || !strings.Contains(err.Error(), "other") {
-		t.Errorf("CheckIndex without the index: %v", err)
-	}
-	f.AddIndex("wrong", api.SpecIndexName, "owner", api.AttrUpdateTime)
-	if err := CheckIndex(context.Background(), f, "wrong", api.SpecIndexName); !errors.Is(err, ErrIndexNotConfigured) {
-		t.Errorf("CheckIndex with an index keyed otherwise: %v", err)
-	}
-	_, err = f.Query(context.Background(), &dynamodb.QueryInput{TableName: aws.String(stTable), IndexName: aws.String(api.SpecIndexName), ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: aws.String("shard = :s"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: "0"}}})
-	if err == nil {
-		t.Errorf("a consistent Query of an index succeeded")
 	}
 }
 
