@@ -334,3 +334,22 @@ func TestPollWatermarkUnindexed(t *testing.T) {
 		t.Errorf("watermark %v is not the List's start", ups[0])
 	}
 }
+
+// TestPollFindsChangeWithinAPeriod: a change reaches the cache within about one poll period
+// (not at the relist).
+func TestPollFindsChangeWithinAPeriod(t *testing.T) {
+	f := newPollDB()
+	poll := testPoll()
+	poll.PollPeriod = 200 * time.Millisecond
+	h := startPollInformer(t, f, poll, testOptions())
+	time.Sleep(50 * time.Millisecond) // mid-period
+	wrote := time.Now()
+	f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
+	h.waitStore(t, map[string]int64{"a": 1})
+	if took := time.Since(wrote); took > poll.PollPeriod+300*time.Millisecond {
+		t.Errorf("change cached after %v at a %v poll period", took, poll.PollPeriod)
+	}
+	if n := f.Calls("Scan"); n != 1 {
+		t.Errorf("%d Scans: found by a relist", n)
+	}
+}
