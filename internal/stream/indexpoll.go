@@ -348,7 +348,9 @@ func latest(a, b time.Time) time.Time {
 }
 
 // round queries every shard for the entries updated at or after bound, then reads and
-// emits each desire an entry reports as changed, in documentID order.
+// emits each desire an entry reports as changed, in documentID order. Changed means an
+// updateTime other than the watch's, not a later one: a backend clock behind stamps a new
+// version earlier than the one it replaces, and only the read tells which is current.
 func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 	lw := w.lw
 	defer func() {
