@@ -115,7 +115,8 @@ type pollListWatch[T api.Desire] struct {
 	stored func(id string) (api.Desire, bool)
 	mu     sync.Mutex
 	starts map[string]*pollStart // by the List's resourceVersion
-	// unindexed are the desires already logged as not in the index (once each).
+	// unindexed are the desires of the last List logged as not in the index (once each while
+	// they stay out of it).
 	unindexed map[string]struct{}
 	lists     int // Lists done: the first is logged at level 0, the periodic relists at 1
 }
@@ -181,13 +182,15 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*pollStart{rv: start} // only the newest List can be watched from
+	logged := make(map[string]struct{}, len(unindexed)) // the desires of this List only: bounded
 	for _, id := range unindexed {
-		if _, logged := lw.unindexed[id]; !logged {
-			lw.unindexed[id] = struct{}{}
+		logged[id] = struct{}{}
+		if _, before := lw.unindexed[id]; !before {
 			lw.opts.Log.Info("desire not in the index: its changes are found by the relist only (its backend writes no shard attribute)",
 				"table", lw.table, "desire", id, "index", lw.poll.Index, "attribute", api.AttrShard, "relistPeriod", lw.poll.RelistPeriod)
 		}
 	}
+	lw.unindexed = logged
 	lw.lists++
 	log := lw.opts.Log
 	if lw.lists > 1 {
