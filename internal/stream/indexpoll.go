@@ -181,7 +181,7 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	start.unindexed = len(unindexed) > 0
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
-	lw.starts = map[string]*pollStart{rv: start} // only the newest List can be watched from
+	lw.starts = map[string]*pollStart{rv: start}        // only the newest List can be watched from
 	logged := make(map[string]struct{}, len(unindexed)) // the desires of this List only: bounded
 	for _, id := range unindexed {
 		logged[id] = struct{}{}
