@@ -60,10 +60,10 @@ type IndexPollSource struct {
 	// DefaultIndexRelistPeriod (5 min).
 	RelistPeriod time.Duration
 	// Lookback: how far before the last Scan's start the queries reach, for backend clocks
-	// behind. Default DefaultIndexLookback (1 min).
+	// behind. Default 1 min.
 	Lookback time.Duration
 	// IndexLag: how long the index may take to show a write, for the watermark only. Default
-	// DefaultIndexLag (10 s).
+	// 10 s (DynamoDB's GSIs usually lag well under a second; room for a throttled one).
 	IndexLag time.Duration
 }
 
@@ -74,10 +74,6 @@ const (
 	DefaultIndexPollPeriod = stream.DefaultIndexPollPeriod
 	// DefaultIndexRelistPeriod is IndexPollSource.RelistPeriod's default (upstream's, 5 min).
 	DefaultIndexRelistPeriod = stream.DefaultIndexRelistPeriod
-	// DefaultIndexLookback is IndexPollSource.Lookback's default (1 min).
-	DefaultIndexLookback = stream.DefaultIndexLookback
-	// DefaultIndexLag is IndexPollSource.IndexLag's default (10 s).
-	DefaultIndexLag = stream.DefaultIndexLag
 )
 
 // IndexQueryAPI is the DynamoDB client IndexPollSource needs: DynamoDBAPI and Query (of the
