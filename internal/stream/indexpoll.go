@@ -407,7 +407,8 @@ func (w *pollWatcher[T]) query(ctx context.Context, shard string, bound time.Tim
 		KeyConditionExpression:   aws.String("#s = :s AND #u >= :b"),
 		ExpressionAttributeNames: map[string]string{"#s": api.AttrShard, "#u": api.AttrUpdateTime},
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: shard},
-			":b": &ddbtypes.AttributeValueMemberS{Value: indexBound(bound)}}}
+			":b": &ddbtypes.AttributeValueMemberS{Value: indexBound(bound)}},
+		Limit: aws.Int32(queryPageLimit)}
 	for {
 		out, err := lw.db.Query(ctx, in)
 		if err != nil {
@@ -434,6 +435,11 @@ func (w *pollWatcher[T]) query(ctx context.Context, shard string, bound time.Tim
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
+
+// queryPageLimit caps the entries of one Query page as awscall.Scan caps a Scan's (DynamoDB
+// Local pages slowly without a Limit: see its scanPageLimit); DynamoDB ends a page at 1 MB
+// anyway, ~10,000 keys-only entries.
+const queryPageLimit = 1000
 
 // indexBoundLayout is RFC 3339 cut after the seconds: no fraction, no zone.
 const indexBoundLayout = "2006-01-02T15:04:05"
