@@ -353,3 +353,28 @@ func TestPollFindsChangeWithinAPeriod(t *testing.T) {
 		t.Errorf("%d Scans: found by a relist", n)
 	}
 }
+
+// TestPollSameSecondWrite: a write in the same second as the List's start, its updateTime
+// spelled with milliseconds ("…:05.123Z", which sorts before "…:05Z"), is found by the poll
+// even with no lookback: a bound spelled as RFC 3339 in whole seconds would miss it until the
+// relist.
+func TestPollSameSecondWrite(t *testing.T) {
+	f := newPollDB()
+	poll := testPoll()
+	poll.Lookback = time.Nanosecond
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond))) // early in a second
+	h := startPollInformer(t, f, poll, testOptions())
+	d := stDesire("a", 1)
+	d.UpdateTime = time.Now().Add(time.Millisecond).Truncate(time.Millisecond).UTC()
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item[api.AttrUpdateTime] = &ddbtypes.AttributeValueMemberS{Value: d.UpdateTime.Format("2006-01-02T15:04:05.000Z07:00")}
+	item[api.AttrShard] = &ddbtypes.AttributeValueMemberS{Value: "0"}
+	f.PutRaw(stTable, item)
+	h.waitStore(t, map[string]int64{"a": 1})
+	if n := f.Calls("Scan"); n != 1 {
+		t.Errorf("%d Scans: found by a relist", n)
+	}
+}
