@@ -187,7 +187,7 @@ func newApplier(opts Options, t tuning) (*Applier, error) {
 
 // newInformers returns a fresh, unstarted set of desire informers feeding the controllers.
 func (a *Applier) newInformers() (*Informers, error) {
-	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.Tables, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs))
+	inf := newInformers(a.opts.DynamoDB, a.opts.Streams, a.opts.Tables, a.opts.ManagementCluster, a.opts.Stream.options(a.streamObs), a.wiring.poll)
 	_, err1 := inf.ApplyDesires.Informer.AddEventHandler(a.apply.Handler())
 	_, err3 := inf.ReadDesires.Informer.AddEventHandler(a.read.Handler())
 	if inf.DeleteDesires == nil { // the folded layout: no DeleteDesire table

@@ -27,7 +27,7 @@ type DesireLister[T Desire] interface {
 type DesireInformer[T Desire] struct {
 	Informer cache.SharedIndexInformer
 	Lister   DesireLister[T]
-	lw       *stream.ListWatch[T]
+	table    string
 }
 
 // Informers holds one informer per desire type of a management cluster.
@@ -38,6 +38,7 @@ type Informers struct {
 	DeleteDesires *DesireInformer[*DeleteDesire]
 	ReadDesires   *DesireInformer[*ReadDesire]
 	streams       StreamsAPI // for CheckStreams
+	poll          *indexPoll // nil: the streams
 }
 
 // NewInformers returns the informers of the three specs tables of
@@ -51,17 +52,18 @@ func NewInformers(db DynamoDBAPI, streams StreamsAPI, prefix, managementCluster 
 // NewLayoutInformers is NewInformers for the specs tables of layout (api.TableLayout.Name: a
 // name or an ARN each; a table's stream is found by DescribeTable, which takes either).
 func NewLayoutInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts StreamOptions) *Informers {
-	return newInformers(db, streams, layout, managementCluster, opts.options(streamObservers{}))
+	return newInformers(db, streams, layout, managementCluster, opts.options(streamObservers{}), nil)
 }
 
-func newInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts stream.Options) *Informers {
+// newInformers: poll nil reads the streams, else the index (IndexPollSource).
+func newInformers(db DynamoDBAPI, streams StreamsAPI, layout api.TableLayout, managementCluster string, opts stream.Options, poll *indexPoll) *Informers {
 	specs := func(k DesireKind) string { return layout.Name(managementCluster, api.SpecsTable, k) }
-	inf := &Informers{streams: streams,
-		ApplyDesires: newDesireInformer[*ApplyDesire](db, streams, specs(KindApplyDesire), KindApplyDesire, opts),
-		ReadDesires:  newDesireInformer[*ReadDesire](db, streams, specs(KindReadDesire), KindReadDesire, opts),
+	inf := &Informers{streams: streams, poll: poll,
+		ApplyDesires: newDesireInformer[*ApplyDesire](db, streams, specs(KindApplyDesire), KindApplyDesire, opts, poll),
+		ReadDesires:  newDesireInformer[*ReadDesire](db, streams, specs(KindReadDesire), KindReadDesire, opts, poll),
 	}
 	if !layout.FoldedDeletes {
-		inf.DeleteDesires = newDesireInformer[*DeleteDesire](db, streams, specs(KindDeleteDesire), KindDeleteDesire, opts)
+		inf.DeleteDesires = newDesireInformer[*DeleteDesire](db, streams, specs(KindDeleteDesire), KindDeleteDesire, opts, poll)
 	}
 	return inf
 }
@@ -74,13 +76,18 @@ func (k *Informers) deleteIndexer() cache.Indexer {
 	return k.DeleteDesires.Informer.GetIndexer()
 }
 
-func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options) *DesireInformer[T] {
-	inf, lw := stream.NewInformer[T](db, streams, table, kind, opts, rivals.Indexers(kind))
-	return &DesireInformer[T]{Informer: inf, Lister: stream.Lister[T]{Indexer: inf.GetIndexer()}, lw: lw}
+func newDesireInformer[T Desire](db DynamoDBAPI, streams StreamsAPI, table string, kind DesireKind, opts stream.Options, poll *indexPoll) *DesireInformer[T] {
+	var inf cache.SharedIndexInformer
+	if poll != nil {
+		inf = stream.NewIndexPollInformer[T](poll.db(db), table, kind, opts, poll.cfg, rivals.Indexers(kind))
+	} else {
+		inf, _ = stream.NewInformer[T](db, streams, table, kind, opts, rivals.Indexers(kind))
+	}
+	return &DesireInformer[T]{Informer: inf, Lister: stream.Lister[T]{Indexer: inf.GetIndexer()}, table: table}
 }
 
 // Table returns the specs table the informer reads.
-func (i *DesireInformer[T]) Table() string { return i.lw.Table() }
+func (i *DesireInformer[T]) Table() string { return i.table }
 
 // deleteCount is how many DeleteDesires are cached (0 in the folded layout).
 func (k *Informers) deleteCount() int {
@@ -112,6 +119,8 @@ func (k *Informers) caches() stream.Caches {
 
 // CheckStreams checks every specs table: a missing table wraps ErrTableNotFound, a stream that
 // is missing or not NEW_AND_OLD_IMAGES wraps ErrStreamNotConfigured; each error names its table.
+// Under IndexPollSource it checks the index instead (ErrIndexNotConfigured): the streams are
+// not needed then.
 func (k *Informers) CheckStreams(ctx context.Context) error {
 	var errs []error
 	tables := []string{k.ApplyDesires.Table(), k.ReadDesires.Table()}
@@ -119,7 +128,13 @@ func (k *Informers) CheckStreams(ctx context.Context) error {
 		tables = append(tables, k.DeleteDesires.Table())
 	}
 	for _, t := range tables {
-		if _, err := stream.ARN(ctx, k.streams, t); err != nil {
+		var err error
+		if k.poll != nil {
+			err = stream.CheckIndex(ctx, k.streams, t, k.poll.cfg.Index)
+		} else {
+			_, err = stream.ARN(ctx, k.streams, t)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -220,7 +220,7 @@ func TestCaughtUpNeverVouchesForAnUnreadRecord(t *testing.T) {
 	opts := streamTestOpts()
 	// The heartbeat's view: a round vouches only for writes heartbeat.RecordVisibility older than it.
 	h := heartbeat.New(heartbeat.Config{})
-	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{caughtUp: h.ObserveCaughtUp}))
+	inf := newDesireInformer[*ApplyDesire](f, f, stTable, KindApplyDesire, opts.options(streamObservers{caughtUp: h.ObserveCaughtUp}), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer.RunWithContext(ctx) }()

@@ -82,7 +82,9 @@ func (e *e2e) describeConfigMaps(names ...string) func() string {
 // Foreground: the owner waits (WaitingForDeletion naming the collector's foregroundDeletion
 // and the dependent left) while a dependent is held by a finalizer, and is Successful only once the owner and its
 // dependents are gone. Orphan: the owner goes, its dependents stay without their
-// ownerReferences. Background (absent): the owner goes, the collector deletes its dependents.
+// ownerReferences, also when another delete was already deleting the owner in the background
+// (the desire's own delete swaps the finalizers; the message says so). Background (absent):
+// the owner goes, the collector deletes its dependents.
 func TestIntegrationPropagation(t *testing.T) {
 	e := startE2E(t, nil)
 	gc := testenv.StartControllerManager(t, "garbagecollector")
@@ -146,6 +148,44 @@ func TestIntegrationPropagation(t *testing.T) {
 			}
 		}
 		// And they stay: nothing collects them later.
+		time.Sleep(2 * time.Second)
+		for _, n := range deps {
+			if e.configMapGone(n) {
+				t.Fatalf("dependent %s of an Orphan delete was collected", n)
+			}
+		}
+	})
+
+	t.Run("Orphan, the owner already deleted in the background by another", func(t *testing.T) {
+		e.t = t
+		deps := e.createFamily("ob")
+		// Another writer deletes the owner in the background; a finalizer holds it there.
+		hold := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+		if _, err := e.dyn.Resource(cmGVR).Namespace(e.ns).Patch(context.Background(), "ob", "application/merge-patch+json", hold, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		background := metav1.DeletePropagationBackground
+		if err := e.dyn.Resource(cmGVR).Namespace(e.ns).Delete(context.Background(), "ob", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+			t.Fatal(err)
+		}
+		e.putDeleteWith("ob", "ob", api.PropagationOrphan)
+		st := waitCondition(e, e.specs.DeleteDesireStatus(), "ob", 1, ConditionFalse, ReasonWaitingForDeletion, 30*time.Second)
+		msg := condition(st, ConditionSuccessful).Message
+		t.Logf("waiting: %s", msg)
+		if !strings.Contains(msg, "was already being deleted by another delete; this desire's delete with propagationPolicy Orphan was sent") {
+			t.Fatalf("message %q does not say the owner was already being deleted", msg)
+		}
+		// The collector orphans the dependents while the owner is held.
+		waitFor(t, gcTimeout, "the collector to orphan the dependents", func() bool {
+			for _, n := range deps {
+				if live, err := e.getConfigMap(n); err != nil || len(live.GetOwnerReferences()) != 0 {
+					return false
+				}
+			}
+			return true
+		}, e.describeConfigMaps(append([]string{"ob"}, deps...)...))
+		e.removeFinalizers(cmGVR, "ob")
+		waitCondition(e, e.specs.DeleteDesireStatus(), "ob", 1, ConditionTrue, ReasonNoErrors, gcTimeout)
 		time.Sleep(2 * time.Second)
 		for _, n := range deps {
 			if e.configMapGone(n) {

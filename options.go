@@ -80,7 +80,8 @@ type Options struct {
 	// Tables names the six tables: a name format (api.DefaultTableFormat by default; e.g.
 	// "{cluster}-{table}-{kind}" as openshift-online/rosa-hyperfleet names them) and per-table
 	// overrides by name or by ARN (tables in another AWS account, reached through DynamoDB
-	// resource-based policies). New refuses a layout that fails api.TableLayout.Validate
+	// resource-based policies). New refuses a layout that fails api.TableLayout.Validate, or
+	// an ARN of another region than the DynamoDB client's (api.TableLayout.CheckRegion)
 	// (ErrInvalidOptions). docs/contract.md, "Table names". Default: the zero layout.
 	Tables api.TableLayout
 
@@ -154,6 +155,10 @@ type Options struct {
 	ReconcileTimeout time.Duration
 	// Stream tunes the DynamoDB Streams poller (poll interval 250 ms, discovery 10 s).
 	Stream StreamOptions
+	// ChangeSource is how the informers learn of spec changes: nil or StreamsSource reads the
+	// specs tables' streams (tuned by Stream), IndexPollSource polls their index
+	// api.SpecIndexName instead (changesource.go).
+	ChangeSource ChangeSource
 	// Reconcilers wraps the default reconciler of each desire kind (nil: the default alone).
 	Reconcilers ReconcilerWrappers
 	// FIFOQueue gives each desire type one FIFO workqueue, as before the fair queue (for
@@ -260,6 +265,8 @@ type wiring struct {
 	watchTargets bool
 	// discoveryReset invalidates the default Discovery's cache (nil with Discovery given).
 	discoveryReset func()
+	// poll is the IndexPollSource's Query and tuning; nil: the streams (completeChangeSource).
+	poll *indexPoll
 }
 
 // StartupFailurePolicy is what an Applier does when its start-up check fails
@@ -311,7 +318,13 @@ func (o *Options) complete(w *wiring) error {
 	if err := o.completeDynamoDB(); err != nil {
 		return err
 	}
+	if err := o.checkTableRegion(); err != nil { // tableregion.go
+		return err
+	}
 	if err := o.completeKube(w); err != nil {
+		return err
+	}
+	if err := o.completeChangeSource(w); err != nil {
 		return err
 	}
 	o.DynamoDB = awscall.WithCapacity(awscall.WrapDynamoDB(o.DynamoDB, o.CallTimeout, w.countAWS), w.countUnits)

@@ -147,12 +147,12 @@ func (a *Applier) retryStartupCheck(ctx context.Context, err error, keep func() 
 	}
 }
 
-// missingOnly reports whether every failure joined in err is a missing table or stream
-// (ErrTableNotFound, ErrStreamNotConfigured): DynamoDB answered.
+// missingOnly reports whether every failure joined in err is a missing table, stream or index
+// (ErrTableNotFound, ErrStreamNotConfigured, ErrIndexNotConfigured): DynamoDB answered.
 func missingOnly(err error) bool {
 	parts := leafErrors(err)
 	for _, p := range parts {
-		if !errors.Is(p, ErrTableNotFound) && !errors.Is(p, ErrStreamNotConfigured) {
+		if !errors.Is(p, ErrTableNotFound) && !errors.Is(p, ErrStreamNotConfigured) && !errors.Is(p, ErrIndexNotConfigured) {
 			return false
 		}
 	}
@@ -196,16 +196,19 @@ func (a *Applier) checkTables(ctx context.Context) error {
 // startupDiagnosis prefixes a start-up check's failure err (checkTables: the failures of the
 // tables joined) with what it means, so that a missing table does not read as an unreachable
 // DynamoDB: "the table is missing" (ErrTableNotFound), "a specs table's stream is not
-// configured" (ErrStreamNotConfigured), "cannot reach DynamoDB" (any other: no answer,
+// configured" (ErrStreamNotConfigured), "a specs table's index is not configured"
+// (ErrIndexNotConfigured, under IndexPollSource), "cannot reach DynamoDB" (any other: no answer,
 // credentials refused), joined with "; " when several apply. err stays wrapped.
 func startupDiagnosis(err error) error {
-	var missing, streams, unreached int
+	var missing, streams, indexes, unreached int
 	for _, e := range leafErrors(err) {
 		switch {
 		case errors.Is(e, awscall.ErrTableNotFound):
 			missing++
 		case errors.Is(e, ErrStreamNotConfigured):
 			streams++
+		case errors.Is(e, ErrIndexNotConfigured):
+			indexes++
 		default:
 			unreached++
 		}
@@ -222,6 +225,9 @@ func startupDiagnosis(err error) error {
 	}
 	if streams > 0 {
 		what = append(what, "a specs table's stream is not configured")
+	}
+	if indexes > 0 {
+		what = append(what, "a specs table's index is not configured")
 	}
 	if len(what) == 0 {
 		return err

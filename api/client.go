@@ -233,6 +233,9 @@ func (t *Desires[T]) put(ctx context.Context, d T, cond string, names map[string
 	if err != nil {
 		return err
 	}
+	// The spec index's hash key (SpecIndexName): an index-poll applier finds the spec there.
+	shard, _ := StatusShard(d.Meta().DocumentID)
+	item[AttrShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(shard)}
 	if size := ItemSize(item); size > MaxItemSize {
 		return &ItemTooLargeError{Table: t.specs, DocumentID: d.Meta().DocumentID, Size: size, Limit: MaxItemSize}
 	}

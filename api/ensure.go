@@ -24,6 +24,7 @@ type TableOption func(*tableOptions)
 
 type tableOptions struct {
 	statusIndex bool
+	specIndex   bool // WithSpecIndex (specindex.go)
 }
 
 // WithStatusIndex makes EnsureTables give every status table the GSI StatusIndexName (partition
@@ -84,6 +85,10 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 	if tk == SpecsTable {
 		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 	}
+	if tk == SpecsTable && o.specIndex {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, statusIndexAttributes()...)
+		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{specIndex()}
+	}
 	if tk == StatusTable {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, statusIndexAttributes()...)
 		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{statusCheckIndex()}
@@ -110,6 +115,9 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 	}
 	if tk == StatusTable {
 		return made, ensureStatusIndexes(ctx, db, name, o.statusIndex)
+	}
+	if o.specIndex {
+		return made, ensureStatusIndex(ctx, db, name, specIndex(), true)
 	}
 	return made, nil
 }

@@ -31,6 +31,10 @@ func TestTableLayoutName(t *testing.T) {
 		{"override by name", TableLayout{Prefix: "t-", Tables: map[string]string{"status-applydesires": "shared-status"}}, StatusTable, KindApplyDesire, "shared-status"},
 		{"override of another table", TableLayout{Tables: map[string]string{"status-applydesires": "shared-status"}}, SpecsTable, KindApplyDesire, "mc-mc1-specs-applydesires"},
 		{"override by ARN", TableLayout{Tables: map[string]string{"specs-applydesires": testARN}}, SpecsTable, KindApplyDesire, testARN},
+		// Upstream's Helm chart passes each kind's tables as an ARN prefix ("…:table/{mc}-specs"):
+		// the same ARN written as a format names all six tables by ARN.
+		{"ARN format", TableLayout{Format: "arn:aws:dynamodb:us-east-1:123456789012:table/{cluster}-{table}-{kind}"}, StatusTable, KindReadDesire,
+			"arn:aws:dynamodb:us-east-1:123456789012:table/mc1-status-readdesires"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.layout.Name("mc1", tc.table, tc.kind); got != tc.want {

@@ -198,7 +198,8 @@ type StatusFields struct {
 	// ApplierTerm is the leadership term of the applier that wrote the status (`applierTerm`, N).
 	ApplierTerm int64 `json:"applierTerm,omitempty" dynamodbav:"applierTerm,omitempty"`
 	// Shard is the index shard (`shard`, S "0".."3", see StatusShard; "0" when the documentID
-	// is no UUID); "" in a status written by a release before 2026-12-04 for such an ID.
+	// is no UUID); "" in a status written by a release before 2026-12-04 for such an ID. The
+	// api client writes it on spec items too (SpecIndexName's key), so a spec read back has it.
 	Shard string `json:"shard,omitempty" dynamodbav:"shard,omitempty"`
 }
 

@@ -18,7 +18,7 @@ import (
 
 func (a *app) newTablesCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tables", Short: "Manage the six tables of a management cluster"}
-	var statusIndex bool
+	var statusIndex, specIndex bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
@@ -33,7 +33,11 @@ tables usually come from infrastructure code.
 
 --status-index gives each status table the global secondary index updateTime-index (partition
 key shard S, sort key updateTime S) that index-poll backends query, adding it to status tables
-that exist without it.`,
+that exist without it.
+
+--spec-index gives each specs table the global secondary index ` + api.SpecIndexName + ` (partition
+key shard S, sort key updateTime S, keys only) that an applier run with --change-source=index-poll
+queries, adding it to specs tables that exist without it.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
 			s, err := a.settings()
@@ -51,6 +55,9 @@ that exist without it.`,
 			var opts []api.TableOption
 			if statusIndex {
 				opts = append(opts, api.WithStatusIndex())
+			}
+			if specIndex {
+				opts = append(opts, api.WithSpecIndex())
 			}
 			created, err := api.EnsureLayoutTables(cmd.Context(), admin, s.layout(), s.ManagementCluster, opts...)
 			for _, name := range created {
@@ -78,11 +85,16 @@ that exist without it.`,
 				a.line(outputRecord{Event: "ready", Detail: "index " + api.StatusIndexName + " on the 3 status tables"},
 					fmt.Sprintf("index %s ready on the 3 status tables", api.StatusIndexName))
 			}
+			if specIndex {
+				a.line(outputRecord{Event: "ready", Detail: "index " + api.SpecIndexName + " on the specs tables"},
+					fmt.Sprintf("index %s ready on the specs tables", api.SpecIndexName))
+			}
 			return nil
 		}),
 	}
 	a.addRecordsFlag(create)
 	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
+	create.Flags().BoolVar(&specIndex, "spec-index", false, "also create the specs tables' "+api.SpecIndexName+" GSI (for an applier with --change-source=index-poll)")
 	cmd.AddCommand(create, a.newTablesDeleteCommand())
 	return cmd
 }

@@ -142,3 +142,39 @@ func TestTablesDelete(t *testing.T) {
 		t.Fatalf("another management cluster's table touched: left %v", admin.created)
 	}
 }
+
+// TestTablesCreateSpecIndex: --spec-index adds the index updateTime-index to the existing specs
+// tables only (an applier with --change-source=index-poll queries it).
+func TestTablesCreateSpecIndex(t *testing.T) {
+	h := newHarness(t)
+	admin := &adminDB{fakeDB: h.db}
+	var out, errb bytes.Buffer
+	run := func(args ...string) int {
+		out.Reset()
+		errb.Reset()
+		a := newApp(strings.NewReader(""), &out, &errb)
+		a.setupLogs = testLogs
+		a.getenv = func(k string) string { return h.env[k] }
+		a.newDynamoDB = func(context.Context, settings) (dynamoDB, error) { return admin, nil }
+		return a.run(context.Background(), append([]string{"tables", "create"}, args...))
+	}
+	if code := run(); code != exitOK {
+		t.Fatalf("first run: code %d, err %q", code, errb.String())
+	}
+	if code := run("--spec-index"); code != exitOK || !strings.Contains(out.String(), "index updateTime-index ready on the specs tables") {
+		t.Fatalf("--spec-index: code %d, out %q, err %q", code, out.String(), errb.String())
+	}
+	specs := 0
+	for name, idx := range admin.indexes {
+		if !strings.Contains(name, "-specs-") {
+			continue
+		}
+		specs++
+		if len(idx) != 1 || *idx[0].IndexName != "updateTime-index" {
+			t.Errorf("%s indexes %+v", name, idx)
+		}
+	}
+	if specs != 3 {
+		t.Errorf("index added to %d specs tables, want 3: %v", specs, admin.indexes)
+	}
+}

@@ -47,6 +47,8 @@ type flags struct {
 	pprof, fifoQueue                                                   bool
 	leaseDuration, renewDeadline, retryPeriod                          time.Duration
 	streamPollInterval                                                 time.Duration
+	changeSource                                                       string        // streams or index-poll
+	indexPollPeriod, indexRelistPeriod                                 time.Duration // index-poll
 	tableNameFormat                                                    string
 	tables                                                             []string // KEY=NAME or KEY=ARN
 	foldedDeletes                                                      bool     // no DeleteDesire tables
@@ -103,6 +105,9 @@ writes the outcome to mc-{cluster}-status-* (other names: --table-name-format, -
 	fs.StringVar(&f.onStartupFailure, "on-startup-failure", "exit", "when DynamoDB cannot be reached or a table or stream is missing at start: exit (1, naming what is missing) or retry (with back-off, /readyz failing meanwhile)")
 	fs.IntVar(&f.startupChecksHoldingLease, "startup-checks-holding-lease", kubeapplier.DefaultStartupChecksHoldingLease, "failed start-up checks in a row, without an answer from DynamoDB (unreachable, credentials refused), after which a replica that won the Lease gives it up for a standby and campaigns again once its check passes (a missing table does not count; negative: never)")
 	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", kubeapplier.DefaultStreamPollInterval, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
+	fs.StringVar(&f.changeSource, "change-source", "streams", "how spec changes are found between Scans: streams (each specs table's DynamoDB Stream) or index-poll (each specs table's GSI "+api.SpecIndexName+" queried every --index-poll-period, a consistent Scan every --index-relist-period; the streams are not needed then)")
+	fs.DurationVar(&f.indexPollPeriod, "index-poll-period", kubeapplier.DefaultIndexPollPeriod, "with --change-source=index-poll: how often each shard of the specs tables' index is queried (about what a change waits before it is read)")
+	fs.DurationVar(&f.indexRelistPeriod, "index-relist-period", kubeapplier.DefaultIndexRelistPeriod, "with --change-source=index-poll: how often each specs table is Scanned again (when deleted specs are found)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 	return cmd
@@ -129,6 +134,10 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
+	source, err := f.source()
+	if err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -151,8 +160,8 @@ func run(ctx context.Context, f flags) error {
 		RESTConfig: restCfg, KubeQPS: f.qps, KubeBurst: f.burst, Workers: f.workers, FIFOQueue: f.fifoQueue,
 		LeaderElection: f.leaderElect, LeaseNamespace: f.leaseNamespace, LeaseName: f.leaseName,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		Stream: f.stream(),
-		Log:    log, MetricsRegisterer: reg, StartupFailure: startup, StartupChecksHoldingLease: f.startupChecksHoldingLease,
+		Stream: f.stream(), ChangeSource: source,
+		Log: log, MetricsRegisterer: reg, StartupFailure: startup, StartupChecksHoldingLease: f.startupChecksHoldingLease,
 	})
 	if err != nil {
 		return err
@@ -215,6 +224,10 @@ func startingValues(ctx context.Context, f flags, awsCfg aws.Config) []any {
 	}
 	if f.leaderElect {
 		kv = append(kv, "leaseNamespace", f.leaseNamespace, "leaseName", f.leaseName)
+	}
+	kv = append(kv, "changeSource", f.changeSource)
+	if f.changeSource == "index-poll" {
+		kv = append(kv, "indexPollPeriod", f.indexPollPeriod.String(), "indexRelistPeriod", f.indexRelistPeriod.String())
 	}
 	return append(kv, "version", version.Get().String(), "metrics", f.metricsAddr, "health", f.healthAddr)
 }

@@ -363,6 +363,9 @@ func TestStartingLine(t *testing.T) {
 		{"AWS_ENDPOINT_URL_DYNAMODB", nil, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://localhost:8001"},
 			[]string{`"dynamodbEndpoint"="http://localhost:8001"`}, nil},
 		{"no election: no Lease", []string{"--leader-elect=false"}, nil, []string{`"leaderElection"=false`}, []string{"lease"}},
+		{"index poll", []string{"--change-source=index-poll", "--index-poll-period=1s"}, nil,
+			[]string{`"changeSource"="index-poll"`, `"indexPollPeriod"="1s"`, `"indexRelistPeriod"="5m0s"`}, nil},
+		{"streams", nil, nil, []string{`"changeSource"="streams"`}, []string{"indexPollPeriod"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"} {

@@ -65,6 +65,10 @@ type ObjectRules[T api.Desire] interface {
 	Others(obj any) []string
 	// Scrub returns v without the values of d's content that must not leave the cluster.
 	Scrub(d T, v Verdict) Verdict
+	// Judged records the reconciler's verdict v on d (a desire refused for its own spec is no
+	// rival): again are the desires to look at again since that changed, keeps whether d's
+	// note (the desires refused for it) still holds.
+	Judged(d T, v Verdict) (again []string, keeps bool)
 	// Lock holds d's object from before Check to after the reconcile, against the sections
 	// of this process that must not interleave with them (a DeleteDesire's confirm-and-delete
 	// of the object); an error when ctx ends first, nothing held.
@@ -658,7 +662,13 @@ func (c *Controller[T]) Judge(ctx context.Context, d T) Verdict {
 	}
 	// Whichever reconciler judged (a wrapper too), no Secret value leaves the cluster.
 	v := c.ObjectRules.Scrub(d, c.Reconciler.Reconcile(ctx, d))
-	if v.decided && note != "" && !strings.HasSuffix(v.message, note) {
+	again, keeps := c.ObjectRules.Judged(d, v)
+	if q := c.Queue(); len(again) > 0 && !q.ShuttingDown() {
+		for _, other := range again {
+			q.Add(other)
+		}
+	}
+	if v.decided && keeps && note != "" && !strings.HasSuffix(v.message, note) {
 		// (A message verified from the last status may carry the note already.)
 		v.message += note
 	}

@@ -26,11 +26,11 @@ func Feedback(v Verdict) ([]api.FeedbackValue, bool) {
 	return *v.feedback, true
 }
 
-// recordFeedback sets n's status.feedback from v: only while n's spec asks for feedback (a
-// desire whose statusFeedback was removed drops it), and nil rather than empty.
+// recordFeedback sets n's status.feedback from v, nil rather than empty. (StatusDocument
+// drops v's feedback when the spec asks for none: n may hold no spec, left out for size.)
 func recordFeedback(n *api.ApplyDesire, v Verdict) {
 	n.Status.Feedback = nil
-	if n.Spec.StatusFeedback == nil || v.feedback == nil || len(*v.feedback) == 0 {
+	if v.feedback == nil || len(*v.feedback) == 0 {
 		return
 	}
 	n.Status.Feedback = slices.Clone(*v.feedback)

@@ -112,6 +112,12 @@ func (applyStatus) carry(v Verdict, spec, cur api.Desire) Verdict {
 			v = carryFeedback(v, s, c)
 		}
 	}
+	if s, ok := spec.(*api.ApplyDesire); ok && v.applied == nil && s.Spec.Policy() != api.ApplyPolicyServerSideApply {
+		// A CreateOnly or ReadOnly spec never claims content applied, whoever judged it: the
+		// controller's own refusals (another management cluster, an unknown attribute or
+		// option value, an undecodable item) run no reconciler to say so (policyStatus).
+		v = NothingApplied(v)
+	}
 	if c, ok := cur.(*api.ApplyDesire); ok && v.applied == nil {
 		v.applied = &appliedObject{generation: c.Status.AppliedResourceGeneration,
 			uid: c.Status.AppliedUID, resourceVersion: c.Status.AppliedResourceVersion, fieldsDigest: c.Status.AppliedFieldsDigest}

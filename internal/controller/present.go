@@ -15,5 +15,7 @@ func Present(message string) Verdict {
 // appliedFieldsDigest, which an earlier ServerSideApply version of the desire recorded,
 // instead of keeping them (a verdict without an observation keeps the last status's). A
 // CreateOnly or ReadOnly desire never claims content applied, and the next term's
-// verification (target.DriftWatch.Verify) never takes its status for an apply's.
+// verification (target.DriftWatch.Verify) never takes its status for an apply's. The status
+// of such a spec gets it for every verdict without an observation, the controller's own
+// refusals included (applyStatus.carry).
 func NothingApplied(v Verdict) Verdict { v.applied = &appliedObject{}; return v }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -38,5 +39,51 @@ func TestNothingAppliedDropsTheAppliedFields(t *testing.T) {
 	}
 	if v := Present("m"); !v.Successful() || v.Reason() != api.ReasonNoErrors || v.Degraded() {
 		t.Fatalf("Present: %v", v)
+	}
+}
+
+// TestControllerRefusalOfPolicyDropsAppliedFields: a CreateOnly or ReadOnly version the
+// controller refuses before any reconciler (another management cluster, a spec attribute or
+// an option value this applier does not know, an undecodable item) does not keep the applied
+// fields of the ServerSideApply version before it: its status never claims content applied.
+// A ServerSideApply version refused the same way keeps them (the object is still as applied).
+func TestControllerRefusalOfPolicyDropsAppliedFields(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy string
+		refuse func(*api.ApplyDesire)
+		kept   bool
+	}{
+		{"CreateOnly, another management cluster", api.ApplyPolicyCreateOnly, func(d *api.ApplyDesire) { d.Spec.ManagementCluster = "mc02" }, false},
+		{"ReadOnly, another management cluster", api.ApplyPolicyReadOnly, func(d *api.ApplyDesire) { d.Spec.ManagementCluster = "mc02" }, false},
+		{"CreateOnly, an option value not known", api.ApplyPolicyCreateOnly, func(d *api.ApplyDesire) {
+			d.Spec.IgnoreFields = []api.IgnoreField{{Condition: "Sometimes", JSONPointers: []string{"/data"}}}
+		}, false},
+		{"ReadOnly, undecodable", api.ApplyPolicyReadOnly, func(d *api.ApplyDesire) { d.Invalid = "attribute spec.x: not a string" }, false},
+		{"ServerSideApply, another management cluster", "", func(d *api.ApplyDesire) { d.Spec.ManagementCluster = "mc02" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness[*api.ApplyDesire](api.KindApplyDesire, ReconcilerFunc(func(context.Context, *api.ApplyDesire) Verdict {
+				return AppliedObject(2, "applied", "u1", "42", "abc")
+			}))
+			if _, st := h.sync(t, applyDesire("a", cmJSON("a"))); st.Status.AppliedFieldsDigest != "abc" || st.Status.AppliedUID != "u1" {
+				t.Fatalf("ServerSideApply status: %+v", st.Status)
+			}
+			d := applyDesire("a", cmJSON("a"))
+			d.Version++
+			d.Spec.ApplyPolicy = tc.policy
+			tc.refuse(d)
+			v, st := h.sync(t, d)
+			if v.Successful() || v.Reason() != api.ReasonPreCheckFailed {
+				t.Fatalf("verdict %v, want PreCheckFailed", v)
+			}
+			s := st.Status
+			if kept := s.AppliedFieldsDigest == "abc" && s.AppliedUID == "u1" && s.AppliedResourceVersion == "42" && s.AppliedResourceGeneration == 2; kept != tc.kept {
+				t.Fatalf("status %+v: applied fields kept %v, want %v", s, kept, tc.kept)
+			}
+			if !tc.kept && (s.AppliedFieldsDigest != "" || s.AppliedUID != "" || s.AppliedResourceVersion != "" || s.AppliedResourceGeneration != 0) {
+				t.Fatalf("status %+v: want no applied fields", s)
+			}
+		})
 	}
 }

@@ -409,24 +409,38 @@ func StatusDocument[T api.Desire](spec T, v Verdict, stripSpec bool, cur T, foun
 	s := next.StatusCommon()
 	s.Conditions = conds.Conditions
 	s.Observe(spec.Meta())
+	if a, ok := any(spec).(*api.ApplyDesire); ok && a.Spec.StatusFeedback == nil {
+		// Feedback is read by the spec's rules: a desire whose statusFeedback was removed
+		// drops it. (Decided here, on the spec: next holds none when stripSpec.)
+		v.feedback = nil
+	}
 	statusKinds[spec.Kind()].record(next, v)
 	return next
 }
 
 // shrink returns a verdict whose status fits in a DynamoDB item when v's status does not: a ReadDesire's content is dropped first (ContentTooLarge, both sizes in the message);
 // otherwise the spec's fields are not repeated and the desire is refused (PreCheckFailed,
-// naming the oversize fields), and strip says to leave the spec's fields out of the status
-// document. ok is false when nothing more can be dropped.
+// naming the oversize fields, keeping the feedback observed), and strip says to leave the
+// spec's fields out of the status document; then the feedback is left out (the message says
+// so). ok is false when nothing more can be dropped.
 func shrink[T api.Desire](spec T, v Verdict, stripSpec bool) (smaller Verdict, strip, ok bool) {
 	if out, ok := statusKinds[spec.Kind()].withoutContent(spec, v); ok {
 		return out, stripSpec, true
 	}
 	if stripSpec {
-		return v, true, false
+		if v.feedback == nil || len(*v.feedback) == 0 {
+			return v, true, false
+		}
+		// Even without the spec's fields the feedback does not fit: left out, and said so.
+		v.message += fmt.Sprintf("; status.feedback (%d values) was left out too: it does not fit in the item", len(*v.feedback))
+		v.feedback = nil
+		return v, true, true
 	}
 	out := Refused(api.ReasonPreCheckFailed, fmt.Sprintf(
 		"the status document would be over DynamoDB's item limit of %d bytes: the spec's fields are too large to repeat in it (%s)",
 		api.MaxItemSize, largeSpecFields(spec)))
+	// The feedback the reconcile observed is the object's, not the spec's: kept when it fits.
+	out.feedback = v.feedback
 	return out, true, true
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -549,5 +550,38 @@ func BenchmarkSameStatus(b *testing.B) {
 	c.ApplierTerm = 2 // as stored by the last term: the new document has none yet
 	for b.Loop() {
 		SameStatus(a, c)
+	}
+}
+
+// TestOversizeSpecKeepsFeedback: a status that leaves the spec's fields out for size keeps
+// the feedback the reconcile observed (spec.statusFeedback's values are the object's, not the
+// spec's); feedback that still does not fit is dropped and the message says so.
+func TestOversizeSpecKeepsFeedback(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		values   []api.FeedbackValue
+		keep     bool
+		wantNote string
+	}{
+		{"feedback fits once the spec is left out", []api.FeedbackValue{{Name: "ready", Type: api.FeedbackInteger, Value: "2"}}, true, ""},
+		{"feedback too large even then", []api.FeedbackValue{{Name: "big", Type: api.FeedbackString, Value: strings.Repeat("v", api.MaxItemSize)}}, false,
+			"status.feedback (1 values) was left out too: it does not fit in the item"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness[*api.ApplyDesire](api.KindApplyDesire, ReconcilerFunc(func(context.Context, *api.ApplyDesire) Verdict {
+				return WithFeedback(Applied(1, "applied"), tc.values)
+			}))
+			huge := applyDesire("big", cmJSON("c1"))
+			huge.Spec.ClusterID = strings.Repeat("h", api.MaxItemSize-200)
+			huge.Spec.StatusFeedback = &api.StatusFeedback{JSONPaths: []api.FeedbackRule{{Name: tc.values[0].Name, Path: ".status.x"}}}
+			_, st := h.sync(t, huge)
+			c := condition(st, api.ConditionSuccessful)
+			if c.Reason != api.ReasonPreCheckFailed || !strings.Contains(c.Message, "spec.clusterID: 409") || !strings.Contains(c.Message, tc.wantNote) {
+				t.Fatalf("Successful = %s %q, want PreCheckFailed naming spec.clusterID and %q", c.Reason, c.Message, tc.wantNote)
+			}
+			if tc.keep && !reflect.DeepEqual(st.Status.Feedback, tc.values) || !tc.keep && st.Status.Feedback != nil {
+				t.Fatalf("status.feedback = %.200v, want kept %v", st.Status.Feedback, tc.keep)
+			}
+		})
 	}
 }

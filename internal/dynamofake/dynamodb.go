@@ -359,5 +359,6 @@ func (d *DB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput,
 	if t.arn != "" {
 		desc.LatestStreamArn = aws.String(t.arn)
 	}
+	describeIndexes(t, desc)
 	return &dynamodb.DescribeTableOutput{Table: desc}, nil
 }

@@ -7,7 +7,8 @@
 // it, empty and without a stream; AddTable makes one with or without a stream; SetMissing
 // hides one. PutItem and DeleteItem evaluate the condition shapes kubeapplier.Table builds.
 // Scan pages in documentID order (PageSize, EmptyPages) and can run ScanHook; AddIndex gives a
-// table a GSI that a Scan with IndexName reads (sparse, projected; HoldIndex makes it lag).
+// table a GSI that a Scan with IndexName reads (sparse, projected; HoldIndex makes it lag) and
+// Query reads by its keys (paged; DescribeTable lists it).
 //
 // Streams: on a table whose stream is enabled, every PutItem and DeleteItem that changes the
 // table appends an INSERT, MODIFY or REMOVE record (Keys and the images the view type keeps)

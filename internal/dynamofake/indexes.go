@@ -2,9 +2,11 @@ package dynamofake
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -100,4 +102,37 @@ func (d *DB) scanIndexLocked(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, erro
 		items = g.view(t.items)
 	}
 	return d.scanPageLocked(&table{name: name, items: items}, in.ExclusiveStartKey), nil
+}
+
+// describeIndexes adds t's indexes to desc, ACTIVE, their key attributes defined as S (the
+// only type AddIndex keys by), as DescribeTable shows them.
+func describeIndexes(t *table, desc *types.TableDescription) {
+	defined := map[string]bool{}
+	def := func(a string) {
+		if a != "" && !defined[a] {
+			defined[a] = true
+			desc.AttributeDefinitions = append(desc.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
+		}
+	}
+	def(keyAttr)
+	names := make([]string, 0, len(t.indexes))
+	for n := range t.indexes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := t.indexes[n]
+		ks := []types.KeySchemaElement{{AttributeName: aws.String(g.hash), KeyType: types.KeyTypeHash}}
+		def(g.hash)
+		if g.rng != "" {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(g.rng), KeyType: types.KeyTypeRange})
+			def(g.rng)
+		}
+		proj := &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+		if len(g.include) > 0 {
+			proj = &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: append([]string(nil), g.include...)}
+		}
+		desc.GlobalSecondaryIndexes = append(desc.GlobalSecondaryIndexes, types.GlobalSecondaryIndexDescription{
+			IndexName: aws.String(n), KeySchema: ks, Projection: proj, IndexStatus: types.IndexStatusActive})
+	}
 }

@@ -29,6 +29,9 @@ type Conflicts struct {
 	base   rivals.Rules
 	rules  atomic.Pointer[rivals.Rules]
 	owners ownerConflicts // refused for a rival of another owner (OwnerConflicts)
+	// selfRefused are the desires the reconciler refused for their own spec: no rivals
+	// (selfrefused.go).
+	selfRefused selfRefusals
 }
 
 // NewConflicts returns the Conflicts of rules; their Applies and Deletes may be left nil and
@@ -39,7 +42,9 @@ func NewConflicts(rules rivals.Rules, mapper meta.ResettableRESTMapper) *Conflic
 	if mapper != nil {
 		rules.Resource = kindResource(mapper)
 	}
-	c := &Conflicts{base: rules}
+	c := &Conflicts{}
+	rules.SelfRefused = c.selfRefused.refused
+	c.base = rules
 	if rules.Applies != nil {
 		c.rules.Store(&rules)
 	}
@@ -53,6 +58,7 @@ func (c *Conflicts) Use(applies, deletes cache.Indexer) {
 	r.Applies, r.Deletes = applies, deletes
 	c.rules.Store(&r)
 	c.owners.reset()
+	c.selfRefused.reset()
 }
 
 // OwnerConflicts returns how many ApplyDesires of the current term's cache were refused, at
@@ -78,6 +84,10 @@ func (c *Conflicts) Check(ctx context.Context, ad *api.ApplyDesire) (controller.
 		return controller.Pending(rivals.ConfirmRetry), true, ""
 	}
 	c.owners.set(ad.DocumentID, ownerRefused(ad, o))
+	if len(o.Deletes) > 0 || o.Keeper != nil {
+		// Refused for a rival, its reconciler does not judge it: no longer refused for itself.
+		c.selfRefused.set(ad, false)
+	}
 	switch {
 	case len(o.Deletes) > 0 || len(o.FoldedDeletes) > 0:
 		return policyStatus(ad, deleteConflictVerdict(ad, o.Deletes, o.FoldedDeletes)), true, ""

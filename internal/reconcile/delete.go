@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +48,9 @@ type Delete struct {
 	// kind is the kind whose documentIDs the reconciler's watch registrations name:
 	// KindDeleteDesire, or KindApplyDesire for the folded Delete (folded.go).
 	kind api.DesireKind
+	// sent holds, per desire (documentID), its last delete with a Foreground or Orphan policy
+	// (propagationSent): an object already being deleted gets that delete once (propagation.go).
+	sent sync.Map
 }
 
 // DeleteConfig is what a Delete is built from.
@@ -113,10 +117,17 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 		w = r.watches.Watch(target.Ref{Kind: r.kind, ID: d.DocumentID}, t, target.EveryVersion)
 	}
 	obj, err := r.kube.Get(ctx, gvrOf(t), t.Namespace, t.Name)
-	for attempt := 1; err == nil && obj.GetDeletionTimestamp() == nil; attempt++ {
+	sentNow := false
+	// An object another delete is deleting gets this desire's own delete when it asks a
+	// propagation the object does not show (propagation.go: needsOwnDelete).
+	for attempt := 1; err == nil && (obj.GetDeletionTimestamp() == nil || r.needsOwnDelete(d, obj)); attempt++ {
 		var stop bool
+		uid, byOther := obj.GetUID(), obj.GetDeletionTimestamp() != nil
 		if obj, v, stop, err = r.deleteConfirmed(ctx, d, t, obj, del); stop {
 			return v
+		}
+		if err == nil || objectNotFound(err, t.Name) {
+			sentNow = r.recordSent(d, uid, byOther)
 		}
 		if !apierrors.IsConflict(err) {
 			break
@@ -139,8 +150,9 @@ func (r *Delete) Reconcile(ctx context.Context, d *api.DeleteDesire) controller.
 	case err != nil:
 		return kubeFailure(fmt.Errorf("deleting %s: %w", t, err))
 	}
+	r.recordShown(d, obj)
 	note := r.dependents.note(ctx, d.DocumentID, obj)
-	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note))
+	v = controller.WaitingForDeletion(propagationWaitingMessage(t, obj, note) + r.ownDeleteNote(d, obj, sentNow))
 	switch {
 	case note != "":
 		// The dependents named go without an event of the owner: list them again soon, so
@@ -217,6 +229,7 @@ func (r *Delete) stillWanted(ctx context.Context, d *api.DeleteDesire) (controll
 // Forget drops DeleteDesire id's watch registration and its last listing of dependents.
 func (r *Delete) Forget(id string) {
 	r.dependents.forget(id)
+	r.sent.Delete(id)
 	if r.watches != nil {
 		r.watches.Forget(target.Ref{Kind: r.kind, ID: id})
 	}

@@ -35,6 +35,10 @@ const (
 	feedbackGetsPerSecond = 50
 	// feedbackMatchedNothing is the Value of a rule whose path matched nothing (Type "").
 	feedbackMatchedNothing = "matched nothing"
+	// feedbackUnreadable begins the Value of a rule whose evaluation panicked (Type ""): the
+	// evaluator (client-go's jsonpath, reflection over the object) is not trusted with input
+	// from the apiserver and DynamoDB.
+	feedbackUnreadable = "could not be read"
 )
 
 // feedbacks holds, per ApplyDesire ID, the desire's compiled rules and the values last read at
@@ -49,9 +53,12 @@ type feedbacks struct {
 type feedbackRules struct {
 	rules []api.FeedbackRule
 	gk    schema.GroupKind // the kind they were checked for (a Secret's rules are stricter)
-	mu    sync.Mutex       // a JSONPath keeps state while it runs
-	paths []*jsonpath.JSONPath
-	// The values last read, for the object at rv (the target t).
+	// paths are the rules' paths as parsed (checked at compile). Each evaluation parses its
+	// own JSONPath: one keeps state across FindResults calls (a range truncates its nodes, a
+	// panic leaves it mid-walk), so a reused one reads nothing from the second time on.
+	paths []string
+	// The values last read, for the object at rv (the target t), under mu.
+	mu     sync.Mutex
 	t      api.TargetItem
 	rv     string
 	values []api.FeedbackValue
@@ -88,13 +95,22 @@ func compileFeedback(rules []api.FeedbackRule, gk schema.GroupKind) (*feedbackRu
 	}
 	c := &feedbackRules{rules: slices.Clone(rules), gk: gk}
 	for i, r := range rules {
-		p := jsonpath.New(r.Name).AllowMissingKeys(true)
-		if err := p.Parse(relaxedPath(r.Path)); err != nil {
+		if _, err := newJSONPath(r.Name, relaxedPath(r.Path)); err != nil {
 			return nil, fmt.Errorf("spec.statusFeedback.jsonPaths[%d] (%q): path %q does not parse: %w", i, r.Name, r.Path, err)
 		}
-		c.paths = append(c.paths, p)
+		c.paths = append(c.paths, relaxedPath(r.Path))
 	}
 	return c, nil
+}
+
+// newJSONPath parses path (relaxed) into a fresh evaluator for one evaluation; a missing key
+// matches nothing rather than failing.
+func newJSONPath(name, path string) (*jsonpath.JSONPath, error) {
+	p := jsonpath.New(name).AllowMissingKeys(true)
+	if err := p.Parse(path); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // relaxedPath accepts kubectl's relaxed spelling (".status.x", "status.x", "$.status.x") as
@@ -115,14 +131,14 @@ func relaxedPath(p string) string {
 // Secret's path must start with a named field other than data and stringData (no recursive
 // descent, wildcard, filter, union or the whole object at the top), and may read
 // metadata only below a named field other than annotations (the last-applied annotation can
-// hold the data).
+// hold the data) and managedFields (its fieldsV1 name the data's keys).
 func secretRulesAllowed(gk schema.GroupKind, rules []api.FeedbackRule) error {
 	if gk.Group != "" || gk.Kind != "Secret" {
 		return nil
 	}
 	for i, r := range rules {
 		if !secretSafePath(r.Path) {
-			return fmt.Errorf("spec.statusFeedback.jsonPaths[%d] (%q): path %q may read a Secret's data: a Secret's feedback path must start with a named field other than data and stringData, without recursive descent or wildcards at the top, and not reach metadata.annotations", i, r.Name, r.Path)
+			return fmt.Errorf("spec.statusFeedback.jsonPaths[%d] (%q): path %q may read a Secret's data: a Secret's feedback path must start with a named field other than data and stringData, without recursive descent or wildcards at the top, and not reach metadata.annotations or metadata.managedFields", i, r.Name, r.Path)
 		}
 	}
 	return nil
@@ -148,7 +164,7 @@ func secretSafePath(path string) bool {
 			}
 			if first.Value == "metadata" {
 				second, ok := nodeAt(n.Nodes, 1).(*jsonpath.FieldNode)
-				if !ok || second.Value == "" || second.Value == "annotations" {
+				if !ok || second.Value == "" || second.Value == "annotations" || second.Value == "managedFields" {
 					return false
 				}
 			}
@@ -168,8 +184,6 @@ func nodeAt(nodes []jsonpath.Node, i int) jsonpath.Node {
 
 // read evaluates the rules on obj: one value per rule, in the rules' order, within the budget.
 func (c *feedbackRules) read(obj map[string]any) []api.FeedbackValue {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	out := make([]api.FeedbackValue, 0, len(c.rules))
 	total := 0
 	for i, r := range c.rules {
@@ -188,8 +202,19 @@ func (c *feedbackRules) read(obj map[string]any) []api.FeedbackValue {
 }
 
 // feedbackValue is one rule's value on obj: a single result typed by its JSON type, several
-// as a Json list, none as "matched nothing".
-func feedbackValue(name string, p *jsonpath.JSONPath, obj map[string]any) api.FeedbackValue {
+// as a Json list, none as "matched nothing". A panic of the evaluation (client-go's jsonpath
+// reflects over the object and has panicked on crafted input before) is this rule's
+// "could not be read" value, never a crash of the applier.
+func feedbackValue(name, path string, obj map[string]any) (v api.FeedbackValue) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = api.FeedbackValue{Name: name, Value: fmt.Sprintf("%s: the JSONPath evaluation failed (%.200v)", feedbackUnreadable, r)}
+		}
+	}()
+	p, err := newJSONPath(name, path)
+	if err != nil { // parsed at compile: not expected
+		return api.FeedbackValue{Name: name, Value: fmt.Sprintf("%s: %v", feedbackUnreadable, err)}
+	}
 	results, err := p.FindResults(obj)
 	if err != nil {
 		// With missing keys allowed, what is left is a value of the wrong shape (an index into

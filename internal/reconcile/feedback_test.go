@@ -92,6 +92,15 @@ func TestFeedbackRulesRefused(t *testing.T) {
 		{"Secret: metadata whole", ".metadata", secret, "may read a Secret's data"},
 		{"Secret: the annotations (last-applied)", ".metadata.annotations", secret, "may read a Secret's data"},
 		{"Secret: under metadata, a wildcard", "{.metadata.*}", secret, "may read a Secret's data"},
+		{"Secret: managedFields (the data's key names)", ".metadata.managedFields", secret, "may read a Secret's data"},
+		{"Secret: managedFields, one entry's fields", "{.metadata.managedFields[0].fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, a wildcard", "{.metadata.managedFields[*].fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, recursive descent", "{.metadata.managedFields..manager}", secret, "may read a Secret's data"},
+		{"Secret: managedFields, bracket spelling", "{.metadata['managedFields']}", secret, "may read a Secret's data"},
+		{"Secret: recursive descent under metadata", "{.metadata..fieldsV1}", secret, "may read a Secret's data"},
+		{"Secret: a union under metadata", "{.metadata['labels','managedFields']}", secret, "may read a Secret's data"},
+		{"Secret: managedFields after a safe list", "{.type}{.metadata.managedFields}", secret, "may read a Secret's data"},
+		{"Secret: ownerReferences are fine", "{.metadata.ownerReferences[*].name}", secret, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := compileFeedback([]api.FeedbackRule{{Name: "ok", Path: ".kind"}, {Name: "r", Path: tc.path}}, tc.gk)
@@ -289,5 +298,66 @@ func TestFeedbackCompiledOnce(t *testing.T) {
 	}
 	if c, err := f.rulesOf(applyDesire("a", ""), schema.GroupKind{Kind: "ConfigMap"}); c != nil || err != nil || f.byID["a"] != nil {
 		t.Fatal("rules kept for a desire without statusFeedback")
+	}
+}
+
+// hiddenField is a value no JSON decoding yields (an unexported field): client-go's jsonpath
+// filter calls reflect.Value.Interface on it and panics (client-go v0.37.2, evalFilter). It
+// stands for any input that makes the evaluator panic.
+type hiddenField struct{ x int }
+
+// TestFeedbackEvaluationPanics: a rule whose evaluation panics is reported as "could not be
+// read" for that rule alone; the other rules are still read and the caller does not crash.
+func TestFeedbackEvaluationPanics(t *testing.T) {
+	obj := map[string]any{"a": []any{hiddenField{1}}, "b": "ok"}
+	for _, tc := range []struct {
+		name, path string
+		want       api.FeedbackValue
+	}{
+		{"a filter over an unexported field panics in client-go", "{.a[?(@.x==1)]}", api.FeedbackValue{Name: "r", Value: feedbackUnreadable + ": the JSONPath evaluation failed (reflect.Value.Interface: cannot return value obtained from unexported field or method)"}},
+		{"a rule that does not panic is read", ".b", api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := compileFeedback([]api.FeedbackRule{{Name: "r", Path: tc.path}, {Name: "after", Path: ".b"}}, deploymentGK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []api.FeedbackValue{tc.want, {Name: "after", Type: api.FeedbackString, Value: "ok"}}
+			if got := c.read(obj); !reflect.DeepEqual(got, want) {
+				t.Fatalf("read(%q) = %+v, want %+v", tc.path, got, want)
+			}
+		})
+	}
+}
+
+// TestFeedbackReadAgain: a rule's path is evaluated again at each new resourceVersion and
+// reads the same value from the same object: client-go's JSONPath keeps state across
+// evaluations (a range truncates its nodes; a panic leaves it mid-walk), so a reused one
+// reported "matched nothing" from the second read on.
+func TestFeedbackReadAgain(t *testing.T) {
+	good := map[string]any{"a": []any{map[string]any{"x": int64(1), "b": "one"}, map[string]any{"x": int64(2), "b": "two"}}}
+	for _, tc := range []struct {
+		name, path string
+		first      map[string]any // read before good (nil: none)
+		want       api.FeedbackValue
+	}{
+		{"a range", "{range .a[*]}{.b}{end}", nil, api.FeedbackValue{Name: "r", Type: api.FeedbackJSON, Value: `["one","two"]`}},
+		{"a filter", "{.a[?(@.x==1)].b}", nil, api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "one"}},
+		{"a range after a panic", "{range .a[?(@.x==1)]}{.b}{end}", map[string]any{"a": []any{hiddenField{1}}}, api.FeedbackValue{Name: "r", Type: api.FeedbackString, Value: "one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := compileFeedback([]api.FeedbackRule{{Name: "r", Path: tc.path}}, deploymentGK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.first != nil {
+				c.read(tc.first)
+			}
+			for i := range 3 {
+				if got := c.read(good); !reflect.DeepEqual(got, []api.FeedbackValue{tc.want}) {
+					t.Fatalf("read #%d of %q = %+v, want %+v", i, tc.path, got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -100,6 +100,9 @@ type fakeKube struct {
 	// onChange, when set, is called under the lock after every apply (no-ops included, with
 	// applied set) and every change of an object by Delete (live nil once it is gone).
 	onChange func(key string, live *unstructured.Unstructured, applied bool)
+	// gcFinalizersFixed: DeleteWithPropagation leaves the finalizers of an object already
+	// being deleted as they are (the apiserver does so while a graceful deletion is pending).
+	gcFinalizersFixed bool
 }
 
 func (k *fakeKube) changed(key string, live *unstructured.Unstructured, applied bool) {
@@ -258,8 +261,9 @@ func (k *fakeKube) Create(ctx context.Context, gvr schema.GroupVersionResource, 
 // DeleteWithPropagation is kubecall.PropagatingDeleter's delete with a propagation policy
 // (listed as "delete-<policy> <name> <uid>"), preconditions as Delete's. Foreground and
 // Orphan do what the apiserver does: the object stays with a deletionTimestamp and the
-// finalizer foregroundDeletion or orphan, which only a garbage collector (a test's mutate)
-// removes; Background is Delete.
+// finalizer foregroundDeletion or orphan (replacing the other), which only a garbage
+// collector (a test's mutate) removes, also when it was already being deleted; Background is
+// Delete.
 func (k *fakeKube) DeleteWithPropagation(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string, p metav1.DeletionPropagation) error {
 	k.mu.Lock()
 	k.calls = append(k.calls, fmt.Sprintf("delete-%s %s %s", p, name, uid))
@@ -284,13 +288,19 @@ func (k *fakeKube) DeleteWithPropagation(ctx context.Context, gvr schema.GroupVe
 	case rv != "" && o.GetResourceVersion() != rv:
 		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("resourceVersion precondition failed"))
 	}
+	if k.gcFinalizersFixed && o.GetDeletionTimestamp() != nil {
+		return nil // as for a graceful deletion pending: the finalizers are not changed
+	}
 	if o.GetDeletionTimestamp() == nil {
 		now := metav1.Now()
 		o.SetDeletionTimestamp(&now)
 	}
-	if !slices.Contains(o.GetFinalizers(), fin) {
-		o.SetFinalizers(append(o.GetFinalizers(), fin))
-	}
+	// As the apiserver (deletionFinalizersForGarbageCollection): the policy's finalizer
+	// replaces the other garbage collector finalizer, on an object being deleted too.
+	fins := slices.DeleteFunc(slices.Clone(o.GetFinalizers()), func(f string) bool {
+		return f == metav1.FinalizerDeleteDependents || f == metav1.FinalizerOrphanDependents
+	})
+	o.SetFinalizers(append(fins, fin))
 	k.changed(key, o, false)
 	return nil
 }

@@ -68,6 +68,117 @@ func noDeleteVerbVerdict(t api.TargetItem, policy string, err error) (controller
 		"spec.propagationPolicy %s needs it, nothing was deleted (never a Background delete instead)", t, err, policy)), true
 }
 
+// A delete with a propagation policy on an object another delete is already deleting (its
+// deletionTimestamp set) is not a no-op: for a resource without a pending graceful deletion
+// the apiserver replaces the garbage collector's finalizers (orphan, foregroundDeletion) with
+// the new policy's (k8s.io/apiserver registry.Store.Delete: BeforeDelete reports no pending
+// deletion, then deletionFinalizersForGarbageCollection). So a Foreground or Orphan desire
+// whose object does not show its policy sends its own delete, once per object, and says so;
+// what the garbage collector did before (dependents deleted) is not undone. The default,
+// Background, never overrides another delete's choice (today's behaviour: nothing sent).
+
+// propagationSent is one desire's delete with a Foreground or Orphan policy: the object
+// (uid) it went to, and whether another delete was already deleting that object. Not sent:
+// the object showed the policy already (another delete asked the same), so it needs none.
+type propagationSent struct {
+	uid     types.UID
+	policy  string
+	byOther bool
+	sent    bool
+}
+
+// gcFinalizer is the garbage collector finalizer that shows policy on an object being
+// deleted ("" for Background).
+func gcFinalizer(policy string) string {
+	switch policy {
+	case api.PropagationForeground:
+		return finalizerForeground
+	case api.PropagationOrphan:
+		return finalizerOrphan
+	}
+	return ""
+}
+
+// propagationShown reports whether obj's finalizers show policy: its garbage collector
+// finalizer, and not the other's.
+func propagationShown(policy string, obj *unstructured.Unstructured) bool {
+	fins := obj.GetFinalizers()
+	fin := gcFinalizer(policy)
+	return slices.Contains(fins, fin) && !slices.ContainsFunc(fins, func(f string) bool {
+		return f != fin && (f == finalizerForeground || f == finalizerOrphan)
+	})
+}
+
+// lastSent returns d's last delete with a Foreground or Orphan policy, if any.
+func (r *Delete) lastSent(d *api.DeleteDesire) (propagationSent, bool) {
+	s, ok := r.sent.Load(d.DocumentID)
+	if !ok {
+		return propagationSent{}, false
+	}
+	return s.(propagationSent), true
+}
+
+// needsOwnDelete reports whether obj, already being deleted, gets d's own delete: d asks
+// Foreground or Orphan, obj does not show it, and d sent no delete with that policy to obj
+// yet (a garbage collector done with its finalizer does not bring another).
+func (r *Delete) needsOwnDelete(d *api.DeleteDesire, obj *unstructured.Unstructured) bool {
+	policy := d.Spec.Propagation()
+	if gcFinalizer(policy) == "" || propagationShown(policy, obj) {
+		return false
+	}
+	s, ok := r.lastSent(d)
+	return !ok || s.uid != obj.GetUID() || s.policy != policy
+}
+
+// recordSent records d's delete of the object uid (byOther: another delete was already
+// deleting it) and reports whether it had a Foreground or Orphan policy.
+func (r *Delete) recordSent(d *api.DeleteDesire, uid types.UID, byOther bool) bool {
+	policy := d.Spec.Propagation()
+	if gcFinalizer(policy) == "" {
+		return false
+	}
+	r.sent.Store(d.DocumentID, propagationSent{uid: uid, policy: policy, byOther: byOther, sent: true})
+	return true
+}
+
+// recordShown records that obj, being deleted by another delete, shows d's Foreground or
+// Orphan policy as d first sees it: it needs no delete of d's, even once the garbage
+// collector is done with its finalizer.
+func (r *Delete) recordShown(d *api.DeleteDesire, obj *unstructured.Unstructured) {
+	policy := d.Spec.Propagation()
+	if gcFinalizer(policy) == "" || obj.GetDeletionTimestamp() == nil || !propagationShown(policy, obj) {
+		return
+	}
+	if s, ok := r.lastSent(d); ok && s.uid == obj.GetUID() && s.policy == policy {
+		return
+	}
+	r.sent.Store(d.DocumentID, propagationSent{uid: obj.GetUID(), policy: policy, byOther: true})
+}
+
+// ownDeleteNote is what the WaitingForDeletion message of obj adds about d's own delete: that
+// another delete was already deleting obj when it was sent, and, right after it was sent
+// (sentNow), that obj does not show its policy (the apiserver kept the finalizers: a graceful
+// deletion pending, or no garbage collection for the resource).
+func (r *Delete) ownDeleteNote(d *api.DeleteDesire, obj *unstructured.Unstructured, sentNow bool) string {
+	s, ok := r.lastSent(d)
+	if !ok || !s.sent || s.uid != obj.GetUID() || s.policy != d.Spec.Propagation() {
+		return ""
+	}
+	var note string
+	if s.byOther {
+		note = fmt.Sprintf("; it was already being deleted by another delete; this desire's delete with propagationPolicy %s was sent "+
+			"(the apiserver replaces the garbage collector's finalizers; what it did before is not undone)", s.policy)
+	}
+	if sentNow && !propagationShown(s.policy, obj) {
+		asks := "its dependents may not be orphaned"
+		if s.policy == api.PropagationForeground {
+			asks = "its dependents may not be deleted before it"
+		}
+		note += fmt.Sprintf("; the object does not show the finalizer %s: %s as spec.propagationPolicy %s asks", gcFinalizer(s.policy), asks, s.policy)
+	}
+	return note
+}
+
 // propagationWaitingMessage is the WaitingForDeletion message of obj, t's object being
 // deleted with a deletionTimestamp. It names what the object itself shows: the garbage
 // collector's finalizers in words (foregroundDeletion: it deletes the dependents that block

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -173,5 +174,104 @@ func TestDeletePropagationConfirmed(t *testing.T) {
 	rec := NewDelete(DeleteConfig{Kube: fake, Mapper: newMapper(), Discovery: newTestDiscovery(false), Specs: &confirmingSpecs{d: cur}})
 	if v := rec.Reconcile(context.Background(), deleteDesire("d", target)); !v.Successful() {
 		t.Fatalf("Background spelt out against absent: %v", v)
+	}
+}
+
+// TestDeleteAlreadyBeingDeleted: a Foreground or Orphan DeleteDesire whose object another
+// delete is already deleting (deletionTimestamp set) with another propagation sends its own
+// delete with its policy once per object: the apiserver then swaps the garbage collector's
+// finalizers (registry.Store.Delete, deletionFinalizersForGarbageCollection), and the message
+// says the object was already being deleted. The same policy already shown, or the default
+// Background, sends nothing (the default never overrides another's choice); a garbage
+// collector done with the finalizer does not bring another delete; an apiserver that keeps
+// the finalizers is reported as not honouring the policy.
+func TestDeleteAlreadyBeingDeleted(t *testing.T) {
+	target := api.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "owner"}
+	const hold = "example.com/hold"
+	cases := []struct {
+		name       string
+		policy     string
+		finalizers []string // on the object another delete left
+		fixed      bool     // the apiserver keeps the finalizers (a graceful deletion pending)
+		wantCall   string   // the delete call, "" for none
+		wantMsg    []string
+		notMsg     []string
+	}{
+		{name: "Orphan, deleted in the background by another", policy: api.PropagationOrphan, finalizers: []string{hold},
+			wantCall: "delete-Orphan owner uid-1",
+			wantMsg: []string{"waiting for the garbage collector to orphan its dependents (finalizer orphan)", "and for finalizers: " + hold,
+				"was already being deleted by another delete; this desire's delete with propagationPolicy Orphan was sent"}},
+		{name: "Orphan, deleted in the foreground by another", policy: api.PropagationOrphan, finalizers: []string{hold, "foregroundDeletion"},
+			wantCall: "delete-Orphan owner uid-1",
+			wantMsg:  []string{"(finalizer orphan)", "was already being deleted by another delete"},
+			notMsg:   []string{"foregroundDeletion"}},
+		{name: "Foreground, deleted orphaning by another", policy: api.PropagationForeground, finalizers: []string{hold, "orphan"},
+			wantCall: "delete-Foreground owner uid-1",
+			wantMsg:  []string{"(foreground deletion, finalizer foregroundDeletion)", "was already being deleted by another delete"},
+			notMsg:   []string{"(finalizer orphan)"}},
+		{name: "Foreground, already deleted in the foreground: nothing sent", policy: api.PropagationForeground, finalizers: []string{"foregroundDeletion"},
+			wantMsg: []string{"finalizer foregroundDeletion"}, notMsg: []string{"already being deleted by another"}},
+		{name: "Background (absent), deleted orphaning by another: nothing sent", finalizers: []string{"orphan"},
+			wantMsg: []string{"(finalizer orphan)"}, notMsg: []string{"already being deleted by another"}},
+		{name: "Orphan, the apiserver keeps the finalizers", policy: api.PropagationOrphan, finalizers: []string{hold}, fixed: true,
+			wantCall: "delete-Orphan owner uid-1",
+			wantMsg: []string{"waiting for finalizers: " + hold,
+				"the object does not show the finalizer orphan: its dependents may not be orphaned as spec.propagationPolicy Orphan asks"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeKube()
+			fake.gcFinalizersFixed = tc.fixed
+			fake.Apply(context.Background(), cmGVR, configMapObject("owner"), "setup")
+			key := objKey(cmGVR, "default", "owner")
+			fake.mutate(func(objects map[string]*unstructured.Unstructured) []string {
+				now := metav1.Now()
+				objects[key].SetDeletionTimestamp(&now)
+				objects[key].SetFinalizers(tc.finalizers)
+				return []string{key}
+			})
+			h := newHarness[*api.DeleteDesire](api.KindDeleteDesire, NewDelete(DeleteConfig{Kube: fake, Mapper: newMapper(), Discovery: newTestDiscovery(false)}))
+			d := deleteDesire("d", target)
+			d.Spec.PropagationPolicy = tc.policy
+			deletes := func() []string {
+				var out []string
+				for _, c := range fake.calls {
+					if strings.HasPrefix(c, "delete") {
+						out = append(out, c)
+					}
+				}
+				return out
+			}
+			_, st := h.sync(t, d)
+			succ := condition(st, api.ConditionSuccessful)
+			if succ.Reason != api.ReasonWaitingForDeletion {
+				t.Fatalf("Successful = %s/%s %q, want WaitingForDeletion", succ.Status, succ.Reason, succ.Message)
+			}
+			for _, m := range tc.wantMsg {
+				if !strings.Contains(succ.Message, m) {
+					t.Errorf("message %q lacks %q", succ.Message, m)
+				}
+			}
+			for _, m := range tc.notMsg {
+				if strings.Contains(succ.Message, m) {
+					t.Errorf("message %q has %q", succ.Message, m)
+				}
+			}
+			if got := deletes(); tc.wantCall == "" && len(got) > 0 || tc.wantCall != "" && !slices.Equal(got, []string{tc.wantCall}) {
+				t.Fatalf("delete calls %q, want %q", got, tc.wantCall)
+			}
+			// The garbage collector is done with its finalizer (the other one holds the
+			// object): looked at again, no delete is sent again.
+			fake.mutate(func(objects map[string]*unstructured.Unstructured) []string {
+				objects[key].SetFinalizers([]string{hold})
+				return []string{key}
+			})
+			if _, st = h.sync(t, d); condition(st, api.ConditionSuccessful).Reason != api.ReasonWaitingForDeletion {
+				t.Fatalf("second look: %+v", st.Status.Conditions)
+			}
+			if got := deletes(); tc.wantCall == "" && len(got) > 0 || tc.wantCall != "" && len(got) != 1 {
+				t.Fatalf("delete calls after the collector's work %q, want at most the first", got)
+			}
+		})
 	}
 }

@@ -41,6 +41,12 @@ type Rules struct {
 	// cache is taken as it is.
 	ApplySpecs  SpecGetter[*api.ApplyDesire]
 	DeleteSpecs SpecGetter[*api.DeleteDesire]
+	// SelfRefused reports whether the applier refused this spec of an ApplyDesire (its
+	// documentID, version and createTime) for itself: its reconciler's last verdict on it was
+	// PreCheckFailed, which only a spec change heals. Such a desire applies nothing, so it is
+	// no rival of the others of its object (docs/design.md "Two desires, one object"). Nil:
+	// none is.
+	SelfRefused func(*api.ApplyDesire) bool
 }
 
 // Outcome is what the rules decide for one ApplyDesire. At most one of Unconfirmed, Deletes
@@ -142,15 +148,20 @@ func (r Rules) sameObject(s subject) []*api.ApplyDesire {
 }
 
 // applyRivals returns the other ApplyDesires of this management cluster that target s's
-// object, would be carried out (decodable) and write it (not ReadOnly).
+// object, would be carried out (decodable, not refused for themselves) and write it (not
+// ReadOnly).
 func (r Rules) applyRivals(s subject) []*api.ApplyDesire {
 	var out []*api.ApplyDesire
 	for _, o := range r.sameObject(s) {
-		if carriedOut(o) && writes(o) && o.Spec.ManagementCluster == r.Cluster {
+		if carriedOut(o) && !r.selfRefused(o) && writes(o) && o.Spec.ManagementCluster == r.Cluster {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+func (r Rules) selfRefused(d *api.ApplyDesire) bool {
+	return r.SelfRefused != nil && r.SelfRefused(d)
 }
 
 // keeperOf is the rule over ad and its rivals: the one created first (then the smaller
@@ -277,8 +288,8 @@ func (r Rules) confirmDeletes(ctx context.Context, s subject, dels []*api.Delete
 
 // confirmApply reads keeper's spec consistently: keeper itself when it still targets s's
 // object as the cache says, the spec as stored when it does so as another incarnation (its
-// createTime, which orders keepers, differs), nil when it is gone, retargeted, undecodable or
-// no longer writes (ReadOnly).
+// createTime, which orders keepers, differs), nil when it is gone, retargeted, undecodable,
+// refused for itself or no longer writes (ReadOnly).
 func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDesire) (*api.ApplyDesire, error) {
 	if r.ApplySpecs == nil {
 		return keeper, nil
@@ -289,7 +300,7 @@ func (r Rules) confirmApply(ctx context.Context, s subject, keeper *api.ApplyDes
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case !carriedOut(cur) || !writes(cur) || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
+	case !carriedOut(cur) || r.selfRefused(cur) || !writes(cur) || cur.Spec.ManagementCluster != r.Cluster || ObjectKey(cur) != s.key:
 		return nil, nil
 	case cur.CreateTime.Equal(keeper.CreateTime):
 		return keeper, nil

@@ -66,6 +66,8 @@ func TestCheck(t *testing.T) {
 	undecodable := fmt.Errorf("%w: attribute spec: not a map", api.ErrInvalidItem)
 	olderOption := withSpecAttribute(t, older, "applyPolicy")
 	delOption := withSpecAttribute(t, del, "propagationPolicy")
+	olderV2 := applyDesire("older", cm("shared"), t0.Add(-time.Minute))
+	olderV2.Version = 2
 	zFirst, aSecond := applyDesire("z-first", cm("shared"), t0.Add(time.Second)), applyDesire("a-second", cm("shared"), t0.Add(2*time.Second))
 	withPolicy := func(d *api.ApplyDesire, policy string) *api.ApplyDesire {
 		c := *d
@@ -84,6 +86,7 @@ func TestCheck(t *testing.T) {
 		applyHeld []*api.ApplyDesire // the specs tables; nil: the cache as it is
 		deleteHld []*api.DeleteDesire
 		readErr   error
+		selfRef   []string                              // the documentIDs (spec version 0) the applier refused for themselves (SelfRefused)
 		script    map[string][]answer[*api.ApplyDesire] // the ApplyDesire table's answers, in order, before applyHeld
 		delScript map[string][]answer[*api.DeleteDesire]
 		want      want
@@ -123,6 +126,13 @@ func TestCheck(t *testing.T) {
 		{name: "an older CreateOnly ApplyDesire keeps the object", applies: []*api.ApplyDesire{olderCreateOnly}, want: want{keeper: "older"}},
 		{name: "a newer CreateOnly ApplyDesire is refused", applies: []*api.ApplyDesire{newerCreateOnly}, want: want{refused: []string{"newer"}}},
 		{name: "keeper ReadOnly in its table: no rival", applies: []*api.ApplyDesire{older}, applyHeld: []*api.ApplyDesire{olderReadOnly}, want: want{}},
+		{name: "no rival: an older ApplyDesire its reconciler refused (PreCheckFailed)", applies: []*api.ApplyDesire{older}, selfRef: []string{"older"}, want: want{}},
+		{name: "no rival: a newer ApplyDesire its reconciler refused is not named as refused", applies: []*api.ApplyDesire{newer}, selfRef: []string{"newer"}, want: want{}},
+		{name: "only the refused one is no rival: the other older one keeps", applies: []*api.ApplyDesire{older, sameTimeSmaller}, selfRef: []string{"older"}, want: want{keeper: "aaa"}},
+		{name: "keeper refused for itself as its table holds it", applies: []*api.ApplyDesire{older}, applyHeld: []*api.ApplyDesire{older}, selfRef: []string{"older"}, want: want{}},
+		{name: "keeper refused at an earlier version: its next version is a rival again", applies: []*api.ApplyDesire{olderV2}, applyHeld: []*api.ApplyDesire{olderV2},
+			selfRef: []string{"older"}, want: want{keeper: "older"}},
+		{name: "refused for itself, a DeleteDesire still wins over it", deletes: []*api.DeleteDesire{del}, selfRef: []string{"me"}, want: want{deletes: []string{"del"}}},
 		{name: "a keeper that turns out gone after one re-incarnation, then its successor gone too", applies: []*api.ApplyDesire{older, sameTimeSmaller},
 			applyHeld: []*api.ApplyDesire{},
 			script:    map[string][]answer[*api.ApplyDesire]{"older": {{d: applyDesire("older", cm("shared"), t0.Add(-time.Hour))}}},
@@ -136,6 +146,9 @@ func TestCheck(t *testing.T) {
 			}
 			r := Rules{Applies: indexer(t, api.KindApplyDesire, append(tc.applies, me)...),
 				Deletes: indexer(t, api.KindDeleteDesire, tc.deletes...), Cluster: "mc01", Resource: configMaps}
+			if tc.selfRef != nil {
+				r.SelfRefused = func(d *api.ApplyDesire) bool { return slices.Contains(tc.selfRef, d.DocumentID) && d.Version == 0 }
+			}
 			if tc.applyHeld != nil {
 				h := held(tc.applyHeld, tc.readErr)
 				h.script = tc.script

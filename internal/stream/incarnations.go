@@ -33,6 +33,9 @@ type knownDesire struct {
 	version int64
 	seq     string
 	deleted bool
+	// updated is the state's updateTime: an index-poll watch (indexpoll.go) skips an index
+	// entry of the same updateTime without reading the item.
+	updated time.Time
 }
 
 // recordFate is what becomes of one stream record.
@@ -94,12 +97,12 @@ func newDesireBook() *desireBook { return &desireBook{known: map[string]knownDes
 
 // listed records a desire the List returned.
 func (b *desireBook) listed(m *api.DynamoDBMetadata) {
-	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version}
+	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version, updated: m.UpdateTime}
 }
 
 // delivered records that the record seq of desire m was delivered.
 func (b *desireBook) delivered(seq string, m *api.DynamoDBMetadata, removed bool) {
-	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version, seq: seq, deleted: removed}
+	b.known[m.DocumentID] = knownDesire{created: m.CreateTime, version: m.Version, seq: seq, deleted: removed, updated: m.UpdateTime}
 	if removed {
 		b.ended = append(b.ended, m.DocumentID)
 	}

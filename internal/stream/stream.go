@@ -2,7 +2,9 @@
 // consistent, paged Scan; Watch polls the table's DynamoDB Stream from positions taken
 // before that Scan, shard by shard in lineage order, and drops the records a watch already
 // delivered or that are older than its List (the replay filter, incarnations.go). Its
-// informer (NewInformer) caches desires wrapped as Objects.
+// informer (NewInformer) caches desires wrapped as Objects. NewIndexPollInformer is the same
+// informer over a table read without its stream: Watch queries the table's index of
+// updateTimes and reads each changed desire (indexpoll.go).
 package stream
 
 import (

@@ -26,10 +26,7 @@ type streamWatcher[T api.Desire] struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	cancel   context.CancelFunc
-	// unconfirmed are the desires delivered since the cache was last seen to hold what was
-	// delivered (nil with listUnconfirmed: every desire of the List too); see cached.
-	unconfirmed   map[string]struct{}
-	listConfirmed bool
+	confirm  cacheCheck // what the informer's cache is yet to be seen holding; see cached
 }
 
 func (w *streamWatcher[T]) ResultChan() <-chan watch.Event { return w.result }
@@ -162,7 +159,11 @@ func (d *discoverySchedule) now() { d.next = time.Time{} }
 
 // classify returns (true, nil) for errors worth a retry at the same position (throttling,
 // network, 5xx) and (false, err) for those that need a relist.
-func (w *streamWatcher[T]) classify(err error) (bool, error) {
+func (w *streamWatcher[T]) classify(err error) (bool, error) { return classify(err) }
+
+// classify is streamWatcher.classify, shared with the index-poll watch: a DynamoDB Query or
+// GetItem error is a retry unless it is a ValidationException (an index gone: relist).
+func classify(err error) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
@@ -417,10 +418,7 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 		}
 	}
 	w.start.book.delivered(seq, m, removed)
-	if w.unconfirmed == nil {
-		w.unconfirmed = map[string]struct{}{}
-	}
-	w.unconfirmed[m.DocumentID] = struct{}{}
+	w.confirm.delivered(m.DocumentID)
 	ev.Object = &desireObject{d}
 	select {
 	case w.result <- ev:
@@ -432,39 +430,9 @@ func (w *streamWatcher[T]) emit(ctx context.Context, r types.Record) error {
 	}
 }
 
-// cached reports whether the informer's cache holds what this watch delivered (and what its
-// List returned): the reflector hands events to the informer, which updates its cache a
-// moment later, so a round that found the stream at its end vouches for the cache only once
-// the cache caught up (the heartbeat's watermark counts on it). Without a cache to ask
-// (lw.stored nil), true.
-func (w *streamWatcher[T]) cached() bool {
-	if w.lw.stored == nil {
-		return true
-	}
-	check := func(id string) bool {
-		want, known := w.start.book.known[id] // a freed entry was a deletion
-		got, ok := w.lw.stored(id)
-		if !known || want.deleted {
-			return !ok
-		}
-		return ok && got.Meta().CreateTime.Equal(want.created) && got.Meta().Version == want.version
-	}
-	if !w.listConfirmed {
-		for id := range w.start.book.known {
-			if !check(id) {
-				return false
-			}
-		}
-		w.listConfirmed = true
-	}
-	for id := range w.unconfirmed {
-		if !check(id) {
-			return false
-		}
-		delete(w.unconfirmed, id)
-	}
-	return true
-}
+// cached reports whether the informer's cache holds what this watch delivered and what its
+// List returned (cacheCheck).
+func (w *streamWatcher[T]) cached() bool { return w.confirm.cached(w.start.book, w.lw.stored) }
 
 // hasIncarnation reports whether a record's image says which incarnation it belongs to: a
 // REMOVE with Keys only does not, and is never taken for an older record than the List's
