@@ -29,14 +29,25 @@ import (
 // (WaitingForDeletion until the finalizer is removed, then Successful=True), each status in
 // the ApplyDesire status table without any applied field or Ready; an ApplyDesire of the
 // object of a folded Delete is refused (TargetConflict) until the Delete is deleted.
-func TestIntegrationFoldedLayout(t *testing.T) {
+func TestIntegrationFoldedLayout(t *testing.T) { testFoldedLayout(t, nil) }
+
+// TestIntegrationFoldedLayoutIndexPoll is TestIntegrationFoldedLayout under the index poll
+// (IndexPollSource, as upstream's forks read their specs tables): the four tables with the
+// spec index, and the same verdicts.
+func TestIntegrationFoldedLayoutIndexPoll(t *testing.T) {
+	testFoldedLayout(t, IndexPollSource{PollPeriod: time.Second, RelistPeriod: 3 * time.Second}, api.WithSpecIndex())
+}
+
+// testFoldedLayout runs the folded layout's test under the change source (nil: the streams),
+// its tables made with opts.
+func testFoldedLayout(t *testing.T, source ChangeSource, opts ...api.TableOption) {
 	env := testenv.DynamoDB(t)
 	cfg := testenv.Kube(t)
 	ns := testenv.Namespace(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	layout := api.TableLayout{Prefix: env.Prefix, Format: "{cluster}-{table}-{kind}", FoldedDeletes: true}
-	made, err := api.EnsureLayoutTables(ctx, env.Client, layout, "mc01")
+	made, err := api.EnsureLayoutTables(ctx, env.Client, layout, "mc01", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +67,7 @@ func TestIntegrationFoldedLayout(t *testing.T) {
 	}
 
 	app, err := New(Options{ManagementCluster: "mc01", Tables: layout, DynamoDB: env.Client,
-		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t)})
+		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t), ChangeSource: source})
 	if err != nil {
 		t.Fatal(err)
 	}
