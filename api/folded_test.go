@@ -34,6 +34,7 @@ func TestFoldedDeleteCodec(t *testing.T) {
 	spec := ssa[AttrSpec].(*types.AttributeValueMemberM).Value
 	ssa[AttrSpec] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 		"managementCluster": spec["managementCluster"], "type": &types.AttributeValueMemberS{Value: ApplyTypeServerSideApply},
+		"nodePoolName":    &types.AttributeValueMemberS{Value: "np-1"},
 		"targetItem":      spec["targetItem"],
 		"serverSideApply": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
 	}}

@@ -27,10 +27,10 @@ const unknownSep = "\x00"
 // knownSpecAttributes are, per kind, the attributes of the `spec` map the decoder maps (the
 // spec struct's dynamodbav names; kubeContent lives in the top-level `spec_kubeContent`).
 var knownSpecAttributes = map[DesireKind][]string{
-	KindApplyDesire: {"applyPolicy", "clusterID", "forceConflicts", "health", "ignoreFields", "managementCluster", "owner",
-		"propagationPolicy", "serverSideApply", "statusFeedback", "targetItem", "type", "yieldToManagers"},
-	KindDeleteDesire: {"clusterID", "managementCluster", "owner", "propagationPolicy", "targetItem"},
-	KindReadDesire:   {"clusterID", "fields", "managementCluster", "owner", "targetItem"},
+	KindApplyDesire: {"applyPolicy", "clusterID", "forceConflicts", "health", "ignoreFields", "managementCluster", "nodePoolName",
+		"owner", "propagationPolicy", "serverSideApply", "statusFeedback", "targetItem", "type", "yieldToManagers"},
+	KindDeleteDesire: {"clusterID", "managementCluster", "nodePoolName", "owner", "propagationPolicy", "targetItem"},
+	KindReadDesire:   {"clusterID", "fields", "managementCluster", "nodePoolName", "owner", "targetItem"},
 }
 
 // specTypes are the Go types whose dynamodbav names are the known attributes of the maps

@@ -84,6 +84,10 @@ type CommonSpec struct {
 	ManagementCluster string `json:"managementCluster" dynamodbav:"managementCluster"`
 	// ClusterID is the hosted cluster the desire belongs to (informational).
 	ClusterID string `json:"clusterID,omitempty" dynamodbav:"clusterID,omitempty"`
+	// NodePoolName (`nodePoolName`, S, optional) is the hosted cluster's node pool the desire
+	// belongs to (informational), as upstream's backends write it (rosa-hyperfleet-kube-applier's
+	// ApplyDesire and ReadDesire specs).
+	NodePoolName string `json:"nodePoolName,omitempty" dynamodbav:"nodePoolName,omitempty"`
 	// Owner (`spec.owner`, S, optional) names who wrote the desire (a backend, a team). Rival
 	// desires of one object with different owners are reported with the rival's documentID
 	// and owner (TargetConflict); with the same owner, or none, the rival rules are unchanged.

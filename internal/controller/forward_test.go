@@ -162,10 +162,10 @@ func TestUnknownAttributesMessage(t *testing.T) {
 		want    string
 	}{
 		{api.KindApplyDesire, []string{"suspend"}, `spec attribute "suspend" is not known to this applier (the ApplyDesire spec may hold only ` +
-			"applyPolicy, clusterID, forceConflicts, health, ignoreFields, managementCluster, owner, propagationPolicy, serverSideApply, statusFeedback, targetItem, type, yieldToManagers): " +
+			"applyPolicy, clusterID, forceConflicts, health, ignoreFields, managementCluster, nodePoolName, owner, propagationPolicy, serverSideApply, statusFeedback, targetItem, type, yieldToManagers): " +
 			"a newer applier may understand it; refusing rather than acting with a default"},
 		{api.KindDeleteDesire, []string{"gracePeriodSeconds", "targetItem.uid"}, `spec attributes "gracePeriodSeconds", "targetItem.uid" are not known to this applier ` +
-			"(the DeleteDesire spec may hold only clusterID, managementCluster, owner, propagationPolicy, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
+			"(the DeleteDesire spec may hold only clusterID, managementCluster, nodePoolName, owner, propagationPolicy, targetItem): a newer applier may understand them; refusing rather than acting with a default"},
 	} {
 		if got := unknownAttributesMessage(tc.kind, tc.unknown); got != tc.want {
 			t.Errorf("unknownAttributesMessage(%s, %q) =\n%s\nwant\n%s", tc.kind, tc.unknown, got, tc.want)
