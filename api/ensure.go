@@ -23,7 +23,8 @@ type TableAdminAPI interface {
 type TableOption func(*tableOptions)
 
 type tableOptions struct {
-	statusIndex bool
+	statusIndex   bool
+	statusStreams bool // WithStatusStreams (ensurestream.go)
 }
 
 // WithStatusIndex makes EnsureTables give every status table the GSI StatusIndexName (partition
@@ -89,6 +90,9 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 		if o.statusIndex {
 			in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, statusIndex())
 		}
+		if o.statusStreams {
+			in.StreamSpecification = statusStreamSpec()
+		}
 	}
 	_, err = db.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
@@ -108,7 +112,12 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 		return made, fmt.Errorf("wait for table %s: %w", name, err)
 	}
 	if tk == StatusTable {
-		return made, ensureStatusIndexes(ctx, db, name, o.statusIndex)
+		if err := ensureStatusIndexes(ctx, db, name, o.statusIndex); err != nil {
+			return made, err
+		}
+		if o.statusStreams {
+			return made, ensureStatusStream(ctx, db, name)
+		}
 	}
 	return made, nil
 }
