@@ -18,7 +18,7 @@ import (
 
 func (a *app) newTablesCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tables", Short: "Manage the six tables of a management cluster"}
-	var statusIndex bool
+	var statusIndex, statusStreams bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
@@ -33,7 +33,11 @@ tables usually come from infrastructure code.
 
 --status-index gives each status table the global secondary index updateTime-index (partition
 key shard S, sort key updateTime S) that index-poll backends query, adding it to status tables
-that exist without it.`,
+that exist without it.
+
+--status-streams turns DynamoDB Streams (NEW_AND_OLD_IMAGES) on for the status tables, on
+existing ones too, so backends follow the statuses instead of polling them (api
+WithStatusStreamsAPI); a status stream of another view type is an error.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
 			s, err := a.settings()
@@ -51,6 +55,9 @@ that exist without it.`,
 			var opts []api.TableOption
 			if statusIndex {
 				opts = append(opts, api.WithStatusIndex())
+			}
+			if statusStreams {
+				opts = append(opts, api.WithStatusStreams())
 			}
 			created, err := api.EnsureLayoutTables(cmd.Context(), admin, s.layout(), s.ManagementCluster, opts...)
 			for _, name := range created {
@@ -83,6 +90,7 @@ that exist without it.`,
 	}
 	a.addRecordsFlag(create)
 	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
+	create.Flags().BoolVar(&statusStreams, "status-streams", false, "also turn Streams (NEW_AND_OLD_IMAGES) on for the status tables (backends follow statuses)")
 	cmd.AddCommand(create, a.newTablesDeleteCommand())
 	return cmd
 }
