@@ -245,6 +245,7 @@ func TestWaitForStatusStream(t *testing.T) {
 					for !(joined(c, table, 1) && e.gets() >= 1) && e.gets() < 2 && ctx.Err() == nil {
 						time.Sleep(time.Millisecond)
 					}
+					time.Sleep(2 * time.Millisecond) // the GetItem counted has also read
 					tt.during(t, e)
 				})
 			}
