@@ -144,11 +144,12 @@ type statusReader struct {
 	// record written afterwards reaches the waiters), or startErr is set.
 	ready    chan struct{}
 	startErr error
-	// dead is closed when the reader stopped for good after ready: its waiters poll.
-	dead   chan struct{}
-	done   chan struct{} // closed when run returned
-	cancel context.CancelFunc
-	ctx    context.Context
+	// dead is closed when the reader stopped for good (an error, Close): its waiters poll.
+	dead    chan struct{}
+	endOnce sync.Once
+	done    chan struct{} // closed when run returned
+	cancel  context.CancelFunc
+	ctx     context.Context
 
 	// guarded by s.mu
 	waiters map[string]map[*statusWaiter]struct{}
@@ -247,10 +248,18 @@ func (r *statusReader) fail(err error, positioned bool) {
 	}
 	r.stopLocked()
 	r.s.mu.Unlock()
-	if !positioned {
-		close(r.ready)
-	}
-	close(r.dead)
+	r.end(positioned)
+}
+
+// end closes ready (unless positioned: run closed it) and dead, once: the waiters of a reader
+// that stopped for any reason (an error, Close) poll.
+func (r *statusReader) end(positioned bool) {
+	r.endOnce.Do(func() {
+		if !positioned {
+			close(r.ready)
+		}
+		close(r.dead)
+	})
 }
 
 // errNoStatusStream: the status table has no stream whose records carry new images.
@@ -310,7 +319,11 @@ type shardState struct {
 const maxStreamFailures = 5
 
 func (r *statusReader) run() {
-	defer close(r.done)
+	positioned := false
+	defer func() {
+		r.end(positioned) // stopped by Close or the last waiter: any waiter left polls
+		close(r.done)
+	}()
 	ctx := r.ctx
 	arn, err := r.s.streamARN(ctx, r.s.db, r.table)
 	if err != nil {
@@ -341,6 +354,7 @@ func (r *statusReader) run() {
 		shards[id] = &shardState{iter: it}
 	}
 	close(r.ready)
+	positioned = true
 
 	failures := 0
 	backoff := r.s.poll
