@@ -92,6 +92,19 @@ func (f *fakeStreams) record(table, id string, item Item) {
 	open.records = append(open.records, rec)
 }
 
+// disable ends the stream of table: its shards closed, no child; then DescribeStream and
+// GetRecords of it answer ResourceNotFoundException when gone is true.
+func (f *fakeStreams) disable(table string, gone bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, sh := range f.streams[table].shards {
+		sh.closed = true
+	}
+	if gone {
+		delete(f.streams, table)
+	}
+}
+
 // rollover closes the open shard of table and opens its child.
 func (f *fakeStreams) rollover(table string) {
 	f.mu.Lock()
@@ -147,6 +160,9 @@ func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.Ge
 	f.calls["GetShardIterator"]++
 	f.iterTypes[in.ShardIteratorType]++
 	s := f.stream(aws.ToString(in.StreamArn))
+	if s == nil {
+		return nil, &stypes.ResourceNotFoundException{Message: aws.String("Requested resource not found: Stream")}
+	}
 	var sh *fakeShard
 	for _, x := range s.shards {
 		if x.id == aws.ToString(in.ShardId) {
@@ -184,6 +200,9 @@ func (f *fakeStreams) GetRecords(_ context.Context, in *dynamodbstreams.GetRecor
 	}
 	parts := strings.Split(aws.ToString(in.ShardIterator), "|")
 	s := f.stream(parts[0])
+	if s == nil {
+		return nil, &stypes.ResourceNotFoundException{Message: aws.String("Requested resource not found: Stream")}
+	}
 	var sh *fakeShard
 	for _, x := range s.shards {
 		if x.id == parts[1] {

@@ -445,6 +445,13 @@ func (r *statusReader) run() {
 				seen[id] = true
 				shards[id] = &shardState{iter: it}
 			}
+			if len(shards) == 0 && err == nil {
+				// Every shard closed and none follows: the stream was disabled (a new one has
+				// another ARN). Its waiters poll; the next wait asks DescribeTable again.
+				r.s.forgetARN(r.table)
+				r.fail(fmt.Errorf("the stream %s of %s ended", arn, r.table), true)
+				return
+			}
 		}
 		pause := r.s.poll
 		switch {

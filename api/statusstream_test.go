@@ -177,6 +177,28 @@ func TestWaitForStatusStream(t *testing.T) {
 					t.Errorf("GetItem %d, GetRecords %d; want 1, >= 4", e.gets(), e.db.fs.count("GetRecords"))
 				}
 			}},
+		{name: "the stream disabled (shards closed, none follows): polls", streamed: true,
+			during: func(t *testing.T, e *streamEnv) {
+				e.db.fs.disable(table, false)
+				eventually(t, "the reader ended", func() bool { return !joined(e.c, table, 1) })
+				putStatus(t, e.db, e.c, e.spec, e.spec.Version)
+			},
+			check: func(t *testing.T, e *streamEnv) {
+				if e.gets() < 2 {
+					t.Errorf("GetItem %d, want >= 2 (polling)", e.gets())
+				}
+			}},
+		{name: "the stream gone (ResourceNotFound): polls", streamed: true,
+			during: func(t *testing.T, e *streamEnv) {
+				e.db.fs.disable(table, true)
+				eventually(t, "the reader ended", func() bool { return !joined(e.c, table, 1) })
+				putStatus(t, e.db, e.c, e.spec, e.spec.Version)
+			},
+			check: func(t *testing.T, e *streamEnv) {
+				if e.gets() < 2 {
+					t.Errorf("GetItem %d, want >= 2 (polling)", e.gets())
+				}
+			}},
 		{name: "no stream: polls",
 			during: func(t *testing.T, e *streamEnv) { putStatus(t, e.db, e.c, e.spec, e.spec.Version) },
 			check: func(t *testing.T, e *streamEnv) {
