@@ -54,9 +54,12 @@ const statusStreamRetry = time.Minute
 // with the first wait, fans records out to the waiters by documentID, and stops
 // DefaultStatusStreamLinger after the last waiter left, or at Client.Close. A reader that
 // fails (the stream disabled, errors that persist) lets its waiters fall back to polling.
-// Give every goroutine of a backend process the same Client.
+// Give every goroutine of a backend process the same Client. A nil s changes nothing.
 func WithStatusStreamsAPI(s StreamsAPI) ClientOption {
 	return func(c *Client) {
+		if s == nil {
+			return
+		}
 		c.streams = &statusStreams{api: s, db: c.db, poll: DefaultStatusStreamPoll, linger: DefaultStatusStreamLinger,
 			arns: map[string]streamEntry{}, readers: map[string]*statusReader{}}
 	}
@@ -409,7 +412,9 @@ func (r *statusReader) run() {
 			}
 			if len(out.Records) > 0 {
 				got = true
-				sh.lastSeq = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
+				if last := out.Records[len(out.Records)-1].Dynamodb; last != nil {
+					sh.lastSeq = aws.ToString(last.SequenceNumber)
+				}
 				r.dispatch(out.Records)
 			}
 			if out.NextShardIterator == nil {
