@@ -49,6 +49,22 @@ func TestIntegrationWaitForStatusStream(t *testing.T) {
 	if _, err := EnsureTables(ctx, db, "it-", "mc01", WithStatusStreams()); err != nil {
 		t.Fatal(err)
 	}
+	// Created with the stream at once (CreateTable), and a second run leaves it as it is.
+	for range 2 {
+		if _, err := EnsureTables(ctx, db, "it-", "mc02", WithStatusStreams()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range DesireKinds {
+		name := TableLayout{Prefix: "it-"}.Name("mc02", StatusTable, k)
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := out.Table.StreamSpecification; s == nil || s.StreamViewType != types.StreamViewTypeNewAndOldImages || len(out.Table.GlobalSecondaryIndexes) == 0 {
+			t.Fatalf("%s: stream %+v, indexes %d; want NEW_AND_OLD_IMAGES and the status check's index", name, s, len(out.Table.GlobalSecondaryIndexes))
+		}
+	}
 	cdb := &countingDB{Client: db}
 	c := NewClient(cdb, "it-", "mc01", WithStatusStreamsAPI(streams))
 	defer c.Close()
