@@ -33,7 +33,9 @@ type tableDescriber interface {
 const (
 	// DefaultStatusStreamPoll is the pause between two rounds of GetRecords that found nothing
 	// (each open shard read once per round): 4 rounds a second, as AWS Lambda polls a stream,
-	// within DynamoDB Streams' 5 GetRecords per second per shard.
+	// within the 5 GetRecords per second per shard this project budgets a shard (the applier's
+	// idle target). Two processes following one status table: give each 500 ms
+	// (WithStatusStreamTiming), docs/operating.md "Who reads which stream".
 	DefaultStatusStreamPoll = 250 * time.Millisecond
 	// DefaultStatusStreamLinger is how long a reader left without waiters keeps reading, so
 	// that WaitForStatus calls made one after another share it instead of each paying a
