@@ -6,7 +6,7 @@ STACK := hack/local-stack.sh
 # examples that need dependencies the library must not have or must do without the library.
 EXAMPLE_MODULES := api examples/backend-go examples/controller-runtime examples/monitoring
 
-.PHONY: up down env status install test test-unit test-race lint demo bench bench-options chaos
+.PHONY: up down env status install test test-unit test-race lint demo bench bench-options bench-waitforstatus chaos
 
 up:
 	@$(STACK) up
@@ -94,6 +94,16 @@ bench:
 # ApplyDesires per way (no option, statusFeedback, health rules), two rounds; ~4 minutes.
 bench-options:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only options -desires 200 $(BENCH_FLAGS)'
+
+# A backend's WaitForStatus following the status stream vs polling it (hack/bench/waitforstatus;
+# docs/performance.md "WaitForStatus: stream vs polling"): DynamoDB Local only, no applier; ~1 min.
+bench-waitforstatus:
+	@started=; \
+	if ! $(STACK) status >/dev/null 2>&1; then $(STACK) up >/dev/null && started=1 || exit 1; fi; \
+	eval "$$($(STACK) env)"; \
+	rc=0; go run ./hack/bench/waitforstatus $(BENCH_FLAGS) || rc=$$?; \
+	if [ -n "$$started" ]; then $(STACK) down; fi; \
+	exit $$rc
 
 # Chaos tests (applier_chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
 # leaders, throttle DynamoDB. They run on a stack of their own (.stack-chaos, DynamoDB with

@@ -36,6 +36,8 @@ type Client struct {
 	// PollMin and PollMax bound WaitForStatus's back-off between two reads: it starts at
 	// PollMin and doubles up to PollMax. Defaults 100 ms and 2 s.
 	PollMin, PollMax time.Duration
+	// streams follows status tables' streams (WithStatusStreamsAPI; statusstream.go).
+	streams *statusStreams
 }
 
 // NewClient returns a Client for the tables "{prefix}mc-{managementCluster}-…" (prefix is ""
@@ -343,11 +345,16 @@ func Answers(spec, status Desire) bool {
 
 // WaitForStatus reads the status of spec until it answers spec as it is now (Answers), and
 // returns it, whatever its verdict. Between reads it backs off from PollMin to PollMax. A
-// status that answers an older version, or none yet, is waited out. Errors: ctx's
+// status that answers an older version, or none yet, is waited out. With
+// WithStatusStreamsAPI and a status table that has a stream, it reads the status once and
+// then follows the stream instead of polling (statusstream.go). Errors: ctx's
 // (context.DeadlineExceeded, context.Canceled) wrapped with what was last seen, or a read
 // error other than ErrNotFound.
 func (t *Desires[T]) WaitForStatus(ctx context.Context, spec T) (T, error) {
 	var zero T
+	if st, done, err := waitForStatusStream(ctx, t, spec); done {
+		return st, err
+	}
 	lo, hi := t.c.PollMin, t.c.PollMax
 	if lo <= 0 {
 		lo = 100 * time.Millisecond

@@ -23,8 +23,9 @@ type TableAdminAPI interface {
 type TableOption func(*tableOptions)
 
 type tableOptions struct {
-	statusIndex bool
-	specIndex   bool // WithSpecIndex (specindex.go)
+	statusIndex   bool
+	specIndex     bool // WithSpecIndex (specindex.go)
+	statusStreams bool // WithStatusStreams (ensurestream.go)
 }
 
 // WithStatusIndex makes EnsureTables give every status table the GSI StatusIndexName (partition
@@ -95,6 +96,9 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 		if o.statusIndex {
 			in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, statusIndex())
 		}
+		if o.statusStreams {
+			in.StreamSpecification = statusStreamSpec()
+		}
 	}
 	_, err = db.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
@@ -114,7 +118,13 @@ func ensureTable(ctx context.Context, db TableAdminAPI, name string, tk TableKin
 		return made, fmt.Errorf("wait for table %s: %w", name, err)
 	}
 	if tk == StatusTable {
-		return made, ensureStatusIndexes(ctx, db, name, o.statusIndex)
+		if err := ensureStatusIndexes(ctx, db, name, o.statusIndex); err != nil {
+			return made, err
+		}
+		if o.statusStreams {
+			return made, ensureStatusStream(ctx, db, name)
+		}
+		return made, nil
 	}
 	if o.specIndex {
 		return made, ensureStatusIndex(ctx, db, name, specIndex(), true)

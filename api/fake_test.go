@@ -23,6 +23,9 @@ type fakeDB struct {
 	puts   int // PutItem calls, refused ones too
 	// getHook, when set, runs before each GetItem answers (tests change items meanwhile).
 	getHook func(n int)
+	// onWrite, when set, sees each item PutItem or DeleteItem wrote (nil: deleted), under mu
+	// (the streams fake, fakestreams_test.go, records them).
+	onWrite func(table, id string, item Item)
 }
 
 func newFakeDB() *fakeDB { return &fakeDB{tables: map[string]map[string]Item{}} }
@@ -86,6 +89,9 @@ func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func
 		return nil, fmt.Errorf("fake: unexpected condition %q", cond)
 	}
 	t[id] = in.Item
+	if f.onWrite != nil {
+		f.onWrite(aws.ToString(in.TableName), id, in.Item)
+	}
 	return &dynamodb.PutItemOutput{}, nil
 }
 
@@ -117,6 +123,9 @@ func (f *fakeDB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ .
 		return nil, fmt.Errorf("fake: unexpected condition %q", cond)
 	}
 	delete(t, id)
+	if f.onWrite != nil {
+		f.onWrite(aws.ToString(in.TableName), id, nil)
+	}
 	return &dynamodb.DeleteItemOutput{}, nil
 }
 

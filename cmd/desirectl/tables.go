@@ -18,7 +18,7 @@ import (
 
 func (a *app) newTablesCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tables", Short: "Manage the six tables of a management cluster"}
-	var statusIndex, specIndex bool
+	var statusIndex, specIndex, statusStreams bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create the specs and status tables of the context's management cluster (idempotent)",
@@ -37,7 +37,11 @@ that exist without it.
 
 --spec-index gives each specs table the global secondary index ` + api.SpecIndexName + ` (partition
 key shard S, sort key updateTime S, keys only) that an applier run with --change-source=index-poll
-queries, adding it to specs tables that exist without it.`,
+queries, adding it to specs tables that exist without it.
+
+--status-streams turns DynamoDB Streams (NEW_AND_OLD_IMAGES) on for the status tables, on
+existing ones too, so backends follow the statuses instead of polling them (api
+WithStatusStreamsAPI); a status stream of another view type is an error.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: a.records(func(cmd *cobra.Command, _ []string) error {
 			s, err := a.settings()
@@ -58,6 +62,9 @@ queries, adding it to specs tables that exist without it.`,
 			}
 			if specIndex {
 				opts = append(opts, api.WithSpecIndex())
+			}
+			if statusStreams {
+				opts = append(opts, api.WithStatusStreams())
 			}
 			created, err := api.EnsureLayoutTables(cmd.Context(), admin, s.layout(), s.ManagementCluster, opts...)
 			for _, name := range created {
@@ -95,6 +102,7 @@ queries, adding it to specs tables that exist without it.`,
 	a.addRecordsFlag(create)
 	create.Flags().BoolVar(&statusIndex, "status-index", false, "also create the status tables' updateTime-index GSI (for index-poll backends)")
 	create.Flags().BoolVar(&specIndex, "spec-index", false, "also create the specs tables' "+api.SpecIndexName+" GSI (for an applier with --change-source=index-poll)")
+	create.Flags().BoolVar(&statusStreams, "status-streams", false, "also turn Streams (NEW_AND_OLD_IMAGES) on for the status tables (backends follow statuses)")
 	cmd.AddCommand(create, a.newTablesDeleteCommand())
 	return cmd
 }

@@ -18,6 +18,7 @@ type adminDB struct {
 	created []string
 	deleted []string
 	indexes map[string][]types.GlobalSecondaryIndexDescription
+	streams map[string]*types.StreamSpecification // by UpdateTable
 }
 
 func (d *adminDB) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
@@ -35,13 +36,19 @@ func (d *adminDB) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInp
 		return nil, &types.ResourceNotFoundException{}
 	}
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableName: in.TableName, TableStatus: types.TableStatusActive,
-		GlobalSecondaryIndexes: d.indexes[*in.TableName]}}, nil
+		GlobalSecondaryIndexes: d.indexes[*in.TableName], StreamSpecification: d.streams[*in.TableName]}}, nil
 }
 
 // UpdateTable records the index added to a table.
 func (d *adminDB) UpdateTable(_ context.Context, in *dynamodb.UpdateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
 	if d.indexes == nil {
 		d.indexes = map[string][]types.GlobalSecondaryIndexDescription{}
+	}
+	if in.StreamSpecification != nil {
+		if d.streams == nil {
+			d.streams = map[string]*types.StreamSpecification{}
+		}
+		d.streams[*in.TableName] = in.StreamSpecification
 	}
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		d.indexes[*in.TableName] = append(d.indexes[*in.TableName], types.GlobalSecondaryIndexDescription{IndexName: u.Create.IndexName, IndexStatus: types.IndexStatusActive})
@@ -75,6 +82,15 @@ func TestTablesCreate(t *testing.T) {
 	for name := range admin.indexes {
 		if !strings.Contains(name, "-status-") {
 			t.Fatalf("index added to %s", name)
+		}
+	}
+	// --status-streams turns the stream on for the existing status tables only.
+	if out, _, code := run("--status-streams"); code != exitOK || len(admin.streams) != 3 {
+		t.Fatalf("--status-streams: code %d, out %q, streams %v", code, out, admin.streams)
+	}
+	for name, s := range admin.streams {
+		if !strings.Contains(name, "-status-") || s.StreamViewType != types.StreamViewTypeNewAndOldImages {
+			t.Fatalf("stream %+v on %s", s, name)
 		}
 	}
 	// -o json: one record per table, created or ready.
