@@ -24,7 +24,7 @@ type policyStatement struct {
 
 func readPolicy(t *testing.T, name string) []policyStatement {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(crossAccountDir, name))
+	data, err := os.ReadFile(filepath.Join(crossAccountDir, filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +49,36 @@ func readPolicy(t *testing.T, name string) []policyStatement {
 // resource policy names the applier's role only; the tables are named as upstream names them
 // ("{cluster}-{table}-{kind}", api.TableLayout) and each is a valid table ARN.
 func TestCrossAccountPolicies(t *testing.T) {
+	t.Run("streams", func(t *testing.T) {
+		checkCrossAccount(t, crossAccountLayout{
+			files:  map[string]string{"role": "applier-role-policy.json", "specs": "specs-table-policy.json", "stream": "specs-stream-policy.json", "status": "status-table-policy.json"},
+			layout: api.TableLayout{Format: "{cluster}-{table}-{kind}"},
+		})
+	})
+	// Upstream's layout without streams: four tables (the folded Delete), the specs tables
+	// polled through their updateTime-index (IndexPollSource).
+	t.Run("index poll", func(t *testing.T) {
+		checkCrossAccount(t, crossAccountLayout{
+			files:  map[string]string{"role": "index-poll/applier-role-policy.json", "specs": "index-poll/specs-table-policy.json", "status": "status-table-policy.json"},
+			layout: api.TableLayout{Format: "{cluster}-{table}-{kind}", FoldedDeletes: true},
+			poll:   true,
+		})
+	})
+}
+
+// crossAccountLayout is one variant of the policy pair: its files by role ("role", "specs",
+// "stream" when the specs tables stream, "status"), the table layout it serves, and whether
+// the applier polls the specs index instead of reading the streams.
+type crossAccountLayout struct {
+	files  map[string]string
+	layout api.TableLayout
+	poll   bool
+}
+
+func checkCrossAccount(t *testing.T, v crossAccountLayout) {
 	const role = "arn:aws:iam::222222222222:role/mc01-kube-applier"
 	const stream = "/stream/2026-01-01T00:00:00.000"
-	layout := api.TableLayout{Format: "{cluster}-{table}-{kind}"}
+	layout := v.layout
 	tableARN := func(tk api.TableKind, k api.DesireKind) string {
 		arn := "arn:aws:dynamodb:us-east-1:111111111111:table/" + layout.Name(cluster, tk, k)
 		if _, err := api.ParseTableARN(arn); err != nil {
@@ -66,14 +93,20 @@ func TestCrossAccountPolicies(t *testing.T) {
 		}
 		return out
 	}
-	identity := readPolicy(t, "applier-role-policy.json")
+	identity := readPolicy(t, v.files["role"])
 	for _, st := range identity {
 		if st.Principal != nil {
 			t.Errorf("identity policy statement %q has a Principal", st.Sid)
 		}
 	}
 	resources := map[string][]policyStatement{}
-	for _, f := range []string{"specs-table-policy.json", "specs-stream-policy.json", "status-table-policy.json"} {
+	var files []string
+	for _, r := range []string{"specs", "stream", "status"} {
+		if f, ok := v.files[r]; ok {
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
 		resources[f] = readPolicy(t, f)
 		for _, st := range resources[f] {
 			if st.Principal == nil || !slices.Equal(st.Principal.AWS, []string{role}) || st.Effect != "Allow" {
@@ -86,15 +119,23 @@ func TestCrossAccountPolicies(t *testing.T) {
 	all := []string{"DescribeTable", "GetItem", "Scan", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",
 		"BatchGetItem", "TransactWriteItems", "PartiQLSelect", "CreateTable", "UpdateTable", "DeleteTable", "ListStreams",
 		"DescribeStream", "GetShardIterator", "GetRecords", "PutResourcePolicy"}
-	for _, tc := range []struct {
+	type grant struct {
 		resource, file string
 		granted        []string
-	}{
-		{specsARN, "specs-table-policy.json", []string{"DescribeTable", "GetItem", "Scan"}},
-		{specsARN + stream, "specs-stream-policy.json", []string{"DescribeStream", "GetShardIterator", "GetRecords"}},
-		{statusARN, "status-table-policy.json", []string{"DescribeTable", "GetItem", "Scan", "PutItem", "DeleteItem"}},
-		{statusARN + "/index/" + api.StatusCheckIndexName, "status-table-policy.json", []string{"Scan"}},
-	} {
+	}
+	grants := []grant{
+		{specsARN, v.files["specs"], []string{"DescribeTable", "GetItem", "Scan"}},
+		{statusARN, v.files["status"], []string{"DescribeTable", "GetItem", "Scan", "PutItem", "DeleteItem"}},
+		{statusARN + "/index/" + api.StatusCheckIndexName, v.files["status"], []string{"Scan"}},
+	}
+	if v.poll {
+		// No stream is read, so none may be granted; the index is queried.
+		grants = append(grants, grant{specsARN + "/index/" + api.SpecIndexName, v.files["specs"], []string{"Query"}},
+			grant{specsARN + stream, v.files["specs"], nil})
+	} else {
+		grants = append(grants, grant{specsARN + stream, v.files["stream"], []string{"DescribeStream", "GetShardIterator", "GetRecords"}})
+	}
+	for _, tc := range grants {
 		for _, a := range all {
 			want := slices.Contains(tc.granted, a)
 			if strings.Contains(tc.resource, "/index/") && !want {
@@ -108,9 +149,16 @@ func TestCrossAccountPolicies(t *testing.T) {
 			}
 		}
 	}
-	// The role reaches every table of its management cluster, and no other cluster's.
+	// The role reaches every table of its management cluster, and no other cluster's, nor a
+	// table the layout does not have.
 	for _, tk := range []api.TableKind{api.SpecsTable, api.StatusTable} {
 		for _, k := range api.DesireKinds {
+			if !slices.Contains(layout.Kinds(), k) {
+				if arn := tableARN(tk, k); allows(toStatements(identity), "dynamodb:GetItem", arn) {
+					t.Errorf("role policy: GetItem on %s allowed, a table this layout does not have", arn)
+				}
+				continue
+			}
 			arn := tableARN(tk, k)
 			if !allows(toStatements(identity), "dynamodb:GetItem", arn) {
 				t.Errorf("role policy: GetItem on %s denied", arn)
