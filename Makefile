@@ -6,7 +6,7 @@ STACK := hack/local-stack.sh
 # examples that need dependencies the library must not have or must do without the library.
 EXAMPLE_MODULES := api examples/backend-go examples/controller-runtime examples/monitoring
 
-.PHONY: up down env status install test test-unit test-race lint demo bench bench-options chaos
+.PHONY: up down env status install test test-unit test-race lint demo bench bench-options bench-sources chaos
 
 up:
 	@$(STACK) up
@@ -94,6 +94,11 @@ bench:
 # ApplyDesires per way (no option, statusFeedback, health rules), two rounds; ~4 minutes.
 bench-options:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only options -desires 200 $(BENCH_FLAGS)'
+
+# Only the change sources' scenario (issue #41 item 4; hack/bench/README.md "sources"): the applier
+# restarted on streams, index-poll 1s and index-poll at its defaults (15 s / 5 min); ~5 minutes.
+bench-sources:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only sources $(BENCH_FLAGS)'
 
 # Chaos tests (applier_chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
 # leaders, throttle DynamoDB. They run on a stack of their own (.stack-chaos, DynamoDB with

@@ -174,7 +174,7 @@ func (r *sourceRun) readUnitsPerMinute() float64 {
 func (r *sourceRun) sourceNote() string {
 	s := formatPerMinute(sourceOps(r.IdleOps), r.IdleSeconds)
 	if r.RelistPeriod > 0 {
-		s += fmt.Sprintf("; relist Scan %.2f/min (%g pages every %s)", r.relistPerMinute(), r.RelistPages,
+		s += fmt.Sprintf("; relist Scan %s/min (%g pages every %s)", trimFloat(roundTo(r.relistPerMinute(), 2)), r.RelistPages,
 			time.Duration(r.RelistPeriod*float64(time.Second)))
 	}
 	return s
