@@ -33,6 +33,9 @@ func TestSourcePerMinute(t *testing.T) {
 	if got := r.readUnitsPerMinute(); got != 24+600 {
 		t.Errorf("readUnitsPerMinute = %v, want 624", got)
 	}
+	if got := r.awsReadUnitsPerMinute(); got != 24+600 { // 48 Queries a minute at 0.5
+		t.Errorf("awsReadUnitsPerMinute = %v, want 624", got)
+	}
 	if got, want := r.sourceNote(), "Query 48/min; relist Scan 3/min (15 pages every 5m0s)"; got != want {
 		t.Errorf("sourceNote = %q, want %q", got, want)
 	}
@@ -53,7 +56,7 @@ func TestSourcesTable(t *testing.T) {
 	got := sourcesTable(runs)
 	for _, want := range []string{
 		"| streams | 120 ms / 480 ms (20) | 120 (GetRecords 120/min) | 5.18M | 0 (0) | 122 |",
-		"| index-poll 15s (default) | 7600 ms / 14.9 s (10) | 51 (Query 48/min; relist Scan 3/min (15 pages every 5m0s)) | 2.2M | 0 (0) | 51 |",
+		"| index-poll 15s (default) | 7600 ms / 14.9 s (10) | 51 (Query 48/min; relist Scan 3/min (15 pages every 5m0s)) | 2.2M | 24 (1.04M) | 51 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("sourcesTable lacks %q:\n%s", want, got)

@@ -176,6 +176,8 @@ func (b *bench) sourceRows(run *sourceRun) {
 	b.add("sources", run.Label+": change -> status p99", run.P99MS, "ms", t99, nil, fmt.Sprintf("%d timeouts", run.Timeouts))
 	b.add("sources", run.Label+": idle DynamoDB requests of the change source", run.sourcePerMinute(), "/min", nil, nil,
 		run.sourceNote())
+	b.add("sources", run.Label+": idle read units of the change source (AWS's rules)", run.awsReadUnitsPerMinute(), "/min", nil, nil,
+		fmt.Sprintf("DynamoDB Local reports %s; GetRecords are billed apart, per request", formatValue(run.readUnitsPerMinute(), "/min")))
 	b.add("sources", run.Label+": idle DynamoDB requests, all", run.allPerMinute(), "/min", nil, nil,
 		fmt.Sprintf("%s in %.0f s, %g status checks", formatPerMinute(run.IdleOps, run.IdleSeconds), run.IdleSeconds, run.StatusChecks))
 }
