@@ -80,7 +80,7 @@ demo:
 
 # Benchmark (hack/bench/README.md): builds and runs the real binary against the local stack,
 # which it starts when it is not running and stops afterwards only if it started it.
-# Default sizes finish in about 15 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
+# Default sizes finish in about 17 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
 #   make bench BENCH_FLAGS='-desires 500 -reads 50 -samples 20 -idle 15s'
 bench:
 	@started=; \
@@ -96,7 +96,7 @@ bench-options:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only options -desires 200 $(BENCH_FLAGS)'
 
 # Only the change sources' scenario (issue #41 item 4; hack/bench/README.md "sources"): the applier
-# restarted on streams, index-poll 1s and index-poll at its defaults (15 s / 5 min); ~5 minutes.
+# restarted on streams, index-poll 1s and index-poll at its defaults (15 s / 5 min); ~4 minutes.
 bench-sources:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only sources $(BENCH_FLAGS)'
 
