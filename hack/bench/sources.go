@@ -118,7 +118,6 @@ func (b *bench) sourceRun(ctx context.Context, s changeSource) (*sourceRun, erro
 	m1 := b.mustScrape(ctx)
 	run.IdleOps = diffBy(m0, m1, "kube_applier_dynamodb_requests_total", "operation", nil)
 	units := unitsBy(m0, m1, "kube_applier_dynamodb_read_units_total")
-	run.IdleReadUnits = 0
 	for _, byOp := range units {
 		for op, u := range byOp {
 			if op != "Scan" { // the status checks' (and, in a long window, relists': amortized apart)
