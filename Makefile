@@ -6,7 +6,7 @@ STACK := hack/local-stack.sh
 # examples that need dependencies the library must not have or must do without the library.
 EXAMPLE_MODULES := api examples/backend-go examples/controller-runtime examples/monitoring
 
-.PHONY: up down env status install test test-unit test-race lint demo bench bench-options bench-waitforstatus chaos
+.PHONY: up down env status install test test-unit test-race lint demo bench bench-options bench-waitforstatus bench-sources chaos
 
 up:
 	@$(STACK) up
@@ -80,7 +80,7 @@ demo:
 
 # Benchmark (hack/bench/README.md): builds and runs the real binary against the local stack,
 # which it starts when it is not running and stops afterwards only if it started it.
-# Default sizes finish in about 15 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
+# Default sizes finish in about 17 minutes on 2 cores; pass flags with BENCH_FLAGS, e.g.
 #   make bench BENCH_FLAGS='-desires 500 -reads 50 -samples 20 -idle 15s'
 bench:
 	@started=; \
@@ -104,6 +104,11 @@ bench-waitforstatus:
 	rc=0; go run ./hack/bench/waitforstatus $(BENCH_FLAGS) || rc=$$?; \
 	if [ -n "$$started" ]; then $(STACK) down; fi; \
 	exit $$rc
+
+# Only the change sources' scenario (issue #41 item 4; hack/bench/README.md "sources"): the applier
+# restarted on streams, index-poll 1s and index-poll at its defaults (15 s / 5 min); ~4 minutes.
+bench-sources:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS='-only sources $(BENCH_FLAGS)'
 
 # Chaos tests (applier_chaos_test.go, build tag chaos): restart DynamoDB Local and kube-apiserver, kill
 # leaders, throttle DynamoDB. They run on a stack of their own (.stack-chaos, DynamoDB with

@@ -37,6 +37,7 @@ func (b *bench) startApplier(ctx context.Context) (*applierProc, error) {
 	if b.fifo {
 		args = append(args, "--fifo-queue")
 	}
+	args = append(args, b.source.flags()...)
 	// Extra flags for a diagnosis (e.g. KAA_BENCH_APPLIER_FLAGS=-v=1 for the term's timeline).
 	args = append(args, strings.Fields(os.Getenv("KAA_BENCH_APPLIER_FLAGS"))...)
 	cmd := exec.Command(filepath.Join(b.binDir, "kube-applier-aws"), args...)

@@ -82,6 +82,7 @@ type bench struct {
 	app                     *applierProc
 	appStarts               int
 	fifo                    bool         // the applier runs with --fifo-queue
+	source                  changeSource // the applier's change source (-change-source; the sources scenario changes it)
 	revs                    atomic.Int64 // content revisions of the fairness scenario's changes
 
 	mu       sync.Mutex
@@ -107,6 +108,7 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	b := &bench{cfg: cfg, started: time.Now(), details: map[string]any{}, facts: map[string]any{},
 		rng: rand.New(rand.NewPCG(uint64(cfg.seed), 0x6b6161)), createTime: time.Now().UTC().Round(0)}
 	b.runID = randomString(6)
+	b.source = cfg.source
 	b.revs.Store(1_000_000)
 	b.prefix = "bench-" + b.runID + "-"
 	b.basePrefix = "bench-" + b.runID + "-base-"

@@ -94,7 +94,7 @@ func (r *bulkRun) throughputAfter() float64 {
 func (b *bench) bulkItems(n int) ([]map[string]ddbtypes.AttributeValue, error) {
 	items := make([]map[string]ddbtypes.AttributeValue, n)
 	for i := range n {
-		item, err := api.EncodeItem(b.applyDesire(b.ids[i], b.cmName(i), 0, 1, b.createTime))
+		item, err := specItem(b.applyDesire(b.ids[i], b.cmName(i), 0, 1, b.createTime))
 		if err != nil {
 			return nil, err
 		}

@@ -45,10 +45,15 @@ type config struct {
 	optRounds      int           // rounds; an even one runs the ways backwards
 	optChangeEvery time.Duration // interval between the changes of one way's desires
 	optWays        []string      // ways measured (optionWays, a subset in their order)
+	// change sources (issue #41 item 4)
+	source         changeSource   // the applier's change source in every scenario (-change-source, -index-poll-period)
+	sources        []changeSource // sources scenario: the sources compared, in this order
+	sourcesIdle    time.Duration  // sources scenario: each source's idle window (at least 2 poll periods)
+	sourcesSamples int            // sources scenario: spec changes per source (half for a poll period of 10 s or more)
 }
 
-var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat", "idlebill", "options"}
+var scenarioNames = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "fairness", "heartbeat", "idlebill", "options", "sources"}
 
 // defaultScenarios run without -only; heartbeat needs a long idle window of its own, idlebill
 // a mix of its own (R ReadDesires of 100 KB objects, which would change every other scenario).
-var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "options", "fairness"}
+var defaultScenarios = []string{"bulk", "latency", "memory", "idle", "watch", "restart", "sources", "options", "fairness"}

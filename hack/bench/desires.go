@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
 )
@@ -65,4 +67,17 @@ func successful(s *api.CommonStatus) *api.Condition {
 		}
 	}
 	return nil
+}
+
+// specItem encodes spec d as the api client writes it: with the `shard` attribute
+// (api.StatusShard's rule), so the spec is in the specs tables' index api.SpecIndexName and an
+// applier on the index poll (-change-source index-poll, the sources scenario) finds its changes.
+func specItem(d api.Desire) (api.Item, error) {
+	item, err := api.EncodeItem(d)
+	if err != nil {
+		return nil, err
+	}
+	shard, _ := api.StatusShard(d.Meta().DocumentID)
+	item[api.AttrShard] = &ddbtypes.AttributeValueMemberS{Value: strconv.Itoa(shard)}
+	return item, nil
 }

@@ -185,7 +185,7 @@ func (b *bench) burstItems(k int, cluster string, n int) ([]map[string]ddbtypes.
 		name := fmt.Sprintf("burst%d-%05d", k, i)
 		d := b.applyDesire(kubeapplier.DesireID(taskKey, b.target(name)), name, 0, 1, b.createTime)
 		d.Spec.ClusterID = cluster
-		item, err := api.EncodeItem(d)
+		item, err := specItem(d)
 		if err != nil {
 			return nil, err
 		}

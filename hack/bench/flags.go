@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kube-applier-aws/kubeapplier/api"
 )
 
 // parseFlags reads the command line into a config; it exits (status 2) on a bad value.
@@ -17,16 +19,34 @@ func parseFlags() config {
 	var c config
 	only, sweep, ways := new(string), new(string), new(string)
 	defineFlags(&c, only, sweep, ways)
+	source, sources := new(string), new(string)
+	flag.StringVar(source, "change-source", "streams", "the applier's --change-source in every scenario: streams or index-poll (the specs tables then get the index "+api.SpecIndexName+")")
+	flag.DurationVar(&c.source.PollPeriod, "index-poll-period", 0, "with -change-source index-poll: the applier's --index-poll-period (0: its default, 15 s)")
+	flag.StringVar(sources, "sources", "streams,index-poll:1s,index-poll", "sources scenario: the change sources compared (streams, index-poll = its default periods, index-poll:<poll period>)")
+	flag.DurationVar(&c.sourcesIdle, "sources-idle", 30*time.Second, "sources scenario: each source's idle window (at least two poll periods)")
+	flag.IntVar(&c.sourcesSamples, "sources-samples", 20, "sources scenario: spec changes measured per source (half for a poll period of 10 s or more)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./hack/bench [flags]   (stack up: eval \"$(hack/local-stack.sh env)\"; or make bench)\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
 	c.only = parseOnly(*only)
+	var err error
+	if c.source.Name = *source; c.source.Name != "streams" && c.source.Name != "index-poll" {
+		fmt.Fprintf(os.Stderr, "bench: -change-source must be streams or index-poll, not %q\n", *source)
+		os.Exit(2)
+	}
+	if c.sources, err = parseSources(*sources); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.sourcesSamples < 2 || c.sourcesIdle <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -sources-samples must be >= 2, -sources-idle > 0")
+		os.Exit(2)
+	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
 	}
-	var err error
 	if c.sweep, err = parseSweep(*sweep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)

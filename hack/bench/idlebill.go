@@ -257,7 +257,7 @@ func (b *bench) writeBigReads(ctx context.Context) error {
 		d.DocumentID = kubeapplier.DesireID(taskKey+"-bill", t)
 		d.Version, d.CreateTime, d.UpdateTime = 1, b.createTime, b.createTime
 		d.Spec.ManagementCluster, d.Spec.ClusterID, d.Spec.TargetItem = cluster, benchName, t
-		item, err := api.EncodeItem(d)
+		item, err := specItem(d)
 		if err != nil {
 			return err
 		}

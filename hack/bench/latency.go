@@ -9,8 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	kubeapplier "github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -36,7 +41,7 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 	picks := b.rng.Perm(b.cfg.desires)[:s]
 	m0 := b.mustScrape(ctx)
 	cpu0 := b.appStats().CPUSeconds
-	results, window, err := b.latencySamples(ctx, picks)
+	results, window, err := b.latencySamples(ctx, picks, pacing{every: b.cfg.changeEvery, statusPoll: b.cfg.statusPoll, timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -87,15 +92,22 @@ func (b *bench) scenarioLatency(ctx context.Context) error {
 	return nil
 }
 
-// latencySamples changes the picked desires one per -change-every (content revision k+1 for
-// the k-th) and waits for each one's status; it returns the samples in pick order and the
-// time from the first change until the last sample ended.
-func (b *bench) latencySamples(ctx context.Context, picks []int) ([]latSample, time.Duration, error) {
+// pacing is how latencySamples paces its changes and polls their statuses.
+type pacing struct {
+	every      time.Duration // between two changes (the latency scenario: -change-every)
+	statusPoll time.Duration // between two GetItems of a pending sample's status (-status-poll)
+	timeout    time.Duration // a sample not seen by then is a timeout (+Inf)
+}
+
+// latencySamples changes the picked desires one per p.every (content revision k+1 for the
+// k-th) and waits for each one's status; it returns the samples in pick order and the time
+// from the first change until the last sample ended.
+func (b *bench) latencySamples(ctx context.Context, picks []int, p pacing) ([]latSample, time.Duration, error) {
 	specs := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.SpecsTable, kubeapplier.KindApplyDesire))
 	status := tables.New[*kubeapplier.ApplyDesire](b.ddb, b.table(b.prefix, api.StatusTable, kubeapplier.KindApplyDesire))
 	results := make([]latSample, len(picks))
 	var wg sync.WaitGroup
-	tick := time.NewTicker(b.cfg.changeEvery)
+	tick := time.NewTicker(p.every)
 	defer tick.Stop()
 	t0 := time.Now()
 	var errMu sync.Mutex
@@ -107,7 +119,7 @@ func (b *bench) latencySamples(ctx context.Context, picks []int) ([]latSample, t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := b.changeAndWait(ctx, specs, status, i, k+1, 30*time.Second)
+			r, err := b.changeAndWait(ctx, specs, status, i, k+1, p)
 			if err != nil {
 				errMu.Lock()
 				firstErr = errors.Join(firstErr, err)
@@ -130,13 +142,13 @@ func (s latSample) MarshalJSON() ([]byte, error) {
 }
 
 // changeAndWait replaces desire i's spec with content revision rev and polls its status every
-// -status-poll until it is Successful=True at the new version, or timeout (ObservedMS +Inf).
-func (b *bench) changeAndWait(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire], i, rev int, timeout time.Duration) (latSample, error) {
+// p.statusPoll until it is Successful=True at the new version, or p.timeout (ObservedMS +Inf).
+func (b *bench) changeAndWait(ctx context.Context, specs, status *tables.Table[*kubeapplier.ApplyDesire], i, rev int, p pacing) (latSample, error) {
 	r, put, err := b.change(ctx, specs, i, rev)
 	if err != nil {
 		return r, err
 	}
-	deadline := put.Add(timeout)
+	deadline := put.Add(p.timeout)
 	for time.Now().Before(deadline) {
 		st, err := status.Get(ctx, b.ids[i])
 		if err == nil {
@@ -149,25 +161,33 @@ func (b *bench) changeAndWait(ctx context.Context, specs, status *tables.Table[*
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		time.Sleep(b.cfg.statusPoll)
+		time.Sleep(p.statusPoll)
 	}
 	return r, nil
 }
 
-// change replaces desire i's spec with content revision rev; it returns the sample (not yet
-// observed) and when the PutItem returned.
+// change replaces desire i's spec with content revision rev (as the api client does: the next
+// version, updateTime now, the `shard` attribute); it returns the sample (not yet observed) and
+// when the PutItem returned.
 func (b *bench) change(ctx context.Context, specs *tables.Table[*kubeapplier.ApplyDesire], i, rev int) (latSample, time.Time, error) {
 	b.mu.Lock()
 	v := b.versions[i]
 	b.mu.Unlock()
-	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v, b.createTime)
-	out, err := specs.Replace(ctx, d)
+	d := b.applyDesire(b.ids[i], b.cmName(i), rev, v+1, time.Now().UTC().Round(0))
+	item, err := specItem(d)
 	if err != nil {
+		return latSample{}, time.Time{}, err
+	}
+	if _, err := b.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(specs.Name()), Item: item,
+		ConditionExpression:       aws.String("#v = :v"),
+		ExpressionAttributeNames:  map[string]string{"#v": api.AttrVersion},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}},
+	}); err != nil {
 		return latSample{}, time.Time{}, fmt.Errorf("change desire %d: %w", i, err)
 	}
 	put := time.Now()
 	b.mu.Lock()
-	b.versions[i] = out.Version
+	b.versions[i] = v + 1
 	b.mu.Unlock()
-	return latSample{Index: i, Version: out.Version, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}, put, nil
+	return latSample{Index: i, Version: v + 1, ObservedMS: math.Inf(1), WrittenMS: math.Inf(1)}, put, nil
 }

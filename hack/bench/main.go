@@ -25,6 +25,9 @@
 //	options  N fresh ApplyDesires per way: no option, statusFeedback (3 JSONPaths), health (3 CEL
 //	         rules): change -> status p50/p99, applier CPU per desire, status item bytes, kube
 //	         requests per desire (issue #40; reported, no target)
+//	sources  the applier restarted on each change source (streams, index-poll 1s, index-poll at
+//	         its defaults 15 s / 5 min): change -> status p50/p99 and the idle DynamoDB requests
+//	         per minute (relists amortized), per source (issue #41 item 4; reported)
 //	fairness a 5,000-desire burst of one clusterID while another clusterID changes every 200 ms:
 //	         the other's change -> Successful p99 (<= 1 s) and the burst's throughput
 //	         (>= 0.95x), fair queue vs the applier restarted with --fifo-queue

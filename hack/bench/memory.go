@@ -70,7 +70,7 @@ func (b *bench) readWatches(ctx context.Context, into *memReading) {
 func (b *bench) mirrorReads(ctx context.Context, r int) (time.Duration, error) {
 	items := make([]map[string]ddbtypes.AttributeValue, r)
 	for i := range r {
-		item, err := api.EncodeItem(b.readDesire(i))
+		item, err := specItem(b.readDesire(i))
 		if err != nil {
 			return 0, err
 		}

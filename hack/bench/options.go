@@ -138,7 +138,7 @@ func (b *bench) optionsRun(ctx context.Context, way string, round int) (*optRun,
 	items := make([]map[string]ddbtypes.AttributeValue, n)
 	for i := range n {
 		d := b.optDesire(run, i, 0, 1)
-		item, err := api.EncodeItem(d)
+		item, err := specItem(d)
 		if err != nil {
 			return nil, err
 		}

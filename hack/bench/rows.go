@@ -100,6 +100,11 @@ func formatValue(v float64, unit string) string {
 			return fmt.Sprintf("%.2f/s", v)
 		}
 		return fmt.Sprintf("%.0f/s", v)
+	case "/min":
+		if v < 10 {
+			return fmt.Sprintf("%.2f/min", v)
+		}
+		return fmt.Sprintf("%.0f/min", v)
 	case "%":
 		return fmt.Sprintf("%.1f%%", v)
 	case "":

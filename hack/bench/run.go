@@ -44,7 +44,8 @@ func (b *bench) run(ctx context.Context) error {
 		{"idle", b.scenarioIdle, b.cfg.only["idle"]},
 		{"watch", b.scenarioWatch, b.cfg.only["watch"]},
 		{"restart", b.scenarioRestart, b.cfg.only["restart"]},
-		{"options", b.scenarioOptions, b.cfg.only["options"]}, // adds desires of its own
+		{"sources", b.scenarioSources, b.cfg.only["sources"] && !b.cfg.sweepPoint}, // restarts the applier on each source
+		{"options", b.scenarioOptions, b.cfg.only["options"]},                      // adds desires of its own
 		{"fairness", b.scenarioFairness, b.cfg.only["fairness"]},
 		{"heartbeat", b.scenarioHeartbeat, b.cfg.only["heartbeat"]},
 		{"idlebill", b.scenarioIdleBill, b.cfg.only["idlebill"]},

@@ -31,7 +31,11 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 	b.details["build_seconds"] = time.Since(t0).Seconds()
 	for _, p := range []string{b.prefix, b.basePrefix} {
-		if _, err := api.EnsureTables(ctx, b.ddb, p, cluster); err != nil {
+		var opts []api.TableOption
+		if p == b.prefix && b.source.Name == "index-poll" { // the sources scenario adds it when it runs
+			opts = append(opts, api.WithSpecIndex())
+		}
+		if _, err := api.EnsureTables(ctx, b.ddb, p, cluster, opts...); err != nil {
 			return err
 		}
 	}
