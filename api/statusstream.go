@@ -323,6 +323,12 @@ type shardState struct {
 // iterators) end a reader; its waiters then poll.
 const maxStreamFailures = 5
 
+// orphanRecheck is how often DescribeStream is asked again while a shard read to its end has
+// no child listed yet (DynamoDB Streams can list a closed shard before its child, and a
+// child's iterator can fail): the keys of that shard go on in the child. A child still not
+// found statusStreamRetry after its parent ended ends the reader (its waiters poll).
+const orphanRecheck = time.Second
+
 func (r *statusReader) run() {
 	positioned := false
 	defer func() {
@@ -363,6 +369,10 @@ func (r *statusReader) run() {
 
 	failures := 0
 	backoff := r.s.poll
+	// orphans are the shards read to their end whose child is not read yet, with when they
+	// ended; described is when DescribeStream was last asked.
+	orphans := map[string]time.Time{}
+	var described time.Time
 	for {
 		got, rollover := false, false
 		throttled := false
@@ -421,13 +431,15 @@ func (r *statusReader) run() {
 			}
 			if out.NextShardIterator == nil {
 				delete(shards, id) // closed: its children follow
+				orphans[id] = time.Now()
 				rollover = true
 			} else {
 				sh.iter = aws.ToString(out.NextShardIterator)
 			}
 		}
-		if rollover || len(shards) == 0 {
+		if rollover || len(shards) == 0 || len(orphans) > 0 && time.Since(described) >= orphanRecheck {
 			all, err := r.describe(ctx, arn)
+			described = time.Now()
 			if ctx.Err() != nil {
 				return
 			}
@@ -440,8 +452,12 @@ func (r *statusReader) run() {
 			}
 			for _, sh := range all {
 				id, parent := aws.ToString(sh.ShardId), aws.ToString(sh.ParentShardId)
-				if seen[id] || shards[parent] != nil {
-					continue // read already, or its parent is still read (records of a key stay in order)
+				if seen[id] {
+					delete(orphans, parent) // its child is read (or was, from LATEST)
+					continue
+				}
+				if shards[parent] != nil {
+					continue // its parent is still read (records of a key stay in order)
 				}
 				// A new shard: from its oldest record, so nothing written to it is missed.
 				it, err := r.iterator(ctx, arn, id, stypes.ShardIteratorTypeTrimHorizon, "")
@@ -451,6 +467,7 @@ func (r *statusReader) run() {
 				}
 				seen[id] = true
 				shards[id] = &shardState{iter: it}
+				delete(orphans, parent)
 			}
 			if len(shards) == 0 && err == nil {
 				// Every shard closed and none follows: the stream was disabled (a new one has
@@ -458,6 +475,12 @@ func (r *statusReader) run() {
 				r.s.forgetARN(r.table)
 				r.fail(fmt.Errorf("the stream %s of %s ended", arn, r.table), true)
 				return
+			}
+			for id, at := range orphans {
+				if time.Since(at) >= statusStreamRetry {
+					r.fail(fmt.Errorf("the stream %s of %s: shard %s ended %s ago and no child of it is listed", arn, r.table, id, statusStreamRetry), true)
+					return
+				}
 			}
 		}
 		pause := r.s.poll
