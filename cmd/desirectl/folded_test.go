@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kube-applier-aws/kubeapplier"
 	"github.com/kube-applier-aws/kubeapplier/api"
@@ -42,5 +43,55 @@ func TestDeleteFolded(t *testing.T) {
 	h.mustRun("apply", "-f", cm)
 	if d := h.applySpec(id); d.Spec.IsDelete() || d.Version != 3 || d.Spec.TargetItem != nil || d.Spec.KubeContent == nil {
 		t.Fatalf("ApplyDesire after apply: version %d spec %+v", d.Version, d.Spec)
+	}
+}
+
+// TestWaitFoldedOtherType: in the folded layout a later version of an ApplyDesire may be of
+// the other type (delete wrote a Delete, then an apply turned it back, or the reverse). Its
+// status, whatever it says, answers nothing of the wait for the earlier type: a wait on a
+// Delete is never met by an apply's Successful=True (the object is there), nor the reverse;
+// such a wait fails (the desire no longer asks for it). A later version of the same type, a
+// status without its spec (left out for size), or the status of an earlier version of the
+// other type (not answered yet), is judged as before.
+func TestWaitFoldedOtherType(t *testing.T) {
+	meta := kubeapplier.DynamoDBMetadata{DocumentID: "x", Version: 2, CreateTime: testStart, UpdateTime: testStart}
+	target := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}
+	del := &kubeapplier.ApplyDesire{DynamoDBMetadata: meta}
+	del.Spec.ManagementCluster, del.Spec.Type, del.Spec.TargetItem = testCluster, api.ApplyTypeDelete, &target
+	ssa := &kubeapplier.ApplyDesire{DynamoDBMetadata: meta}
+	ssa.Spec.ManagementCluster, ssa.Spec.KubeContent = testCluster, []byte(`{"apiVersion":"v1","kind":"ConfigMap"}`)
+	// status is the applier's status document of spec as of version (its spec copied, no
+	// kubeContent); stripped leaves the spec out.
+	status := func(spec *kubeapplier.ApplyDesire, version int64, stripped bool) kubeapplier.Desire {
+		d := &kubeapplier.ApplyDesire{}
+		if !stripped {
+			d.Spec = spec.Spec
+			d.Spec.KubeContent = nil
+		}
+		d.DynamoDBMetadata = kubeapplier.DynamoDBMetadata{DocumentID: "x", Version: version, CreateTime: testStart, UpdateTime: testStart.Add(time.Duration(version) * time.Minute)}
+		okOutcome.set(d)
+		return d
+	}
+	for _, tc := range []struct {
+		name   string
+		waited *kubeapplier.ApplyDesire
+		status kubeapplier.Desire
+		want   waitState
+	}{
+		{"a Delete, its own success", del, status(del, 2, false), waitMet},
+		{"a Delete, a later Delete's success", del, status(del, 3, false), waitMet},
+		{"a Delete, a later apply's success", del, status(ssa, 3, false), waitFailed},
+		{"an apply, a later Delete's success", ssa, status(del, 3, false), waitFailed},
+		{"an apply, a later apply's success", ssa, status(ssa, 3, false), waitMet},
+		{"a Delete, a later status without its spec", del, status(ssa, 3, true), waitMet},
+		{"a Delete, the earlier apply's status: not answered yet", del, status(ssa, 1, false), waitPending},
+		{"an apply, the earlier Delete's status: not answered yet", ssa, status(del, 1, false), waitPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWaitItem(nil, tc.waited, "ConfigMap default/foo")
+			if got := w.evaluate(tc.status, successfulTrue); got != tc.want {
+				t.Fatalf("evaluate = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
