@@ -95,3 +95,53 @@ func TestWaitFoldedOtherType(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveFolded: in the folded layout a deletion is the object's ApplyDesire of type
+// Delete, so remove --kind delete removes that ApplyDesire (the object is no longer deleted),
+// and fails (exit 1, nothing removed) when the object's ApplyDesire is an apply: it never
+// reports success for a kind that has no tables without removing anything.
+func TestRemoveFolded(t *testing.T) {
+	target := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}
+	id := kubeapplier.DesireID(testCluster, target)
+	for _, tc := range []struct {
+		name     string
+		setup    []string // "apply", "delete", in order
+		kind     string
+		wantCode int
+		wantOut  string
+		wantErr  string
+		left     bool // the ApplyDesire is still there
+	}{
+		{"a folded Delete", []string{"apply", "delete"}, "delete", 0,
+			"applydesire/" + id + " removed (ConfigMap default/foo)\n", "", false},
+		{"an apply, --kind delete", []string{"apply"}, "delete", exitFailed,
+			"", "error: applydesire/" + id + " of spec.type Delete (ConfigMap default/foo) not found\n", true},
+		{"nothing, --kind delete", nil, "delete", exitFailed,
+			"", "error: applydesire/" + id + " of spec.type Delete (ConfigMap default/foo) not found\n", false},
+		{"a folded Delete, --kind apply", []string{"apply", "delete"}, "apply", 0,
+			"applydesire/" + id + " removed (ConfigMap default/foo)\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mustRun("config", "set-context", "test", "--folded-deletes")
+			h.db.SetMissing(tableName(api.SpecsTable, kubeapplier.KindDeleteDesire))
+			h.db.SetMissing(tableName(api.StatusTable, kubeapplier.KindDeleteDesire))
+			cm := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n  namespace: default\n")
+			for _, s := range tc.setup {
+				if s == "apply" {
+					h.mustRun("apply", "-f", cm)
+				} else {
+					h.mustRun("delete", "configmaps", "foo")
+				}
+			}
+			out, errOut, code := h.run("remove", "configmaps", "foo", "-n", "default", "--kind", tc.kind)
+			assertExit(t, code, tc.wantCode, errOut)
+			if out != tc.wantOut || errOut != tc.wantErr {
+				t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", out, tc.wantOut, errOut, tc.wantErr)
+			}
+			if left := len(h.specIDs(kubeapplier.KindApplyDesire)) > 0; left != tc.left {
+				t.Fatalf("ApplyDesire left: %v, want %v", left, tc.left)
+			}
+		})
+	}
+}
