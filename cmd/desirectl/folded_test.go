@@ -145,3 +145,46 @@ func TestRemoveFolded(t *testing.T) {
 		})
 	}
 }
+
+// TestKindDeleteFolded: in the folded layout --kind delete names the ApplyDesires of type
+// Delete (there is no DeleteDesire table): get lists them, wait waits on them; an ApplyDesire
+// that applies is no delete.
+func TestKindDeleteFolded(t *testing.T) {
+	target := kubeapplier.TargetItem{Version: "v1", Resource: "configmaps", Namespace: "default", Name: "foo"}
+	id := kubeapplier.DesireID(testCluster, target)
+	for _, tc := range []struct {
+		name     string
+		deleted  bool // delete written after the apply
+		args     []string
+		wantCode int
+		wantOut  string // contained in stdout
+		wantErr  string // contained in stderr
+	}{
+		{"get, a folded Delete", true, []string{"get", "configmaps", "--kind", "delete"}, 0, "ApplyDesire/Delete", ""},
+		{"get, an apply", false, []string{"get", "configmaps", "--kind", "delete"}, 0, "", "No resources found."},
+		{"wait, a folded Delete", true, []string{"wait", "configmaps", "foo", "-n", "default", "--kind", "delete", "--timeout", "1s"}, 0,
+			"applydesire/" + id + " condition met", ""},
+		{"wait, an apply", false, []string{"wait", "configmaps", "foo", "-n", "default", "--kind", "delete", "--timeout", "1s"}, exitFailed,
+			"", "applydesire/" + id + " of spec.type Delete (ConfigMap default/foo) not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mustRun("config", "set-context", "test", "--folded-deletes")
+			h.db.SetMissing(tableName(api.SpecsTable, kubeapplier.KindDeleteDesire))
+			h.db.SetMissing(tableName(api.StatusTable, kubeapplier.KindDeleteDesire))
+			cm := h.writeFile("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n  namespace: default\n")
+			h.mustRun("apply", "-f", cm)
+			version := int64(1)
+			if tc.deleted {
+				h.mustRun("delete", "configmaps", "foo")
+				version = 2
+			}
+			h.writeStatus(kubeapplier.KindApplyDesire, id, version, okOutcome)
+			out, errOut, code := h.run(tc.args...)
+			assertExit(t, code, tc.wantCode, errOut)
+			if !strings.Contains(out, tc.wantOut) || !strings.Contains(errOut, tc.wantErr) {
+				t.Fatalf("stdout:\n%s\nwant it to contain %q\nstderr:\n%s\nwant it to contain %q", out, tc.wantOut, errOut, tc.wantErr)
+			}
+		})
+	}
+}
