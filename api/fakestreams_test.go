@@ -23,6 +23,8 @@ type fakeStreams struct {
 	seq     int
 	// expire and throttle: how many next GetRecords calls fail so.
 	expire, throttle int
+	// iterThrottle: how many next GetShardIterator calls are throttled.
+	iterThrottle int
 	// hideChildren: how many DescribeStream calls leave out the child a rollover opens
 	// (DynamoDB Streams can list a closed shard before its child).
 	hideChildren int
@@ -175,6 +177,10 @@ func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.Ge
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["GetShardIterator"]++
+	if f.iterThrottle > 0 {
+		f.iterThrottle--
+		return nil, &stypes.LimitExceededException{Message: aws.String("Rate exceeded")}
+	}
 	f.iterTypes[in.ShardIteratorType]++
 	s := f.stream(aws.ToString(in.StreamArn))
 	if s == nil {

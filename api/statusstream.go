@@ -47,6 +47,11 @@ const (
 // DescribeTable failed) is polled before DescribeTable is asked again.
 const statusStreamRetry = time.Minute
 
+// statusStreamStartWait bounds how long a wait waits for its reader to be positioned (a
+// DescribeTable, a DescribeStream and an iterator per open shard, retried while throttled)
+// before it polls instead.
+const statusStreamStartWait = 2 * time.Second
+
 // WithStatusStreamsAPI makes WaitForStatus follow the stream of a status table that has one
 // (view type NEW_IMAGE or NEW_AND_OLD_IMAGES; EnsureTables with WithStatusStreams) instead of
 // polling it with GetItem. The Client finds the stream with one DescribeTable per status table
@@ -55,7 +60,8 @@ const statusStreamRetry = time.Minute
 // allows at most two readers per shard; docs/operating.md "Who reads which stream"): it starts
 // with the first wait, fans records out to the waiters by documentID, and stops
 // DefaultStatusStreamLinger after the last waiter left, or at Client.Close. A reader that
-// fails (the stream disabled, errors that persist) lets its waiters fall back to polling.
+// fails (the stream disabled, errors that persist), or is not positioned within 2 s, lets its
+// waiters fall back to polling.
 // Give every goroutine of a backend process the same Client. A nil s changes nothing.
 func WithStatusStreamsAPI(s StreamsAPI) ClientOption {
 	return func(c *Client) {
@@ -194,8 +200,15 @@ func (s *statusStreams) join(ctx context.Context, table, id string) (*statusRead
 		r.idle = nil
 	}
 	s.mu.Unlock()
+	start := time.NewTimer(statusStreamStartWait)
+	defer start.Stop()
 	select {
 	case <-r.ready:
+	case <-start.C:
+		// Not positioned yet (its calls throttled or slow): this wait polls rather than read
+		// nothing, not even the status already there, until its deadline.
+		r.leave(w)
+		return nil, nil, nil
 	case <-ctx.Done():
 		r.leave(w)
 		return nil, nil, ctx.Err()

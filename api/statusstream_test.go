@@ -163,6 +163,18 @@ func TestWaitForStatusStream(t *testing.T) {
 						f.iterTypes[stypes.ShardIteratorTypeTrimHorizon], e.db.gets)
 				}
 			}},
+		{name: "a reader that cannot position (GetShardIterator throttled): the status there is read by polling", streamed: true,
+			before: func(t *testing.T, e *streamEnv) {
+				e.db.fs.mu.Lock()
+				e.db.fs.iterThrottle = 1 << 30
+				e.db.fs.mu.Unlock()
+				putStatus(t, e.db, e.c, e.spec, e.spec.Version)
+			},
+			check: func(t *testing.T, e *streamEnv) {
+				if e.gets() < 1 {
+					t.Errorf("GetItem %d, want >= 1", e.gets())
+				}
+			}},
 		{name: "an expired iterator is renewed", streamed: true,
 			during: func(t *testing.T, e *streamEnv) {
 				putStatus(t, e.db, e.c, e.spec, e.spec.Version-1)
