@@ -23,6 +23,11 @@ type fakeStreams struct {
 	seq     int
 	// expire and throttle: how many next GetRecords calls fail so.
 	expire, throttle int
+	// iterThrottle: how many next GetShardIterator calls are throttled.
+	iterThrottle int
+	// hideChildren: how many DescribeStream calls leave out the child a rollover opens
+	// (DynamoDB Streams can list a closed shard before its child).
+	hideChildren int
 	// calls by operation; iterTypes by iterator type.
 	calls     map[string]int
 	iterTypes map[stypes.ShardIteratorType]int
@@ -37,6 +42,7 @@ type fakeShard struct {
 	id, parent string
 	records    []stypes.Record
 	closed     bool
+	hidden     int // DescribeStream calls that still leave it out
 }
 
 // streamedDB is a fakeDB that can DescribeTable: streamed tables report their stream.
@@ -112,7 +118,16 @@ func (f *fakeStreams) rollover(table string) {
 	s := f.streams[table]
 	old := s.shards[len(s.shards)-1]
 	old.closed = true
-	s.shards = append(s.shards, &fakeShard{id: "shardId-" + strconv.Itoa(len(s.shards)), parent: old.id})
+	s.shards = append(s.shards, &fakeShard{id: "shardId-" + strconv.Itoa(len(s.shards)), parent: old.id, hidden: f.hideChildren})
+}
+
+// addOpenShard adds an open shard of table that no write goes to (writes go to the last
+// shard): a stream of several open shards.
+func (f *fakeStreams) addOpenShard(table, id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.streams[table]
+	s.shards = append([]*fakeShard{{id: id}}, s.shards...)
 }
 
 func (f *fakeStreams) count(op string) int {
@@ -140,6 +155,10 @@ func (f *fakeStreams) DescribeStream(_ context.Context, in *dynamodbstreams.Desc
 	}
 	d := &stypes.StreamDescription{StreamArn: in.StreamArn}
 	for _, sh := range s.shards {
+		if sh.hidden > 0 {
+			sh.hidden--
+			continue
+		}
 		r := &stypes.SequenceNumberRange{StartingSequenceNumber: aws.String("0")}
 		if sh.closed {
 			r.EndingSequenceNumber = aws.String(fmt.Sprintf("%021d", f.seq))
@@ -158,6 +177,10 @@ func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.Ge
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["GetShardIterator"]++
+	if f.iterThrottle > 0 {
+		f.iterThrottle--
+		return nil, &stypes.LimitExceededException{Message: aws.String("Rate exceeded")}
+	}
 	f.iterTypes[in.ShardIteratorType]++
 	s := f.stream(aws.ToString(in.StreamArn))
 	if s == nil {

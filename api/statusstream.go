@@ -47,6 +47,11 @@ const (
 // DescribeTable failed) is polled before DescribeTable is asked again.
 const statusStreamRetry = time.Minute
 
+// statusStreamStartWait bounds how long a wait waits for its reader to be positioned (a
+// DescribeTable, a DescribeStream and an iterator per open shard, retried while throttled)
+// before it polls instead.
+const statusStreamStartWait = 2 * time.Second
+
 // WithStatusStreamsAPI makes WaitForStatus follow the stream of a status table that has one
 // (view type NEW_IMAGE or NEW_AND_OLD_IMAGES; EnsureTables with WithStatusStreams) instead of
 // polling it with GetItem. The Client finds the stream with one DescribeTable per status table
@@ -55,7 +60,8 @@ const statusStreamRetry = time.Minute
 // allows at most two readers per shard; docs/operating.md "Who reads which stream"): it starts
 // with the first wait, fans records out to the waiters by documentID, and stops
 // DefaultStatusStreamLinger after the last waiter left, or at Client.Close. A reader that
-// fails (the stream disabled, errors that persist) lets its waiters fall back to polling.
+// fails (the stream disabled, errors that persist), or is not positioned within 2 s, lets its
+// waiters fall back to polling.
 // Give every goroutine of a backend process the same Client. A nil s changes nothing.
 func WithStatusStreamsAPI(s StreamsAPI) ClientOption {
 	return func(c *Client) {
@@ -194,8 +200,15 @@ func (s *statusStreams) join(ctx context.Context, table, id string) (*statusRead
 		r.idle = nil
 	}
 	s.mu.Unlock()
+	start := time.NewTimer(statusStreamStartWait)
+	defer start.Stop()
 	select {
 	case <-r.ready:
+	case <-start.C:
+		// Not positioned yet (its calls throttled or slow): this wait polls rather than read
+		// nothing, not even the status already there, until its deadline.
+		r.leave(w)
+		return nil, nil, nil
 	case <-ctx.Done():
 		r.leave(w)
 		return nil, nil, ctx.Err()
@@ -323,6 +336,12 @@ type shardState struct {
 // iterators) end a reader; its waiters then poll.
 const maxStreamFailures = 5
 
+// orphanRecheck is how often DescribeStream is asked again while a shard read to its end has
+// no child listed yet (DynamoDB Streams can list a closed shard before its child, and a
+// child's iterator can fail): the keys of that shard go on in the child. A child still not
+// found statusStreamRetry after its parent ended ends the reader (its waiters poll).
+const orphanRecheck = time.Second
+
 func (r *statusReader) run() {
 	positioned := false
 	defer func() {
@@ -363,6 +382,10 @@ func (r *statusReader) run() {
 
 	failures := 0
 	backoff := r.s.poll
+	// orphans are the shards read to their end whose child is not read yet, with when they
+	// ended; described is when DescribeStream was last asked.
+	orphans := map[string]time.Time{}
+	var described time.Time
 	for {
 		got, rollover := false, false
 		throttled := false
@@ -421,13 +444,15 @@ func (r *statusReader) run() {
 			}
 			if out.NextShardIterator == nil {
 				delete(shards, id) // closed: its children follow
+				orphans[id] = time.Now()
 				rollover = true
 			} else {
 				sh.iter = aws.ToString(out.NextShardIterator)
 			}
 		}
-		if rollover || len(shards) == 0 {
+		if rollover || len(shards) == 0 || len(orphans) > 0 && time.Since(described) >= orphanRecheck {
 			all, err := r.describe(ctx, arn)
+			described = time.Now()
 			if ctx.Err() != nil {
 				return
 			}
@@ -440,8 +465,12 @@ func (r *statusReader) run() {
 			}
 			for _, sh := range all {
 				id, parent := aws.ToString(sh.ShardId), aws.ToString(sh.ParentShardId)
-				if seen[id] || shards[parent] != nil {
-					continue // read already, or its parent is still read (records of a key stay in order)
+				if seen[id] {
+					delete(orphans, parent) // its child is read (or was, from LATEST)
+					continue
+				}
+				if shards[parent] != nil {
+					continue // its parent is still read (records of a key stay in order)
 				}
 				// A new shard: from its oldest record, so nothing written to it is missed.
 				it, err := r.iterator(ctx, arn, id, stypes.ShardIteratorTypeTrimHorizon, "")
@@ -451,6 +480,7 @@ func (r *statusReader) run() {
 				}
 				seen[id] = true
 				shards[id] = &shardState{iter: it}
+				delete(orphans, parent)
 			}
 			if len(shards) == 0 && err == nil {
 				// Every shard closed and none follows: the stream was disabled (a new one has
@@ -458,6 +488,12 @@ func (r *statusReader) run() {
 				r.s.forgetARN(r.table)
 				r.fail(fmt.Errorf("the stream %s of %s ended", arn, r.table), true)
 				return
+			}
+			for id, at := range orphans {
+				if time.Since(at) >= statusStreamRetry {
+					r.fail(fmt.Errorf("the stream %s of %s: shard %s ended %s ago and no child of it is listed", arn, r.table, id, statusStreamRetry), true)
+					return
+				}
 			}
 		}
 		pause := r.s.poll

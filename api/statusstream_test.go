@@ -145,6 +145,36 @@ func TestWaitForStatusStream(t *testing.T) {
 						f.calls["DescribeStream"], f.iterTypes[stypes.ShardIteratorTypeTrimHorizon], e.db.gets)
 				}
 			}},
+		{name: "a rollover whose child is listed late, another shard open: the child is looked for again", streamed: true,
+			before: func(t *testing.T, e *streamEnv) { e.db.fs.addOpenShard(table, "shardId-other") },
+			during: func(t *testing.T, e *streamEnv) {
+				e.db.fs.mu.Lock()
+				e.db.fs.hideChildren = 1
+				e.db.fs.mu.Unlock()
+				e.db.fs.rollover(table)
+				putStatus(t, e.db, e.c, e.spec, e.spec.Version)
+			},
+			check: func(t *testing.T, e *streamEnv) {
+				f := e.db.fs
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				if f.iterTypes[stypes.ShardIteratorTypeTrimHorizon] != 1 || e.db.gets != 1 {
+					t.Errorf("TRIM_HORIZON iterators %d, GetItem %d; want 1, 1 (the child read, no polling)",
+						f.iterTypes[stypes.ShardIteratorTypeTrimHorizon], e.db.gets)
+				}
+			}},
+		{name: "a reader that cannot position (GetShardIterator throttled): the status there is read by polling", streamed: true,
+			before: func(t *testing.T, e *streamEnv) {
+				e.db.fs.mu.Lock()
+				e.db.fs.iterThrottle = 1 << 30
+				e.db.fs.mu.Unlock()
+				putStatus(t, e.db, e.c, e.spec, e.spec.Version)
+			},
+			check: func(t *testing.T, e *streamEnv) {
+				if e.gets() < 1 {
+					t.Errorf("GetItem %d, want >= 1", e.gets())
+				}
+			}},
 		{name: "an expired iterator is renewed", streamed: true,
 			during: func(t *testing.T, e *streamEnv) {
 				putStatus(t, e.db, e.c, e.spec, e.spec.Version-1)

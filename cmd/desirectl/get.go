@@ -120,7 +120,7 @@ KubeApplierDesiresDegraded alert). It writes nothing.`,
 		if err != nil {
 			return err
 		}
-		found = slices.DeleteFunc(found, func(l listedDesire) bool { return !which[l.kind] || degr && !degraded(l.status) })
+		found = slices.DeleteFunc(found, func(l listedDesire) bool { return !kindAsked(which, l) || degr && !degraded(l.status) })
 		if len(found) == 0 {
 			if f.name != "" {
 				return failedErrorf("no desire found for %s", objectLabel(typeLabel(f.rt.resourceInfo), f.namespace, f.name))
@@ -301,4 +301,13 @@ func specAndStatus(d api.Desire) (spec, status any) {
 		return d.Spec, d.Status
 	}
 	return nil, nil
+}
+
+// kindAsked reports whether l is of a kind in which; an ApplyDesire of type Delete (the
+// folded layout's deletion) is a delete too.
+func kindAsked(which map[api.DesireKind]bool, l listedDesire) bool {
+	if ad, ok := l.spec.(*api.ApplyDesire); ok && ad.Spec.IsDelete() && which[api.KindDeleteDesire] {
+		return true
+	}
+	return which[l.kind]
 }

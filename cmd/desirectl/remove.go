@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,7 +29,11 @@ ApplyDesire stops applying it (the object stays as last applied; 'desirectl dele
 objects). 'desirectl get TYPE [NAME]' lists the desires of every kind.
 
 --kind is required: read, delete, apply, a comma-separated list, or all. A kind asked for
-that has no desire for the object is a failure (exit 1) after the others were removed.`,
+that has no desire for the object is a failure (exit 1) after the others were removed.
+
+In a context with folded-deletes (no DeleteDesire tables), --kind delete removes the object's
+ApplyDesire while it is of spec.type Delete (the object is then no longer deleted); an
+ApplyDesire of the object that applies is left, and counts as not found.`,
 		Example: `  desirectl remove configmaps foo -n default --kind read
   desirectl remove deployments.apps web -n shop --kind delete,read`,
 		Args: usageArgs(cobra.ExactArgs(2)),
@@ -48,16 +54,25 @@ that has no desire for the object is a failure (exit 1) after the others were re
 		id := ds.id(t)
 		var missing []string
 		for _, tables := range st.kinds() {
-			if !which[tables.desireKind()] {
-				continue
-			}
 			ref := desireRef(tables.desireKind(), id)
-			removed, err := tables.deleteSpec(cmd.Context(), id)
+			missingRef := ref
+			var removed bool
+			switch {
+			case st.folded && tables.desireKind() == api.KindApplyDesire && !which[api.KindApplyDesire] && which[api.KindDeleteDesire]:
+				// The folded layout has no DeleteDesire tables: the object's deletion is its
+				// ApplyDesire of type Delete, removed only while it is one.
+				missingRef += " of spec.type " + api.ApplyTypeDelete
+				removed, err = removeFoldedDelete(cmd.Context(), st, id)
+			case !which[tables.desireKind()]:
+				continue
+			default:
+				removed, err = tables.deleteSpec(cmd.Context(), id)
+			}
 			if err != nil {
 				return fmt.Errorf("%s (%s): %w", ref, t.label, err)
 			}
 			if !removed {
-				missing = append(missing, ref)
+				missing = append(missing, missingRef)
 				continue
 			}
 			a.line(outputRecord{Event: "removed", Desire: ref, Object: t.label}, fmt.Sprintf("%s removed (%s)", ref, t.label))
@@ -97,4 +112,34 @@ func parseKinds(s string) (map[api.DesireKind]bool, error) {
 		out[dk] = true
 	}
 	return out, nil
+}
+
+// removeFoldedDelete removes the ApplyDesire id while it is of type Delete (the folded
+// layout's deletion), at the version read: an apply written in between stays. removed false:
+// there is none of type Delete.
+func removeFoldedDelete(ctx context.Context, st *store, id string) (removed bool, err error) {
+	d, ok, err := st.applies.getSpec(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	if ad, isApply := d.(*api.ApplyDesire); !isApply || !ad.Spec.IsDelete() {
+		return false, nil
+	}
+	if c, ok := st.applies.specs.(versionedDeleter); ok {
+		err = c.DeleteIf(ctx, id, d.Meta().Version)
+	} else {
+		err = st.applies.specs.Delete(ctx, id)
+	}
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		return false, nil
+	case errors.Is(err, api.ErrPreconditionFailed):
+		return false, fmt.Errorf("written again meanwhile (run remove again to remove it as it is now): %w", err)
+	}
+	return err == nil, dbError(err)
+}
+
+// versionedDeleter is the conditional delete of *api.Desires (DeleteIf).
+type versionedDeleter interface {
+	DeleteIf(ctx context.Context, id string, version int64) error
 }

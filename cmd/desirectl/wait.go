@@ -34,7 +34,8 @@ its own.
 Which desire: the object's ApplyDesire or DeleteDesire (apply and delete remove each other, so
 there is one of them), else its ReadDesire; the one used is named in every line printed. When
 an object has both an ApplyDesire and a DeleteDesire (written by another tool), --kind must
-choose. --kind apply|delete|read waits for that kind only.
+choose. --kind apply|delete|read waits for that kind only; in a context with folded-deletes,
+--kind delete is the object's ApplyDesire while it is of spec.type Delete.
 
 --for=watermark=TIME (RFC 3339, no TYPE NAME) waits instead until the heartbeat's watermark of
 the --kind (default apply) reaches TIME: every spec of that kind whose updateTime is at or
@@ -88,6 +89,18 @@ before TIME has a status answering it.`,
 // wait chooses: the ApplyDesire or the DeleteDesire, else the ReadDesire. A missing desire is
 // a not-found failure; an ApplyDesire beside a DeleteDesire is a usage error (choose --kind).
 func findWaitItem(ctx context.Context, st *store, id, label string, only api.DesireKind) (*waitItem, error) {
+	if st.folded && only == api.KindDeleteDesire {
+		// The folded layout has no DeleteDesire table: the deletion is the ApplyDesire of
+		// type Delete.
+		d, ok, err := st.applies.getSpec(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ad, isApply := d.(*api.ApplyDesire); !ok || !isApply || !ad.Spec.IsDelete() {
+			return nil, failedErrorf("%s of spec.type %s (%s) not found", desireRef(api.KindApplyDesire, id), api.ApplyTypeDelete, label)
+		}
+		return newWaitItem(st.applies, d, label), nil
+	}
 	found := map[api.DesireKind]*waitItem{}
 	for _, tables := range st.kinds() {
 		if only != "" && tables.desireKind() != only {

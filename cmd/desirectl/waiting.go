@@ -56,16 +56,50 @@ type waitItem struct {
 	id     string
 	label  string               // "ConfigMap default/foo"
 	spec   api.DynamoDBMetadata // the spec document the status must answer
-	last   api.Desire           // the last status document read; nil when there was none
+	// applyType is the waited ApplyDesire's spec.type (ApplyType), "" for other kinds: in the
+	// folded layout a later version may be of the other type, and answers nothing of this wait.
+	applyType string
+	last      api.Desire // the last status document read; nil when there was none
 }
 
 // newWaitItem waits for the status of the spec document spec (as stored) of tables' kind.
 func newWaitItem(tables desireTables, spec api.Desire, label string) *waitItem {
 	m := *spec.Meta()
-	return &waitItem{tables: tables, id: m.DocumentID, label: label, spec: m}
+	w := &waitItem{tables: tables, id: m.DocumentID, label: label, spec: m}
+	if ad, ok := spec.(*api.ApplyDesire); ok {
+		w.applyType = ad.Spec.ApplyType()
+	}
+	return w
 }
 
 func (w *waitItem) ref() string { return desireRef(w.tables.desireKind(), w.id) }
+
+// evaluate compares status document d with want, for w's spec. A status that answers a later
+// version (or incarnation) of the desire as another type (otherType) fails the wait: whatever
+// it says is not of the deletion, or apply, waited for, and the desire no longer asks for it.
+func (w *waitItem) evaluate(d api.Desire, want conditionWant) waitState {
+	if _, other := w.otherType(d, want); other {
+		return waitFailed
+	}
+	return evaluate(d, &w.spec, want)
+}
+
+// otherType returns the spec.type of the ApplyDesire status document d when d answers w's
+// spec or a later one (answers) and its type differs from the waited one's: a later version,
+// or incarnation, written by another delete or apply (the folded layout). A status of an
+// earlier spec is only not yet answered; a status without its spec (left out for size) tells
+// no type.
+func (w *waitItem) otherType(d api.Desire, want conditionWant) (string, bool) {
+	ad, ok := d.(*api.ApplyDesire)
+	if !ok || w.applyType == "" || ad.Spec.ManagementCluster == "" {
+		return "", false
+	}
+	if c := ad.Status.Condition(want.typ); c == nil || !answers(&ad.Status.CommonStatus, c, &w.spec) {
+		return "", false
+	}
+	t := ad.Spec.ApplyType()
+	return t, t != w.applyType
+}
 
 // desireRef is "applydesire/<id>".
 func desireRef(kind api.DesireKind, id string) string {
@@ -149,7 +183,7 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 				return err
 			}
 			it.last = d
-			switch evaluate(d, &it.spec, want) {
+			switch it.evaluate(d, want) {
 			case waitMet:
 				if report {
 					prog.clear()
@@ -157,7 +191,12 @@ func (a *app) waitFor(ctx context.Context, items []*waitItem, want conditionWant
 						it.ref()+" condition met")
 				}
 			case waitFailed:
-				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, describeStatus(d, &it.spec, want.typ)))
+				desc := describeStatus(d, &it.spec, want.typ)
+				if typ, other := it.otherType(d, want); other {
+					desc = fmt.Sprintf("the desire was written again as spec.type %s (its status answers version %d, not this %s of version %d: %s)",
+						typ, d.StatusCommon().ObservedSpecVersion(), it.applyType, it.spec.Version, desc)
+				}
+				failed = append(failed, failedErrorf("%s (%s): %s", it.ref(), it.label, desc))
 			default:
 				next = append(next, it)
 			}
