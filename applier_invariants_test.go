@@ -75,9 +75,18 @@ import (
 //	   version's write and the status write (it comes from an observed object); a failed
 //	   reconcile's status may keep values observed before.
 //
-// A failure prints the seed and the schedule. Replay one with
-// KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
-// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 500).
+// Every schedule runs under one change source (ChangeSource), picked by its seed: odd seeds
+// read the specs tables' streams, even seeds poll their index (IndexPollSource), where the
+// backend writes `shard` on its spec items as api.Client does, the index lags behind the
+// table (HoldIndex) for many poll periods, and a desire's backend may stop writing `shard`;
+// the stream faults have no reader there. The backend clocks skewed by an hour are far behind
+// the poll's Lookback (its default): the truth (I7 above all) must hold without the poll's
+// timing assumptions.
+//
+// A failure prints the seed, the source and the schedule. Replay one with
+// KAA_INVARIANT_SEED=<seed> KAA_INVARIANT_SOURCE=<source> go test -run TestInvariantsUnderFaults -v .
+// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 500); KAA_INVARIANT_SOURCE
+// (streams or index-poll) runs every schedule under that source.
 
 const (
 	invNamespace = "ns"
@@ -103,10 +112,14 @@ func TestInvariantsUnderFaults(t *testing.T) {
 		}
 		schedules, first = 1, seed
 	}
+	pinned := os.Getenv("KAA_INVARIANT_SOURCE")
+	if pinned != "" && pinned != sourceStreams && pinned != sourceIndexPoll {
+		t.Fatalf("KAA_INVARIANT_SOURCE=%q: want %s or %s", pinned, sourceStreams, sourceIndexPoll)
+	}
 	start := time.Now()
 	var writes, applies, steps, heartbeats, claims int
 	for seed := first; seed < first+int64(schedules); seed++ {
-		w := newWorld(t, seed)
+		w := newWorld(t, seed, sourceOf(seed, pinned))
 		w.run(25)
 		w.close()
 		if t.Failed() {
@@ -132,11 +145,38 @@ func TestInvariantsUnderFaults(t *testing.T) {
 	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions) in %v", schedules, steps, writes, applies, heartbeats, claims, time.Since(start).Round(time.Millisecond))
 }
 
+// The change sources a schedule runs under (KAA_INVARIANT_SOURCE).
+const (
+	sourceStreams   = "streams"
+	sourceIndexPoll = "index-poll"
+)
+
+// sourceOf is schedule seed's change source: pinned, else half and half by the seed (not by
+// its rng: a seed replays under the source it failed under, and a streams schedule draws
+// what it drew before there was a choice).
+func sourceOf(seed int64, pinned string) string {
+	switch {
+	case pinned != "":
+		return pinned
+	case seed%2 == 0:
+		return sourceIndexPoll
+	default:
+		return sourceStreams
+	}
+}
+
 // world is one schedule: the fakes, two applier instances, and everything that happened.
 type world struct {
 	t    *testing.T
 	seed int64
 	rng  *rand.Rand
+	// source is the schedule's change source (sourceOf); poll says it is the index poll.
+	source string
+	poll   bool
+	// unsharded are the desires (ID -> true) whose backend writes no `shard` (under the poll:
+	// outside the index); held are the specs tables whose index is held (lagging).
+	unsharded sync.Map
+	held      map[string]bool
 	// steps is the schedule, for failure messages; stepsMu guards it: the delete window's
 	// spec writes (swapDeleteForApply) record their steps from a worker's goroutine.
 	stepsMu sync.Mutex
@@ -387,15 +427,20 @@ var (
 	invDelStatus   = api.TableName("", "mc01", api.StatusTable, KindDeleteDesire)
 )
 
-func newWorld(t *testing.T, seed int64) *world {
+func newWorld(t *testing.T, seed int64, source string) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
-		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
+		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{},
+		source: source, poll: source == sourceIndexPoll, held: map[string]bool{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+		if w.poll {
+			w.db.AddIndex(tbl, api.SpecIndexName, api.AttrShard, api.AttrUpdateTime)
+		}
 	}
-	w.specs = tables.New[*ApplyDesire](w.db, invApplyTable)
-	w.dspecs = tables.New[*DeleteDesire](w.db, invDeleteTable)
+	specsDB := shardingSpecs{memDB: w.db, w: w}
+	w.specs = tables.New[*ApplyDesire](specsDB, invApplyTable)
+	w.dspecs = tables.New[*DeleteDesire](specsDB, invDeleteTable)
 	w.kube.onChange = w.kubeChanged
 	w.db.AfterWrite = w.written
 	for i := range w.inst {
@@ -406,6 +451,33 @@ func newWorld(t *testing.T, seed int64) *world {
 }
 
 func (w *world) tick() int64 { return w.clock.Add(1) }
+
+// shardingSpecs is the backend's client of the specs tables: under the poll it writes `shard`
+// on each spec item it puts, as api.Client does (api.StatusShard), but for the desires whose
+// backend does not (unsharded).
+type shardingSpecs struct {
+	*memDB
+	w *world
+}
+
+func (s shardingSpecs) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.w.shardSpec(in.Item)
+	return s.memDB.PutItem(ctx, in, opts...)
+}
+
+// shardSpec sets (or, for an unsharded desire, leaves out) the `shard` of spec item.
+func (w *world) shardSpec(item map[string]ddbtypes.AttributeValue) {
+	if !w.poll {
+		return
+	}
+	id := api.IDOf(item)
+	if _, off := w.unsharded.Load(id); off {
+		delete(item, api.AttrShard)
+		return
+	}
+	shard, _ := api.StatusShard(id)
+	item[api.AttrShard] = &ddbtypes.AttributeValueMemberS{Value: strconv.Itoa(shard)}
+}
 
 // written records every status write and delete, in the order they took effect.
 func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValue) {
@@ -432,6 +504,11 @@ func (w *world) newApplier(in *instance) *Applier {
 		DynamicClient: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Workers: 2,
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
+	if w.poll {
+		// The periods scaled to the world's milliseconds; Lookback and IndexLag at their
+		// defaults' assumptions broken: clocks an hour behind, the index held for many polls.
+		opts.ChangeSource = IndexPollSource{PollPeriod: time.Millisecond, RelistPeriod: 50 * time.Millisecond, IndexLag: time.Millisecond}
+	}
 	a, err := newApplier(opts, tuning{
 		heartbeatInterval: 2 * time.Millisecond, // a heartbeat (I7) every few steps
 		// A stray applier that stopped is taken for gone within a few steps (its heartbeat
@@ -657,6 +734,8 @@ func (w *world) randomStep() {
 		w.removeSpec(ctx)
 	case r < 44:
 		w.recreate(ctx)
+	case r < 50 && w.poll:
+		w.toggleIndexHold()
 	case r < 50:
 		// Records the current term's watch has read, delivered again (duplicated, late): a
 		// watch sees its own history again, never records older than its List.
@@ -671,6 +750,8 @@ func (w *world) randomStep() {
 			w.step("replay %s records %d.. of %s", shard, from, arn[len(arn)-20:])
 			w.db.ReplayFrom(arn, shard, from)
 		}
+	case r < 55 && w.poll:
+		w.toggleUnsharded()
 	case r < 55:
 		arn := w.db.StreamARN(invApplyTable)
 		parent := w.openShard(arn)
@@ -749,7 +830,7 @@ func (w *world) randomStep() {
 	default:
 		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
 		// that exists: the cache drops the spec, but its status must stay.
-		if id := w.existingSpec(); id != "" && id[0] == 'a' {
+		if id := w.existingSpec(); id != "" && id[0] == 'a' && !w.poll {
 			w.step("stray REMOVE without an image for %s", id)
 			w.mu.Lock()
 			w.stray[id] = true
@@ -759,6 +840,37 @@ func (w *world) randomStep() {
 				map[string]ddbtypes.AttributeValue{"documentID": &ddbtypes.AttributeValueMemberS{Value: id}}, nil, nil)
 		}
 	}
+}
+
+// toggleIndexHold holds the index of a specs table (it shows the table as it is now, and
+// lags behind every later write, for many poll periods: far longer than any IndexLag the poll
+// could assume), or lets a held one catch up.
+func (w *world) toggleIndexHold() {
+	tbl := invApplyTable
+	if w.rng.Intn(3) == 0 {
+		tbl = invDeleteTable
+	}
+	if w.held[tbl] {
+		w.step("the index of %s catches up", tbl)
+		w.db.ReleaseIndex(tbl, api.SpecIndexName)
+		delete(w.held, tbl)
+		return
+	}
+	w.step("the index of %s lags (held)", tbl)
+	w.db.HoldIndex(tbl, api.SpecIndexName)
+	w.held[tbl] = true
+}
+
+// toggleUnsharded makes the backend of a desire stop writing `shard` on its spec (its next
+// writes are outside the index), or start again.
+func (w *world) toggleUnsharded() {
+	id := []string{"a0", "a1", "a2", "a3", "a4", "d0", "d1"}[w.rng.Intn(7)]
+	if _, off := w.unsharded.LoadAndDelete(id); off {
+		w.step("the backend of %s writes shard again", id)
+		return
+	}
+	w.step("the backend of %s writes no shard", id)
+	w.unsharded.Store(id, true)
 }
 
 // leader is the instance of the newest term.
@@ -1061,6 +1173,7 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		w.mu.Lock()
 		w.restoring = id // no heartbeat is judged on it until the world knows the write
 		w.mu.Unlock()
+		w.shardSpec(item) // the restored item as the backend wrote it
 		wrote := w.tick()
 		w.db.Put(invApplyTable, "", item)
 		w.step("  %s back to v%d", id, v)
@@ -1635,6 +1748,11 @@ func (w *world) quiesce() {
 	for _, verb := range []string{"apply", "get", "delete"} {
 		w.kube.setErr(verb, nil)
 	}
+	for tbl := range w.held {
+		w.step("the index of %s catches up", tbl)
+		w.db.ReleaseIndex(tbl, api.SpecIndexName)
+		delete(w.held, tbl)
+	}
 	// One leader, every other term ended. The leader's term goes on (a status deleted behind
 	// it must be written back in its term), unless a stray REMOVE dropped a spec from its
 	// cache: only a new term's List brings that back.
@@ -1748,6 +1866,6 @@ func (w *world) report(format string, args ...any) {
 	w.stepsMu.Lock()
 	steps := strings.Join(w.steps, "\n  ")
 	w.stepsMu.Unlock()
-	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run TestInvariantsUnderFaults -v .",
-		w.seed, fmt.Sprintf(format, args...), steps, w.seed)
+	w.t.Errorf("seed %d (%s): %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d KAA_INVARIANT_SOURCE=%s go test -run TestInvariantsUnderFaults -v .",
+		w.seed, w.source, fmt.Sprintf(format, args...), steps, w.seed, w.source)
 }
