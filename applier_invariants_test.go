@@ -505,9 +505,9 @@ func (w *world) newApplier(in *instance) *Applier {
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
 	if w.poll {
-		// The periods scaled to the world's milliseconds; Lookback and IndexLag at their
-		// defaults' assumptions broken: clocks an hour behind, the index held for many polls.
-		opts.ChangeSource = IndexPollSource{PollPeriod: time.Millisecond, RelistPeriod: 50 * time.Millisecond, IndexLag: time.Millisecond}
+		// The periods scaled to the world's milliseconds; Lookback at its default (1 min), far
+		// short of the clocks an hour behind.
+		opts.ChangeSource = IndexPollSource{PollPeriod: time.Millisecond, RelistPeriod: 50 * time.Millisecond}
 	}
 	a, err := newApplier(opts, tuning{
 		heartbeatInterval: 2 * time.Millisecond, // a heartbeat (I7) every few steps
