@@ -198,6 +198,8 @@ type world struct {
 	clock  atomic.Int64
 	// termStart is how many records each shard held when the newest term listed the tables.
 	termStart map[string]int
+	// termBegan is, by term granted, the logical time its number was taken (I7).
+	termBegan map[int64]int64
 
 	mu       sync.Mutex
 	incs     map[string][]incarnation // desire ID -> its incarnations, in creation order
@@ -421,7 +423,7 @@ type statusWrite struct {
 	feedback   []api.FeedbackValue // an ApplyDesire's status.feedback
 	deleted    bool
 	// external: deleted (or, with restored, put back from a snapshot) by someone else (an
-	// operator, a point-in-time restore), at wall time wall.
+	// operator, a point-in-time restore). wall: when it landed, wall clock (I7).
 	external, restored bool
 	wall               time.Time
 }
@@ -437,7 +439,7 @@ func newWorld(t *testing.T, seed int64, source string) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
 		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{},
-		source: source, poll: source == sourceIndexPoll, held: map[string]bool{}}
+		source: source, poll: source == sourceIndexPoll, held: map[string]bool{}, termBegan: map[int64]int64{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
 		if w.poll {
@@ -580,6 +582,9 @@ func (w *world) grant(i int, h handover) {
 	}
 	w.term = numbered.Number
 	w.seeTerm(w.term)
+	w.mu.Lock()
+	w.termBegan[w.term] = w.clock.Load()
+	w.mu.Unlock()
 	in.number = w.term
 	w.termStart = map[string]int{}
 	for _, tbl := range []string{invApplyTable, invDeleteTable} {
@@ -649,6 +654,7 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 		return
 	}
 	key := table + "|" + api.IDOf(item)
+	sw.wall = time.Now()
 	w.mu.Lock()
 	w.statuses[key] = append(w.statuses[key], sw)
 	w.seeTermLocked(sw.term)
@@ -1608,13 +1614,22 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 			if last.external && time.Since(last.wall) < 3*invResync*raceSlowdown {
 				continue // deleted behind the applier: noticed within a resync period
 			}
+			if began, ok := w.termBegan[hb.ApplierTerm]; ok && !last.deleted && last.term < hb.ApplierTerm && last.at > began &&
+				time.Since(last.wall) < 3*invResync*raceSlowdown {
+				// Rewritten behind the leader, during its term, by an older term that runs on
+				// (cut off, unaware: a Lease would have stopped it; the fence lets it write
+				// what this term has not): another applier's rewrite, noticed within a resync
+				// period as an operator's (the status check). Under the poll its cache lags a
+				// relist behind (the index held), so it answers a version the table left.
+				continue
+			}
 			// A status of a higher version answers a spec the table went back from (a
 			// restore); otherwise it is a write the world has not recorded yet.
 			back := last.version > want && inc.wentBack(want, w.clock.Load()+1)
 			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want || back {
 				if w.failure == "" {
-					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
-						hb.ApplierTerm, kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
+					w.failure = fmt.Sprintf("I7: the term %d (taken at t%d) heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
+						hb.ApplierTerm, w.termBegan[hb.ApplierTerm], kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
 				}
 				return
 			}
