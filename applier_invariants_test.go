@@ -195,7 +195,9 @@ type world struct {
 	dspecs *tables.Table[*DeleteDesire]
 	inst   [2]*instance
 	term   int64 // the newest term granted
-	clock  atomic.Int64
+	// granted is the instance granted the lease last (leader).
+	granted int
+	clock   atomic.Int64
 	// termStart is how many records each shard held when the newest term listed the tables.
 	termStart map[string]int
 	// termBegan is, by term granted, the logical time its number was taken (I7).
@@ -580,7 +582,7 @@ func (w *world) grant(i int, h handover) {
 		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.Number, newest)
 		w.mu.Unlock()
 	}
-	w.term = numbered.Number
+	w.term, w.granted = numbered.Number, i
 	w.seeTerm(w.term)
 	w.mu.Lock()
 	w.termBegan[w.term] = w.clock.Load()
@@ -885,15 +887,9 @@ func (w *world) toggleUnsharded() {
 	w.unsharded.Store(id, true)
 }
 
-// leader is the instance of the newest term.
-func (w *world) leader() int {
-	for i, in := range w.inst {
-		if in.number == w.term {
-			return i
-		}
-	}
-	return 0
-}
+// leader is the instance granted the lease last. (Not the one whose term is numbered w.term:
+// after the heartbeat was restored, a term may be taken at the number of one still running.)
+func (w *world) leader() int { return w.granted }
 
 func (w *world) openShard(arn string) string {
 	shards := w.db.OpenShards(arn)
