@@ -75,9 +75,18 @@ import (
 //	   version's write and the status write (it comes from an observed object); a failed
 //	   reconcile's status may keep values observed before.
 //
-// A failure prints the seed and the schedule. Replay one with
-// KAA_INVARIANT_SEED=<seed> go test -run TestInvariantsUnderFaults -v .
-// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 500).
+// Every schedule runs under one change source (ChangeSource), picked by its seed: odd seeds
+// read the specs tables' streams, even seeds poll their index (IndexPollSource), where the
+// backend writes `shard` on its spec items as api.Client does, the index lags behind the
+// table (HoldIndex) for many poll periods, and a desire's backend may stop writing `shard`;
+// the stream faults have no reader there. The backend clocks skewed by an hour are far behind
+// the poll's Lookback (its default): the truth (I7 above all) must hold without the poll's
+// timing assumptions.
+//
+// A failure prints the seed, the source and the schedule. Replay one with
+// KAA_INVARIANT_SEED=<seed> KAA_INVARIANT_SOURCE=<source> go test -run TestInvariantsUnderFaults -v .
+// KAA_INVARIANT_SCHEDULES sets how many schedules run (default 500); KAA_INVARIANT_SOURCE
+// (streams or index-poll) runs every schedule under that source.
 
 const (
 	invNamespace = "ns"
@@ -115,10 +124,15 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 		}
 		schedules, first = 1, seed
 	}
+	pinned := os.Getenv("KAA_INVARIANT_SOURCE")
+	if pinned != "" && pinned != sourceStreams && pinned != sourceIndexPoll {
+		t.Fatalf("KAA_INVARIANT_SOURCE=%q: want %s or %s", pinned, sourceStreams, sourceIndexPoll)
+	}
 	start := time.Now()
 	var writes, applies, steps, heartbeats, claims, deletesGone int
+	runs, vouched := map[string]int{}, map[string]int{} // by source: schedules, claims
 	for seed := first; seed < first+int64(schedules); seed++ {
-		w := newWorld(t, seed, folded)
+		w := newWorld(t, seed, folded, sourceOf(seed, pinned))
 		w.run(25)
 		w.close()
 		if t.Failed() {
@@ -127,6 +141,8 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 		steps += len(w.steps)
 		heartbeats += w.heartbeats
 		claims += w.claims
+		runs[w.source]++
+		vouched[w.source] += w.claims
 		for key, ws := range w.statuses {
 			writes += len(ws)
 			table, id, _ := strings.Cut(key, "|")
@@ -144,14 +160,36 @@ func runInvariants(t *testing.T, folded bool, schedules int) {
 			}
 		}
 	}
-	if schedules >= 100 && claims == 0 {
-		t.Fatal("no heartbeat watermark vouched for any spec (I7 checked nothing)")
+	for _, src := range []string{sourceStreams, sourceIndexPoll} {
+		if runs[src] >= 50 && vouched[src] == 0 {
+			t.Fatalf("under %s, no heartbeat watermark vouched for any spec in %d schedules (I7 checked nothing)", src, runs[src])
+		}
 	}
 	if folded && schedules >= 100 && deletesGone == 0 {
 		t.Fatal("no folded Delete said Successful=True (I1 checked nothing)")
 	}
-	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions, %d deletions said done) in %v",
-		schedules, steps, writes, applies, heartbeats, claims, deletesGone, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d schedules (%d steps, %d status writes, %d applies, %d heartbeats vouching for %d spec versions: %v schedules and %v claims by source, %d deletions said done) in %v",
+		schedules, steps, writes, applies, heartbeats, claims, runs, vouched, deletesGone, time.Since(start).Round(time.Millisecond))
+}
+
+// The change sources a schedule runs under (KAA_INVARIANT_SOURCE).
+const (
+	sourceStreams   = "streams"
+	sourceIndexPoll = "index-poll"
+)
+
+// sourceOf is schedule seed's change source: pinned, else half and half by the seed (not by
+// its rng: a seed replays under the source it failed under, and a streams schedule draws
+// what it drew before there was a choice).
+func sourceOf(seed int64, pinned string) string {
+	switch {
+	case pinned != "":
+		return pinned
+	case seed%2 == 0:
+		return sourceIndexPoll
+	default:
+		return sourceStreams
+	}
 }
 
 // world is one schedule: the fakes, two applier instances, and everything that happened.
@@ -159,6 +197,13 @@ type world struct {
 	t    *testing.T
 	seed int64
 	rng  *rand.Rand
+	// source is the schedule's change source (sourceOf); poll says it is the index poll.
+	source string
+	poll   bool
+	// unsharded are the desires (ID -> true) whose backend writes no `shard` (under the poll:
+	// outside the index); held are the specs tables whose index is held (lagging).
+	unsharded sync.Map
+	held      map[string]bool
 	// steps is the schedule, for failure messages; stepsMu guards it: the delete window's
 	// spec writes (swapDeleteForApply) record their steps from a worker's goroutine.
 	stepsMu sync.Mutex
@@ -171,9 +216,13 @@ type world struct {
 	dspecs *tables.Table[*DeleteDesire]
 	inst   [2]*instance
 	term   int64 // the newest term granted
-	clock  atomic.Int64
+	// granted is the instance granted the lease last (leader).
+	granted int
+	clock   atomic.Int64
 	// termStart is how many records each shard held when the newest term listed the tables.
 	termStart map[string]int
+	// termBegan is, by term granted, the logical time its number was taken (I7).
+	termBegan map[int64]int64
 
 	mu       sync.Mutex
 	incs     map[string][]incarnation // desire ID -> its incarnations, in creation order
@@ -421,7 +470,7 @@ type statusWrite struct {
 	feedback   []api.FeedbackValue // an ApplyDesire's status.feedback
 	deleted    bool
 	// external: deleted (or, with restored, put back from a snapshot) by someone else (an
-	// operator, a point-in-time restore), at wall time wall.
+	// operator, a point-in-time restore). wall: when it landed, wall clock (I7).
 	external, restored bool
 	wall               time.Time
 }
@@ -433,15 +482,20 @@ var (
 	invDelStatus   = api.TableName("", "mc01", api.StatusTable, KindDeleteDesire)
 )
 
-func newWorld(t *testing.T, seed int64, folded bool) *world {
+func newWorld(t *testing.T, seed int64, folded bool, source string) *world {
 	w := &world{t: t, seed: seed, folded: folded, rng: rand.New(rand.NewSource(seed)), db: newMemDB(), kube: newFakeKube(),
 		mapper: reconcile.NewMapper(newMapper(), nil), incs: map[string][]incarnation{},
-		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{}}
+		objects: map[string][]objectEvent{}, statuses: map[string][]statusWrite{}, stray: map[string]bool{},
+		source: source, poll: source == sourceIndexPoll, held: map[string]bool{}, termBegan: map[int64]int64{}}
 	for _, tbl := range []string{invApplyTable, invDeleteTable, api.TableName("", "mc01", api.SpecsTable, KindReadDesire)} {
 		w.db.AddTable(tbl, ddbtypes.StreamViewTypeNewAndOldImages, "shard-0")
+		if w.poll {
+			w.db.AddIndex(tbl, api.SpecIndexName, api.AttrShard, api.AttrUpdateTime)
+		}
 	}
-	w.specs = tables.New[*ApplyDesire](w.db, invApplyTable)
-	w.dspecs = tables.New[*DeleteDesire](w.db, invDeleteTable)
+	specsDB := shardingSpecs{memDB: w.db, w: w}
+	w.specs = tables.New[*ApplyDesire](specsDB, invApplyTable)
+	w.dspecs = tables.New[*DeleteDesire](specsDB, invDeleteTable)
 	w.kube.onChange = w.kubeChanged
 	w.db.AfterWrite = w.written
 	for i := range w.inst {
@@ -452,6 +506,33 @@ func newWorld(t *testing.T, seed int64, folded bool) *world {
 }
 
 func (w *world) tick() int64 { return w.clock.Add(1) }
+
+// shardingSpecs is the backend's client of the specs tables: under the poll it writes `shard`
+// on each spec item it puts, as api.Client does (api.StatusShard), but for the desires whose
+// backend does not (unsharded).
+type shardingSpecs struct {
+	*memDB
+	w *world
+}
+
+func (s shardingSpecs) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.w.shardSpec(in.Item)
+	return s.memDB.PutItem(ctx, in, opts...)
+}
+
+// shardSpec sets (or, for an unsharded desire, leaves out) the `shard` of spec item.
+func (w *world) shardSpec(item map[string]ddbtypes.AttributeValue) {
+	if !w.poll {
+		return
+	}
+	id := api.IDOf(item)
+	if _, off := w.unsharded.Load(id); off {
+		delete(item, api.AttrShard)
+		return
+	}
+	shard, _ := api.StatusShard(id)
+	item[api.AttrShard] = &ddbtypes.AttributeValueMemberS{Value: strconv.Itoa(shard)}
+}
 
 // written records every status write and delete, in the order they took effect.
 func (w *world) written(table, id string, item map[string]ddbtypes.AttributeValue) {
@@ -479,6 +560,11 @@ func (w *world) newApplier(in *instance) *Applier {
 		MaxRetryDelay: 20 * time.Millisecond, Log: logr.Discard(), ApplyResync: invResync, DeleteResync: invResync,
 		Stream: StreamOptions{PollInterval: time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, MaxBackoff: 10 * time.Millisecond},
 		Tables: api.TableLayout{FoldedDeletes: w.folded}}
+	if w.poll {
+		// The periods scaled to the world's milliseconds; Lookback at its default (1 min), far
+		// short of the clocks an hour behind.
+		opts.ChangeSource = IndexPollSource{PollPeriod: time.Millisecond, RelistPeriod: 50 * time.Millisecond}
+	}
 	a, err := newApplier(opts, tuning{
 		heartbeatInterval: 2 * time.Millisecond, // a heartbeat (I7) every few steps
 		// A stray applier that stopped is taken for gone within a few steps (its heartbeat
@@ -545,8 +631,11 @@ func (w *world) grant(i int, h handover) {
 		w.report("I8: instance %d took term %d, not above term %d that a write already carried", i, numbered.Number, newest)
 		w.mu.Unlock()
 	}
-	w.term = numbered.Number
+	w.term, w.granted = numbered.Number, i
 	w.seeTerm(w.term)
+	w.mu.Lock()
+	w.termBegan[w.term] = w.clock.Load()
+	w.mu.Unlock()
 	in.number = w.term
 	w.termStart = map[string]int{}
 	for _, tbl := range []string{invApplyTable, invDeleteTable} {
@@ -616,6 +705,7 @@ func (w *world) statusWritten(table string, item map[string]ddbtypes.AttributeVa
 		return
 	}
 	key := table + "|" + api.IDOf(item)
+	sw.wall = time.Now()
 	w.mu.Lock()
 	w.statuses[key] = append(w.statuses[key], sw)
 	w.seeTermLocked(sw.term)
@@ -707,6 +797,8 @@ func (w *world) randomStep() {
 		w.removeSpec(ctx)
 	case r < 44:
 		w.recreate(ctx)
+	case r < 50 && w.poll:
+		w.toggleIndexHold()
 	case r < 50:
 		// Records the current term's watch has read, delivered again (duplicated, late): a
 		// watch sees its own history again, never records older than its List.
@@ -721,6 +813,8 @@ func (w *world) randomStep() {
 			w.step("replay %s records %d.. of %s", shard, from, arn[len(arn)-20:])
 			w.db.ReplayFrom(arn, shard, from)
 		}
+	case r < 55 && w.poll:
+		w.toggleUnsharded()
 	case r < 55:
 		arn := w.db.StreamARN(invApplyTable)
 		parent := w.openShard(arn)
@@ -799,7 +893,7 @@ func (w *world) randomStep() {
 	default:
 		// A REMOVE without an image (which incarnation it ends cannot be told) for a spec
 		// that exists: the cache drops the spec, but its status must stay.
-		if id := w.existingSpec(); id != "" && id[0] == 'a' {
+		if id := w.existingSpec(); id != "" && id[0] == 'a' && !w.poll {
 			w.step("stray REMOVE without an image for %s", id)
 			w.mu.Lock()
 			w.stray[id] = true
@@ -811,15 +905,40 @@ func (w *world) randomStep() {
 	}
 }
 
-// leader is the instance of the newest term.
-func (w *world) leader() int {
-	for i, in := range w.inst {
-		if in.number == w.term {
-			return i
-		}
+// toggleIndexHold holds the index of a specs table (it shows the table as it is now, and
+// lags behind every later write, for many poll periods: far longer than any lag the poll
+// could assume), or lets a held one catch up.
+func (w *world) toggleIndexHold() {
+	tbl := invApplyTable
+	if w.rng.Intn(3) == 0 {
+		tbl = invDeleteTable
 	}
-	return 0
+	if w.held[tbl] {
+		w.step("the index of %s catches up", tbl)
+		w.db.ReleaseIndex(tbl, api.SpecIndexName)
+		delete(w.held, tbl)
+		return
+	}
+	w.step("the index of %s lags (held)", tbl)
+	w.db.HoldIndex(tbl, api.SpecIndexName)
+	w.held[tbl] = true
 }
+
+// toggleUnsharded makes the backend of a desire stop writing `shard` on its spec (its next
+// writes are outside the index), or start again.
+func (w *world) toggleUnsharded() {
+	id := []string{"a0", "a1", "a2", "a3", "a4", "d0", "d1"}[w.rng.Intn(7)]
+	if _, off := w.unsharded.LoadAndDelete(id); off {
+		w.step("the backend of %s writes shard again", id)
+		return
+	}
+	w.step("the backend of %s writes no shard", id)
+	w.unsharded.Store(id, true)
+}
+
+// leader is the instance granted the lease last. (Not the one whose term is numbered w.term:
+// after the heartbeat was restored, a term may be taken at the number of one still running.)
+func (w *world) leader() int { return w.granted }
 
 func (w *world) openShard(arn string) string {
 	shards := w.db.OpenShards(arn)
@@ -1149,6 +1268,7 @@ func (w *world) restoreSpecs(ctx context.Context) {
 		w.mu.Lock()
 		w.restoring = id // no heartbeat is judged on it until the world knows the write
 		w.mu.Unlock()
+		w.shardSpec(item) // the restored item as the backend wrote it
 		wrote := w.tick()
 		w.db.Put(invApplyTable, "", item)
 		w.step("  %s back to v%d", id, v)
@@ -1582,13 +1702,22 @@ func (w *world) heartbeatWritten(item map[string]ddbtypes.AttributeValue) {
 			if last.external && time.Since(last.wall) < 3*invResync*raceSlowdown {
 				continue // deleted behind the applier: noticed within a resync period
 			}
+			if began, ok := w.termBegan[hb.ApplierTerm]; ok && !last.deleted && last.term < hb.ApplierTerm && last.at > began &&
+				time.Since(last.wall) < 3*invResync*raceSlowdown {
+				// Rewritten behind the leader, during its term, by an older term that runs on
+				// (cut off, unaware: a Lease would have stopped it; the fence lets it write
+				// what this term has not): another applier's rewrite, noticed within a resync
+				// period as an operator's (the status check). Under the poll its cache lags a
+				// relist behind (the index held), so it answers a version the table left.
+				continue
+			}
 			// A status of a higher version answers a spec the table went back from (a
 			// restore); otherwise it is a write the world has not recorded yet.
 			back := last.version > want && inc.wentBack(want, w.clock.Load()+1)
 			if len(writes) == 0 || last.deleted || !last.created.Equal(inc.created) || last.version < want || back {
 				if w.failure == "" {
-					w.failure = fmt.Sprintf("I7: the term %d heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
-						hb.ApplierTerm, kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
+					w.failure = fmt.Sprintf("I7: the term %d (taken at t%d) heartbeat's %s watermark %s claims %s v%d of %s (landed %s), but its status answers v%d of %s (deleted %v); its writes: %s; heartbeat %+v",
+						hb.ApplierTerm, w.termBegan[hb.ApplierTerm], kind, wm.Format(time.StampMicro), id, want, inc.created.Format(time.StampMicro), inc.landedAt[want].Format(time.StampMicro), last.version, last.created.Format(time.StampMicro), last.deleted, w.describeWrites(id, writes), hb.Kinds[kind])
 				}
 				return
 			}
@@ -1728,6 +1857,11 @@ func (w *world) quiesce() {
 	for _, verb := range []string{"apply", "get", "delete"} {
 		w.kube.setErr(verb, nil)
 	}
+	for tbl := range w.held {
+		w.step("the index of %s catches up", tbl)
+		w.db.ReleaseIndex(tbl, api.SpecIndexName)
+		delete(w.held, tbl)
+	}
 	// One leader, every other term ended. The leader's term goes on (a status deleted behind
 	// it must be written back in its term), unless a stray REMOVE dropped a spec from its
 	// cache: only a new term's List brings that back.
@@ -1845,6 +1979,6 @@ func (w *world) report(format string, args ...any) {
 	if w.folded {
 		test = "TestInvariantsFoldedDeletes"
 	}
-	w.t.Errorf("seed %d: %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d go test -run %s -v .",
-		w.seed, fmt.Sprintf(format, args...), steps, w.seed, test)
+	w.t.Errorf("seed %d (%s): %s\nschedule:\n  %s\nreplay: KAA_INVARIANT_SEED=%d KAA_INVARIANT_SOURCE=%s go test -run %s -v .",
+		w.seed, w.source, fmt.Sprintf(format, args...), steps, w.seed, w.source, test)
 }

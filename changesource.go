@@ -45,13 +45,12 @@ func (StreamsSource) changeSource() {}
 // come less than 2 minutes apart, up to 30 s) before each relist: a RelistPeriod under 2
 // minutes relists less often than asked.
 //
-// The heartbeat's watermark under the poll is the later of the last Scan's start and the start
-// of the last complete poll round less IndexLag, once the cache holds what was read: it assumes
-// the index shows a write within IndexLag, backend clocks are less than Lookback behind (a
-// write stamped further behind is found by the next relist, and the watermark may pass it
-// until then) and every spec is in the index (while the last Scan found one without `shard`,
-// the watermark stays at that Scan's start; one created later without it is not seen until
-// the next Scan). Zero durations take the defaults.
+// The heartbeat's watermark under the poll is the start of the last consistent Scan, once the
+// cache holds what was read: it vouches only for what a consistent read saw, and assumes
+// nothing of the index's lag, the backends' clocks or their `shard`. It moves at each relist
+// (every RelistPeriod or so, plus the reflector's wait), not at each poll: a poll round that
+// found nothing cannot tell a write the index does not show yet (or ever, or under an
+// updateTime before the queries' bound) from no write. Zero durations take the defaults.
 type IndexPollSource struct {
 	// PollPeriod: how often each shard of the index is queried. Default
 	// DefaultIndexPollPeriod (15 s).
@@ -59,12 +58,10 @@ type IndexPollSource struct {
 	// RelistPeriod: how often each table is Scanned again (and its deletes found). Default
 	// DefaultIndexRelistPeriod (5 min).
 	RelistPeriod time.Duration
-	// Lookback: how far before the last Scan's start the queries reach, for backend clocks
-	// behind. Default 1 min.
+	// Lookback: how far before the last Scan's start the queries reach, so that the changes of
+	// backend clocks behind are found by the poll (one stamped further behind waits for the
+	// relist). The watermark does not depend on it. Default 1 min.
 	Lookback time.Duration
-	// IndexLag: how long the index may take to show a write, for the watermark only. Default
-	// 10 s (DynamoDB's GSIs usually lag well under a second; room for a throttled one).
-	IndexLag time.Duration
 }
 
 func (IndexPollSource) changeSource() {}
@@ -127,6 +124,6 @@ func (o *Options) completeChangeSource(w *wiring) error {
 	}
 	w.poll = &indexPoll{query: awscall.WrapQuery(q, o.CallTimeout, w.countAWS, w.countUnits),
 		cfg: stream.IndexPoll{Index: api.SpecIndexName, PollPeriod: src.PollPeriod, RelistPeriod: src.RelistPeriod,
-			Lookback: src.Lookback, IndexLag: src.IndexLag}}
+			Lookback: src.Lookback}}
 	return nil
 }

@@ -107,7 +107,7 @@ writes the outcome to mc-{cluster}-status-* (other names: --table-name-format, -
 	fs.DurationVar(&f.streamPollInterval, "stream-poll-interval", kubeapplier.DefaultStreamPollInterval, "how long a stream shard that returned no record waits before its next GetRecords (> 0, <= 1m): about what a change waits before it is read; under 200ms one shard gets more than the 5 GetRecords per second DynamoDB allows")
 	fs.StringVar(&f.changeSource, "change-source", "streams", "how spec changes are found between Scans: streams (each specs table's DynamoDB Stream) or index-poll (each specs table's GSI "+api.SpecIndexName+" queried every --index-poll-period, a consistent Scan every --index-relist-period; the streams are not needed then)")
 	fs.DurationVar(&f.indexPollPeriod, "index-poll-period", kubeapplier.DefaultIndexPollPeriod, "with --change-source=index-poll: how often each shard of the specs tables' index is queried (about what a change waits before it is read)")
-	fs.DurationVar(&f.indexRelistPeriod, "index-relist-period", kubeapplier.DefaultIndexRelistPeriod, "with --change-source=index-poll: how often each specs table is Scanned again (when deleted specs are found)")
+	fs.DurationVar(&f.indexRelistPeriod, "index-relist-period", kubeapplier.DefaultIndexRelistPeriod, "with --change-source=index-poll: how often each specs table is Scanned again (when deleted specs are found and the heartbeat's watermark moves)")
 	fs.BoolVar(&f.fifoQueue, "fifo-queue", false, "one FIFO workqueue per desire type instead of the queue fair between clusterIDs (for comparison)")
 	_ = cmd.MarkFlagRequired("management-cluster")
 	return cmd

@@ -37,6 +37,11 @@ import (
 // taken back to an older version is delivered as the stream watch's settle does. The desire
 // book (incarnations.go) holds what was listed and delivered: an index entry whose
 // updateTime is the book's is not read again.
+//
+// The heartbeat's watermark is the List's start, never a poll round's: a Scan is consistent,
+// the index is not (a write may show in it any time later, or never: an item without a
+// shard; or under an updateTime before the queries' bound: a backend clock behind), so a
+// round that found nothing proves nothing about the writes it did not find.
 
 // QueryDB is what an index-poll ListWatch needs of DynamoDB: the Scan and GetItem of DB, and
 // Query of the index.
@@ -61,12 +66,9 @@ type IndexPoll struct {
 	RelistPeriod time.Duration
 	// Lookback is how far before the List's start the queries reach: a write after the List
 	// stamped by a clock up to Lookback behind is still found by the poll (one further behind
-	// waits for the next relist). Default DefaultIndexLookback.
+	// waits for the next relist). It speeds finding changes only: the watermark does not
+	// count on it. Default DefaultIndexLookback.
 	Lookback time.Duration
-	// IndexLag bounds how long an index entry may take to show a write (a GSI is eventually
-	// consistent): a round that started at R vouches for writes before R − IndexLag only (the
-	// heartbeat's watermark). It does not delay finding a change. Default DefaultIndexLag.
-	IndexLag time.Duration
 }
 
 const (
@@ -76,13 +78,9 @@ const (
 	// DefaultIndexRelistPeriod is IndexPoll.RelistPeriod's default, upstream's: one
 	// consistent Scan per table every 5 minutes.
 	DefaultIndexRelistPeriod = 5 * time.Minute
-	// DefaultIndexLookback is IndexPoll.Lookback's default: backend clocks up to a minute
-	// behind lose nothing before the next relist.
+	// DefaultIndexLookback is IndexPoll.Lookback's default: the changes of backend clocks up
+	// to a minute behind are found by the poll, not only by the next relist.
 	DefaultIndexLookback = time.Minute
-	// DefaultIndexLag is IndexPoll.IndexLag's default. DynamoDB propagates a GSI write "within
-	// a fraction of a second" in normal conditions (Developer Guide, "Using Global Secondary
-	// Indexes"); 10 s leaves room for a throttled index.
-	DefaultIndexLag = 10 * time.Second
 )
 
 func (p IndexPoll) withDefaults() IndexPoll {
@@ -97,9 +95,6 @@ func (p IndexPoll) withDefaults() IndexPoll {
 	}
 	if p.Lookback <= 0 {
 		p.Lookback = DefaultIndexLookback
-	}
-	if p.IndexLag <= 0 {
-		p.IndexLag = DefaultIndexLag
 	}
 	return p
 }
@@ -121,13 +116,11 @@ type pollListWatch[T api.Desire] struct {
 	lists     int // Lists done: the first is logged at level 0, the periodic relists at 1
 }
 
-// pollStart is where a poll watch begins: the start of its List's Scan and what it returned.
+// pollStart is where a poll watch begins: the start of its List's Scan (its watermark) and
+// what it returned.
 type pollStart struct {
 	at   time.Time
 	book *desireBook
-	// unindexed: the List found desires outside the index, whose later writes the poll cannot
-	// see: the watermark stays at the List's start.
-	unindexed bool
 }
 
 // NewIndexPollInformer is NewInformer for a table read by the index poll (poll) instead of its
@@ -178,7 +171,6 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	for _, d := range items {
 		start.book.listed(d.Meta())
 	}
-	start.unindexed = len(unindexed) > 0
 	rv := string(uuid.NewUUID())
 	lw.mu.Lock()
 	lw.starts = map[string]*pollStart{rv: start}        // only the newest List can be watched from
@@ -285,25 +277,22 @@ func (w *pollWatcher[T]) run(ctx context.Context) {
 // poll runs a round every PollPeriod until the relist is due, ctx ends or an error needs a
 // relist; a throttled or failed round is retried with a jittered back-off.
 //
-// The watermark (ObserveCaughtUp): a round that started at R and completed (every shard
-// queried to its last page, every changed item read and emitted) has seen every index entry
-// that showed by R; an entry shows at most IndexLag after its write; so every write before
-// R − IndexLag whose updateTime is within the queries' bound is emitted, and every write
-// before the List's start was Scanned. It is reported once the cache holds what was emitted
-// (cacheCheck): max(List start, R − IndexLag). Deletes are not in the claim: the watermark
-// vouches for live specs, and a deleted spec's status goes at the relist. When the List found
-// a desire outside the index (no shard), the poll cannot see its writes: the List's start
-// only. The claim rests on three assumptions, each documented on IndexPollSource: the index
-// shows a write within IndexLag, a write's updateTime is at most Lookback behind the time it
-// lands, and every spec is in the index (a desire created without a shard after the List is
-// invisible until the next relist) with an updateTime of its own per version (two writes
-// spelled the same look alike in a keys-only index).
+// The watermark (ObserveCaughtUp) is the List's start, reported once the cache holds what the
+// List returned and the rounds emitted (cacheCheck): the consistent Scan saw every write that
+// landed before it began. No round moves it later: a round sees the index, which shows a
+// write after an unbounded lag (a throttled GSI), never (an item written without a shard) or
+// under an updateTime before the queries' bound (a backend clock more than Lookback behind),
+// and none of these can be told from a write that did not happen. Trusting a round would rest
+// the heartbeat's claim on the index's lag and the backends' clocks; the poll finds changes
+// as fast without it, and the watermark moves at each relist (RelistPeriod) instead of each
+// round. Deletes are not in the claim: the watermark vouches for live specs, and a deleted
+// spec's status goes at the relist.
 func (w *pollWatcher[T]) poll(ctx context.Context) error {
 	lw, p := w.lw, w.lw.poll
 	relistAt := w.start.at.Add(p.RelistPeriod)
 	bound := w.start.at.Add(-p.Lookback)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: lw.opts.MaxBackoff}
-	var pending time.Time // a watermark waiting for the cache to hold what was emitted
+	pending := w.start.at // the watermark, until the cache holds what was listed and emitted
 	report := func() {
 		if !pending.IsZero() && lw.opts.ObserveCaughtUp != nil && w.cached() {
 			lw.opts.ObserveCaughtUp(lw.kind, pending)
@@ -321,10 +310,6 @@ func (w *pollWatcher[T]) poll(ctx context.Context) error {
 		switch ok, rerr := classify(err); {
 		case err == nil:
 			backoff.Duration, backoff.Steps = 100*time.Millisecond, 100
-			pending = latest(w.start.at, round.Add(-p.IndexLag))
-			if w.start.unindexed {
-				pending = w.start.at
-			}
 			report()
 		case !ok:
 			return rerr
@@ -341,13 +326,6 @@ func (w *pollWatcher[T]) poll(ctx context.Context) error {
 		case <-time.After(delay):
 		}
 	}
-}
-
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // round queries every shard for the entries updated at or after bound, then reads and

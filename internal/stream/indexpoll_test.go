@@ -42,7 +42,7 @@ func pollItem(t testing.TB, id string, version int64, created time.Time) map[str
 
 // testPoll polls every 10 ms and relists after an hour unless a test says otherwise.
 func testPoll() IndexPoll {
-	return IndexPoll{PollPeriod: 10 * time.Millisecond, RelistPeriod: time.Hour, IndexLag: time.Millisecond}
+	return IndexPoll{PollPeriod: 10 * time.Millisecond, RelistPeriod: time.Hour}
 }
 
 // pollInformer is an ApplyDesire index-poll informer on stTable, running until the test ends.
@@ -290,27 +290,80 @@ func TestPollThrottledBacksOff(t *testing.T) {
 	}
 }
 
-// TestPollWatermark: each reported watermark is no later than the start of a complete round
-// less IndexLag, and no earlier than the List's start.
+// TestPollWatermark: the watermark is the List's start, reported once the cache holds the
+// List; the poll rounds, which find a change at once, do not move it.
 func TestPollWatermark(t *testing.T) {
 	f := newPollDB()
-	poll := testPoll()
-	poll.IndexLag = 50 * time.Millisecond
 	before := time.Now()
-	h := startPollInformer(t, f, poll, testOptions())
+	h := startPollInformer(t, f, testPoll(), testOptions())
 	waitFor(t, 5*time.Second, "a watermark", func() bool { return len(h.caughtUp()) > 0 })
+	listed := time.Now()
 	f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
 	h.waitStore(t, map[string]int64{"a": 1})
-	written := time.Now()
-	waitFor(t, 5*time.Second, "a watermark past the write", func() bool {
-		ups := h.caughtUp()
-		return ups[len(ups)-1].After(written)
-	})
-	now := time.Now()
-	for _, at := range h.caughtUp() {
-		if at.Before(before) || at.After(now.Add(-poll.IndexLag)) {
-			t.Errorf("watermark %v outside [%v, %v]", at, before, now.Add(-poll.IndexLag))
+	time.Sleep(100 * time.Millisecond) // ~10 rounds
+	ups := h.caughtUp()
+	if ups[0].Before(before) || ups[0].After(listed) {
+		t.Errorf("watermark %v outside the List [%v, %v]", ups[0], before, listed)
+	}
+	for _, at := range ups {
+		if !at.Equal(ups[0]) {
+			t.Fatalf("watermarks %v moved past the List's start without a relist", ups)
 		}
+	}
+}
+
+// TestPollWatermarkOnlyScans: a write the poll cannot see (the index lagging far behind, the
+// item without a shard, an updateTime stamped by a clock more than Lookback behind) looks to
+// a poll round like no write at all: no watermark passes it until a relist Scanned it (and the
+// cache holds it). A watermark that trusted the rounds would vouch for a spec never seen.
+func TestPollWatermarkOnlyScans(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(f *dynamofake.DB) // writes desire "a" v1 so that the poll does not find it
+	}{
+		{"index lagging", func(f *dynamofake.DB) {
+			f.HoldIndex(stTable, api.SpecIndexName)
+			f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
+		}},
+		{"no shard", func(f *dynamofake.DB) {
+			item := pollItem(t, "a", 1, stTime)
+			delete(item, api.AttrShard)
+			f.PutRaw(stTable, item)
+		}},
+		{"clock behind the lookback", func(f *dynamofake.DB) {
+			item := pollItem(t, "a", 1, stTime)
+			item[api.AttrUpdateTime] = &ddbtypes.AttributeValueMemberS{Value: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)}
+			f.PutRaw(stTable, item)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPollDB()
+			poll := testPoll()
+			poll.RelistPeriod = 200 * time.Millisecond
+			h := startPollInformer(t, f, poll, testOptions())
+			waitFor(t, 5*time.Second, "a watermark", func() bool { return len(h.caughtUp()) > 0 })
+			tc.write(f)
+			written := time.Now()
+			time.Sleep(150 * time.Millisecond) // ~15 complete rounds, before the relist
+			if n := f.Calls("Scan"); n != 1 {
+				t.Fatalf("%d Scans before the relist period ended", n)
+			}
+			if _, ok := h.store()["a"]; ok {
+				t.Fatalf("the poll found the write it should not see; the case tests nothing")
+			}
+			for _, at := range h.caughtUp() {
+				if at.After(written) {
+					t.Fatalf("watermark %v passed a write at %v that no read saw", at, written)
+				}
+			}
+			waitFor(t, 10*time.Second, "the relist's watermark past the write", func() bool {
+				ups := h.caughtUp()
+				return ups[len(ups)-1].After(written)
+			})
+			if got := h.store(); got["a"] != 1 {
+				t.Errorf("a watermark passed the write, and the cache holds %v", got)
+			}
+		})
 	}
 }
 
