@@ -239,8 +239,8 @@ type pollWatcher[T api.Desire] struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	confirm  cacheCheck
-	// read holds, by documentID, the last index entry whose item was read: a stale entry (the
-	// index behind the item) is read once, not every round.
+	// read holds, by documentID, the last index entry whose item was read while the index goes
+	// on showing it: a stale entry (the index behind the item) is read once, not every round.
 	read map[string]readEntry
 }
 
@@ -363,6 +363,7 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 		}
 	}()
 	changed := map[string]string{} // documentID -> the entry's updateTime spelling
+	still := map[string]struct{}{} // read entries the index shows still
 	for shard := range api.StatusShards {
 		if err := w.query(ctx, strconv.Itoa(shard), bound, func(id, spelling string, updated time.Time, parsed bool) {
 			k, known := w.start.book.known[id]
@@ -370,12 +371,23 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 			if live && parsed && k.updated.Equal(updated) {
 				return // the watch has this state: listed or emitted
 			}
-			if r, ok := w.read[id]; ok && r.spelling == spelling && (live && r.after.Equal(k.updated) || !live && r.after.IsZero()) {
-				return // this entry was read, and the watch has what that read gave
+			if r, ok := w.read[id]; ok && r.spelling == spelling {
+				still[id] = struct{}{}
+				if live && r.after.Equal(k.updated) || !live && r.after.IsZero() {
+					return // this entry was read, and the watch has what that read gave
+				}
 			}
 			changed[id] = spelling
 		}); err != nil {
 			return err
+		}
+	}
+	// A read entry the index no longer shows was a stale one that caught up (or went with its
+	// spec): if it shows again, the table was taken back to it (a saved item put back), which
+	// only a read tells.
+	for id := range w.read {
+		if _, ok := still[id]; !ok {
+			delete(w.read, id)
 		}
 	}
 	ids := make([]string, 0, len(changed))
