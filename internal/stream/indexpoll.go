@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -242,6 +243,8 @@ type pollWatcher[T api.Desire] struct {
 	// read holds, by documentID, the last index entry whose item was read while the index goes
 	// on showing it: a stale entry (the index behind the item) is read once, not every round.
 	read map[string]readEntry
+	// refused: the last Query was refused as invalid (the index gone), logged once.
+	refused bool
 }
 
 // readEntry is an index entry read: its updateTime spelling, and the updateTime of the state
@@ -423,9 +426,23 @@ func (w *pollWatcher[T]) query(ctx context.Context, shard string, bound time.Tim
 		Limit: aws.Int32(queryPageLimit)}
 	for {
 		out, err := lw.db.Query(ctx, in)
+		var refused smithy.APIError
+		if errors.As(err, &refused) && refused.ErrorCode() == "ValidationException" {
+			// The index went or is keyed otherwise (this Query is fixed): a relist would not
+			// bring it back and costs a Scan of the table each time (at the reflector's pace,
+			// up to every 30 s), so the error is not the API's (classify relists on that) and
+			// the watch backs off and queries again; the relist comes at RelistPeriod.
+			if !w.refused {
+				lw.opts.Log.Info("index query refused; retrying (changes wait for the relist meanwhile)", "table", lw.table,
+					"index", lw.poll.Index, "err", err.Error(), "relistPeriod", lw.poll.RelistPeriod)
+			}
+			w.refused = true
+			return fmt.Errorf("query %s of %s, shard %s: %w: %s", lw.poll.Index, lw.table, shard, ErrIndexNotConfigured, err.Error())
+		}
 		if err != nil {
 			return fmt.Errorf("query %s of %s, shard %s: %w", lw.poll.Index, lw.table, shard, err)
 		}
+		w.refused = false
 		if out == nil {
 			return nil
 		}

@@ -49,3 +49,42 @@ func TestPollRestoredEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestPollIndexGone: a specs table whose index went (deleted, or re-created keyed otherwise)
+// while the applier runs refuses every Query (ValidationException). Listing again does not
+// bring the index back, and each relist is a consistent Scan of the whole table: the watch
+// backs off and queries again (the change still comes at the relist period), it does not end
+// and relist at the reflector's pace (0.8 s doubling to 30 s: a Scan every 30 s instead of
+// every RelistPeriod). The changes are found once the index is back.
+func TestPollIndexGone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		index bool // the table has the index from the start
+	}{
+		{"no index", false},
+		{"index keyed otherwise", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := dynamofake.New()
+			if tc.index {
+				f.AddIndex(stTable, api.SpecIndexName, api.AttrDocumentID, api.AttrUpdateTime)
+			}
+			f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
+			opts := testOptions()
+			opts.MaxBackoff = 50 * time.Millisecond
+			h := startPollInformer(t, f, testPoll(), opts)
+			h.waitStore(t, map[string]int64{"a": 1})
+			waitFor(t, 5*time.Second, "a Query refused", func() bool { return f.Calls("Query") >= 1 })
+			time.Sleep(2500 * time.Millisecond) // past the reflector's first back-offs (0.8 s, 1.6 s)
+			if n := f.Calls("Scan"); n != 1 {
+				t.Errorf("%d Scans in 2.5 s with a relist period of an hour: each refused Query relisted", n)
+			}
+			if n := f.Calls("Query"); n < 8 {
+				t.Errorf("%d Queries in 2.5 s at a back-off of 50 ms at most: the watch stopped querying", n)
+			}
+			f.AddIndex(stTable, api.SpecIndexName, api.AttrShard, api.AttrUpdateTime)
+			f.PutRaw(stTable, pollItem(t, "a", 2, stTime))
+			h.waitStore(t, map[string]int64{"a": 2})
+		})
+	}
+}
