@@ -187,7 +187,7 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	for _, id := range unindexed {
 		logged[id] = struct{}{}
 		if _, before := lw.unindexed[id]; !before {
-			lw.opts.Log.Info("desire not in the index: its changes are found by the relist only (its backend writes no shard attribute)",
+			lw.opts.Log.Info("desire not in the index: its changes are found by the relist only (its backend writes no shard \"0\"..\"3\" or no updateTime, as strings)",
 				"table", lw.table, "desire", id, "index", lw.poll.Index, "attribute", api.AttrShard, "relistPeriod", lw.poll.RelistPeriod)
 		}
 	}
@@ -206,10 +206,12 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
 }
 
-// indexed reports whether a spec item is in the index: it has a shard the poll queries.
+// indexed reports whether a spec item is in the index: it has a shard the poll queries and an
+// updateTime string (the index is sparse: an item without either key attribute, or with one
+// of another type, e.g. written before the index was added, is not in it).
 func indexed(item map[string]ddbtypes.AttributeValue) bool {
 	s, ok := item[api.AttrShard].(*ddbtypes.AttributeValueMemberS)
-	if !ok {
+	if _, updated := item[api.AttrUpdateTime].(*ddbtypes.AttributeValueMemberS); !ok || !updated {
 		return false
 	}
 	n, err := strconv.Atoi(s.Value)

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
 )
@@ -85,6 +87,44 @@ func TestPollIndexGone(t *testing.T) {
 			f.AddIndex(stTable, api.SpecIndexName, api.AttrShard, api.AttrUpdateTime)
 			f.PutRaw(stTable, pollItem(t, "a", 2, stTime))
 			h.waitStore(t, map[string]int64{"a": 2})
+		})
+	}
+}
+
+// TestIndexed: a spec item is in the index (sparse: both key attributes, of the key types)
+// only with a shard "0".."3" (S) and an updateTime (S). Any other item's writes are found by the
+// relist only, and the List must say so (logged, and the watermark held at its start).
+func TestIndexed(t *testing.T) {
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	n := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberN{Value: v} }
+	const u = "2026-12-04T13:40:05.25Z"
+	for _, tc := range []struct {
+		name          string
+		shard, update ddbtypes.AttributeValue
+		want          bool
+	}{
+		{"shard 0", s("0"), s(u), true},
+		{"shard 3", s("3"), s(u), true},
+		{"unparsed updateTime (still a key)", s("1"), s("garbled"), true},
+		{"no shard", nil, s(u), false},
+		{"shard N", n("1"), s(u), false},
+		{"shard out of range", s("7"), s(u), false},
+		{"shard spelled otherwise", s("01"), s(u), false},
+		{"shard negative zero", s("-0"), s(u), false},
+		{"no updateTime", s("2"), nil, false},
+		{"updateTime N", s("2"), n("1764855605"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := map[string]ddbtypes.AttributeValue{api.AttrDocumentID: s("a")}
+			if tc.shard != nil {
+				item[api.AttrShard] = tc.shard
+			}
+			if tc.update != nil {
+				item[api.AttrUpdateTime] = tc.update
+			}
+			if got := indexed(item); got != tc.want {
+				t.Errorf("indexed = %v, want %v", got, tc.want)
+			}
 		})
 	}
 }
