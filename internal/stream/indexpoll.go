@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -178,7 +179,7 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	for _, id := range unindexed {
 		logged[id] = struct{}{}
 		if _, before := lw.unindexed[id]; !before {
-			lw.opts.Log.Info("desire not in the index: its changes are found by the relist only (its backend writes no shard attribute)",
+			lw.opts.Log.Info("desire not in the index: its changes are found by the relist only (its backend writes no shard \"0\"..\"3\" or no updateTime, as strings)",
 				"table", lw.table, "desire", id, "index", lw.poll.Index, "attribute", api.AttrShard, "relistPeriod", lw.poll.RelistPeriod)
 		}
 	}
@@ -197,10 +198,12 @@ func (lw *pollListWatch[T]) list(ctx context.Context, _ metav1.ListOptions) (run
 	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: objs}, nil
 }
 
-// indexed reports whether a spec item is in the index: it has a shard the poll queries.
+// indexed reports whether a spec item is in the index: it has a shard the poll queries and an
+// updateTime string (the index is sparse: an item without either key attribute, or with one
+// of another type, e.g. written before the index was added, is not in it).
 func indexed(item map[string]ddbtypes.AttributeValue) bool {
 	s, ok := item[api.AttrShard].(*ddbtypes.AttributeValueMemberS)
-	if !ok {
+	if _, updated := item[api.AttrUpdateTime].(*ddbtypes.AttributeValueMemberS); !ok || !updated {
 		return false
 	}
 	n, err := strconv.Atoi(s.Value)
@@ -231,9 +234,11 @@ type pollWatcher[T api.Desire] struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	confirm  cacheCheck
-	// read holds, by documentID, the last index entry whose item was read: a stale entry (the
-	// index behind the item) is read once, not every round.
+	// read holds, by documentID, the last index entry whose item was read while the index goes
+	// on showing it: a stale entry (the index behind the item) is read once, not every round.
 	read map[string]readEntry
+	// refused: the last Query was refused as invalid (the index gone), logged once.
+	refused bool
 }
 
 // readEntry is an index entry read: its updateTime spelling, and the updateTime of the state
@@ -341,6 +346,7 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 		}
 	}()
 	changed := map[string]string{} // documentID -> the entry's updateTime spelling
+	still := map[string]struct{}{} // read entries the index shows still
 	for shard := range api.StatusShards {
 		if err := w.query(ctx, strconv.Itoa(shard), bound, func(id, spelling string, updated time.Time, parsed bool) {
 			k, known := w.start.book.known[id]
@@ -348,12 +354,23 @@ func (w *pollWatcher[T]) round(ctx context.Context, bound time.Time) error {
 			if live && parsed && k.updated.Equal(updated) {
 				return // the watch has this state: listed or emitted
 			}
-			if r, ok := w.read[id]; ok && r.spelling == spelling && (live && r.after.Equal(k.updated) || !live && r.after.IsZero()) {
-				return // this entry was read, and the watch has what that read gave
+			if r, ok := w.read[id]; ok && r.spelling == spelling {
+				still[id] = struct{}{}
+				if live && r.after.Equal(k.updated) || !live && r.after.IsZero() {
+					return // this entry was read, and the watch has what that read gave
+				}
 			}
 			changed[id] = spelling
 		}); err != nil {
 			return err
+		}
+	}
+	// A read entry the index no longer shows was a stale one that caught up (or went with its
+	// spec): if it shows again, the table was taken back to it (a saved item put back), which
+	// only a read tells.
+	for id := range w.read {
+		if _, ok := still[id]; !ok {
+			delete(w.read, id)
 		}
 	}
 	ids := make([]string, 0, len(changed))
@@ -389,9 +406,23 @@ func (w *pollWatcher[T]) query(ctx context.Context, shard string, bound time.Tim
 		Limit: aws.Int32(queryPageLimit)}
 	for {
 		out, err := lw.db.Query(ctx, in)
+		var refused smithy.APIError
+		if errors.As(err, &refused) && refused.ErrorCode() == "ValidationException" {
+			// The index went or is keyed otherwise (this Query is fixed): a relist would not
+			// bring it back and costs a Scan of the table each time (at the reflector's pace,
+			// up to every 30 s), so the error is not the API's (classify relists on that) and
+			// the watch backs off and queries again; the relist comes at RelistPeriod.
+			if !w.refused {
+				lw.opts.Log.Info("index query refused; retrying (changes wait for the relist meanwhile)", "table", lw.table,
+					"index", lw.poll.Index, "err", err.Error(), "relistPeriod", lw.poll.RelistPeriod)
+			}
+			w.refused = true
+			return fmt.Errorf("query %s of %s, shard %s: %w: %s", lw.poll.Index, lw.table, shard, ErrIndexNotConfigured, err.Error())
+		}
 		if err != nil {
 			return fmt.Errorf("query %s of %s, shard %s: %w", lw.poll.Index, lw.table, shard, err)
 		}
+		w.refused = false
 		if out == nil {
 			return nil
 		}
