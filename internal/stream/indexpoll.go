@@ -304,6 +304,7 @@ func (w *pollWatcher[T]) poll(ctx context.Context) error {
 			pending = time.Time{}
 		}
 	}
+	failing := false // since the last round that succeeded
 	for {
 		report()
 		round := time.Now()
@@ -315,12 +316,21 @@ func (w *pollWatcher[T]) poll(ctx context.Context) error {
 		switch ok, rerr := classify(err); {
 		case err == nil:
 			backoff.Duration, backoff.Steps = 100*time.Millisecond, 100
+			failing = false
 			report()
 		case !ok:
 			return rerr
 		default:
 			delay = backoff.Step()
-			lw.opts.Log.V(1).Info("index poll failed; backing off", "table", lw.table, "delay", delay, "err", err.Error())
+			// The first failure of a streak is logged where an operator looks: a Query the
+			// role may not make (AccessDenied on the index) shows nowhere else, changes just
+			// wait for the relist.
+			log := lw.opts.Log
+			if failing {
+				log = log.V(1)
+			}
+			failing = true
+			log.Info("index poll failed; backing off", "table", lw.table, "delay", delay, "err", err.Error())
 		}
 		delay = min(delay, time.Until(relistAt))
 		select {

@@ -1,10 +1,13 @@
 package stream
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/kube-applier-aws/kubeapplier/api"
 	"github.com/kube-applier-aws/kubeapplier/internal/dynamofake"
@@ -128,3 +131,46 @@ func TestIndexed(t *testing.T) {
 		})
 	}
 }
+
+// TestPollFailureStreakLogged: a Query the role may not make fails round after round, and
+// nothing but the relist would show it: the first failure of a streak is logged at level 0
+// (once), the rest at V(1); a success ends the streak.
+func TestPollFailureStreakLogged(t *testing.T) {
+	f := newPollDB()
+	f.PutRaw(stTable, pollItem(t, "a", 1, stTime))
+	var mu sync.Mutex
+	levels := map[int]int{}
+	opts := testOptions()
+	opts.MaxBackoff = 20 * time.Millisecond
+	opts.Log = funcr.New(func(_, args string) {}, funcr.Options{Verbosity: 1, LogInfoLevel: ptr("level"),
+		RenderBuiltinsHook: func(kvs []any) []any {
+			lvl := -1
+			for i := 0; i+1 < len(kvs); i += 2 {
+				if kvs[i] == "level" {
+					lvl, _ = kvs[i+1].(int)
+				}
+			}
+			for i := 0; i+1 < len(kvs); i += 2 {
+				if kvs[i] == "msg" && kvs[i+1] == "index poll failed; backing off" {
+					mu.Lock()
+					levels[lvl]++
+					mu.Unlock()
+				}
+			}
+			return kvs
+		}})
+	denied := &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform dynamodb:Query"}
+	h := startPollInformer(t, f, testPoll(), opts)
+	h.waitStore(t, map[string]int64{"a": 1})
+	f.FailNext("Query", denied, denied, denied, denied, denied, denied)
+	waitFor(t, 5*time.Second, "the failures consumed", func() bool { return f.Pending("Query") == 0 })
+	f.PutRaw(stTable, pollItem(t, "a", 2, stTime.Add(time.Second)))
+	h.waitStore(t, map[string]int64{"a": 2})
+	mu.Lock()
+	defer mu.Unlock()
+	if levels[0] != 1 || levels[1] < 1 {
+		t.Errorf("failure logs by level = %v, want one at level 0 and the rest at level 1", levels)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
