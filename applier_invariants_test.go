@@ -1037,13 +1037,10 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 	cur, err := w.dspecs.Get(ctx, id)
 	at := w.tick()
 	var stored *DeleteDesire
+	var landed int64 // when a new incarnation's first version landed; 0 for a replace
 	if IsNotFoundError(err) {
-		stored, err = w.dspecs.Create(ctx, d)
-		if err == nil {
-			w.mu.Lock()
-			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick(),
-				landedAt: map[int64]time.Time{}, updated: map[int64]time.Time{}})
-			w.mu.Unlock()
+		if stored, err = w.dspecs.Create(ctx, d); err == nil {
+			landed = w.tick()
 		}
 	} else if err == nil {
 		d.DynamoDBMetadata = cur.DynamoDBMetadata
@@ -1052,15 +1049,7 @@ func (w *world) writeDelete(ctx context.Context, id string) {
 	if err != nil {
 		w.t.Fatalf("seed %d: write DeleteDesire: %v", w.seed, err)
 	}
-	w.step("DeleteDesire %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
-	w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
-	w.mu.Lock()
-	incs := w.incs[id]
-	if incs[len(incs)-1].target == nil {
-		incs[len(incs)-1].target = map[int64]string{}
-	}
-	incs[len(incs)-1].target[stored.Version] = d.Spec.TargetItem.Name
-	w.mu.Unlock()
+	w.deleteWritten("DeleteDesire", id, stored.DynamoDBMetadata, landed, d.Spec.TargetItem.Name, at)
 }
 
 // writeFoldedDelete is writeDelete in the folded layout: an ApplyDesire of type Delete.
@@ -1074,13 +1063,10 @@ func (w *world) writeFoldedDelete(ctx context.Context, id string) {
 	w.specs.SetClock(w.backendClock())
 	at := w.tick()
 	var stored *ApplyDesire
+	var landed int64
 	if IsNotFoundError(err) {
-		stored, err = w.specs.Create(ctx, d)
-		if err == nil {
-			w.mu.Lock()
-			w.incs[id] = append(w.incs[id], incarnation{created: stored.CreateTime, versions: map[int64]int64{}, landed: w.tick(),
-				landedAt: map[int64]time.Time{}, updated: map[int64]time.Time{}})
-			w.mu.Unlock()
+		if stored, err = w.specs.Create(ctx, d); err == nil {
+			landed = w.tick()
 		}
 	} else if err == nil {
 		d.DynamoDBMetadata = cur.DynamoDBMetadata
@@ -1089,14 +1075,26 @@ func (w *world) writeFoldedDelete(ctx context.Context, id string) {
 	if err != nil {
 		w.t.Fatalf("seed %d: write folded Delete: %v", w.seed, err)
 	}
-	w.step("folded Delete %s v%d targets %s", id, stored.Version, d.Spec.TargetItem.Name)
-	w.recordSpec(id, stored.CreateTime, stored.UpdateTime, stored.Version, at)
+	w.deleteWritten("folded Delete", id, stored.DynamoDBMetadata, landed, d.Spec.TargetItem.Name, at)
+}
+
+// deleteWritten records a Delete's write (what: "DeleteDesire" or "folded Delete") at logical
+// time at: a new incarnation when it created one (landed, else 0), its version and its target.
+func (w *world) deleteWritten(what, id string, m api.DynamoDBMetadata, landed int64, target string, at int64) {
+	if landed != 0 {
+		w.mu.Lock()
+		w.incs[id] = append(w.incs[id], incarnation{created: m.CreateTime, versions: map[int64]int64{}, landed: landed,
+			landedAt: map[int64]time.Time{}, updated: map[int64]time.Time{}})
+		w.mu.Unlock()
+	}
+	w.step("%s %s v%d targets %s", what, id, m.Version, target)
+	w.recordSpec(id, m.CreateTime, m.UpdateTime, m.Version, at)
 	w.mu.Lock()
 	incs := w.incs[id]
 	if incs[len(incs)-1].target == nil {
 		incs[len(incs)-1].target = map[int64]string{}
 	}
-	incs[len(incs)-1].target[stored.Version] = d.Spec.TargetItem.Name
+	incs[len(incs)-1].target[m.Version] = target
 	w.mu.Unlock()
 }
 
