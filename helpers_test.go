@@ -531,3 +531,23 @@ var (
 )
 
 var typesConditionalCheckFailed = ddbtypes.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+
+// startApplier makes an Applier of opts, runs it until the test ends (cancel stops it; Run must
+// return nil) and waits until it is ready.
+func startApplier(t *testing.T, ctx context.Context, cancel context.CancelFunc, opts Options) *Applier {
+	t.Helper()
+	app, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+	waitFor(t, 30*time.Second, "applier ready", app.Ready)
+	return app
+}

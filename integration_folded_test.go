@@ -66,20 +66,8 @@ func testFoldedLayout(t *testing.T, source ChangeSource, opts ...api.TableOption
 		}
 	}
 
-	app, err := New(Options{ManagementCluster: "mc01", Tables: layout, DynamoDB: env.Client,
+	app := startApplier(t, ctx, cancel, Options{ManagementCluster: "mc01", Tables: layout, DynamoDB: env.Client,
 		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t), ChangeSource: source})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run returned %v", err)
-		}
-	})
-	waitFor(t, 30*time.Second, "applier ready", app.Ready)
 	if app.Informers().DeleteDesires != nil {
 		t.Fatal("a DeleteDesire informer in the folded layout")
 	}

@@ -39,21 +39,9 @@ func TestIntegrationIndexPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := &specReads{Client: env.Client, calls: map[string]int{}}
-	app, err := New(Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: db,
+	startApplier(t, ctx, cancel, Options{ManagementCluster: "mc01", TablePrefix: env.Prefix, DynamoDB: db,
 		Streams: AWSStreams{DB: env.Client, Streams: env.Streams}, RESTConfig: cfg, Log: testr.New(t),
 		ChangeSource: IndexPollSource{PollPeriod: time.Second, RelistPeriod: 3 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run returned %v", err)
-		}
-	})
-	waitFor(t, 30*time.Second, "applier ready", app.Ready)
 
 	applies := api.NewClient(env.Client, env.Prefix, "mc01").ApplyDesires()
 	d := &api.ApplyDesire{}
